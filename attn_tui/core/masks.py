@@ -1,0 +1,90 @@
+"""Masks (1 = may attend, the SDPA convention) and how masked scores are filled.
+
+Padding is about keys; causality is about positions. Both reduce to one boolean
+(L, S) matrix so every variant masks the same way.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attn_tui.core.errors import ConfigError, ShapeError
+from attn_tui.core.inputs import PAD_TOKEN, shape_text
+
+MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
+
+
+def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys: int = 0,
+               custom: torch.Tensor | None = None, device: torch.device | str = "cpu"
+               ) -> torch.Tensor | None:
+    """Boolean (L, S) mask, True where query i may attend key j; None when nothing is masked.
+
+    Causal follows torch's `is_causal`: query i sees keys 0..i (top-left aligned when
+    L ≠ S). Padding masks keys whose token is `<pad>` and the last `pad_keys` keys.
+    A custom 0/1 matrix is combined with the kind by logical AND.
+    """
+    if kind not in MASK_KINDS:
+        raise ConfigError(f"unknown mask {kind!r}; choose one of {', '.join(MASK_KINDS)}")
+    n_keys = len(key_tokens)
+    if pad_keys < 0 or pad_keys > n_keys:
+        raise ConfigError(f"--pad-keys {pad_keys} is outside 0..{n_keys} (there are {n_keys} keys)")
+    mask = torch.ones(n_queries, n_keys, dtype=torch.bool, device=device)  # (L, S)
+    if "causal" in kind:
+        mask &= torch.ones_like(mask).tril()
+    if "padding" in kind:
+        mask &= padding_keys(key_tokens, pad_keys, device).logical_not()[None, :]
+    if custom is not None:
+        if tuple(custom.shape) != (n_queries, n_keys):
+            raise ShapeError(f"the mask is {shape_text(tuple(custom.shape))} but the scores are "
+                             f"{shape_text((n_queries, n_keys))}: it needs one entry per query and key")
+        mask &= custom.to(device=device, dtype=torch.bool)
+    return None if bool(mask.all()) else mask
+
+
+def padding_keys(key_tokens: tuple[str, ...], pad_keys: int, device: torch.device | str = "cpu"
+                 ) -> torch.Tensor:
+    """Boolean (S,) vector, True for keys that are padding."""
+    pad = torch.tensor([t == PAD_TOKEN for t in key_tokens], dtype=torch.bool, device=device)
+    if pad_keys:
+        pad[len(key_tokens) - pad_keys:] = True
+    return pad
+
+
+def custom_mask(rows: list[list[float]]) -> torch.Tensor:
+    """Validate a typed 0/1 matrix; anything else is an error rather than a guess."""
+    for i, row in enumerate(rows, start=1):
+        for j, value in enumerate(row, start=1):
+            if value not in (0.0, 1.0):
+                raise ShapeError(f"the mask holds {value:g} at row {i}, column {j}: "
+                                 "use 1 where a query may attend and 0 where it may not")
+    return torch.tensor(rows, dtype=torch.bool)
+
+
+def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: str) -> torch.Tensor:
+    """Scores with masked cells set to the fill, in float32 so -1e9 survives float16."""
+    if fill not in FILLS:
+        raise ConfigError(f"unknown mask fill {fill!r}; choose -inf or -1e9")
+    out = scores.float()
+    if mask is None:
+        return out.clone()
+    return out.masked_fill(~mask, FILLS[fill])
+
+
+def fully_masked_rows(mask: torch.Tensor | None) -> list[int]:
+    if mask is None:
+        return []
+    return [int(i) for i in torch.nonzero(~mask.any(dim=-1)).flatten().tolist()]
+
+
+def masked_softmax(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over keys in float32; rows with nothing to attend become zeros (as SDPA does).
+
+    With fill -inf such a row is all -inf and plain softmax gives NaN; with -1e9 it is
+    uniform, which is left as is because that is what -1e9 really computes.
+    """
+    weights = torch.softmax(masked.float(), dim=-1)
+    if mask is not None:
+        empty = ~mask.any(dim=-1, keepdim=True) & torch.isinf(masked).all(dim=-1, keepdim=True)
+        weights = weights.masked_fill(empty, 0.0)
+    return weights

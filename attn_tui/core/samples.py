@@ -1,0 +1,87 @@
+"""Sample inputs shipped as TOML: a sentence or typed matrices, plus suggested settings.
+
+Read with tomllib only (no torch), so the app can list samples on its first frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from attn_tui.core.errors import InputError
+from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10 only
+    import tomli as tomllib
+
+_SETTING_KEYS = {f.name for f in dataclasses.fields(Settings)}
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    description: str
+    request: Request
+    notes: str = ""
+
+
+def samples_dir() -> Path:
+    """The installed `attn_tui.samples` package, or `samples/` beside a source checkout."""
+    try:
+        return Path(str(resources.files("attn_tui.samples")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[2] / "samples"
+
+
+def parse_sample(text: str, origin: str) -> Sample:
+    """One sample from TOML text; errors name the file and what is wrong."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", source=origin) from None
+    for key in ("name", "description"):
+        if not isinstance(data.get(key), str):
+            raise InputError(f"needs a string '{key}'", source=origin)
+    settings = {k: data[k] for k in _SETTING_KEYS & data.keys()}
+    try:
+        settings_obj = Settings(**settings)
+    except TypeError as exc:
+        raise InputError(str(exc), source=origin) from None
+    if "text" in data:
+        source: SentenceInput | MatrixInput | XInput = SentenceInput(data["text"])
+    elif "x" in data:
+        source = XInput(data["x"], _tokens(data.get("tokens")))
+    elif all(key in data for key in ("q", "k", "v")):
+        source = MatrixInput(data["q"], data["k"], data["v"], _tokens(data.get("query_tokens")),
+                             _tokens(data.get("key_tokens")))
+    else:
+        raise InputError("needs 'text', 'x', or all of 'q', 'k' and 'v'", source=origin)
+    return Sample(data["name"], data["description"], Request(source, settings_obj, data.get("mask_matrix")),
+                  data.get("notes", ""))
+
+
+def _tokens(value: list[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@lru_cache(maxsize=1)
+def load_samples() -> dict[str, Sample]:
+    """Every shipped sample by name, in file-name order."""
+    found: dict[str, Sample] = {}
+    for path in sorted(samples_dir().glob("*.toml")):
+        sample = parse_sample(path.read_text(encoding="utf-8"), path.name)
+        found[sample.name] = sample
+    return found
+
+
+def get_sample(name: str) -> Sample:
+    samples = load_samples()
+    if name not in samples:
+        raise InputError(f"no sample called {name!r}; the samples are: {', '.join(samples)}")
+    return samples[name]

@@ -1,0 +1,63 @@
+"""What to compute: the settings and the three kinds of input, as plain frozen data.
+
+Nothing here imports torch, so the app can hold and edit settings before torch loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead")
+DEFAULT_DIM = 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of a computation; the same object drives the CLI and the app."""
+
+    variant: str = "scaled_dot"
+    mask: str = "none"  # none | causal | padding | causal+padding
+    mask_fill: str = "-inf"  # -inf | -1e9
+    pad_keys: int = 0  # typed matrices: the last N keys are padding
+    heads: int = 2  # multihead only
+    dim: int | None = None  # model dim for sentences; attention hidden size for additive/concat
+    positional: bool = False
+    seed: int = 0
+    device: str = "auto"
+    dtype: str = "float32"
+    temperature: float = 1.0  # divides the scores; 1 = the variant as written
+
+
+@dataclass(frozen=True)
+class SentenceInput:
+    """A sentence, split on whitespace; Q, K, V come from a seeded embedding."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class MatrixInput:
+    """Hand-typed Q (L×d), K (S×d) and V (S×d_v); K/V may have more rows than Q."""
+
+    q: list[list[float]]
+    k: list[list[float]]
+    v: list[list[float]]
+    query_tokens: tuple[str, ...] | None = None
+    key_tokens: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class XInput:
+    """One typed matrix X (N×d_model) of token vectors: self-attention projects Q, K, V from it."""
+
+    x: list[list[float]]
+    tokens: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """Settings plus input plus an optional custom 0/1 mask: everything `compute` needs."""
+
+    source: SentenceInput | MatrixInput | XInput
+    settings: Settings = field(default_factory=Settings)
+    custom_mask: list[list[float]] | None = None

@@ -1,0 +1,27 @@
+"""Luong's "general" (bilinear) score: score(q, k) = (W_a q)·k.
+
+A learned W_a lets the query be re-expressed before comparing, so query and key may
+even have different widths.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from attn_tui.core.stage import Stage, dim_axis
+
+if TYPE_CHECKING:
+    from attn_tui.core.engine import Context
+
+STAGES = ("query", "key", "value", "query_proj", "scores", "masked", "weights", "output")
+
+
+def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    w_a = ctx.params.weight("W_a", k.shape[1], q.shape[1])  # (d_k, d_q)
+    query_proj = ctx.trace.add(Stage("query_proj", q @ w_a.T, "Q' = Q·W_aᵀ: row i is W_a q_i",
+                                     (ctx.query_axis, dim_axis(k.shape[1]))))  # (L, d_k)
+    scores = ctx.trace.add(Stage("scores", query_proj @ k.T, "S = Q'·Kᵀ: S[i,j] = (W_a q_i)·k_j",
+                                 (ctx.query_axis, ctx.key_axis)))  # (L, S)
+    ctx.attend(scores, v, "S")

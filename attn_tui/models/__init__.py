@@ -1,0 +1,1 @@
+"""Real and trained models; heavy imports (transformers) stay inside functions."""

@@ -1,0 +1,1 @@
+"""Rich-only drawing of traces: colour scales, heatmap tables, labels, formulas."""

@@ -1,0 +1,12 @@
+"""Token labels measured in terminal cells, so Korean (two cells a syllable) lines up."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len, set_cell_size
+
+
+def fit_label(label: str, width: int) -> str:
+    """Cut `label` to at most `width` cells, marking a cut with '…'; pad to exactly `width`."""
+    if cell_len(label) <= width:
+        return label + " " * (width - cell_len(label))
+    return set_cell_size(label, width - 1) + "…"

@@ -1,0 +1,1 @@
+"""Sample inputs (TOML), installed as the package `attn_tui.samples`."""

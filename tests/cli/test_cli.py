@@ -1,0 +1,141 @@
+"""`attn-tui stages` and `attn-tui samples`: output formats, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attn_tui.cli import main
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_round_trips_and_matches_sdpa(capsys, tmp_path) -> None:
+    (tmp_path / "q").write_text("[[0, 10, 0], [0, 0, 10], [10, 10, 0]]")
+    (tmp_path / "k").write_text("10 0 0\n0 10 0\n0 0 10\n0 0 10")
+    (tmp_path / "v").write_text("1,0;10,0;100,5;1000,6")
+    code, out, _ = run_cli(capsys, "stages", "--q", str(tmp_path / "q"), "--k", str(tmp_path / "k"),
+                           "--v", str(tmp_path / "v"), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["variant"] == "scaled_dot" and doc["device"] == "cpu" and doc["dtype"] == "float32"
+    assert doc["tokens"] == {"query": ["q0", "q1", "q2"], "key": ["k0", "k1", "k2", "k3"]}
+    by_name = {s["name"]: s for s in doc["stages"]}
+    assert list(by_name) == ["query", "key", "value", "scores", "scaled", "masked", "weights", "output"]
+    assert all(s["head"] is None and s["formula"] for s in doc["stages"])
+    q, k, v = (torch.tensor(doc["inputs"][n]) for n in "QKV")
+    expected = F.scaled_dot_product_attention(q, k, v)
+    assert torch.allclose(torch.tensor(by_name["output"]["data"]), expected, atol=1e-6)
+    assert by_name["weights"]["shape"] == [3, 4]
+
+
+def test_json_spells_infinities(capsys) -> None:
+    code, out, _ = run_cli(capsys, "stages", "--text", "a b c", "--mask", "causal", "--mask-fill", "-inf",
+                           "--format", "json", "--stage", "masked")
+    doc = json.loads(out)
+    assert [s["name"] for s in doc["stages"]] == ["masked"]
+    assert doc["stages"][0]["data"][0][1:] == ["-inf", "-inf"]
+
+
+def test_mask_file_and_fully_masked_row_warning(capsys, tmp_path) -> None:
+    (tmp_path / "m").write_text("1 0\n0 0")
+    code, out, _ = run_cli(capsys, "stages", "--text", "a b", "--mask-file", str(tmp_path / "m"),
+                           "--format", "json", "--mask-fill=-inf")
+    doc = json.loads(out)
+    assert doc["mask"] == [[1, 0], [0, 0]]
+    assert any("row 1" in w for w in doc["warnings"])
+    weights = next(s for s in doc["stages"] if s["name"] == "weights")
+    assert weights["data"][1] == [0.0, 0.0]
+
+
+def test_multihead_head_filter(capsys) -> None:
+    code, out, _ = run_cli(capsys, "stages", "--sample", "multihead_korean", "--head", "2", "--format", "json")
+    doc = json.loads(out)
+    heads = {s["head"] for s in doc["stages"]}
+    assert heads == {None, 2}
+    assert [s["name"] for s in doc["stages"]][-2:] == ["concat", "projected"]
+
+
+def test_table_output_fits_80_columns_and_aligns_korean(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "stages", "--sample", "long_paragraph", "--stage", "weights")
+    assert code == 0
+    from rich.cells import cell_len
+
+    assert max(cell_len(line) for line in out.splitlines()) <= 80
+    assert "showing" in out and "of 70 columns" in out
+    code, out, _ = run_cli(capsys, "stages", "--sample", "korean_padded", "--stage", "masked")
+    rows = [line for line in out.splitlines() if line.startswith(("나는", "학교에", "간다"))]
+    assert len({cell_len(r) for r in rows}) == 1  # Korean labels padded by cell width
+    assert "-∞" in out
+
+
+def test_samples_command_lists_every_sample(capsys) -> None:
+    code, out, _ = run_cli(capsys, "samples")
+    assert code == 0
+    for name in ("korean", "korean_padded", "english_causal", "lookup", "cross_attention", "long_paragraph"):
+        assert name in out
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["stages"], "give an input"),
+    (["stages", "--text", "a", "--variant", "nope"], "invalid choice: 'nope'"),
+    (["stages", "--text", "a", "--heads", "0"], "must be at least 1"),
+    (["stages", "--text", "a", "--seed", "x"], "invalid int value"),
+    (["stages", "--q", "/no/such/file", "--k", "x", "--v", "y"], "cannot read Q from '/no/such/file'"),
+    (["stages", "--q", "/dev/null"], "missing --k and --v"),
+    (["stages", "--text", "a b", "--variant", "multihead", "--heads", "3"], "--heads 3 does not divide"),
+    (["stages", "--text", "a b", "--variant", "dot", "--stage", "scaled"], "has no stage 'scaled'"),
+    (["stages", "--text", "a b", "--head", "1"], "--head applies to multihead only"),
+    (["stages", "--sample", "nope"], "no sample called 'nope'"),
+    (["stages", "--text", "a b", "--mask-fill", "0"], "invalid choice: '0'"),
+    (["stages", "--text", "a b", "--temperature", "-1"], "must be a positive number"),
+    (["stages", "--text", "a", "--sample", "korean"], "cannot be combined"),
+    (["stages", "--text", "   "], "sentence is empty"),
+    (["stages", "--text", "a b", "--format", "xml"], "invalid choice: 'xml'"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, argv: list[str], fragment: str) -> None:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_matrix_errors_name_line_and_column(capsys, tmp_path) -> None:
+    (tmp_path / "q").write_text("1 0\n0 x")
+    (tmp_path / "k").write_text("1 0 0\n0 1 0")
+    (tmp_path / "v").write_text("1\n2")
+    code, _, err = run_cli(capsys, "stages", "--q", str(tmp_path / "q"), "--k", str(tmp_path / "k"),
+                           "--v", str(tmp_path / "v"))
+    assert code == 2 and "Q, line 2, column 3: expected a number, found 'x'" in err
+    (tmp_path / "q").write_text("1 0\n0 1")
+    code, _, err = run_cli(capsys, "stages", "--q", str(tmp_path / "q"), "--k", str(tmp_path / "k"),
+                           "--v", str(tmp_path / "v"))
+    assert code == 2 and "Q is 2×2 but K is 2×3: their last dimensions must match" in err
+
+
+def test_installed_script_reads_stdin_and_exits_2_without_traceback() -> None:
+    """Through a real process: standard input, exit codes and stderr as a user sees them."""
+    ok = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--x", "-", "--variant", "multihead",
+                         "--heads", "2", "--format", "json"], input="1 0 0 1\n0 1 1 0\n1 1 0 0",
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["tokens"]["query"] == ["x0", "x1", "x2"]
+    bad = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--q", "-", "--k", "-", "--v", "-"],
+                         input="1", capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

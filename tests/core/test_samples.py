@@ -1,0 +1,57 @@
+"""Shipped samples: each loads, computes cleanly, and the required ones are there."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from attn_tui.core.engine import compute
+from attn_tui.core.errors import InputError
+from attn_tui.core.samples import get_sample, load_samples, parse_sample
+from attn_tui.core.settings import MatrixInput, SentenceInput
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", list(load_samples()))
+def test_every_sample_computes_without_warnings(name: str) -> None:
+    sample = load_samples()[name]
+    assert sample.description
+    trace = compute(sample.request)
+    assert trace.stages and not trace.warnings
+
+
+def test_required_samples() -> None:
+    samples = load_samples()
+    assert samples["korean"].request.source == SentenceInput("나는 학교에 간다")
+    padded = samples["korean_padded"].request
+    assert "<pad>" in padded.source.text and padded.settings.mask == "padding"
+    assert samples["english_causal"].request.settings.mask == "causal"
+    lookup = samples["lookup"].request.source
+    assert lookup.k == [[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]]
+    assert lookup.v == [[1, 0], [10, 0], [100, 5], [1000, 6]]
+    assert lookup.q == [[0, 10, 0], [0, 0, 10], [10, 10, 0]]
+    cross = samples["cross_attention"].request.source
+    assert isinstance(cross, MatrixInput) and len(cross.k) > len(cross.q)
+    assert len(samples["long_paragraph"].request.source.text.split()) >= 64
+
+
+def test_sample_errors_name_the_file() -> None:
+    with pytest.raises(InputError, match="bad.toml: needs a string 'description'"):
+        parse_sample('name = "x"', "bad.toml")
+    with pytest.raises(InputError, match="bad.toml: needs 'text', 'x', or all of"):
+        parse_sample('name = "x"\ndescription = "y"\nq = [[1]]', "bad.toml")
+    with pytest.raises(InputError, match="no sample called"):
+        get_sample("missing")
+
+
+def test_packaging_lists_every_subpackage_and_ships_samples() -> None:
+    """pyproject's explicit package list must not miss a package added later."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "attn_tui").rglob("__init__.py")}
+    assert found <= listed, f"add to pyproject packages: {sorted(found - listed)}"
+    assert config["package-dir"]["attn_tui.samples"] == "samples"
+    assert (ROOT / "samples" / "__init__.py").exists()
