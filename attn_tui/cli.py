@@ -102,8 +102,21 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Compute a trace and print its stages.")
     _add_input_options(stages)
     stages.add_argument("--stage", metavar="NAME", help="print only this stage")
-    stages.add_argument("--head", type=_non_negative, metavar="H", help="multihead: only this head's stages")
+    stages.add_argument("--head", type=_non_negative, metavar="H",
+                        help="multihead: only this head's stages; --model: the head to trace (default 0)")
+    real = stages.add_argument_group("real model (needs attn-tui[models])")
+    real.add_argument("--model", metavar="NAME_OR_PATH", help="minilm, a local model folder, or a cached model id")
+    real.add_argument("--layer", type=_non_negative, default=0, metavar="L", help="layer to trace (default 0)")
+    real.add_argument("--pad-to", type=_positive, metavar="N", help="pad the tokenised text to N tokens")
     stages.add_argument("--format", choices=("table", "json"), default="table")
+    heads = sub.add_parser("heads", help="a real model at a glance: per-head statistics and rollout",
+                           description="Entropy, largest weight and first-token share of every layer and "
+                                       "head, plus attention rollout across layers.")
+    heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
+    heads.add_argument("--text", required=True)
+    heads.add_argument("--pad-to", type=_positive, metavar="N")
+    heads.add_argument("--device", choices=DEVICES)
+    heads.add_argument("--format", choices=("table", "json"), default="table")
     sub.add_parser("samples", help="list the shipped samples")
     return parser
 
@@ -184,21 +197,60 @@ def _cmd_samples() -> int:
     return 0
 
 
+def _model_trace(args: argparse.Namespace):
+    """A real model's layer and head as a trace; only --text (and --device) apply."""
+    if args.text is None:
+        raise InputError("--model needs --text with the sentence to run through the model")
+    from attn_tui.core.device import resolve_device
+    from attn_tui.models import hf
+
+    loaded = hf.load(args.model, resolve_device(args.device or "auto"))
+    return hf.run(loaded, args.text, args.pad_to).trace(args.layer, args.head or 0)
+
+
 def _cmd_stages(args: argparse.Namespace) -> int:
-    request = request_from_args(args)
-    if request is None:
-        raise InputError("give an input: --text, --sample, --q/--k/--v or --x")
     from attn_tui.core.engine import compute
     from attn_tui.core.export import select_stages, trace_to_json
 
-    trace = compute(request)
-    stages = select_stages(trace, args.stage, args.head)
+    if args.model is not None:
+        trace = _model_trace(args)
+        stages = select_stages(trace, args.stage)
+    else:
+        request = request_from_args(args)
+        if request is None:
+            raise InputError("give an input: --text, --sample, --q/--k/--v or --x")
+        trace = compute(request)
+        stages = select_stages(trace, args.stage, args.head)
     if args.format == "json":
         sys.stdout.write(trace_to_json(trace, stages) + "\n")
     else:
         from attn_tui.render.stage_table import print_trace
 
         print_trace(trace, stages)
+    return 0
+
+
+def _cmd_heads(args: argparse.Namespace) -> int:
+    import json
+
+    from attn_tui.core.device import resolve_device
+    from attn_tui.models import hf
+    from attn_tui.models.summary import head_stats, rollout, stack
+
+    loaded = hf.load(args.model, resolve_device(args.device or "auto"))
+    run = hf.run(loaded, args.text, args.pad_to)
+    weights = stack(run.attentions)  # (layers, heads, N, N)
+    real = run.mask.any(dim=0)  # (N,) keys that are not padding
+    stats = head_stats(weights, real)
+    rolled = rollout(weights, real)
+    if args.format == "json":
+        print(json.dumps({"model": loaded.name, "tokens": list(run.tokens), "layers": loaded.layers,
+                          "heads": loaded.heads, "stats": [vars(s) for s in stats],
+                          "rollout": rolled.tolist()}, ensure_ascii=False))
+    else:
+        from attn_tui.render.model_table import print_model_summary
+
+        print_model_summary(loaded.name, run.tokens, stats, rolled, loaded.layers, loaded.heads)
     return 0
 
 
@@ -216,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_samples()
         if args.command == "stages":
             return _cmd_stages(args)
+        if args.command == "heads":
+            return _cmd_heads(args)
         return _cmd_app(args)
     except AttnError as exc:
         fail(str(exc))

@@ -18,6 +18,7 @@ from attn_tui.core.variants import VARIANTS, Variant
 
 MAX_SCORE_CELLS = 1 << 24  # 4096 × 4096 scores
 MAX_ENERGY_CELLS = 1 << 26  # additive/concat hold an (L, S, hidden) tensor
+MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
 
 
 @dataclass
@@ -64,8 +65,8 @@ def compute(request: Request) -> Trace:
     variant = VARIANTS[s.variant]
     if not math.isfinite(s.temperature) or s.temperature <= 0:
         raise ConfigError(f"temperature must be a positive number, not {s.temperature:g}")
-    if s.dim is not None and s.dim < 1:
-        raise ConfigError(f"--dim must be at least 1, not {s.dim}")
+    if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
+        raise ConfigError(f"--dim must be between 1 and {MAX_DIM}, not {s.dim}")
     device, dtype = resolve_device(s.device), resolve_dtype(s.dtype)
     trace = Trace(variant=s.variant, query_tokens=(), key_tokens=(), device=str(device),
                   dtype=s.dtype, config=asdict(s))

@@ -87,8 +87,8 @@ def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableT
         sums = stage.tensor.float().sum(dim=-1)
         parts.append(Text(f"row sums: min {float(sums.min()):.6f}, max {float(sums.max()):.6f}"
                           " (1 for every row that may attend somewhere)", style="dim"))
-    legend = (f"scale {scale.lo:.3g} … {scale.hi:.3g}" +
-              ("  × masked" if masked is not None else "") + "  -∞ masked fill")
+    legend = (f"scale {scale.lo:.3g} … {scale.hi:.3g}" + ("  × masked" if masked is not None else "") +
+              ("  -∞ masked fill" if bool(torch.isneginf(stage.tensor).any()) else ""))
     parts.append(Text(legend + ("; " + "; ".join(notes) + " (--format json has all)" if notes else ""),
                       style="dim"))
     return Group(*parts)
@@ -97,7 +97,10 @@ def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableT
 def print_trace(trace: Trace, stages: list[Stage], console: Console | None = None) -> None:
     console = console or Console()
     width = min(console.width, 120)
-    head = Text.assemble(("attn-tui ", "bold"), (trace.variant, "bold magenta"),
+    what = trace.variant
+    if "model" in trace.config:
+        what = f"{trace.config['model']} layer {trace.config['layer']} head {trace.config['head']}"
+    head = Text.assemble(("attn-tui ", "bold"), (what, "bold magenta"),
                          f"  device {trace.device}  dtype {trace.dtype}  "
                          f"queries {len(trace.query_tokens)}  keys {len(trace.key_tokens)}")
     console.print(head)

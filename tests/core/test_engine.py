@@ -162,3 +162,12 @@ def test_core_imports_without_textual_or_rich() -> None:
             "bad = [m for m in ('textual', 'rich') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("variant", ["scaled_dot", "additive", "multihead"])
+def test_cuda_matches_cpu(variant: str) -> None:
+    cpu, gpu = (compute(sentence("나는 학교에 간다 <pad>", variant=variant, mask="causal+padding", device=device))
+                for device in ("cpu", "cuda"))
+    assert gpu.device.startswith("cuda")
+    assert torch.allclose(gpu.tensor("weights").cpu(), cpu.tensor("weights"), atol=1e-5)

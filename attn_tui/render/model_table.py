@@ -1,0 +1,44 @@
+"""A real model at a glance for the terminal: per-head statistics and the rollout matrix."""
+
+from __future__ import annotations
+
+import torch
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from attn_tui.core.stage import Axis, Stage, Trace
+from attn_tui.models.summary import HeadStats
+from attn_tui.render.colors import Scale
+from attn_tui.render.stage_table import stage_renderable
+
+
+def stats_table(stats: list[HeadStats], layers: int, heads: int, field: str, title: str) -> Table:
+    """Layers down, heads across, one statistic coloured on its own scale."""
+    values = torch.tensor([getattr(s, field) for s in stats]).reshape(layers, heads)
+    scale = Scale.fit(float(values.min()), float(values.max()))
+    table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), title_justify="left")
+    table.add_column("layer", justify="right")
+    for h in range(heads):
+        table.add_column(f"h{h}", justify="right", width=5)
+    for layer in range(layers):
+        table.add_row(str(layer), *(Text(f"{values[layer, h]:.2f}", style=scale.style(float(values[layer, h])))
+                                    for h in range(heads)))
+    return table
+
+
+def print_model_summary(name: str, tokens: tuple[str, ...], stats: list[HeadStats], rolled: torch.Tensor,
+                        layers: int, heads: int, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(Text.assemble(("attn-tui ", "bold"), (name, "bold magenta"),
+                                f"  {layers} layers × {heads} heads  {len(tokens)} tokens"))
+    console.print(stats_table(stats, layers, heads, "entropy", "mean entropy (nats): low = focused"))
+    console.print(stats_table(stats, layers, heads, "max_weight", "largest weight"))
+    console.print(stats_table(stats, layers, heads, "first_token_share", "share of attention on the first token"))
+    axis_q, axis_k = Axis("query", tokens), Axis("key", tokens)
+    stage = Stage("rollout", rolled, "R = Π_l (½·mean_h A_l + ½·I), rows renormalised (Abnar & Zuidema, 2020)",
+                  (axis_q, axis_k))
+    trace = Trace("model", tokens, tokens, "cpu", "float32")
+    console.print()
+    console.print(stage_renderable(stage, trace, min(console.width, 120)))
