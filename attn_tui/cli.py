@@ -23,6 +23,7 @@ MASKS = ("none", "causal", "padding", "causal+padding")
 FILLS = ("-inf", "-1e9")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+SEQ2SEQ_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
 # Options whose value may start with '-' (argparse would take `-inf` for an option).
 _DASH_VALUE_OPTIONS = ("--mask-fill",)
 
@@ -108,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     real.add_argument("--model", metavar="NAME_OR_PATH", help="minilm, a local model folder, or a cached model id")
     real.add_argument("--layer", type=_non_negative, default=0, metavar="L", help="layer to trace (default 0)")
     real.add_argument("--pad-to", type=_positive, metavar="N", help="pad the tokenised text to N tokens")
+    real.add_argument("--target", metavar="DATE", help="seq2seq-dates: the expected output, e.g. 2026-11-22")
+    real.add_argument("--teacher-forcing", action="store_true",
+                      help="seq2seq-dates: feed the target's characters instead of the model's own")
     stages.add_argument("--format", choices=("table", "json"), default="table")
     heads = sub.add_parser("heads", help="a real model at a glance: per-head statistics and rollout",
                            description="Entropy, largest weight and first-token share of every layer and "
@@ -117,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     heads.add_argument("--pad-to", type=_positive, metavar="N")
     heads.add_argument("--device", choices=DEVICES)
     heads.add_argument("--format", choices=("table", "json"), default="table")
+    train = sub.add_parser("train-seq2seq", help="train the date-normalising seq2seq model (CPU)",
+                           description="Train the GRU encoder-decoder on generated dates and save a checkpoint.")
+    train.add_argument("--attention", choices=("additive", "general"), default="additive")
+    train.add_argument("--epochs", type=_positive, default=4)
+    train.add_argument("--steps", type=_positive, default=200, help="steps per epoch (default 200)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", metavar="FILE", default=None, help="checkpoint path (default dates_ATTENTION.pt)")
     sub.add_parser("samples", help="list the shipped samples")
     return parser
 
@@ -201,6 +212,12 @@ def _model_trace(args: argparse.Namespace):
     """A real model's layer and head as a trace; only --text (and --device) apply."""
     if args.text is None:
         raise InputError("--model needs --text with the sentence to run through the model")
+    if args.model in SEQ2SEQ_MODELS:
+        from attn_tui.models.seq2seq.decode import decode_trace
+        from attn_tui.models.seq2seq.train import load_shipped
+
+        model = load_shipped(SEQ2SEQ_MODELS[args.model])
+        return decode_trace(model, args.text, args.target, args.teacher_forcing, args.model)
     from attn_tui.core.device import resolve_device
     from attn_tui.models import hf
 
@@ -254,6 +271,27 @@ def _cmd_heads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from attn_tui.models.seq2seq import train as trainer
+
+    out = Path(args.out or f"dates_{args.attention}.pt")
+    columns = (TextColumn("[bold]training[/] {task.fields[attention]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("loss {task.fields[loss]:.4f}  held-out {task.fields[acc]}"), TimeElapsedColumn())
+    with Progress(*columns) as bar:
+        task = bar.add_task("train", total=args.epochs * args.steps, attention=args.attention, loss=0.0, acc="–")
+
+        def report(p: trainer.Progress) -> None:
+            fields = {"loss": p.loss} | ({"acc": f"{p.accuracy:.2%}"} if p.accuracy is not None else {})
+            bar.update(task, completed=p.step, **fields)
+
+        model, accuracy = trainer.train(args.attention, args.epochs, args.steps, seed=args.seed, on_step=report)
+    trainer.save(model, out, accuracy)
+    print(f"held-out exact match {accuracy:.2%}; saved {out} ({out.stat().st_size / 1024:.0f} KiB)")
+    return 0
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
     request = request_from_args(args)
     from attn_tui.tui.app import run_app
@@ -270,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_stages(args)
         if args.command == "heads":
             return _cmd_heads(args)
+        if args.command == "train-seq2seq":
+            return _cmd_train(args)
         return _cmd_app(args)
     except AttnError as exc:
         fail(str(exc))

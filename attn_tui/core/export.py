@@ -54,6 +54,7 @@ def stage_dict(stage: Stage) -> dict[str, object]:
     return {
         "name": stage.name,
         "head": stage.head,
+        "step": stage.step,
         "formula": stage.formula,
         "shape": list(stage.shape),
         "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes],
@@ -62,7 +63,8 @@ def stage_dict(stage: Stage) -> dict[str, object]:
 
 
 def trace_dict(trace: Trace, stages: list[Stage] | None = None) -> dict[str, object]:
-    return {
+    extra = {"output": trace.config["output"]} if "output" in trace.config else {}
+    return extra | {
         "variant": trace.variant,
         "device": trace.device,
         "dtype": trace.dtype,

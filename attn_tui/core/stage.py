@@ -29,7 +29,8 @@ def dim_axis(size: int, name: str = "dim", prefix: str = "d") -> Axis:
 class Stage:
     """One named step of a variant: its tensor, formula and axes.
 
-    `head` is set for the per-head stages of `multihead` and None everywhere else.
+    `head` is set for the per-head stages of `multihead`, `step` for the per-decoder-step
+    stages of a seq2seq model, and both are None everywhere else.
     """
 
     name: str
@@ -37,6 +38,7 @@ class Stage:
     formula: str
     axes: tuple[Axis, ...]
     head: int | None = None
+    step: int | None = None
 
     def __post_init__(self) -> None:
         if len(self.axes) != self.tensor.dim():
@@ -50,8 +52,9 @@ class Stage:
 
     @property
     def key(self) -> str:
-        """Unique id inside a trace, e.g. `weights` or `weights@h1`."""
-        return self.name if self.head is None else f"{self.name}@h{self.head}"
+        """Unique id inside a trace, e.g. `weights`, `weights@h1` or `weights@t3`."""
+        key = self.name if self.head is None else f"{self.name}@h{self.head}"
+        return key if self.step is None else f"{key}@t{self.step}"
 
 
 @dataclass
@@ -111,3 +114,14 @@ class Trace:
 
     def tensor(self, name: str, head: int | None = None) -> torch.Tensor:
         return self.stage(name, head).tensor
+
+    def steps(self) -> int:
+        """Number of decoder steps (seq2seq traces); 0 for a single attention."""
+        return 1 + max((s.step for s in self.stages if s.step is not None), default=-1)
+
+    def tensor_at(self, name: str, step: int) -> torch.Tensor:
+        """The tensor of stage `name` at decoder step `step`."""
+        for s in self.stages:
+            if s.name == name and s.step == step:
+                return s.tensor
+        raise KeyError(f"{name}@t{step}")

@@ -1,0 +1,45 @@
+"""Characters ↔ ids for the date model, with errors that name the unknown character."""
+
+from __future__ import annotations
+
+import torch
+
+from attn_tui.core.errors import InputError
+from attn_tui.models.seq2seq.dates import END, INPUT_CHARS, OUTPUT_CHARS, PAD, START
+
+IN_ITOS = [PAD] + list(INPUT_CHARS)
+OUT_ITOS = [PAD, START, END] + OUTPUT_CHARS
+IN_STOI = {c: i for i, c in enumerate(IN_ITOS)}
+OUT_STOI = {c: i for i, c in enumerate(OUT_ITOS)}
+MAX_INPUT = 40
+MAX_OUTPUT = 12
+
+
+def encode_input(text: str) -> list[int]:
+    """Input characters → ids; refuses empty input and characters the model never saw."""
+    text = text.strip()
+    if not text:
+        raise InputError("the date is empty: type a date such as 22 November 2026")
+    if len(text) > MAX_INPUT:
+        raise InputError(f"the date is {len(text)} characters long; the model reads at most {MAX_INPUT}")
+    for column, ch in enumerate(text, start=1):
+        if ch not in IN_STOI:
+            raise InputError(f"column {column}: the model has never seen the character {ch!r}; it knows digits, "
+                             "English month and weekday names, 년 월 일 요일, spaces and , . / - ( ) '")
+    return [IN_STOI[c] for c in text]
+
+
+def encode_target(text: str) -> list[int]:
+    for column, ch in enumerate(text, start=1):
+        if ch not in OUT_STOI:
+            raise InputError(f"target column {column}: {ch!r} is not a digit or '-'; targets look like 2026-11-22")
+    return [OUT_STOI[START]] + [OUT_STOI[c] for c in text] + [OUT_STOI[END]]
+
+
+def batch(pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(src (B, S) padded with 0, lengths (B,), tgt (B, T) = <s> … </s>)."""
+    srcs = [encode_input(s) for s, _ in pairs]
+    tgts = [encode_target(t) for _, t in pairs]
+    width = max(map(len, srcs))
+    src = torch.tensor([s + [0] * (width - len(s)) for s in srcs])
+    return src, torch.tensor([len(s) for s in srcs]), torch.tensor(tgts)
