@@ -23,7 +23,6 @@ MASKS = ("none", "causal", "padding", "causal+padding")
 FILLS = ("-inf", "-1e9")
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64", "float16", "bfloat16")
-SEQ2SEQ_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
 # Options whose value may start with '-' (argparse would take `-inf` for an option).
 _DASH_VALUE_OPTIONS = ("--mask-fill",)
 
@@ -40,24 +39,23 @@ def fail(message: str, prog: str = "attn-tui") -> NoReturn:
     raise SystemExit(2)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _int_at_least(minimum: int):
+    """An argparse type: a whole number no smaller than `minimum`, with a message that says so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
 
 
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+_positive, _non_negative = _int_at_least(1), _int_at_least(0)
 
 
 def _temperature(text: str) -> float:
@@ -209,20 +207,13 @@ def _cmd_samples() -> int:
 
 
 def _model_trace(args: argparse.Namespace):
-    """A real model's layer and head as a trace; only --text (and --device) apply."""
+    """A real model's layer and head, or a seq2seq decode, as a trace; --text is its input."""
     if args.text is None:
         raise InputError("--model needs --text with the sentence to run through the model")
-    if args.model in SEQ2SEQ_MODELS:
-        from attn_tui.models.seq2seq.decode import decode_trace
-        from attn_tui.models.seq2seq.train import load_shipped
+    from attn_tui.models.registry import model_trace
 
-        model = load_shipped(SEQ2SEQ_MODELS[args.model])
-        return decode_trace(model, args.text, args.target, args.teacher_forcing, args.model)
-    from attn_tui.core.device import resolve_device
-    from attn_tui.models import hf
-
-    loaded = hf.load(args.model, resolve_device(args.device or "auto"))
-    return hf.run(loaded, args.text, args.pad_to).trace(args.layer, args.head or 0)
+    return model_trace(args.model, args.text, args.layer, args.head or 0, args.pad_to, args.target,
+                       args.teacher_forcing, args.device or "auto")
 
 
 def _cmd_stages(args: argparse.Namespace) -> int:
@@ -250,12 +241,14 @@ def _cmd_stages(args: argparse.Namespace) -> int:
 def _cmd_heads(args: argparse.Namespace) -> int:
     import json
 
-    from attn_tui.core.device import resolve_device
-    from attn_tui.models import hf
+    from attn_tui.models.registry import is_seq2seq, model_run
     from attn_tui.models.summary import head_stats, rollout, stack
 
-    loaded = hf.load(args.model, resolve_device(args.device or "auto"))
-    run = hf.run(loaded, args.text, args.pad_to)
+    if is_seq2seq(args.model):
+        raise InputError(f"{args.model} has one attention, not layers of heads: "
+                         f"use `attn-tui stages --model {args.model}`")
+    run = model_run(args.model, args.text, args.pad_to, args.device or "auto")
+    loaded = run.loaded
     weights = stack(run.attentions)  # (layers, heads, N, N)
     real = run.mask.any(dim=0)  # (N,) keys that are not padding
     stats = head_stats(weights, real)

@@ -1,0 +1,51 @@
+"""One door to every model the CLI and the app can open, by name or path.
+
+Loaded models are cached, so switching layer, head or sentence in the app never loads
+the weights twice.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from attn_tui.core.stage import Trace
+
+SEQ2SEQ = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
+BUILTIN = ("minilm", *SEQ2SEQ)
+
+
+def is_seq2seq(name: str) -> bool:
+    return name in SEQ2SEQ
+
+
+@lru_cache(maxsize=4)
+def _hf(name: str, device: str):
+    from attn_tui.core.device import resolve_device
+    from attn_tui.models import hf
+
+    return hf.load(name, resolve_device(device))
+
+
+@lru_cache(maxsize=2)
+def _seq2seq(name: str):
+    from attn_tui.models.seq2seq.train import load_shipped
+
+    return load_shipped(SEQ2SEQ[name])
+
+
+@lru_cache(maxsize=8)
+def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto"):
+    """A transformer's forward pass over `text` (hf.ModelRun): every layer and head from one run."""
+    from attn_tui.models import hf
+
+    return hf.run(_hf(name, device), text, pad_to)
+
+
+def model_trace(name: str, text: str, layer: int = 0, head: int = 0, pad_to: int | None = None,
+                target: str | None = None, teacher_forcing: bool = False, device: str = "auto") -> Trace:
+    """The trace of one transformer head, or of a seq2seq decode, for `text`."""
+    if is_seq2seq(name):
+        from attn_tui.models.seq2seq.decode import decode_trace
+
+        return decode_trace(_seq2seq(name), text, target, teacher_forcing, name)
+    return model_run(name, text, pad_to, device).trace(layer, head)
