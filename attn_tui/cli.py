@@ -16,8 +16,8 @@ from typing import NoReturn, Sequence
 from attn_tui import __version__
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.inputs import parse_matrix
-from attn_tui.core.settings import (VARIANT_NAMES, MatrixInput, Request, SentenceInput, Settings,
-                                    XInput)
+from attn_tui.core.settings import (VARIANT_NAMES, MatrixInput, ModelInput, Request, SentenceInput,
+                                    Settings, XInput)
 
 MASKS = ("none", "causal", "padding", "causal+padding")
 FILLS = ("-inf", "-1e9")
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="multihead: only this head's stages; --model: the head to trace (default 0)")
     real = stages.add_argument_group("real model (needs attn-tui[models])")
     real.add_argument("--model", metavar="NAME_OR_PATH", help="minilm, a local model folder, or a cached model id")
-    real.add_argument("--layer", type=_non_negative, default=0, metavar="L", help="layer to trace (default 0)")
+    real.add_argument("--layer", type=_non_negative, metavar="L", help="layer to trace (default 0)")
     real.add_argument("--pad-to", type=_positive, metavar="N", help="pad the tokenised text to N tokens")
     real.add_argument("--target", metavar="DATE", help="seq2seq-dates: the expected output, e.g. 2026-11-22")
     real.add_argument("--teacher-forcing", action="store_true",
@@ -206,22 +206,32 @@ def _cmd_samples() -> int:
     return 0
 
 
-def _model_trace(args: argparse.Namespace):
-    """A real model's layer and head, or a seq2seq decode, as a trace; --text is its input."""
-    if args.text is None:
-        raise InputError("--model needs --text with the sentence to run through the model")
-    from attn_tui.models.registry import model_trace
+def _model_input(args: argparse.Namespace) -> ModelInput | None:
+    """The model run that --model, or a model sample, asks for; explicit options win."""
+    base = None
+    if args.sample is not None:
+        from attn_tui.core.samples import get_sample
 
-    return model_trace(args.model, args.text, args.layer, args.head or 0, args.pad_to, args.target,
-                       args.teacher_forcing, args.device or "auto")
+        base = get_sample(args.sample).model
+    if args.model is None and base is None:
+        return None
+    if args.model is not None and args.text is None and base is None:
+        raise InputError("--model needs --text with the sentence to run through the model")
+    base = base or ModelInput(args.model, args.text)
+    given = {"name": args.model, "text": args.text, "layer": args.layer, "head": args.head, "pad_to": args.pad_to,
+             "target": args.target, "teacher_forcing": args.teacher_forcing or None}
+    return replace(base, **{k: v for k, v in given.items() if v is not None})
 
 
 def _cmd_stages(args: argparse.Namespace) -> int:
     from attn_tui.core.engine import compute
     from attn_tui.core.export import select_stages, trace_to_json
 
-    if args.model is not None:
-        trace = _model_trace(args)
+    model = _model_input(args)
+    if model is not None:
+        from attn_tui.models.registry import trace_for
+
+        trace = trace_for(model, args.device or "auto")
         stages = select_stages(trace, args.stage)
     else:
         request = request_from_args(args)

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from attn_tui.core.errors import InputError
-from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,6 +29,7 @@ class Sample:
     description: str
     request: Request
     notes: str = ""
+    model: ModelInput | None = None  # set when the sample runs a real or trained model
 
 
 def samples_dir() -> Path:
@@ -62,8 +63,14 @@ def parse_sample(text: str, origin: str) -> Sample:
                              _tokens(data.get("key_tokens")))
     else:
         raise InputError("needs 'text', 'x', or all of 'q', 'k' and 'v'", source=origin)
+    model = None
+    if "model" in data:
+        if "text" not in data:
+            raise InputError("a model sample needs 'text'", source=origin)
+        keys = {"layer", "head", "pad_to", "target", "teacher_forcing"} & data.keys()
+        model = ModelInput(data["model"], data["text"], **{k: data[k] for k in keys})
     return Sample(data["name"], data["description"], Request(source, settings_obj, data.get("mask_matrix")),
-                  data.get("notes", ""))
+                  data.get("notes", ""), model)
 
 
 def _tokens(value: list[str] | None) -> tuple[str, ...] | None:

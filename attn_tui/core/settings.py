@@ -55,6 +55,22 @@ class XInput:
 
 
 @dataclass(frozen=True)
+class ModelInput:
+    """A real or trained model run on a sentence: which model, and which layer and head to show.
+
+    `target` and `teacher_forcing` apply to the seq2seq date model only.
+    """
+
+    name: str
+    text: str
+    layer: int = 0
+    head: int = 0
+    pad_to: int | None = None
+    target: str | None = None
+    teacher_forcing: bool = False
+
+
+@dataclass(frozen=True)
 class Request:
     """Settings plus input plus an optional custom 0/1 mask: everything `compute` needs."""
 

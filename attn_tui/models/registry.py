@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
 
 SEQ2SEQ = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
@@ -49,3 +50,9 @@ def model_trace(name: str, text: str, layer: int = 0, head: int = 0, pad_to: int
 
         return decode_trace(_seq2seq(name), text, target, teacher_forcing, name)
     return model_run(name, text, pad_to, device).trace(layer, head)
+
+
+def trace_for(model: ModelInput, device: str = "auto") -> Trace:
+    """`model_trace` for a ModelInput, as samples and the app hold it."""
+    return model_trace(model.name, model.text, model.layer, model.head, model.pad_to, model.target,
+                       model.teacher_forcing, device)

@@ -61,6 +61,7 @@ def _matrix_table(matrix: torch.Tensor, row_labels: tuple[str, ...], col_labels:
 def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableType:
     """Header (name, shape, formula) plus the heatmap table(s) of one stage."""
     head = f" · head {stage.head}" if stage.head is not None else ""
+    head += f" · step {stage.step}" if stage.step is not None else ""
     title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
     parts: list[RenderableType] = [title, Text(stage.formula, style="italic")]
@@ -98,8 +99,10 @@ def print_trace(trace: Trace, stages: list[Stage], console: Console | None = Non
     console = console or Console()
     width = min(console.width, 120)
     what = trace.variant
-    if "model" in trace.config:
+    if "layer" in trace.config:
         what = f"{trace.config['model']} layer {trace.config['layer']} head {trace.config['head']}"
+    elif "output" in trace.config:
+        what = f"{trace.config['model']} ({trace.config['attention']}) → {trace.config['output']}"
     head = Text.assemble(("attn-tui ", "bold"), (what, "bold magenta"),
                          f"  device {trace.device}  dtype {trace.dtype}  "
                          f"queries {len(trace.query_tokens)}  keys {len(trace.key_tokens)}")

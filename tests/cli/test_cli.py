@@ -139,3 +139,12 @@ def test_installed_script_reads_stdin_and_exits_2_without_traceback() -> None:
                          input="1", capture_output=True, text=True)
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_model_samples_run_headless_and_options_override(capsys) -> None:
+    code, out, _ = run_cli(capsys, "stages", "--sample", "dates_english", "--teacher-forcing", "--format", "json",
+                           "--stage", "alignment")
+    doc = json.loads(out)
+    assert code == 0 and doc["output"] == "2026-11-22" and doc["settings"]["teacher_forcing"] is True
+    code, _, err = run_cli(capsys, "stages", "--sample", "dates_korean", "--teacher-forcing")
+    assert code == 2 and "teacher forcing needs a target" in err

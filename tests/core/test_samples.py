@@ -19,7 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_sample_computes_without_warnings(name: str) -> None:
     sample = load_samples()[name]
     assert sample.description
-    trace = compute(sample.request)
+    if sample.model is not None:
+        from attn_tui.models.registry import trace_for
+
+        trace = trace_for(sample.model)
+    else:
+        trace = compute(sample.request)
     assert trace.stages and not trace.warnings
 
 
