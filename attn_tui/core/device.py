@@ -25,7 +25,7 @@ def resolve_device(name: str) -> torch.device:
         if not torch.cuda.is_available():
             build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
             raise DeviceError(f"CUDA was asked for but none is available (torch {torch.__version__}, "
-                              f"{build}); use --device cpu or auto")
+                              f"{build}); choose the cpu or auto device")
         index = int(name.partition(":")[2] or 0)
         if index >= torch.cuda.device_count():
             raise DeviceError(f"{name} was asked for but only {torch.cuda.device_count()} CUDA device(s) exist")

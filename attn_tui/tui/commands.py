@@ -1,0 +1,40 @@
+"""Command palette (ctrl+p): every action of the app, every stage, sample and variant by name."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from attn_tui.core.settings import VARIANT_NAMES
+from attn_tui.tui.catalog import app_samples
+
+
+class AttnCommands(Provider):
+    """Commands are built from the app's bindings plus its current stages, so none go stale."""
+
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        app = self.app
+        found: list[tuple[str, Callable[[], object], str]] = []
+        for binding in app.palette_bindings():
+            found.append((binding.description, partial(app.run_action, binding.action),
+                          f"key: {binding.key}"))
+        for n, name in enumerate(app.stage_names()):
+            found.append((f"Go to stage: {name}", partial(app.go_to_stage, n), f"stage {n + 1}"))
+        for name, sample in app_samples().items():
+            found.append((f"Load sample: {name}", partial(app.load_sample, name), sample.description))
+        for variant in VARIANT_NAMES:
+            found.append((f"Variant: {variant}", partial(app.set_variant, variant), "recompute"))
+        return found
+
+    async def discover(self) -> Hits:
+        for title, callback, help_text in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, callback, help_text in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)

@@ -1,0 +1,20 @@
+"""The explanation panel: what the current stage does and why, in English or Korean."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from attn_tui.core.explanations import explanation
+
+
+class Explanation(Static):
+    """Two or three sentences for the stage; `t` switches the language."""
+
+    def show(self, stage: str, variant: str, language: str) -> None:
+        text = Text()
+        text.append("Why " if language == "en" else "설명 ", "bold")
+        text.append(f"{stage}", "bold yellow")
+        text.append("  (t: 한국어)" if language == "en" else "  (t: English)", "dim")
+        text.append("\n" + explanation(stage, variant, language))
+        self.update(text)

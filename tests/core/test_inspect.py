@@ -1,0 +1,88 @@
+"""The inspector's arithmetic must reproduce every cell of every stage of every variant."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from attn_tui.core.engine import compute
+from attn_tui.core.inspect import explain, mask_of
+from attn_tui.core.samples import load_samples
+from tests.conftest import matrices, sentence, x_matrix
+
+REQUESTS = {
+    "scaled_dot_sentence_causal_pe": sentence("나는 학교에 간다 오늘", variant="scaled_dot", mask="causal",
+                                              positional=True),
+    "dot_padded": sentence("a b c <pad>", variant="dot", mask="padding"),
+    "general_typed": matrices([[1, 0], [0, 1]], [[1, 0, 0.5], [0, 1, 0.5], [0.5, 0.5, 0]],
+                              [[1, 0], [0, 1], [2, 2]], variant="general", pad_keys=1, mask="padding"),
+    "additive_sentence": sentence("the cat sat", variant="additive", dim=4),
+    "concat_typed": matrices([[0.5, -1], [1, 2]], [[1, 0], [0, 1], [1, 1]], [[1], [2], [3]],
+                             variant="concat", dim=3),
+    "multihead_sentence": sentence("나는 어제 학교에 갔다", variant="multihead", heads=2, dim=4,
+                                   positional=True, temperature=2.0),
+    "multihead_x": x_matrix([[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]], variant="multihead", heads=2,
+                            mask="causal", mask_fill="-1e9"),
+    "scaled_empty_row": matrices([[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 2], [3, 4]],
+                                 custom_mask=[[0, 0], [1, 1]], variant="scaled_dot"),
+}
+
+
+def _close(a: float, b: float) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-5)
+
+
+@pytest.mark.parametrize("key", list(REQUESTS))
+def test_every_cell_of_every_stage_is_recomputed(key: str) -> None:
+    trace = compute(REQUESTS[key])
+    for stage in trace:
+        for index in itertools.product(*(range(n) for n in stage.shape)):
+            arithmetic = explain(trace, stage.name, stage.head, index)
+            assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
+            assert arithmetic.lines and arithmetic.title
+
+
+def test_mask_is_read_back_from_the_masked_stage() -> None:
+    trace = compute(sentence("a b c", variant="scaled_dot", mask="causal"))
+    mask = mask_of(trace)
+    assert mask is not None
+    assert torch.equal(mask, torch.ones(3, 3, dtype=torch.bool).tril())
+    assert mask_of(compute(sentence("a b c"))) is None
+
+
+def test_weights_text_shows_the_softmax_terms() -> None:
+    trace = compute(load_samples()["korean"].request)
+    arithmetic = explain(trace, "weights", None, (0, 1))
+    text = "\n".join(arithmetic.lines)
+    assert "max of row 0" in text and "Σ_k" in text
+    assert _close(arithmetic.total, float(trace.tensor("weights")[0, 1]))
+
+
+def test_fully_masked_row_explains_zero_weights() -> None:
+    trace = compute(REQUESTS["scaled_empty_row"])
+    arithmetic = explain(trace, "weights", None, (0, 0))
+    assert arithmetic.total == 0.0 and "nothing to attend" in "\n".join(arithmetic.lines)
+
+
+@pytest.mark.parametrize("name", list(load_samples()))
+def test_samples_first_weights_cell(name: str) -> None:
+    trace = compute(load_samples()[name].request)
+    head = 0 if trace.variant == "multihead" else None
+    arithmetic = explain(trace, "weights", head, (0, 0))
+    assert _close(arithmetic.total, arithmetic.expected)
+
+
+def test_every_stage_has_an_explanation_in_both_languages() -> None:
+    from attn_tui.core.explanations import explanation
+
+    for key in REQUESTS:
+        trace = compute(REQUESTS[key])
+        for name in trace.names():
+            english = explanation(name, trace.variant, "en")
+            korean = explanation(name, trace.variant, "ko")
+            assert english.count(".") >= 2 and any("\uac00" <= ch <= "\ud7a3" for ch in korean), name

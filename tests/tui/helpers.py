@@ -1,0 +1,38 @@
+"""Helpers for driving the app in tests: build it on a sample, wait for its workers deterministically."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.pilot import Pilot
+
+from attn_tui.core.samples import load_samples
+from attn_tui.core.settings import Request
+from attn_tui.tui.app import AttnApp
+
+MAX_ROUNDS = 200
+
+
+def sample_app(name: str = "korean", play_interval: float = 0.8, **settings: object) -> AttnApp:
+    """An app opened on a sample, optionally with some settings changed."""
+    request = load_samples()[name].request
+    if settings:
+        request = Request(request.source, replace(request.settings, **settings), request.custom_mask)
+    return AttnApp(request, play_interval=play_interval)
+
+
+async def settle(pilot: Pilot) -> None:
+    """Wait until torch has loaded and the latest request's result has been shown.
+
+    Alternates between waiting for every worker and letting the app handle the
+    messages they posted, so no sleep or timing guess is involved.
+    """
+    app = pilot.app
+    assert isinstance(app, AttnApp)
+    for _ in range(MAX_ROUNDS):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.torch_ready and app.generation > 0 and app.shown_generation == app.generation:
+            await pilot.pause()
+            return
+    raise AssertionError("the app never settled")

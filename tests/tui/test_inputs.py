@@ -1,0 +1,169 @@
+"""The input pane: sentences, typed matrices (errors keep the last heatmap), samples; sizes."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, OptionList, TabbedContent, TextArea
+
+from attn_tui.tui.catalog import app_samples
+from attn_tui.tui.widgets.heatmap import Heatmap
+from tests.tui.helpers import sample_app, settle
+
+SIZE = (100, 32)
+
+
+async def test_first_screen_before_torch_says_it_is_loading() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.trace is None or app.torch_ready
+        heatmap = app.query_one(Heatmap)
+        if app.trace is None:
+            assert "loading torch" in heatmap.message
+        await settle(pilot)
+        assert app.trace is not None and heatmap.grid is not None
+
+
+async def test_typing_a_sentence_shows_tokens_and_recomputes() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        field = app.query_one("#sentence", Input)
+        field.focus()
+        await pilot.press("end", *" 집에 왔다")
+        await settle(pilot)
+        assert app.trace.query_tokens == ("나는", "학교에", "간다", "집에", "왔다")
+        assert "왔다" in str(app.query_one("#tokens").render())
+        assert app.view.grid.row_labels[-1] == "왔다"
+
+
+async def test_empty_sentence_shows_an_error_and_keeps_the_trace() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        trace = app.trace
+        app.query_one("#sentence", Input).value = "   "
+        await pilot.pause()
+        assert app.trace is trace
+        assert "empty" in str(app.query_one("#tokens").render())
+
+
+async def _type_matrices(pilot, q: str, k: str, v: str) -> None:
+    app = pilot.app
+    app.query_one("#input-tabs", TabbedContent).active = "tab-matrices"
+    for name, text in (("Q", q), ("K", k), ("V", v)):
+        app.query_one(f"#edit-{name}", TextArea).text = text
+    await pilot.pause()
+    await settle(pilot)
+
+
+async def test_malformed_matrix_keeps_the_last_valid_heatmap_and_shows_the_error() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _type_matrices(pilot, "1 0\n0 1", "1 0\n0 1\n1 1", "1 2\n3 4\n5 6")
+        good = app.trace
+        assert good.query_tokens == ("q0", "q1") and app.view.grid.rows == 2
+        editor = app.query_one("#edit-K", TextArea)
+        editor.focus()
+        editor.move_cursor((1, 3))
+        await pilot.press("x")
+        await pilot.pause()
+        error = str(app.query_one("#error-K").render())
+        assert "line 2, column 3" in error and "'1x'" in error
+        assert str(app.query_one("#matrix-status").render()) == error  # visible above the editors
+        assert editor.text == "1 0\n0 1x\n1 1"  # what was typed stays
+        assert app.trace is good and app.query_one(Heatmap).grid is app.view.grid
+        await pilot.press("backspace")
+        await settle(pilot)
+        assert str(app.query_one("#error-K").render()) == ""
+
+
+async def test_mismatched_shapes_report_and_keep_the_trace() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        trace = app.trace
+        await _type_matrices(pilot, "1 0 0", "1 0\n0 1", "1\n2")
+        assert app.trace is trace
+        assert "last dimensions must match" in app.error and "last valid" in app.error
+
+
+async def test_x_editor_feeds_multihead() -> None:
+    app = sample_app(variant="multihead")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#edit-X", TextArea).text = "1 0 0 1\n0 1 1 0\n1 1 0 0"
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.query_tokens == ("x0", "x1", "x2") and app.trace.heads == 2
+
+
+async def test_samples_tab_enter_loads_a_sample() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#input-tabs", TabbedContent).active = "tab-samples"
+        options = app.query_one("#sample-list", OptionList)
+        options.focus()
+        names = list(app_samples())
+        options.highlighted = names.index("cross_attention")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.trace.variant == "additive" and app.trace.config["mask"] == "padding"
+        assert app.query_one("#set-variant").value == "additive"
+        assert app.query_one("#edit-Q", TextArea).text.startswith("0.9 0.1")
+        assert app.trace.key_tokens[0] == "나는"
+
+
+async def test_every_sample_loads() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for name, sample in app_samples().items():
+            app.load_sample(name)
+            await settle(pilot)
+            assert app.trace.variant == sample.request.settings.variant, name
+            assert app.error == "" or "mask" in app.error, (name, app.error)
+
+
+async def test_terminal_too_small_shows_a_message() -> None:
+    app = sample_app()
+    async with app.run_test(size=(40, 12)) as pilot:
+        await settle(pilot)
+        assert app.query_one("#too-small").display
+        assert not app.query_one("#main").display
+        await pilot.resize_terminal(100, 32)
+        await pilot.pause()
+        assert app.query_one("#main").display and not app.query_one("#too-small").display
+
+
+async def test_dense_mode_for_the_long_paragraph() -> None:
+    app = sample_app("long_paragraph")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        heatmap = app.query_one(Heatmap)
+        assert len(app.trace.query_tokens) >= 64
+        assert heatmap.layout_info.dense
+        assert heatmap.virtual_size.height == 1 + 35
+        await pilot.press(*["down"] * 30)
+        assert app.cursor[0] == 30 and heatmap.scroll_offset.y > 0
+
+
+async def test_multihead_with_typed_qkv_asks_for_x() -> None:
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        trace = app.trace
+        app.query_one("#set-variant").value = "multihead"
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace is trace and "X editor" in app.error
+        app.query_one("#edit-X", TextArea).text = "1 0\n0 1"
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.variant == "multihead" and app.trace.query_tokens == ("x0", "x1")
+
+
+def test_model_samples_are_left_to_the_headless_command() -> None:
+    names = set(app_samples())
+    assert {"korean", "long_paragraph", "multihead_korean"} <= names
+    assert all(getattr(s, "model", None) is None for s in app_samples().values())

@@ -1,0 +1,70 @@
+"""Snapshots of each distinct screen state, reviewed by eye before being accepted.
+
+Each app waits for its workers (`settle`) before the picture is taken, so the
+snapshots never catch a half-computed frame.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import TabbedContent, TextArea
+
+from attn_tui.core.variants.scaled_dot import STAGES
+from tests.tui.helpers import sample_app, settle
+
+KOREAN_STAGES = ("embedding",) + STAGES
+
+
+def _at_stage(name: str, *extra_keys: str):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        pilot.app.go_to_stage(pilot.app.stage_names().index(name))
+        if extra_keys:
+            await pilot.press(*extra_keys)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("stage", KOREAN_STAGES)
+def test_scaled_dot_korean_stage(snap_compare, stage: str) -> None:
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=_at_stage(stage))
+
+
+def test_padding_mask_masked_stage(snap_compare) -> None:
+    assert snap_compare(sample_app("korean_padded"), terminal_size=(100, 32), run_before=_at_stage("masked"))
+
+
+def test_heads_grid(snap_compare) -> None:
+    assert snap_compare(sample_app("multihead_korean"), terminal_size=(100, 32),
+                        run_before=_at_stage("weights", "g"))
+
+
+def test_inspector_on_a_weights_cell(snap_compare) -> None:
+    assert snap_compare(sample_app("korean"), terminal_size=(80, 24),
+                        run_before=_at_stage("weights", "down", "shift+right"))
+
+
+def test_dense_mode_long_paragraph(snap_compare) -> None:
+    assert snap_compare(sample_app("long_paragraph"), terminal_size=(100, 32),
+                        run_before=_at_stage("weights", *["down"] * 12))
+
+
+def test_matrices_tab_with_a_malformed_matrix(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        app = pilot.app
+        app.query_one("#input-tabs", TabbedContent).active = "tab-matrices"
+        app.query_one("#edit-Q", TextArea).text = "1 0\n0 1"
+        app.query_one("#edit-K", TextArea).text = "1 0\n0 1\n1 1"
+        app.query_one("#edit-V", TextArea).text = "1 2\n3 4\n5 6"
+        await pilot.pause()
+        await settle(pilot)
+        app.query_one("#edit-K", TextArea).text = "1 0\n0 one\n1 1"
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
+
+
+def test_terminal_too_small(snap_compare) -> None:
+    assert snap_compare(sample_app("korean"), terminal_size=(40, 12), run_before=_at_stage("weights"))
