@@ -92,10 +92,24 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     opt.add_argument("--dtype", choices=DTYPES)
 
 
+def _add_app_model_options(p: argparse.ArgumentParser) -> None:
+    """The app's real-model options: `attn-tui --model minilm --text …` opens the app on that model."""
+    real = p.add_argument_group("real or trained model (the app)")
+    real.add_argument("--model", metavar="NAME_OR_PATH",
+                      help="minilm, seq2seq-dates, seq2seq-dates-general, a local model folder, or a cached id")
+    real.add_argument("--layer", type=_non_negative, metavar="L", help="layer to show first (default 0)")
+    real.add_argument("--head", type=_non_negative, metavar="H", help="head to show first (default 0)")
+    real.add_argument("--pad-to", type=_positive, metavar="N", help="pad the tokenised text to N tokens")
+    real.add_argument("--target", metavar="DATE", help="seq2seq-dates: the expected output, e.g. 2026-11-22")
+    real.add_argument("--teacher-forcing", action="store_true",
+                      help="seq2seq-dates: feed the target's characters instead of the model's own")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="attn-tui", description="Watch attention compute itself, stage by stage.")
     parser.add_argument("--version", action="version", version=f"attn-tui {__version__}")
     _add_input_options(parser)
+    _add_app_model_options(parser)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     stages = sub.add_parser("stages", help="print every stage headless (table or JSON)",
                             description="Compute a trace and print its stages.")
@@ -296,10 +310,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_app(args: argparse.Namespace) -> int:
+    model = _model_input(args)
     request = request_from_args(args)
     from attn_tui.tui.app import run_app
 
-    return run_app(request)
+    return run_app(request, model)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

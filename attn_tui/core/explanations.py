@@ -1,7 +1,9 @@
 """Two or three sentences per stage, in English and Korean: what the stage does and why.
 
 Keyed by stage name, with `name:variant` overrides where a variant does the step its own
-way (the scores of additive attention are not a dot product).
+way (the scores of additive attention are not a dot product). A variant may name several
+keys, most specific first, as "seq2seq/additive": the seq2seq decoder's own text wins,
+then the attention kind's.
 """
 
 from __future__ import annotations
@@ -137,6 +139,30 @@ _TEXT: dict[str, dict[str, str]] = {
         "ko": "모든 헤드의 출력을 나란히 붙입니다. 헤드마다 다른 것에 주목할 수 있었고, 여기서 그 결과를 "
               "토큰마다 벡터 하나로 모읍니다.",
     },
+    "query:seq2seq": {
+        "en": "The query is the decoder's state: the GRU's memory of the date so far and of what it has "
+              "written. It asks: which input characters matter for the next output character?",
+        "ko": "쿼리는 디코더의 상태, 즉 지금까지의 날짜와 이미 쓴 출력을 기억하는 GRU의 은닉 상태입니다. "
+              "다음 출력 문자를 위해 어떤 입력 문자가 중요한지를 묻습니다.",
+    },
+    "key:seq2seq": {
+        "en": "The keys are the encoder's outputs, one per input character. A bidirectional GRU read the "
+              "whole date both ways, so each row knows its character and the characters around it.",
+        "ko": "키는 입력 문자마다 하나씩 있는 인코더의 출력입니다. 양방향 GRU가 날짜 전체를 양쪽에서 읽었으므로 "
+              "각 행은 자기 문자와 그 주변 문자를 함께 압니다.",
+    },
+    "context": {
+        "en": "The context is the weighted average of the encoder outputs, using this step's weights. "
+              "It is what the decoder reads before writing its next character.",
+        "ko": "컨텍스트는 이번 단계의 가중치로 인코더 출력을 가중 평균한 것입니다. 디코더는 다음 문자를 쓰기 "
+              "전에 이것을 읽습니다.",
+    },
+    "alignment": {
+        "en": "One row per output character, one column per input character: the weights of every "
+              "decoder step stacked. A trained model lines up '11' with the month and '22' with the day.",
+        "ko": "출력 문자마다 한 행, 입력 문자마다 한 열: 모든 디코더 단계의 가중치를 쌓은 것입니다. 학습된 모델은 "
+              "'11'을 월에, '22'를 일에 맞춰 정렬합니다.",
+    },
     "projected": {
         "en": "A final learned matrix W_o mixes the heads' outputs together. This is the layer's "
               "result, with the same width as its input so layers can be stacked.",
@@ -149,7 +175,8 @@ _TEXT: dict[str, dict[str, str]] = {
 def explanation(stage: str, variant: str, language: str = "en") -> str:
     """The explanation of `stage` for `variant` in `language` ("en" or "ko")."""
     lang = language if language in LANGUAGES else "en"
-    entry = _TEXT.get(f"{stage}:{variant}") or _TEXT.get(stage)
+    found = (_TEXT.get(f"{stage}:{v}") for v in variant.split("/"))
+    entry = next((e for e in found if e), None) or _TEXT.get(stage)
     if entry is None:
         return ""
     return entry[lang]

@@ -83,8 +83,16 @@ def _temperature(trace: Trace) -> float:
     return float(trace.config.get("temperature", 1.0) or 1.0)
 
 
-def explain(trace: Trace, name: str, head: int | None, index: tuple[int, ...]) -> Arithmetic:
-    """The arithmetic behind `stage[index]`; index has one entry per axis of the stage."""
+def explain(trace: Trace, name: str, head: int | None, index: tuple[int, ...],
+            step: int | None = None) -> Arithmetic:
+    """The arithmetic behind `stage[index]`; index has one entry per axis of the stage.
+
+    `step` picks the decoder step of a seq2seq trace, whose stages repeat once per step.
+    """
+    if trace.steps():
+        stage_tensor = trace.tensor(name) if step is None else trace.tensor_at(name, step)
+        title, lines, total = _SEQ2SEQ.get(name, _state)(trace, name, step or 0, index)
+        return Arithmetic(title, lines, total, float(stage_tensor[index].double()))
     stage = trace.stage(name, head)
     expected = float(stage.tensor[index].double())
     handler = _HANDLERS.get(name, _copied)
@@ -143,7 +151,13 @@ def _projection(trace: Trace, name: str, head: int | None, index: tuple[int, ...
     weight = trace.params["W_" + name[0]]  # (d, d)
     x = _row(model_input(trace), i)
     lines, total = _sum_terms(list(zip(x, _row(weight, j))), f"X[{i}]", f"W_{name[0]}[{j}]")
-    return f"{name}[{i},{j}] = x_{i}·W_{name[0]}[{j}]", lines, total
+    bias = trace.params.get("b_" + name[0])  # a real model's projections have a bias
+    if bias is None:
+        return f"{name}[{i},{j}] = x_{i}·W_{name[0]}[{j}]", lines, total
+    b = float(bias[j].double())
+    total += b
+    lines.append(f"  + b_{name[0]}[{j}] ({_f(b)}) = {_f(total)}")
+    return f"{name}[{i},{j}] = x_{i}·W_{name[0]}[{j}] + b_{name[0]}[{j}]", lines, total
 
 
 def _linear(trace: Trace, name: str, head: int | None, index: tuple[int, ...]):
@@ -229,7 +243,11 @@ def _masked(trace: Trace, name: str, head: int | None, index: tuple[int, ...]):
 
 def _weights(trace: Trace, name: str, head: int | None, index: tuple[int, ...]):
     i, j = index
-    row = _row(trace.tensor("masked", head), i)
+    return _softmax_cell(_row(trace.tensor("masked", head), i), i, j, "M")
+
+
+def _softmax_cell(row: list[float], i: int, j: int, m: str):
+    """Softmax of one row at column j, written out with the max subtracted."""
     finite = [x for x in row if not math.isinf(x)]
     if not finite:
         return (f"A[{i},{j}]", ["every key of this row is masked with -∞:",
@@ -239,7 +257,7 @@ def _weights(trace: Trace, name: str, head: int | None, index: tuple[int, ...]):
     denom = math.fsum(exps)
     total = exps[j] / denom
     shown = " + ".join(_f(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
-    return (f"A[{i},{j}] = exp(M[{i},{j}] − max) / Σ_k exp(M[{i},k] − max)",
+    return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / Σ_k exp({m}[{i},k] − max)",
             [f"max of row {i} = {_f(top)}",
              f"exp({_f(row[j])} − {_f(top)}) = {_f(exps[j])}",
              f"Σ_k = {shown} = {_f(denom)}",
@@ -281,4 +299,77 @@ _HANDLERS = {
     "weights": _weights,
     "output": _output,
     "concat": _concat,
+}
+
+
+# ----- seq2seq decoder steps: index (0, …) is the one query of step t ----------------------------
+def _state(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    value = float(trace.tensor_at(name, t)[index].double())
+    what = {"query": f"the decoder GRU's state s_{t} before output {t}: the network's memory, not attention",
+            "key": f"encoder output h_{index[0]}: the bidirectional GRU's reading of input character {index[0]}"}
+    lines = [what.get(name, "computed by the network as is"), f"= {_f(value)}"]
+    return f"{name}{list(index)} at step {t}", lines, value
+
+
+def _s2s_linear(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    """query_proj = W_a s_t, key_proj = U_a h_j: a row times a weight row (no bias)."""
+    i, a = index
+    source, weight = ("query", "W_a") if name == "query_proj" else ("key", "U_a")
+    sym = "s_t" if source == "query" else f"h_{i}"
+    pairs = list(zip(_row(trace.tensor_at(source, t), i), _row(trace.params[weight + ".weight"], a)))
+    lines, total = _sum_terms(pairs, sym, f"{weight}[{a}]")
+    return f"{name}[{i},{a}] = {sym}·{weight}[{a}]", lines, total
+
+
+def _s2s_energy(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    _, j, a = index
+    q = float(trace.tensor_at("query_proj", t)[0, a].double())
+    k = float(trace.tensor_at("key_proj", t)[j, a].double())
+    total = math.tanh(q + k)
+    return (f"E[{j},{a}] = tanh(W_a s_{t} + U_a h_{j})[{a}]",
+            [f"(W_a s_{t})[{a}] = {_f(q)}", f"(U_a h_{j})[{a}] = {_f(k)}",
+             f"tanh({_f(q)} + {_f(k)}) = tanh({_f(q + k)}) = {_f(total)}"], total)
+
+
+def _s2s_scores(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    _, j = index
+    if trace.config.get("attention") == "additive":
+        v = trace.params["v_a.weight"][0].double().cpu().tolist()  # (A,)
+        lines, total = _sum_terms(list(zip(v, _row(trace.tensor_at("energy", t)[0], j))), "v_a", f"E[{j}]")
+        return f"e_{j} = v_aᵀ tanh(W_a s_{t} + U_a h_{j})", lines, total
+    lines, total = _sum_terms(list(zip(_row(trace.tensor_at("query_proj", t), 0), _row(trace.tensor_at("key", t), j))),
+                              f"(W_a s_{t})", f"h_{j}")
+    return f"e_{j} = (W_a s_{t})·h_{j}", lines, total
+
+
+def _s2s_weights(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    title, lines, total = _softmax_cell(_row(trace.tensor_at("scores", t), 0), 0, index[1], "e")
+    return f"α_{t},{index[1]}: " + title, lines, total
+
+
+def _s2s_context(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    _, k = index
+    alpha = _row(trace.tensor_at("weights", t), 0)
+    h = trace.tensor_at("key", t)[:, k].double().cpu().tolist()
+    lines, total = _sum_terms(list(zip(alpha, h)), "α", f"h[:,{k}]")
+    lines[0] = f"Σ_j α_j·h_j[{k}]  (this step's weights × column {k} of the encoder outputs) ="
+    return f"c_{t}[{k}] = Σ_j α_j h_j[{k}]", lines, total
+
+
+def _s2s_alignment(trace: Trace, name: str, t: int, index: tuple[int, ...]):
+    row, j = index
+    value = float(trace.tensor_at("weights", row)[0, j].double())
+    return (f"A[{row},{j}] = α_{row},{j}",
+            [f"row {row} is the weights of decoder step {row} (output {trace.query_tokens[row]!r})",
+             f"weight on input character {j} ({trace.key_tokens[j]!r}) = {_f(value)}"], value)
+
+
+_SEQ2SEQ = {
+    "query_proj": _s2s_linear,
+    "key_proj": _s2s_linear,
+    "energy": _s2s_energy,
+    "scores": _s2s_scores,
+    "weights": _s2s_weights,
+    "context": _s2s_context,
+    "alignment": _s2s_alignment,
 }

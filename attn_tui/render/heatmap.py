@@ -25,6 +25,7 @@ MAX_LABEL_WIDTH = 12
 HATCH = "░"
 LABEL_STYLE = Style(color="grey70")
 CURSOR_LABEL_STYLE = Style(color="black", bgcolor="yellow", bold=True)
+SPECIAL_LABEL_STYLE = Style(color="grey50", italic=True)  # a model's [CLS], [SEP], <|endoftext|>
 CURSOR_STYLE = Style(bold=True, reverse=True)
 CURSOR_COLOR = Color.from_rgb(255, 255, 255)
 
@@ -44,6 +45,9 @@ class Grid:
     col_axis: str = "col"
     masked: list[list[bool]] | None = None
     probability: bool = False
+    filled_rows: int | None = None  # rows from here on are not reached yet: drawn blank
+    special_rows: frozenset[int] = frozenset()  # labels drawn dimmed: a model's special tokens
+    special_cols: frozenset[int] = frozenset()
 
     @property
     def rows(self) -> int:
@@ -56,10 +60,14 @@ class Grid:
     def is_masked(self, i: int, j: int) -> bool:
         return self.masked is not None and self.masked[i][j]
 
+    def is_blank(self, i: int) -> bool:
+        """A row not reached yet (a decoder step still to come): no colour, no value."""
+        return self.filled_rows is not None and i >= self.filled_rows
+
     def finite_range(self) -> tuple[float, float]:
         """Min and max over the finite, unmasked cells; (0, 0) when there are none."""
         found = [v for i, row in enumerate(self.values) for j, v in enumerate(row)
-                 if math.isfinite(v) and not self.is_masked(i, j)]
+                 if math.isfinite(v) and not self.is_masked(i, j) and not self.is_blank(i)]
         return (min(found), max(found)) if found else (0.0, 0.0)
 
     def scale(self) -> Scale:
@@ -71,6 +79,8 @@ class Grid:
         found: set[str] = set()
         for i, row in enumerate(self.values):
             for j, v in enumerate(row):
+                if self.is_blank(i):
+                    continue
                 if self.is_masked(i, j):
                     found.add("masked")
                 elif math.isnan(v):
@@ -154,7 +164,8 @@ def header_segments(grid: Grid, layout: Layout, first: int, last: int, cursor_co
             segments.append(Segment(ch, style))
         return segments
     for j in range(first, last):
-        style = CURSOR_LABEL_STYLE if j == cursor_col else LABEL_STYLE
+        style = CURSOR_LABEL_STYLE if j == cursor_col else (
+            SPECIAL_LABEL_STYLE if j in grid.special_cols else LABEL_STYLE)
         segments.append(Segment(_fit(grid.col_labels[j], layout.cell_width - 1, "center") + " ", style))
     return segments
 
@@ -171,7 +182,8 @@ def label_segment(grid: Grid, layout: Layout, line: int, cursor_row: int | None)
         hit = cursor_row is not None and cursor_row in (top, top + 1)
         text = _fit(str(top), layout.label_width - 1, "right") + " "
         return Segment(text, CURSOR_LABEL_STYLE if hit else LABEL_STYLE)
-    style = CURSOR_LABEL_STYLE if line == cursor_row else LABEL_STYLE
+    style = CURSOR_LABEL_STYLE if line == cursor_row else (
+        SPECIAL_LABEL_STYLE if line in grid.special_rows else LABEL_STYLE)
     return Segment(_fit(grid.row_labels[line], layout.label_width - 1, "right") + " ", style)
 
 
@@ -179,6 +191,8 @@ def cell_segment(grid: Grid, scale: Scale, layout: Layout, i: int, j: int, curso
     """One values-mode cell: its colour, its value when wide enough, hatching when masked."""
     value = grid.values[i][j]
     width = layout.cell_width
+    if grid.is_blank(i):
+        return Segment("·".center(width) if cursor else " " * width, CURSOR_STYLE if cursor else LABEL_STYLE)
     if grid.is_masked(i, j):
         text = format_value(value, width - 2) if layout.show_values else ""
         pad = width - cell_len(text)
@@ -198,7 +212,7 @@ def _cursor_style(style: Style) -> Style:
 
 
 def _color(grid: Grid, scale: Scale, i: int, j: int) -> Color | None:
-    if i >= grid.rows:
+    if i >= grid.rows or grid.is_blank(i):
         return None
     if grid.is_masked(i, j):
         return MASKED_STYLE.bgcolor

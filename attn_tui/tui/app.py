@@ -1,7 +1,8 @@
 """The attn-tui app: holds the request and the last good trace, and moves through its stages.
 
 torch is imported in a worker thread so the first frame appears at once; every
-computation runs in an exclusive thread worker that posts its result back as a message.
+computation (a variant, or a real or trained model) runs in an exclusive thread worker
+that posts its result back as a message. Keys live in navigation.py, models in model_mode.py.
 """
 
 from __future__ import annotations
@@ -17,20 +18,25 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label, Static
 
 from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import MatrixInput, Request, Settings
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings
 from attn_tui.render.legend import legend
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.commands import AttnCommands
 from attn_tui.tui.compute import compute_message
-from attn_tui.tui.messages import (CellClicked, ComputeFailed, SampleChosen, SettingsEdited, SourceEdited,
-                                   TorchFailed, TorchReady, TraceReady)
-from attn_tui.tui.screens.help import HelpScreen
+from attn_tui.tui.messages import (ComputeFailed, SampleChosen, SettingsEdited, SourceEdited, TorchFailed,
+                                   TorchReady, TraceReady)
+from attn_tui.tui.model_compute import model_message
+from attn_tui.tui.model_mode import ModelMode
+from attn_tui.tui.navigation import Navigation
+from attn_tui.tui.positions import Position, bar_window, positions, same_place
 from attn_tui.tui.view import StageView, heads_grids, param_grids, stage_view
 from attn_tui.tui.widgets.explanation import Explanation
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.heatmap import Heatmap
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.inspector import Inspector
+from attn_tui.tui.widgets.matrix_panel import MatrixPanel
+from attn_tui.tui.widgets.model_grid import ModelGrid
 from attn_tui.tui.widgets.model_pane import ModelPane
 from attn_tui.tui.widgets.scroll import QuietScroll
 from attn_tui.tui.widgets.stage_bar import StageBar
@@ -42,19 +48,25 @@ NARROW = 80  # below this width the left column gives up some of its room
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
 
 
-class AttnApp(App[int]):
-    """Three panes (model, input, heatmap) around one Request and the Trace computed from it."""
+class AttnApp(Navigation, ModelMode, App[int]):
+    """Three panes (model, input, heatmap) around one Request (or model run) and its Trace."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "attn-tui"
     COMMANDS = App.COMMANDS | {AttnCommands}
     BINDINGS = APP_BINDINGS
 
-    def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL) -> None:
+    def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
+                 model: ModelInput | None = None) -> None:
         super().__init__()
         self.request = request or load_samples()[DEFAULT_SAMPLE].request
+        self.model = model  # a real or trained model to run instead of the variant; None: the variants
+        self.good_model: ModelInput | None = None  # the model of the trace on show
+        self.summary = None  # model_views.ModelSummary of the transformer on show
+        self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
         self.play_interval = play_interval
         self.trace = None  # the last trace computed without error
+        self.places: list[Position] = []  # (stage, decoder step) the arrows move through
         self.view: StageView | None = None
         self.generation = 0  # of the latest request sent to a worker
         self.shown_generation = 0  # of the latest result (trace or error) handled
@@ -64,7 +76,7 @@ class AttnApp(App[int]):
         self.cursor = (0, 0)  # (row, col) in the displayed grid
         self.energy_query = 0  # the query an energy slice shows
         self.language = "en"
-        self.panel: str | None = None  # None: the heatmap; "heads" or "params": small multiples
+        self.panel: str | None = None  # None: the heatmap; else heads, params, model_grid, rollout, alignment
         self.error = ""
         self._player = None
 
@@ -79,6 +91,9 @@ class AttnApp(App[int]):
                 yield Label("", id="error")
                 yield Heatmap(id="heatmap")
                 yield HeadsGrid(id="heads-grid")
+                yield ModelGrid(id="model-grid")
+                yield MatrixPanel(id="rollout")
+                yield MatrixPanel(id="alignment")
                 yield Static("", id="legend")
                 with Horizontal(id="bottom"):
                     with QuietScroll(id="inspector-box"):
@@ -91,7 +106,9 @@ class AttnApp(App[int]):
     def on_mount(self) -> None:
         inputs = self.query_one(InputPane)
         inputs.multihead = self.request.settings.variant == "multihead"
-        inputs.load(self.request.source)
+        inputs.model_mode = self.model is not None
+        inputs.load(SentenceInput(self.model.text) if self.model else self.request.source)
+        self.query_one(ModelPane).show_model(self.model)
         self.query_one(Heatmap).focus()
         self._fit_screen(self.size.width, self.size.height)
         self._load_torch()
@@ -127,24 +144,33 @@ class AttnApp(App[int]):
         if not self.torch_ready:
             return
         self.generation += 1
-        self._compute(self.request, self.generation)
+        if self.model is not None and self.model.name not in self.loaded_models:
+            self._loading(True)
+        self._compute(self.request, self.model, self.generation)
 
     @work(thread=True, exclusive=True, group="compute")
-    def _compute(self, request: Request, generation: int) -> None:
-        self.post_message(compute_message(request, generation))
+    def _compute(self, request: Request, model: ModelInput | None, generation: int) -> None:
+        if model is None:
+            self.post_message(compute_message(request, generation))
+        else:
+            self.post_message(model_message(model, request, generation))
 
     def on_trace_ready(self, message: TraceReady) -> None:
         if message.generation != self.generation:
             return  # a newer request is on its way
         self.shown_generation = message.generation
-        previous = self.view.name if self.view else None
-        self.trace = message.trace
-        names = self.trace.names()
-        if previous in names:
-            self.stage_index = names.index(previous)
-        elif self.stage_index >= len(names) or previous is None:
-            self.stage_index = names.index("weights") if previous is None and "weights" in names else 0
+        previous = self.places[self.stage_index] if self.view is not None and self.places else None
+        self.trace, self.summary, self.good_model = message.trace, message.summary, message.model
+        self._model_settled()
+        self.places = places = positions(self.trace)
+        found = same_place(places, previous)
+        if found is not None:
+            self.stage_index = found
+        elif self.stage_index >= len(places) or previous is None:
+            weights = [n for n, (name, _) in enumerate(places) if name == "weights"]
+            self.stage_index = weights[0] if previous is None and weights else 0
         self.head = min(self.head, self.trace.heads - 1)
+        self._panel_still_fits()
         self._show_error(" · ".join([*message.trace.warnings, *([message.notice] if message.notice else [])]))
         if message.notice:
             self.notify(message.notice, title="CUDA not available", severity="warning", timeout=10)
@@ -154,8 +180,34 @@ class AttnApp(App[int]):
         if message.generation != self.generation:
             return
         self.shown_generation = message.generation
+        self._model_settled()
         kept = "  (showing the last valid result)" if self.trace is not None else ""
         self._show_error(f"✗ {message.error}{kept}")
+        failed, good = message.model, self.good_model
+        if failed is not None and (good is None or failed.name != good.name):
+            # A model that cannot be opened: say so loudly and go back to what was shown.
+            self.notify(message.error, title=f"cannot open {failed.name}", severity="error", timeout=10,
+                        markup=False)
+            self.model = good
+            inputs = self.query_one(InputPane)
+            inputs.model_mode = good is not None
+            inputs.load(SentenceInput(good.text) if good is not None else self.request.source)
+            self.query_one(ModelPane).show_model(good)
+            if self.trace is None:
+                self._recompute()
+
+    def _model_settled(self) -> None:
+        """A model run ended (or none was asked for): the loading indicator goes."""
+        self._loading(False)
+        pane = self.query_one(ModelPane)
+        if self.good_model is not None and self.trace is not None:
+            self.loaded_models.add(self.good_model.name)
+            cfg = self.trace.config
+            kind = (f"{cfg.get('attention')}, {self.trace.steps()} steps" if self.trace.steps()
+                    else f"{cfg.get('family')}, {cfg.get('layers')}×{cfg.get('heads')} heads")
+            pane.show_status(f"✓ {kind}")
+        else:
+            pane.show_status("")
 
     def _show_error(self, text: str) -> None:
         self.error = text
@@ -184,6 +236,12 @@ class AttnApp(App[int]):
 
     def on_source_edited(self, message: SourceEdited) -> None:
         self.request = Request(message.source, self.request.settings, None)
+        if self.model is not None:
+            if not isinstance(message.source, SentenceInput):
+                self._show_error(f"✗ {self.model.name} reads a sentence: type it in the Sentence tab "
+                                 "(or pick 'variants' in the model pane for typed matrices)")
+                return
+            self.model = replace(self.model, text=message.source.text)
         self._recompute()
 
     def on_sample_chosen(self, message: SampleChosen) -> None:
@@ -193,50 +251,60 @@ class AttnApp(App[int]):
         """Load a sample whole: its input, variant, mask and every other setting."""
         sample = load_samples()[name]
         self.request = sample.request
-        self.query_one(ModelPane).show(sample.request.settings)
+        self.model = sample.model
+        pane = self.query_one(ModelPane)
+        pane.show(sample.request.settings)
+        pane.show_model(sample.model)
         inputs = self.query_one(InputPane)
         inputs.multihead = sample.request.settings.variant == "multihead"
+        inputs.model_mode = sample.model is not None
         inputs.load(sample.request.source)
         self.notify(sample.notes or sample.description, title=f"sample {name}", timeout=4)
         self._recompute()
 
     def set_variant(self, variant: str) -> None:
+        if self.model is not None:
+            self.choose_model(None)
         settings = replace(self.request.settings, variant=variant)
         self.query_one(ModelPane).show(settings)
         self._apply_settings(settings)
 
     # ----- showing a stage -----------------------------------------------------------------
-    def stage_names(self) -> list[str]:
-        return self.trace.names() if self.trace is not None else []
-
     def palette_bindings(self) -> list[Binding]:
         return list(APP_BINDINGS)
-
-    def go_to_stage(self, index: int) -> None:
-        names = self.stage_names()
-        if names:
-            self.stage_index = max(0, min(index, len(names) - 1))
-            self._show_stage()
 
     def _show_stage(self) -> None:
         if self.trace is None:
             return
-        names = self.trace.names()
-        self.view = view = stage_view(self.trace, names[self.stage_index], self.head, self.energy_query)
+        name, step = self.places[self.stage_index]
+        self.view = view = stage_view(self.trace, name, self.head, self.energy_query, step)
         grid = view.grid
         self.cursor = (min(self.cursor[0], grid.rows - 1), min(self.cursor[1], grid.cols - 1))
-        head = f"head {view.head} of {self.trace.heads}" if view.head is not None else ""
-        self.query_one(StageBar).show(names, self.stage_index, view.formula, view.shape, view.note, head)
+        window = bar_window(self.places, self.stage_index)
+        head = self._model_lines() or (f"head {view.head} of {self.trace.heads}" if view.head is not None else "")
+        self.query_one(StageBar).show([self.places[n][0] for n in window], window.index(self.stage_index),
+                                      view.formula, view.shape, view.note, head)
         self.query_one(Heatmap).show(grid, self.cursor)
         lo, hi = grid.finite_range()
         fill = str(self.trace.config.get("mask_fill", "-inf"))
         self.query_one("#legend", Static).update(legend(grid.scale(), lo, hi, grid.marks(), fill))
-        self.query_one(Explanation).show(view.name, self.trace.variant, self.language)
-        self.query_one(ModelPane).show_view(self.head, self.trace.heads,
-                                            f"{self.trace.device} · {self.trace.dtype}")
+        self._show_explanation()
+        self._show_pane_view()
         if self.panel:
             self._show_panel()
         self._show_cell()
+
+    def _show_pane_view(self) -> None:
+        """The model pane's head (and layer) line and the device the trace ran on."""
+        pane = self.query_one(ModelPane)
+        used = f"{self.trace.device} · {self.trace.dtype}"
+        if self.transformer:
+            cfg = self.trace.config
+            pane.show_view(self.model.head, int(cfg["heads"]), used)
+            pane.show_layer(self.model.layer, int(cfg["layers"]))
+        else:
+            pane.show_view(self.head, self.trace.heads, used)
+        self._show_model_tokens()
 
     def _show_cell(self) -> None:
         from attn_tui.core.inspect import explain
@@ -248,7 +316,7 @@ class AttnApp(App[int]):
         if view.grid.row_axis in ("query", "token"):
             self.energy_query = row
         index = view.index(row, col)
-        arithmetic = explain(self.trace, view.name, view.head, index)
+        arithmetic = explain(self.trace, view.name, view.head, index, view.step)
         where = f"{view.name}[{', '.join(map(str, index))}]  {view.grid.row_labels[row]!r} × " \
                 f"{view.grid.col_labels[col]!r}"
         self.query_one(Inspector).show(where, arithmetic.title, arithmetic.lines, arithmetic.total,
@@ -257,6 +325,8 @@ class AttnApp(App[int]):
     def _show_panel(self) -> None:
         """The small-multiples panel: all heads of this stage (g) or the learned parameters (p)."""
         assert self.trace is not None and self.view is not None
+        if self._show_model_panel():
+            return
         panel = self.query_one(HeadsGrid)
         if self.panel == "params":
             grids = param_grids(self.trace)
@@ -266,48 +336,7 @@ class AttnApp(App[int]):
             grids, current, note = heads_grids(self.trace, self.view, self.energy_query)
             panel.show(f"{self.view.name}: all heads (g returns to the heatmap)", grids, current, note)
 
-    # ----- actions ---------------------------------------------------------------------------
-    def action_next_stage(self) -> None:
-        self.go_to_stage(self.stage_index + 1)
-
-    def action_prev_stage(self) -> None:
-        self.go_to_stage(self.stage_index - 1)
-
-    def action_first_stage(self) -> None:
-        self.go_to_stage(0)
-
-    def action_last_stage(self) -> None:
-        self.go_to_stage(len(self.stage_names()) - 1)
-
-    def action_stage(self, index: int) -> None:
-        if index < len(self.stage_names()):
-            self.go_to_stage(index)
-
-    def action_play(self) -> None:
-        """Start or stop stepping through the stages at a steady pace."""
-        if self._player is not None:
-            self._stop_playing()
-            return
-        if self.stage_index >= len(self.stage_names()) - 1:
-            self.go_to_stage(0)
-        self._player = self.set_interval(self.play_interval, self._advance)
-        self.notify("playing: space stops", timeout=2)
-
-    @property
-    def playing(self) -> bool:
-        return self._player is not None
-
-    def _advance(self) -> None:
-        if self.stage_index >= len(self.stage_names()) - 1:
-            self._stop_playing()
-        else:
-            self.action_next_stage()
-
-    def _stop_playing(self) -> None:
-        if self._player is not None:
-            self._player.stop()
-            self._player = None
-
+    # ----- actions that depend on the kind of trace ------------------------------------------
     def action_next_head(self) -> None:
         self._change_head(1)
 
@@ -315,68 +344,27 @@ class AttnApp(App[int]):
         self._change_head(-1)
 
     def _change_head(self, step: int) -> None:
+        if self._change_model_head(0, step):
+            return
         heads = self.trace.heads if self.trace is not None else 1
         if heads == 1:
-            self.notify("only the multihead variant has several heads", timeout=3)
+            self.notify("only the multihead variant and real transformers have several heads", timeout=3)
             return
         self.head = (self.head + step) % heads
         self._show_stage()
 
     @property
     def grid_mode(self) -> bool:
-        return self.panel == "heads"
+        return self.panel in ("heads", "model_grid", "alignment")
 
     def action_toggle_grid(self) -> None:
-        self._toggle_panel("heads")
+        self._toggle_panel(self.panel if self.grid_mode else self._grid_panel())
 
     def action_toggle_params(self) -> None:
         self._toggle_panel("params")
 
-    def _toggle_panel(self, panel: str) -> None:
-        self.panel = None if self.panel == panel else panel
-        self.query_one("#right").set_class(self.panel is not None, "-grid")
-        (self.query_one(HeadsGrid) if self.panel else self.query_one(Heatmap)).focus()
-        if self.trace is not None:
-            self._show_stage()
 
-    def action_toggle_language(self) -> None:
-        self.language = "ko" if self.language == "en" else "en"
-        if self.view is not None and self.trace is not None:
-            self.query_one(Explanation).show(self.view.name, self.trace.variant, self.language)
-
-    def action_cursor(self, d_row: int, d_col: int) -> None:
-        if self.view is None:
-            return
-        grid = self.view.grid
-        row = max(0, min(grid.rows - 1, self.cursor[0] + d_row))
-        col = max(0, min(grid.cols - 1, self.cursor[1] + d_col))
-        self._set_cursor(row, col)
-
-    def _set_cursor(self, row: int, col: int) -> None:
-        self.cursor = (row, col)
-        self.query_one(Heatmap).move_cursor(self.cursor)
-        self._show_cell()
-
-    def on_cell_clicked(self, message: CellClicked) -> None:
-        self._set_cursor(message.row, message.col)
-
-    def action_query(self, step: int) -> None:
-        """Pick the query whose energy slice is shown (and move the cursor with it elsewhere)."""
-        if self.trace is None:
-            return
-        self.energy_query = max(0, min(len(self.trace.query_tokens) - 1, self.energy_query + step))
-        if self.view is not None and self.view.grid.row_axis in ("query", "token"):
-            self.cursor = (self.energy_query, self.cursor[1])
-        self._show_stage()
-
-    def action_focus_heatmap(self) -> None:
-        self.query_one(Heatmap).focus()
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.palette_bindings()))
-
-
-def run_app(request: Request | None = None) -> int:
-    """Run the app on `request` (None: the default sample) and return the exit code."""
-    result = AttnApp(request).run()
+def run_app(request: Request | None = None, model: ModelInput | None = None) -> int:
+    """Run the app on `request` (None: the default sample), or on `model`, and return the exit code."""
+    result = AttnApp(request, model=model).run()
     return 0 if result is None else int(result)

@@ -9,6 +9,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from attn_tui.core.settings import VARIANT_NAMES
 from attn_tui.tui.catalog import app_samples
+from attn_tui.tui.widgets.model_pane import MODELS
 
 
 class AttnCommands(Provider):
@@ -26,6 +27,8 @@ class AttnCommands(Provider):
             found.append((f"Load sample: {name}", partial(app.load_sample, name), sample.description))
         for variant in VARIANT_NAMES:
             found.append((f"Variant: {variant}", partial(app.set_variant, variant), "recompute"))
+        for model in MODELS:
+            found.append((f"Model: {model}", partial(app.choose_model, model), "run a real or trained model"))
         return found
 
     async def discover(self) -> Hits:

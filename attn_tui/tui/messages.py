@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.message import Message
 
-from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 
 
 @dataclass
@@ -36,6 +36,8 @@ class TraceReady(Message):
     trace: Any  # attn_tui.core.stage.Trace (torch is not imported here)
     seconds: float
     notice: str | None = None
+    model: ModelInput | None = None  # the real or trained model run, None for a variant
+    summary: Any = None  # model_views.ModelSummary of a transformer: every head at a glance
 
 
 @dataclass
@@ -45,6 +47,7 @@ class ComputeFailed(Message):
     generation: int
     request: Request
     error: str
+    model: ModelInput | None = None
 
 
 @dataclass
@@ -74,3 +77,18 @@ class CellClicked(Message):
 
     row: int
     col: int
+
+
+@dataclass
+class ModelChosen(Message):
+    """The model pane picked a model by name or path; None goes back to the attention variants."""
+
+    name: str | None
+
+
+@dataclass
+class TargetEdited(Message):
+    """The seq2seq target date or the teacher-forcing switch changed (target None when empty)."""
+
+    target: str | None
+    teacher_forcing: bool

@@ -13,6 +13,7 @@ from typing import Any
 from attn_tui.render.heatmap import Grid
 
 MASKABLE = ("masked", "weights")
+TOKEN_AXES = ("query", "key", "token")
 
 
 @dataclass(frozen=True)
@@ -27,17 +28,25 @@ class StageView:
     note: str  # e.g. the row-sum check of weights, or which query an energy slice shows
     index_prefix: tuple[int, ...]  # leading index of a sliced 3-D stage (the energy's query)
     vector: bool = False  # a 1-D stage drawn as one row
+    step: int | None = None  # the decoder step of a seq2seq stage
 
     def index(self, row: int, col: int) -> tuple[int, ...]:
         """The stage tensor's index of a grid cell (the grid may be a slice or a lifted vector)."""
         return (col,) if self.vector else self.index_prefix + (row, col)
 
 
-def stage_view(trace: Any, name: str, head: int, query: int) -> StageView:
+def stage_at(trace: Any, name: str, head: int | None, step: int | None = None) -> Any:
+    """The stage called `name` at decoder step `step` (seq2seq), else of head `head`."""
+    if step is None:
+        return trace.stage(name, head)
+    return next(s for s in trace.stages if s.name == name and s.step == step)
+
+
+def stage_view(trace: Any, name: str, head: int, query: int, step: int | None = None) -> StageView:
     """Build the grid of one stage; 3-D stages are sliced at `query`, 1-D ones become a row."""
     from attn_tui.core.inspect import mask_of
 
-    stage = trace.stage(name, head)
+    stage = stage_at(trace, name, head, step)
     per_head = stage.head
     tensor = stage.tensor.detach().float().cpu()
     axes = stage.axes
@@ -62,10 +71,13 @@ def stage_view(trace: Any, name: str, head: int, query: int) -> StageView:
             masked = (~mask).cpu().tolist()
     if name == "weights":
         note = _row_sums(tensor)
+    special = frozenset(trace.config.get("special_tokens", ()))  # a real model's [CLS], [SEP], …
     grid = Grid(tensor.tolist(), tuple(axes[0].labels), tuple(axes[1].labels), axes[0].name, axes[1].name,
-                masked, probability=name == "weights")
+                masked, probability=name in ("weights", "alignment"),
+                special_rows=special if axes[0].name in TOKEN_AXES else frozenset(),
+                special_cols=special if axes[1].name in TOKEN_AXES else frozenset())
     shape = "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(a.name for a in stage.axes) + ")"
-    return StageView(name, per_head, grid, stage.formula, shape, note, prefix, vector)
+    return StageView(name, per_head, grid, stage.formula, shape, note, prefix, vector, step)
 
 
 def _row_sums(weights: Any) -> str:

@@ -86,3 +86,43 @@ def test_every_stage_has_an_explanation_in_both_languages() -> None:
             english = explanation(name, trace.variant, "en")
             korean = explanation(name, trace.variant, "ko")
             assert english.count(".") >= 2 and any("\uac00" <= ch <= "\ud7a3" for ch in korean), name
+
+
+@pytest.mark.parametrize("name", ["seq2seq-dates", "seq2seq-dates-general"])
+def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
+    from attn_tui.models.registry import model_trace
+
+    trace = model_trace(name, "22 Nov 2026")
+    for stage in trace:
+        for index in itertools.product(*(range(n) for n in stage.shape)):
+            arithmetic = explain(trace, stage.name, None, index, stage.step)
+            assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
+            assert arithmetic.lines and arithmetic.title
+
+
+def test_seq2seq_params_name_the_attention_weights() -> None:
+    from attn_tui.models.registry import model_trace
+
+    assert set(model_trace("seq2seq-dates", "2026-11-22").params) == {"W_a.weight", "U_a.weight", "v_a.weight"}
+    assert set(model_trace("seq2seq-dates-general", "2026-11-22").params) == {"W_a.weight"}
+
+
+def test_every_cell_of_a_real_model_head_is_recomputed() -> None:
+    from attn_tui.models.registry import model_trace
+
+    trace = model_trace("minilm", "the cat sat", layer=1, head=3, pad_to=6)  # padding: masked keys too
+    for stage in trace:
+        for index in itertools.product(*(range(n) for n in stage.shape)):
+            arithmetic = explain(trace, stage.name, None, index)
+            assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
+    assert "b_q" in explain(trace, "query", None, (0, 0)).title  # the model's bias is in the sum
+
+
+def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
+    from attn_tui.core.explanations import explanation
+
+    for stage in ("query", "key", "query_proj", "key_proj", "energy", "scores", "weights", "context", "alignment"):
+        for language in ("en", "ko"):
+            assert explanation(stage, "seq2seq/additive", language), stage
+    assert "decoder" in explanation("query", "seq2seq/general", "en")
+    assert "v_a" in explanation("scores", "seq2seq/additive", "en")

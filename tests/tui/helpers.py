@@ -36,3 +36,11 @@ async def settle(pilot: Pilot) -> None:
             await pilot.pause()
             return
     raise AssertionError("the app never settled")
+
+
+def model_app(name: str, text: str, play_interval: float = 0.8, **options: object) -> AttnApp:
+    """An app opened on a real or trained model (as `attn-tui --model NAME --text TEXT` does)."""
+    from attn_tui.core.settings import ModelInput
+
+    return AttnApp(load_samples()["korean"].request, play_interval=play_interval,
+                   model=ModelInput(name, text, **options))

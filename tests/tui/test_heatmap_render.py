@@ -69,3 +69,23 @@ def test_narrow_space_drops_values_but_keeps_colour() -> None:
 def test_small_multiples_blocks() -> None:
     lines = block_lines(_grid())
     assert len(lines) == 3 and all(len(line) == 3 for line in lines)
+
+
+def test_rows_not_reached_yet_are_blank_and_left_out_of_the_scale() -> None:
+    grid = _grid(values=[[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [9.0, 9.0, 9.0]], filled_rows=2)
+    lay = layout_for(grid, 80)
+    cells = line_segments(grid, grid.scale(), lay, 2, 0, 3, None)
+    assert _text(cells).strip() == "" and cell_len(_text(cells)) == 3 * lay.cell_width
+    assert grid.finite_range() == (0.1, 0.7)  # the unreached row's 9s do not stretch the colours
+    assert _text(line_segments(grid, grid.scale(), lay, 1, 0, 3, None)).strip() != ""
+
+
+def test_special_token_labels_are_dimmed() -> None:
+    from attn_tui.render.heatmap import LABEL_STYLE, SPECIAL_LABEL_STYLE
+
+    grid = _grid(special_rows=frozenset({0}), special_cols=frozenset({2}))
+    lay = layout_for(grid, 80)
+    assert label_segment(grid, lay, 0, None).style == SPECIAL_LABEL_STYLE
+    assert label_segment(grid, lay, 1, None).style == LABEL_STYLE
+    header = header_segments(grid, lay, 0, 3, None)
+    assert [s.style == SPECIAL_LABEL_STYLE for s in header] == [False, False, True]

@@ -57,7 +57,7 @@ async def test_space_plays_to_the_end_and_stops() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         seen = []
-        app.go_to_stage = lambda n, real=app.go_to_stage: (seen.append(n), real(n))
+        app.go_to_place = lambda n, real=app.go_to_place: (seen.append(n), real(n))
         await pilot.press("home", "space")
         for _ in range(500):
             if not app.playing:

@@ -6,11 +6,13 @@ snapshots never catch a half-computed frame.
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 from textual.widgets import TabbedContent, TextArea
 
 from attn_tui.core.variants.scaled_dot import STAGES
-from tests.tui.helpers import sample_app, settle
+from tests.tui.helpers import model_app, sample_app, settle
 
 KOREAN_STAGES = ("embedding",) + STAGES
 
@@ -68,3 +70,25 @@ def test_matrices_tab_with_a_malformed_matrix(snap_compare) -> None:
 
 def test_terminal_too_small(snap_compare) -> None:
     assert snap_compare(sample_app("korean"), terminal_size=(40, 12), run_before=_at_stage("weights"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs attn-tui[models]")
+def test_minilm_layer_by_head_grid(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("g")
+        await pilot.pause()
+
+    assert snap_compare(model_app("minilm", "the cat sat", layer=2, head=5), terminal_size=(100, 32),
+                        run_before=run_before)
+
+
+def test_seq2seq_finished_alignment(snap_compare) -> None:
+    assert snap_compare(model_app("seq2seq-dates", "26년 11월 22일 일요일"), terminal_size=(100, 32),
+                        run_before=_at_end)
+
+
+async def _at_end(pilot) -> None:
+    await settle(pilot)
+    await pilot.press("end")
+    await pilot.pause()

@@ -14,12 +14,15 @@ NOTES = (
     "shift+arrows move the cursor in any direction; a mouse click puts it on a cell.",
     "Typing in a text field keeps its keys (arrows move the text cursor there): press Esc or",
     "click the heatmap to come back. The mask shown is torch's convention: 1 = may attend.",
+    "Real models (model pane, or --model): [ ] change the head, { } the layer, g shows every head,",
+    "r the attention rollout. The seq2seq date model: → steps through each decoder step's stages.",
 )
 
 
 def _key_text(key: str) -> str:
     names = {"left": "←", "right": "→", "up": "↑", "down": "↓", "question_mark": "?",
              "left_square_bracket": "[", "right_square_bracket": "]", "space": "space",
+             "left_curly_bracket": "{", "right_curly_bracket": "}",
              "comma": ",", "full_stop": "."}
     return " / ".join(names.get(k, k) for k in key.split(","))
 
@@ -46,7 +49,7 @@ class HelpScreen(ModalScreen[None]):
                     table.add_row("1 … 9, 0", "Jump to stage 1 … 10 (numbered in the stage bar)")
                     digits_done = True
                 continue
-            table.add_row(_key_text(b.key), b.description)
+            table.add_row(_key_text(b.key), b.description + (f": {b.tooltip}" if b.tooltip else ""))
         table.add_row("ctrl+p", "Command palette: every action, stage, sample and variant by name")
         with VerticalScroll(id="help-body"):
             yield Static("Esc, q, ? or F1 closes this screen.", classes="hint")

@@ -6,6 +6,7 @@ inline with its line and column and the text stays exactly as typed.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Label, OptionList, TabbedContent, TabPane, TextArea
@@ -14,7 +15,7 @@ from textual.widgets.option_list import Option
 from attn_tui.core.errors import InputError
 from attn_tui.core.inputs import parse_matrix, tokenize
 from attn_tui.core.settings import MatrixInput, SentenceInput, XInput
-from attn_tui.tui.catalog import app_samples, model_sample_names
+from attn_tui.tui.catalog import app_samples
 from attn_tui.tui.messages import SampleChosen, SourceEdited
 from attn_tui.tui.widgets.scroll import QuietScroll
 
@@ -31,6 +32,7 @@ class InputPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.multihead = False  # set by the app: the Matrices tab then feeds X, not Q/K/V
+        self.model_mode = False  # set by the app: a model tokenizes the sentence itself
         self._parsed: dict[str, list[list[float]] | None] = {name: None for name in EDITORS}
         self._tokens: dict[str, tuple[str, ...] | None] = {"query": None, "key": None}
 
@@ -55,10 +57,6 @@ class InputPane(Vertical):
         with TabPane("Samples", id="tab-samples"):
             yield OptionList(*(Option(f"{s.name}\n  {s.description}", id=s.name)
                                for s in app_samples().values()), id="sample-list")
-            others = model_sample_names()
-            if others:  # real models are traced headless; say so rather than hide them silently
-                yield Label(f"{len(others)} model samples: attn-tui stages --sample NAME",
-                            classes="hint", id="model-samples")
 
     def load(self, source: SentenceInput | MatrixInput | XInput) -> None:
         """Show a source (from a sample or the command line) without posting it back."""
@@ -81,8 +79,15 @@ class InputPane(Vertical):
             self._show_status(self._shapes(), ok=True)
             self.query_one(TabbedContent).active = "tab-matrices"
 
+    def show_note(self, note: Text) -> None:
+        """A model's own tokens or output under the sentence (the app knows them after a run)."""
+        self.query_one("#tokens", Label).update(note)
+
     def _show_tokens(self, text: str) -> bool:
         label = self.query_one("#tokens", Label)
+        if self.model_mode:
+            label.update(Text("the model tokenizes this itself…", style="dim"))
+            return True
         try:
             tokens = tokenize(text)
         except InputError as exc:

@@ -1,7 +1,9 @@
-"""The model pane: every setting of the computation, one compact line each.
+"""The model pane: which model, and every setting of the computation, one compact line each.
 
 It holds no trace: the app hands it settings (and the device actually used) and it
-posts `SettingsEdited` whenever the person changes something valid.
+posts `SettingsEdited` whenever the person changes something valid, `ModelChosen` when a
+real or trained model is picked, `TargetEdited` for the seq2seq target. Rows that do not
+apply to the current kind of model are hidden by CSS classes, not removed.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Checkbox, Input, Label, Select
 
-from attn_tui.core.settings import VARIANT_NAMES, Settings
-from attn_tui.tui.messages import SettingsEdited
+from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
+from attn_tui.tui.messages import ModelChosen, SettingsEdited, TargetEdited
 
 MASKS = ("none", "causal", "padding", "causal+padding")
 FILLS = ("-inf", "-1e9")
@@ -21,6 +23,11 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
 _NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number"}
+VARIANTS = "variants"  # the model choice that means: no model, the attention variants
+OTHER = "other"  # the model choice that means: the path or id typed below
+MODELS = ("minilm", "seq2seq-dates", "seq2seq-dates-general")  # registry.BUILTIN, without importing torch
+SEQ2SEQ = ("seq2seq-dates", "seq2seq-dates-general")
+_MODEL_OPTIONS = [("variants", VARIANTS), *((m, m) for m in MODELS), ("path or id…", OTHER)]
 
 
 class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
@@ -29,36 +36,80 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def __init__(self, settings: Settings, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.settings = settings
+        self.choice = VARIANTS  # the model choice on show; a Select echoing it is no edit
 
     def compose(self) -> ComposeResult:
         s = self.settings
         yield Label("Model", classes="pane-title")
+        yield from self._row("model", Select(_MODEL_OPTIONS, value=VARIANTS, allow_blank=False, compact=True,
+                                             id="set-model"))
+        yield from self._row("path", Input(placeholder="folder or cached id, ⏎", compact=True, id="set-model-path"),
+                             "other-only")
+        yield Label("", id="model-status")
         yield from self._row("variant", Select([(v, v) for v in VARIANT_NAMES], value=s.variant,
-                                               allow_blank=False, compact=True, id="set-variant"))
+                                               allow_blank=False, compact=True, id="set-variant"), "variant-only")
         yield from self._row("dim", Input(self._dim_text(s), type="integer", compact=True, id="set-dim",
-                                          placeholder="8"))
-        yield from self._row("heads", Input(str(s.heads), type="integer", compact=True, id="set-heads"))
-        yield from self._row("head", Label("0 of 1  [ ]", id="head-view"))
+                                          placeholder="8"), "variant-only")
+        yield from self._row("heads", Input(str(s.heads), type="integer", compact=True, id="set-heads"),
+                             "variant-only")
+        yield from self._row("layer", Label("0 of 1  { }", id="layer-view"), "transformer-only")
+        yield from self._row("head", Label("0 of 1  [ ]", id="head-view"), "head-row")
+        yield from self._row("target", Input(placeholder="e.g. 2026-11-22", compact=True, id="set-target"),
+                             "seq2seq-only")
+        yield from self._row("forcing", Checkbox("teacher", False, compact=True, disabled=True, id="set-teacher"),
+                             "seq2seq-only")
         yield from self._row("mask", Select([(m, m) for m in MASKS], value=s.mask, allow_blank=False,
-                                            compact=True, id="set-mask"))
+                                            compact=True, id="set-mask"), "variant-only")
         yield from self._row("fill", Select([(f, f) for f in FILLS], value=s.mask_fill, allow_blank=False,
-                                            compact=True, id="set-mask_fill"))
-        yield from self._row("pos enc", Checkbox("sinusoidal", s.positional, compact=True, id="set-positional"))
+                                            compact=True, id="set-mask_fill"), "variant-only")
+        yield from self._row("pos enc", Checkbox("sinusoidal", s.positional, compact=True, id="set-positional"),
+                             "variant-only")
         yield from self._row("temp", Input(f"{s.temperature:g}", type="number", compact=True,
-                                           id="set-temperature"))
-        yield from self._row("seed", Input(str(s.seed), type="integer", compact=True, id="set-seed"))
+                                           id="set-temperature"), "variant-only")
+        yield from self._row("seed", Input(str(s.seed), type="integer", compact=True, id="set-seed"), "variant-only")
         yield from self._row("device", Select([(d, d) for d in DEVICES], value=s.device, allow_blank=False,
                                               compact=True, id="set-device"))
         yield from self._row("used", Label("—", id="device-used"))
         yield from self._row("dtype", Select([(d, d) for d in DTYPES], value=s.dtype, allow_blank=False,
-                                             compact=True, id="set-dtype"))
+                                             compact=True, id="set-dtype"), "variant-only")
         yield Label("", id="settings-error")
 
     @staticmethod
-    def _row(label: str, control) -> ComposeResult:
-        with Horizontal(classes="setting"):
+    def _row(label: str, control, classes: str = "") -> ComposeResult:
+        with Horizontal(classes=f"setting {classes}".strip()):
             yield Label(label, classes="setting-label")
             yield control
+
+    def show_model(self, model: ModelInput | None) -> None:
+        """Put a model choice into the controls without posting it back; rows follow its kind."""
+        name = None if model is None else model.name
+        choice = VARIANTS if name is None else (name if name in MODELS else OTHER)
+        with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
+            self.query_one("#set-model", Select).value = choice
+            if choice == OTHER:
+                self.query_one("#set-model-path", Input).value = name or ""
+            if model is not None and name in SEQ2SEQ:
+                self.query_one("#set-target", Input).value = model.target or ""
+                teacher = self.query_one("#set-teacher", Checkbox)
+                teacher.value = model.teacher_forcing
+                teacher.disabled = not model.target
+        self._set_kind(choice)
+
+    def _set_kind(self, choice: str) -> None:
+        self.choice = choice
+        self.set_class(choice != VARIANTS, "-model")
+        self.set_class(choice in SEQ2SEQ, "-seq2seq")
+        self.set_class(choice not in (VARIANTS, *SEQ2SEQ), "-transformer")
+        self.set_class(choice == OTHER, "-other")
+
+    def show_status(self, text: str) -> None:
+        """A line under the model choice: loading, or what the model is."""
+        status = self.query_one("#model-status", Label)
+        status.update(text)
+        status.set_class(bool(text), "-shown")
+
+    def show_layer(self, layer: int, layers: int) -> None:
+        self.query_one("#layer-view", Label).update(f"{layer} of {layers}  {{ }}")
 
     @staticmethod
     def _dim_text(s: Settings) -> str:
@@ -85,17 +136,52 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
         name = (event.select.id or "").removeprefix("set-")
+        if name == "model":
+            if event.value != self.choice:
+                self._model_picked(str(event.value))
+            return
         if name in _SELECTS and event.value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: event.value}))
 
+    def _model_picked(self, choice: str) -> None:
+        self._set_kind(choice)
+        if choice == OTHER:
+            path = self.query_one("#set-model-path", Input)
+            if path.value.strip():
+                self.post_message(ModelChosen(path.value.strip()))
+            else:
+                path.focus()
+            return
+        self.post_message(ModelChosen(None if choice == VARIANTS else choice))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "set-model-path" and event.value.strip():
+            self.post_message(ModelChosen(event.value.strip()))
+
+    def _target_edited(self) -> None:
+        target = self.query_one("#set-target", Input).value.strip() or None
+        teacher = self.query_one("#set-teacher", Checkbox)
+        with self.prevent(Checkbox.Changed):
+            teacher.disabled = target is None
+            if target is None:
+                teacher.value = False  # teacher forcing needs a target to force
+        self.post_message(TargetEdited(target, teacher.value))
+
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
         event.stop()
+        if event.checkbox.id == "set-teacher":
+            self._target_edited()
+            return
         if event.value != self.settings.positional:
             self._edited(replace(self.settings, positional=event.value))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
         name = (event.input.id or "").removeprefix("set-")
+        if name == "target":
+            self._target_edited()
+            return
         if name not in _NUMBERS:
             return
         error, value = self._parse(name, event.value)

@@ -1,0 +1,60 @@
+"""A whole transformer at a glance: layers down, heads across, each head a tiny heatmap with its numbers.
+
+Each head is drawn in half-blocks (two query rows per line, one cell per key) so 12 heads
+fit across a terminal for a short sentence; under it three captions: e (mean entropy in
+nats), m (largest weight) and f (share of attention on the first token).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from attn_tui.render.heatmap import Grid, Layout, line_segments
+
+CURRENT_STYLE = "bold black on yellow"
+CAPTION_WIDTH = 5  # "e1.23"
+LABEL_WIDTH = 4  # "L11" and its padding
+
+
+def half_block_lines(grid: Grid) -> list[Text]:
+    """The matrix as ▀ cells, two rows a line, no labels."""
+    scale = grid.scale()
+    layout = Layout(True, 0, 1, 0, (grid.rows + 1) // 2, False, grid.cols)
+    return [Text.assemble(*((seg.text, seg.style) for seg in line_segments(grid, scale, layout, n, 0, grid.cols, None)),
+                          no_wrap=True) for n in range(layout.lines)]
+
+
+def captions(cell: Any) -> list[str]:
+    return [f"e{cell.entropy:.2f}", f"m{cell.max_weight:.2f}", f"f{cell.first_share:.2f}"]
+
+
+def _cell_width(cells: Sequence[Any]) -> int:
+    return max(CAPTION_WIDTH, cells[0].grid.cols if cells else 1)
+
+
+def grid_width(cells: Sequence[Any], heads: int) -> int:
+    """Terminal cells the table needs so no head is cut: the layer column plus one column a head."""
+    return LABEL_WIDTH + 2 + heads * (_cell_width(cells) + 2)  # + right padding + the box's divider
+
+
+def model_grid_table(cells: Sequence[Any], layers: int, heads: int, current: tuple[int, int]) -> Table:
+    """cells: layer-major objects with .layer, .head, .grid, .entropy, .max_weight, .first_share."""
+    width = _cell_width(cells)
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False, pad_edge=False)
+    table.add_column("", justify="right", no_wrap=True, width=LABEL_WIDTH - 1)
+    for h in range(heads):
+        table.add_column(Text(f"h{h}", style="bold yellow" if h == current[1] else "bold"), width=width,
+                         no_wrap=True)
+    for layer in range(layers):
+        row: list[Any] = [Text(f"L{layer}", style=CURRENT_STYLE if layer == current[0] else "bold")]
+        for h in range(heads):
+            cell = cells[layer * heads + h]
+            style = CURRENT_STYLE if (layer, h) == current else "grey70"
+            row.append(Group(*half_block_lines(cell.grid), *(Text(c, style=style) for c in captions(cell))))
+        table.add_row(*row, end_section=True)
+    return table

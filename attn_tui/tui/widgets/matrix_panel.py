@@ -1,0 +1,43 @@
+"""One labelled matrix with its title and legend, beside the stages: rollout, or the alignment so far."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from attn_tui.render.heatmap import Grid
+from attn_tui.render.legend import legend
+from attn_tui.tui.messages import CellClicked
+from attn_tui.tui.widgets.heatmap import Heatmap
+
+
+class MatrixPanel(Vertical):
+    """A title, a Heatmap, its legend and the value of a clicked cell; clicks stay in the panel."""
+
+    grid: Grid | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="panel-title")
+        yield Heatmap(id=f"{self.id}-map")
+        yield Static("", classes="panel-legend")
+        yield Static("", classes="panel-cell")
+
+    def show(self, title: Text | str, grid: Grid, cursor: tuple[int, int] | None, about: str) -> None:
+        self.grid = grid
+        self.query_one(".panel-title", Static).update(title)
+        self.query_one(Heatmap).show(grid, cursor)
+        lo, hi = grid.finite_range()
+        self.query_one(".panel-legend", Static).update(legend(grid.scale(), lo, hi, grid.marks()))
+        self.query_one(".panel-cell", Static).update(Text(about, style="dim"))
+
+    def on_cell_clicked(self, event: CellClicked) -> None:
+        event.stop()
+        grid = self.grid
+        if grid is None or grid.is_blank(event.row):
+            return
+        value = grid.values[event.row][event.col]
+        self.query_one(".panel-cell", Static).update(
+            Text(f"[{event.row}, {event.col}]  {grid.row_labels[event.row]!r} × {grid.col_labels[event.col]!r} "
+                 f"= {value:.4f}", style="bold yellow"))

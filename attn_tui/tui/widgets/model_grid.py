@@ -1,0 +1,42 @@
+"""The layer × head grid of a real model: every head's weights and statistics at once."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import ScrollableContainer
+from textual.widgets import Static
+
+from attn_tui.render.model_grid import grid_width, model_grid_table
+
+KEY = "each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), " \
+      "m largest weight, f share on the first token"
+
+
+class ModelGrid(ScrollableContainer, inherit_bindings=False):
+    """Scrolls both ways (a long sentence makes wide heads); the arrows keep their app-wide meaning."""
+
+    BINDINGS = [
+        Binding("pageup", "page_up", "Page up", show=False, id="model_grid.page_up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="model_grid.page_down"),
+    ]
+
+    current: tuple[int, int] = (0, 0)  # (layer, head) highlighted, for tests
+
+    def compose(self):
+        yield Static("", id="model-grid-body")
+
+    def show(self, summary, layer: int, head: int) -> None:
+        """summary: model_views.ModelSummary; (layer, head) is the head the stages show."""
+        self.current = (layer, head)
+        cell = summary.cell(layer, head)
+        title = Text.assemble((f"{summary.name}: {summary.layers} layers × {summary.heads} heads", "bold"),
+                              ("   g returns to the stages; [ ] { } pick the head", "dim"))
+        now = Text(f"layer {layer} head {head}: mean entropy {cell.entropy:.3f} nats · largest weight "
+                   f"{cell.max_weight:.3f} · share on {summary.tokens[0]!r} {cell.first_share:.3f}", style="magenta")
+        table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head))
+        body = self.query_one("#model-grid-body", Static)
+        # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
+        body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads))
+        body.update(Group(title, Text(KEY, style="dim"), now, table))

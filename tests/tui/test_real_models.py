@@ -1,0 +1,199 @@
+"""Pilot tests for a real transformer in the app: model choice, layer and head keys, grid, rollout, errors."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from rich.console import Console
+from textual.widgets import Input, Select
+
+pytest.importorskip("transformers")  # the models extra (attn-tui[models]) carries MiniLM
+
+from attn_tui.models.registry import model_run, model_trace  # noqa: E402
+from attn_tui.models.summary import head_stats, rollout, stack  # noqa: E402
+from attn_tui.tui.bindings import APP_BINDINGS  # noqa: E402
+from attn_tui.tui.widgets.heatmap import Heatmap  # noqa: E402
+from attn_tui.tui.widgets.matrix_panel import MatrixPanel  # noqa: E402
+from attn_tui.tui.widgets.model_grid import ModelGrid  # noqa: E402
+from tests.tui.helpers import model_app, sample_app, settle  # noqa: E402
+
+SIZE = (100, 32)
+TEXT = "the cat sat"
+
+
+async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
+    app = model_app("minilm", TEXT, layer=2, head=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace.variant == "model" and app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
+        assert app.view.name == "weights"
+        expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
+        assert torch.allclose(torch.tensor(app.view.grid.values), expected.float(), atol=1e-6)
+        assert app.view.grid.special_rows == frozenset({0, 4}) == app.view.grid.special_cols
+        assert "2 of 6" in str(app.query_one("#layer-view").render())
+        assert "5 of 12" in str(app.query_one("#head-view").render())
+        assert "[CLS]" in str(app.query_one("#tokens").render())
+        assert "layer 2 head 5" in str(app.query_one("#stage-bar").render())
+
+
+async def test_brackets_change_the_head_and_braces_the_layer() -> None:
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert (app.trace.config["layer"], app.trace.config["head"]) == (0, 1)
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        await settle(pilot)
+        assert app.trace.config["head"] == 11  # wraps around
+        await pilot.press("right_curly_bracket")
+        await settle(pilot)
+        assert (app.trace.config["layer"], app.trace.config["head"]) == (1, 11)
+        await pilot.press("left_curly_bracket", "left_curly_bracket")
+        await settle(pilot)
+        assert app.trace.config["layer"] == 5
+        assert app.view.name == "weights"  # the stage stays put while the head changes
+        same = model_trace("minilm", TEXT, layer=5, head=11)
+        assert torch.equal(app.trace.tensor("scores"), same.tensor("scores"))
+
+
+async def test_braces_without_a_transformer_say_why() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("right_curly_bracket")
+        assert any("layers" in n.message for n in app._notifications)
+
+
+async def test_stepping_and_the_inspector_work_on_a_real_head() -> None:
+    app = model_app("minilm", TEXT, layer=1, head=3)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("home")
+        assert app.view.name == "query"
+        await pilot.press("down", "shift+right")
+        text = str(app.query_one("#inspector").render())
+        assert "b_q" in text and "✓ matches" in text
+        await pilot.press("5")
+        assert app.view.name == "scaled" and "✓ matches" in str(app.query_one("#inspector").render())
+
+
+async def test_g_shows_every_layer_and_head_with_its_statistics() -> None:
+    app = model_app("minilm", TEXT, layer=3, head=7)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        assert app.panel == "model_grid" and app.query_one(ModelGrid).display
+        assert not app.query_one("#left").display  # the whole width for the grid
+        assert app.query_one(ModelGrid).current == (3, 7)
+        run = model_run("minilm", TEXT)
+        stats = head_stats(stack(run.attentions), run.mask.any(dim=0))
+        cell = app.summary.cell(3, 7)
+        assert cell.entropy == pytest.approx(stats[3 * 12 + 7].entropy)
+        assert cell.first_share == pytest.approx(stats[3 * 12 + 7].first_token_share)
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(app.query_one("#model-grid-body").content)
+        body = console.export_text()
+        assert f"{cell.entropy:.3f}" in body and "h11" in body and "L5" in body
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert app.query_one(ModelGrid).current == (3, 8)  # the highlight follows the head
+        await pilot.press("g")
+        assert app.panel is None and app.query_one(Heatmap).display and app.query_one("#left").display
+
+
+async def test_r_shows_the_attention_rollout() -> None:
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        assert app.panel == "rollout"
+        panel = app.query_one("#rollout", MatrixPanel)
+        assert panel.display
+        run = model_run("minilm", TEXT)
+        expected = rollout(stack(run.attentions), run.mask.any(dim=0))
+        assert torch.allclose(torch.tensor(panel.grid.values), expected, atol=1e-6)
+        await pilot.press("r")
+        assert app.panel is None
+
+
+async def test_r_without_a_transformer_says_why() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("r")
+        assert app.panel is None and any("rollout" in n.message for n in app._notifications)
+
+
+async def test_the_model_select_switches_to_minilm_and_back() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#set-model", Select).value = "minilm"
+        await pilot.pause()
+        assert app.query_one(Heatmap).loading or "minilm" in app.loaded_models  # the indicator while loading
+        await settle(pilot)
+        assert app.trace.variant == "model" and not app.query_one(Heatmap).loading
+        assert app.trace.query_tokens[0] == "[CLS]"
+        assert not app.query_one("#set-variant").parent.display  # variant rows hidden for a model
+        app.query_one("#set-model", Select).value = "variants"
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.variant == "scaled_dot" and app.model is None
+
+
+async def test_a_missing_model_shows_the_error_and_keeps_the_last_model() -> None:
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        before = app.trace
+        app.query_one("#set-model", Select).value = "other"
+        await pilot.pause()
+        assert app.focused is app.query_one("#set-model-path", Input)
+        await pilot.press(*"./no-such-model", "enter")
+        await settle(pilot)
+        assert "no model './no-such-model'" in app.error and "last valid result" in app.error
+        assert app.trace is before and app.model.name == "minilm"
+        assert app.query_one("#set-model", Select).value == "minilm"
+        assert any(n.severity == "error" for n in app._notifications)
+
+
+async def test_loading_shows_an_indicator_until_the_model_is_ready() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.choose_model("seq2seq-dates-general")
+        assert app.query_one(Heatmap).loading  # set before the worker starts
+        assert "loading seq2seq-dates-general" in str(app.query_one("#model-status").render())
+        await settle(pilot)
+        assert not app.query_one(Heatmap).loading and "✓" in str(app.query_one("#model-status").render())
+
+
+async def test_a_sentence_typed_in_model_mode_is_tokenized_by_the_model() -> None:
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#sentence", Input).value = "dogs bark"
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.query_tokens == ("[CLS]", "dogs", "bark", "[SEP]")
+
+
+def test_the_new_keys_are_bindings_with_ids() -> None:
+    ids = {b.id for b in APP_BINDINGS}
+    assert {"layer.next", "layer.prev", "view.rollout", "view.grid"} <= ids
+
+
+def test_the_command_line_opens_the_app_on_a_model(monkeypatch) -> None:
+    from attn_tui import cli
+
+    seen = {}
+    monkeypatch.setattr("attn_tui.tui.app.run_app", lambda request, model: seen.update(model=model) or 0)
+    assert cli.main(["--model", "minilm", "--text", TEXT, "--layer", "2", "--head", "4"]) == 0
+    assert (seen["model"].name, seen["model"].layer, seen["model"].head) == ("minilm", 2, 4)
+    cli.main(["--sample", "dates_korean"])
+    assert seen["model"].name == "seq2seq-dates" and seen["model"].text.startswith("26년")
+    cli.main(["--sample", "korean"])
+    assert seen["model"] is None

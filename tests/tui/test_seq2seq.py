@@ -1,0 +1,152 @@
+"""Pilot tests for the seq2seq date model in the app: decoder steps, the alignment, teacher forcing."""
+
+from __future__ import annotations
+
+import torch
+from textual.widgets import Checkbox, Input
+
+from attn_tui.models.registry import model_trace
+from attn_tui.models.seq2seq.decode import STEP_STAGES
+from attn_tui.tui.widgets.matrix_panel import MatrixPanel
+from tests.tui.helpers import model_app, sample_app, settle
+
+SIZE = (100, 32)
+DATE = "22 Nov 2026"
+STEPS = STEP_STAGES["additive"]
+
+
+async def test_stepping_runs_through_each_decoder_steps_stages_then_the_next_step() -> None:
+    app = model_app("seq2seq-dates", DATE)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace.config["output"] == "2026-11-22"
+        await pilot.press("home")
+        assert app.places[app.stage_index] == ("query", 0)
+        for name in STEPS[1:]:
+            await pilot.press("right")
+            assert app.places[app.stage_index] == (name, 0)
+        await pilot.press("right")  # after step 0's context: step 1's query
+        assert app.places[app.stage_index] == ("query", 1) and app.view.step == 1
+        bar = str(app.query_one("#stage-bar").render())
+        assert f"decoder step 2 of {app.trace.steps()}" in bar and "writes '0'" in bar
+        assert app.stage_names() == [*STEPS, "alignment"]  # the bar lists this step's stages
+        await pilot.press("7")  # digits jump inside the step
+        assert app.places[app.stage_index] == ("weights", 1)
+        expected = model_trace("seq2seq-dates", DATE).tensor_at("weights", 1)
+        assert torch.allclose(torch.tensor(app.view.grid.values), expected)
+        await pilot.press("left")
+        assert app.places[app.stage_index] == ("scores", 1)
+        await pilot.press("end")
+        assert app.view.name == "alignment" and app.view.grid.rows == app.trace.steps()
+
+
+async def test_the_inspector_recomputes_decoder_cells() -> None:
+    app = model_app("seq2seq-dates", DATE)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, words in (("3", "W_a"), ("5", "tanh"), ("6", "v_a"), ("7", "exp"), ("8", "α")):
+            await pilot.press(key, "shift+right")
+            text = str(app.query_one("#inspector").render())
+            assert words in text and "✓ matches" in text, (key, text)
+
+
+async def test_g_fills_the_alignment_one_row_per_decoder_step() -> None:
+    app = model_app("seq2seq-dates", DATE)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("home", "g")
+        panel = app.query_one("#alignment", MatrixPanel)
+        assert app.panel == "alignment" and panel.display
+        assert panel.grid.filled_rows == 0  # step 0's weights are not computed yet
+        await pilot.press(*["right"] * STEPS.index("weights"))
+        assert panel.grid.filled_rows == 1
+        await pilot.press(*["right"] * len(STEPS))
+        assert panel.grid.filled_rows == 2
+        expected = model_trace("seq2seq-dates", DATE).tensor("alignment")
+        assert torch.allclose(torch.tensor(panel.grid.values[:2]), expected[:2])
+        await pilot.press("end")
+        assert panel.grid.filled_rows == app.trace.steps()
+        await pilot.press("g")
+        assert app.panel is None
+
+
+async def test_teacher_forcing_needs_a_target_and_decodes_with_it() -> None:
+    app = model_app("seq2seq-dates", DATE)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        free = app.trace
+        teacher = app.query_one("#set-teacher", Checkbox)
+        assert teacher.disabled  # no target typed yet
+        app.query_one("#set-target", Input).value = "2026-12-25"
+        await pilot.pause()
+        await settle(pilot)
+        assert not teacher.disabled and not app.trace.config["teacher_forcing"]
+        teacher.value = True
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.config["teacher_forcing"] and app.trace.config["target"] == "2026-12-25"
+        forced = model_trace("seq2seq-dates", DATE, target="2026-12-25", teacher_forcing=True)
+        assert torch.equal(app.trace.tensor("alignment"), forced.tensor("alignment"))
+        assert not torch.equal(app.trace.tensor("alignment"), free.tensor("alignment"))
+        assert "teacher forcing on 2026-12-25" in str(app.query_one("#tokens").render())
+        app.query_one("#set-target", Input).value = ""  # no target: the toggle goes off with it
+        await pilot.pause()
+        await settle(pilot)
+        assert teacher.disabled and not teacher.value and not app.trace.config["teacher_forcing"]
+
+
+async def test_a_bad_date_keeps_the_last_decode() -> None:
+    app = model_app("seq2seq-dates", DATE)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        before = app.trace
+        app.query_one("#sentence", Input).value = "22 Nov 2026 ★"
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace is before and "✗" in app.error and app.model.name == "seq2seq-dates"
+
+
+async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.load_sample("dates_english")
+        await settle(pilot)
+        assert app.trace.config["model"] == "seq2seq-dates" and app.trace.config["output"] == "2026-11-22"
+        assert app.query_one("#set-target", Input).value == "2026-11-22"
+        app.load_sample("korean")
+        await settle(pilot)
+        assert app.model is None and app.trace.variant == "scaled_dot"
+
+
+async def test_the_palette_offers_the_models() -> None:
+    from textual.command import CommandPalette
+
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"model: seq2seq-dates-general")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.config["model"] == "seq2seq-dates-general" and app.trace.config["attention"] == "general"
+        assert app.stage_names() == [*STEP_STAGES["general"], "alignment"]
+
+
+async def test_help_lists_the_model_keys() -> None:
+    from textual.widgets import Static
+
+    from attn_tui.tui.screens.help import HelpScreen
+
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query(Static).last().content
+        keys = list(table.columns[0].cells)
+        assert "{" in keys and "}" in keys and "r" in keys
