@@ -16,13 +16,10 @@ from typing import NoReturn, Sequence
 from attn_tui import __version__
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.inputs import parse_matrix
-from attn_tui.core.settings import (VARIANT_NAMES, MatrixInput, ModelInput, Request, SentenceInput,
-                                    Settings, XInput)
+from attn_tui.core.settings import (DEVICE_NAMES as DEVICES, DTYPE_NAMES as DTYPES, FILL_NAMES as FILLS,
+                                    MASK_NAMES as MASKS, VARIANT_NAMES, MatrixInput, ModelInput, Request,
+                                    SentenceInput, Settings, XInput)
 
-MASKS = ("none", "causal", "padding", "causal+padding")
-FILLS = ("-inf", "-1e9")
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64", "float16", "bfloat16")
 # Options whose value may start with '-' (argparse would take `-inf` for an option).
 _DASH_VALUE_OPTIONS = ("--mask-fill",)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from attn_tui.core.errors import DeviceError
+from attn_tui.core.settings import DEVICE_NAMES as DEVICES
 
-DEVICES = ("auto", "cpu", "cuda")
 DTYPES = {
     "float32": torch.float32,
     "float64": torch.float64,

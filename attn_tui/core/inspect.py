@@ -216,7 +216,11 @@ def _scaled(trace: Trace, name: str, head: int | None, index: tuple[int, ...]):
     i, j = index
     s = float(trace.tensor("scores", head)[i, j].double())
     d_k = trace.tensor("key", head).shape[1]
-    total = s / math.sqrt(d_k)
+    scale = float(trace.config.get("scale", 1 / math.sqrt(d_k)))  # a real model states its own
+    total = s * scale
+    if not math.isclose(scale, 1 / math.sqrt(d_k), rel_tol=1e-6):
+        return (f"S'[{i},{j}] = S[{i},{j}] · scale", [f"{_f(s)} · {_f(scale)}", f"= {_f(total)}",
+                "(the model's own scaling factor)"], total)
     return (f"S'[{i},{j}] = S[{i},{j}] / √d_k",
             [f"{_f(s)} / √{d_k} = {_f(s)} / {_f(math.sqrt(d_k))}", f"= {_f(total)}",
              "(keeps the scores near unit variance so softmax does not saturate)"], total)

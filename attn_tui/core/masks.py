@@ -10,8 +10,7 @@ import torch
 
 from attn_tui.core.errors import ConfigError, ShapeError
 from attn_tui.core.inputs import PAD_TOKEN, shape_text
-
-MASK_KINDS = ("none", "causal", "padding", "causal+padding")
+from attn_tui.core.settings import MASK_NAMES as MASK_KINDS
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 
 

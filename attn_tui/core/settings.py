@@ -8,6 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead")
+# Models opened by name (attn_tui.models.registry loads them); here so the app can list them
+# before torch loads. A seq2seq name maps to its attention.
+SEQ2SEQ_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
+MODEL_NAMES = ("minilm", *SEQ2SEQ_MODELS)
+# The choices of each setting, torch-free so the CLI and the app's first screen can offer them.
+MASK_NAMES = ("none", "causal", "padding", "causal+padding")
+FILL_NAMES = ("-inf", "-1e9")
+DEVICE_NAMES = ("auto", "cpu", "cuda")
+DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
 DEFAULT_DIM = 8
 
 

@@ -183,7 +183,8 @@ def _head_trace(run_: ModelRun, layer: int, head: int) -> Trace:
                       mask=_none_if_full(run_.mask),
                       config={"model": loaded.name, "family": loaded.family, "layer": layer, "head": head,
                               "layers": loaded.layers, "heads": loaded.heads,
-                              "special_tokens": list(run_.special), "mask_fill": "-inf"})
+                              "special_tokens": list(run_.special), "mask_fill": "-inf",
+                              "scale": float(scaling)})
         names = ("W_q", "b_q", "W_k", "b_k", "W_v", "b_v")
         trace.params = {n: (t[cols] if n.startswith("b") else t[cols, :]).detach().clone()
                         for n, t in zip(names, weights)}

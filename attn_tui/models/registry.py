@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from attn_tui.core.settings import MODEL_NAMES as BUILTIN
+from attn_tui.core.settings import SEQ2SEQ_MODELS as SEQ2SEQ
 from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
-
-SEQ2SEQ = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
-BUILTIN = ("minilm", *SEQ2SEQ)
 
 
 def is_seq2seq(name: str) -> bool:

@@ -14,19 +14,17 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Checkbox, Input, Label, Select
 
-from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
+from attn_tui.core.settings import (DEVICE_NAMES as DEVICES, DTYPE_NAMES as DTYPES, FILL_NAMES as FILLS,
+                                    MASK_NAMES as MASKS, MODEL_NAMES, SEQ2SEQ_MODELS, VARIANT_NAMES, ModelInput,
+                                    Settings)
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, TargetEdited
 
-MASKS = ("none", "causal", "padding", "causal+padding")
-FILLS = ("-inf", "-1e9")
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64", "float16", "bfloat16")
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
 _NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number"}
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
-MODELS = ("minilm", "seq2seq-dates", "seq2seq-dates-general")  # registry.BUILTIN, without importing torch
-SEQ2SEQ = ("seq2seq-dates", "seq2seq-dates-general")
+MODELS = MODEL_NAMES
+SEQ2SEQ = tuple(SEQ2SEQ_MODELS)
 _MODEL_OPTIONS = [("variants", VARIANTS), *((m, m) for m in MODELS), ("path or id…", OTHER)]
 
 
