@@ -35,7 +35,7 @@ def main() -> None:
         holder: dict[str, object] = {}
 
         def prepare() -> None:
-            grid = Grid(weights.tolist(), labels, labels, "query", "key", probability=True)
+            grid = Grid(weights.double().numpy(), labels, labels, "query", "key", probability=True)
             holder["grid"], holder["scale"] = grid, grid.scale()
             holder["layout"] = layout_for(grid, 80)
 

@@ -7,10 +7,10 @@ widget can draw what is visible and nothing else. Widths are terminal cells
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 from rich.cells import cell_len, set_cell_size
 from rich.color import Color
 from rich.segment import Segment
@@ -32,43 +32,58 @@ CURSOR_COLOR = Color.from_rgb(255, 255, 255)
 
 @dataclass(frozen=True)
 class Grid:
-    """A 2-D slice of a stage as plain floats, ready to draw without torch.
+    """A 2-D slice of a stage as a numpy array, ready to draw without torch.
 
-    `masked[i][j]` is True where the mask hides key j from query i; None when nothing
-    is masked or the stage is not a query × key matrix.
+    Held as arrays so that preparing a stage (its colour range, its marks) is a few
+    vectorised passes, not a Python loop over N² cells; a frame then reads only the
+    cells it shows. `masked[i, j]` is True where the mask hides key j from query i;
+    None when nothing is masked or the stage is not a query × key matrix.
     """
 
-    values: list[list[float]]  # (rows, cols)
+    values: np.ndarray  # (rows, cols) float64; lists are converted
     row_labels: tuple[str, ...]
     col_labels: tuple[str, ...]
     row_axis: str = "row"
     col_axis: str = "col"
-    masked: list[list[bool]] | None = None
+    masked: np.ndarray | None = None  # (rows, cols) bool
     probability: bool = False
     filled_rows: int | None = None  # rows from here on are not reached yet: drawn blank
     special_rows: frozenset[int] = frozenset()  # labels drawn dimmed: a model's special tokens
     special_cols: frozenset[int] = frozenset()
 
+    def __post_init__(self) -> None:
+        values = np.asarray(self.values, dtype=np.float64)
+        object.__setattr__(self, "values", values.reshape(values.shape[0], -1) if values.size else
+                           np.zeros((len(self.row_labels), 0)))
+        if self.masked is not None:
+            object.__setattr__(self, "masked", np.asarray(self.masked, dtype=bool))
+
     @property
     def rows(self) -> int:
-        return len(self.values)
+        return self.values.shape[0]
 
     @property
     def cols(self) -> int:
-        return len(self.values[0]) if self.values else 0
+        return self.values.shape[1]
 
     def is_masked(self, i: int, j: int) -> bool:
-        return self.masked is not None and self.masked[i][j]
+        return self.masked is not None and bool(self.masked[i, j])
 
     def is_blank(self, i: int) -> bool:
         """A row not reached yet (a decoder step still to come): no colour, no value."""
         return self.filled_rows is not None and i >= self.filled_rows
 
+    def _shown(self) -> np.ndarray:
+        """(rows, cols) bool: cells that are drawn with a value (not masked, not blank)."""
+        shown = np.ones(self.values.shape, dtype=bool) if self.masked is None else ~self.masked
+        if self.filled_rows is not None:
+            shown[self.filled_rows:] = False
+        return shown
+
     def finite_range(self) -> tuple[float, float]:
         """Min and max over the finite, unmasked cells; (0, 0) when there are none."""
-        found = [v for i, row in enumerate(self.values) for j, v in enumerate(row)
-                 if math.isfinite(v) and not self.is_masked(i, j) and not self.is_blank(i)]
-        return (min(found), max(found)) if found else (0.0, 0.0)
+        found = self.values[self._shown() & np.isfinite(self.values)]
+        return (float(found.min()), float(found.max())) if found.size else (0.0, 0.0)
 
     def scale(self) -> Scale:
         lo, hi = self.finite_range()
@@ -76,17 +91,18 @@ class Grid:
 
     def marks(self) -> set[str]:
         """Which special cells occur: 'masked', '-inf', '+inf', 'nan' (for the legend)."""
-        found: set[str] = set()
-        for i, row in enumerate(self.values):
-            for j, v in enumerate(row):
-                if self.is_blank(i):
-                    continue
-                if self.is_masked(i, j):
-                    found.add("masked")
-                elif math.isnan(v):
-                    found.add("nan")
-                elif math.isinf(v):
-                    found.add("-inf" if v < 0 else "+inf")
+        reached = np.ones(self.values.shape, dtype=bool)
+        if self.filled_rows is not None:
+            reached[self.filled_rows:] = False
+        shown = self._shown()
+        found = {"masked"} if bool((reached & ~shown).any()) else set()
+        drawn = self.values[shown]
+        if np.isnan(drawn).any():
+            found.add("nan")
+        if np.isneginf(drawn).any():
+            found.add("-inf")
+        if np.isposinf(drawn).any():
+            found.add("+inf")
         return found
 
 
@@ -189,7 +205,7 @@ def label_segment(grid: Grid, layout: Layout, line: int, cursor_row: int | None)
 
 def cell_segment(grid: Grid, scale: Scale, layout: Layout, i: int, j: int, cursor: bool) -> Segment:
     """One values-mode cell: its colour, its value when wide enough, hatching when masked."""
-    value = grid.values[i][j]
+    value = float(grid.values[i, j])
     width = layout.cell_width
     if grid.is_blank(i):
         return Segment("·".center(width) if cursor else " " * width, CURSOR_STYLE if cursor else LABEL_STYLE)
@@ -216,7 +232,7 @@ def _color(grid: Grid, scale: Scale, i: int, j: int) -> Color | None:
         return None
     if grid.is_masked(i, j):
         return MASKED_STYLE.bgcolor
-    return scale.style(grid.values[i][j]).bgcolor
+    return scale.style(float(grid.values[i, j])).bgcolor
 
 
 @lru_cache(maxsize=4096)

@@ -49,10 +49,10 @@ def summarise(run: Any) -> ModelSummary:
     real = run.mask.any(dim=0)  # (N,) keys that are not padding
     special = frozenset(run.special)
     tokens = tuple(run.tokens)
-    hidden = (~run.mask).cpu().tolist()
+    hidden = (~run.mask).cpu().numpy()
 
     def grid(values: Any, masked: Any = None) -> Grid:
-        return Grid(values.cpu().tolist(), tokens, tokens, "query", "key", masked, probability=True,
+        return Grid(values.cpu().double().numpy(), tokens, tokens, "query", "key", masked, probability=True,
                     special_rows=special, special_cols=special)
 
     cells = tuple(HeadCell(s.layer, s.head, grid(weights[s.layer, s.head], hidden), s.entropy, s.max_weight,
@@ -64,7 +64,7 @@ def summarise(run: Any) -> ModelSummary:
 def alignment_grid(trace: Any, filled: int) -> Grid:
     """The seq2seq alignment (outputs × inputs) with only the first `filled` decoder steps drawn."""
     stage = trace.stage("alignment")
-    return Grid(stage.tensor.float().cpu().tolist(), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
+    return Grid(stage.tensor.cpu().double().numpy(), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
                 probability=True, filled_rows=filled)
 
 

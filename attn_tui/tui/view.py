@@ -68,11 +68,11 @@ def stage_view(trace: Any, name: str, head: int, query: int, step: int | None = 
     if name in MASKABLE:
         mask = mask_of(trace, per_head)  # (L, S) bool, True = may attend
         if mask is not None:
-            masked = (~mask).cpu().tolist()
+            masked = (~mask).cpu().numpy()
     if name == "weights":
         note = _row_sums(tensor)
     special = frozenset(trace.config.get("special_tokens", ()))  # a real model's [CLS], [SEP], …
-    grid = Grid(tensor.tolist(), tuple(axes[0].labels), tuple(axes[1].labels), axes[0].name, axes[1].name,
+    grid = Grid(tensor.detach().cpu().double().numpy(), tuple(axes[0].labels), tuple(axes[1].labels), axes[0].name, axes[1].name,
                 masked, probability=name in ("weights", "alignment"),
                 special_rows=special if axes[0].name in TOKEN_AXES else frozenset(),
                 special_cols=special if axes[1].name in TOKEN_AXES else frozenset())
@@ -110,5 +110,5 @@ def param_grids(trace: Any) -> list[tuple[str, Grid]]:
             t = t[None, :]  # (1, n)
         rows, cols = t.shape
         grids.append((f"{name} {'×'.join(map(str, tensor.shape))}",
-                      Grid(t.tolist(), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
+                      Grid(t.detach().cpu().double().numpy(), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
     return grids

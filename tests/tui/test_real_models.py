@@ -30,7 +30,7 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
         assert app.trace.variant == "model" and app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
         assert app.view.name == "weights"
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
-        assert torch.allclose(torch.tensor(app.view.grid.values), expected.float(), atol=1e-6)
+        assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
         assert app.view.grid.special_rows == frozenset({0, 4}) == app.view.grid.special_cols
         assert "2 of 6" in str(app.query_one("#layer-view").render())
         assert "5 of 12" in str(app.query_one("#head-view").render())
@@ -114,7 +114,7 @@ async def test_r_shows_the_attention_rollout() -> None:
         assert panel.display
         run = model_run("minilm", TEXT)
         expected = rollout(stack(run.attentions), run.mask.any(dim=0))
-        assert torch.allclose(torch.tensor(panel.grid.values), expected, atol=1e-6)
+        assert torch.allclose(torch.from_numpy(panel.grid.values).float(), expected, atol=1e-6)
         await pilot.press("r")
         assert app.panel is None
 

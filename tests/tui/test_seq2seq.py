@@ -33,7 +33,7 @@ async def test_stepping_runs_through_each_decoder_steps_stages_then_the_next_ste
         await pilot.press("7")  # digits jump inside the step
         assert app.places[app.stage_index] == ("weights", 1)
         expected = model_trace("seq2seq-dates", DATE).tensor_at("weights", 1)
-        assert torch.allclose(torch.tensor(app.view.grid.values), expected)
+        assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected)
         await pilot.press("left")
         assert app.places[app.stage_index] == ("scores", 1)
         await pilot.press("end")
@@ -63,7 +63,7 @@ async def test_g_fills_the_alignment_one_row_per_decoder_step() -> None:
         await pilot.press(*["right"] * len(STEPS))
         assert panel.grid.filled_rows == 2
         expected = model_trace("seq2seq-dates", DATE).tensor("alignment")
-        assert torch.allclose(torch.tensor(panel.grid.values[:2]), expected[:2])
+        assert torch.allclose(torch.from_numpy(panel.grid.values[:2]).float(), expected[:2])
         await pilot.press("end")
         assert panel.grid.filled_rows == app.trace.steps()
         await pilot.press("g")
