@@ -44,3 +44,16 @@ def model_app(name: str, text: str, play_interval: float = 0.8, **options: objec
 
     return AttnApp(load_samples()["korean"].request, play_interval=play_interval,
                    model=ModelInput(name, text, **options))
+
+
+async def run_from_palette(pilot: Pilot, command: str) -> None:
+    """Open the command palette, type `command`, and run the first match."""
+    from textual.command import CommandPalette
+
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    assert isinstance(pilot.app.screen, CommandPalette)
+    await pilot.press(*command)
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    await pilot.pause()

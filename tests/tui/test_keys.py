@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from textual.command import CommandPalette
 from textual.widgets import Input
 
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.screens.help import HelpScreen
 from attn_tui.tui.widgets.explanation import Explanation
 from attn_tui.tui.widgets.heatmap import Heatmap
-from tests.tui.helpers import sample_app, settle
+from tests.tui.helpers import run_from_palette, sample_app, settle
 
 SIZE = (100, 32)
 
@@ -201,13 +200,7 @@ async def test_ctrl_p_opens_the_palette_with_our_commands() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"go to stage: scores")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await pilot.pause()
+        await run_from_palette(pilot, "go to stage: scores")
         assert app.view.name == "scores"
 
 

@@ -8,7 +8,7 @@ from textual.widgets import Checkbox, Input
 from attn_tui.models.registry import model_trace
 from attn_tui.models.seq2seq.decode import STEP_STAGES
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
-from tests.tui.helpers import model_app, sample_app, settle
+from tests.tui.helpers import model_app, run_from_palette, sample_app, settle
 
 SIZE = (100, 32)
 DATE = "22 Nov 2026"
@@ -120,18 +120,10 @@ async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
 
 
 async def test_the_palette_offers_the_models() -> None:
-    from textual.command import CommandPalette
-
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
-        await pilot.press(*"model: seq2seq-dates-general")
-        await pilot.pause(0.3)
-        await pilot.press("enter")
-        await pilot.pause()
+        await run_from_palette(pilot, "model: seq2seq-dates-general")
         await settle(pilot)
         assert app.trace.config["model"] == "seq2seq-dates-general" and app.trace.config["attention"] == "general"
         assert app.stage_names() == [*STEP_STAGES["general"], "alignment"]
