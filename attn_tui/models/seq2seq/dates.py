@@ -2,6 +2,8 @@
 
 Two-digit years (`26년`, `'26`) always mean 2000–2099 here, the common reading, so the
 task stays well defined; every other form carries its full year from 1900 to 2099.
+Slashes with the year last are month first (US); dots and dashes with the year last are
+day first, as most of Europe writes them.
 Held-out dates are chosen by a fixed hash of the date itself, so no held-out date
 ever appears in training in any surface form.
 """
@@ -47,6 +49,8 @@ def _forms(d: dt.date, rng: random.Random) -> list[str]:
         f"{mon}. {day}, {y}", f"{wdy} {day} {mon} {y}", f"{y}.{m:02d}.{day:02d}", f"{y}. {m}. {day}.",
         f"{day:02d}.{m:02d}.{y}", f"{y}-{m:02d}-{day:02d}", f"{y}년 {m}월 {day}일 {kwd}요일",
         f"{y}년 {m}월 {day}일 ({kwd})", f"{wd}, {month} {ordinal(day)}, {y}", f"{day} {mon} {y}",
+        f"{y}/{m:02d}/{day:02d}", f"{y}/{m}/{day}", f"{day:02d}-{m:02d}-{y}", f"{day}-{mon}-{y}",
+        f"{y}{m:02d}{day:02d}", f"{y}년{m}월{day}일",
     ]
     if y >= 2000:
         forms += [f"{y % 100:02d}년 {m}월 {day}일 {kwd}요일", f"{y % 100:02d}년 {m}월 {day}일",
