@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from rich.cells import cell_len, set_cell_size
@@ -28,6 +29,11 @@ CURSOR_LABEL_STYLE = Style(color="black", bgcolor="yellow", bold=True)
 SPECIAL_LABEL_STYLE = Style(color="grey50", italic=True)  # a model's [CLS], [SEP], <|endoftext|>
 CURSOR_STYLE = Style(bold=True, reverse=True)
 CURSOR_COLOR = Color.from_rgb(255, 255, 255)
+
+
+def as_array(tensor: Any) -> np.ndarray:
+    """A torch tensor of any dtype and device as float64 numpy, through its own methods (no torch import)."""
+    return tensor.detach().cpu().double().numpy()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
+from attn_tui.render.heatmap import Grid, as_array
 from attn_tui.render.labels import fit_label
 
 CELL = 7  # characters per value cell
@@ -18,10 +19,11 @@ MAX_ROWS = 32  # rows printed per stage; JSON has them all
 MAX_SLICES = 3  # query slices printed for the 3-D energy stage
 
 
-def stage_scale(stage: Stage) -> Scale:
-    finite = stage.tensor[torch.isfinite(stage.tensor)].float()
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.numel() else (0.0, 1.0)
-    return Scale.fit(lo, hi, probability=stage.name == "weights")
+def stage_scale(stage: Stage, masked: torch.Tensor | None) -> Scale:
+    """The app's colour range (Grid.scale): finite cells only, masked cells left out."""
+    values = as_array(stage.tensor.reshape(-1, stage.shape[-1]) if stage.tensor.dim() else stage.tensor[None, None])
+    hidden = None if masked is None else as_array(masked).astype(bool)
+    return Grid(values, (), (), masked=hidden, probability=stage.name in ("weights", "alignment")).scale()
 
 
 def _matrix_table(matrix: torch.Tensor, row_labels: tuple[str, ...], col_labels: tuple[str, ...],
@@ -65,10 +67,10 @@ def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableT
     title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
     parts: list[RenderableType] = [title, Text(stage.formula, style="italic")]
-    scale = stage_scale(stage)
     masked = None
     if trace.mask is not None and stage.name in ("masked", "weights") and stage.tensor.dim() == 2:
         masked = ~trace.mask.cpu()
+    scale = stage_scale(stage, masked)
     t = stage.tensor
     notes: list[str] = []
     if t.dim() == 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attn_tui.render.heatmap import Grid
+from attn_tui.render.heatmap import Grid, as_array
 
 ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
 
@@ -52,7 +52,7 @@ def summarise(run: Any) -> ModelSummary:
     hidden = (~run.mask).cpu().numpy()
 
     def grid(values: Any, masked: Any = None) -> Grid:
-        return Grid(values.cpu().double().numpy(), tokens, tokens, "query", "key", masked, probability=True,
+        return Grid(as_array(values), tokens, tokens, "query", "key", masked, probability=True,
                     special_rows=special, special_cols=special)
 
     cells = tuple(HeadCell(s.layer, s.head, grid(weights[s.layer, s.head], hidden), s.entropy, s.max_weight,
@@ -64,7 +64,7 @@ def summarise(run: Any) -> ModelSummary:
 def alignment_grid(trace: Any, filled: int) -> Grid:
     """The seq2seq alignment (outputs × inputs) with only the first `filled` decoder steps drawn."""
     stage = trace.stage("alignment")
-    return Grid(stage.tensor.cpu().double().numpy(), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
+    return Grid(as_array(stage.tensor), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
                 probability=True, filled_rows=filled)
 
 

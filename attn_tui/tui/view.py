@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attn_tui.render.heatmap import Grid
+from attn_tui.render.heatmap import Grid, as_array
 
 MASKABLE = ("masked", "weights")
 TOKEN_AXES = ("query", "key", "token")
@@ -72,7 +72,7 @@ def stage_view(trace: Any, name: str, head: int, query: int, step: int | None = 
     if name == "weights":
         note = _row_sums(tensor)
     special = frozenset(trace.config.get("special_tokens", ()))  # a real model's [CLS], [SEP], …
-    grid = Grid(tensor.detach().cpu().double().numpy(), tuple(axes[0].labels), tuple(axes[1].labels), axes[0].name, axes[1].name,
+    grid = Grid(as_array(tensor), tuple(axes[0].labels), tuple(axes[1].labels), axes[0].name, axes[1].name,
                 masked, probability=name in ("weights", "alignment"),
                 special_rows=special if axes[0].name in TOKEN_AXES else frozenset(),
                 special_cols=special if axes[1].name in TOKEN_AXES else frozenset())
@@ -105,10 +105,10 @@ def param_grids(trace: Any) -> list[tuple[str, Grid]]:
     """Every learned (seeded) parameter of the trace as a small grid; vectors become one row."""
     grids = []
     for name, tensor in trace.params.items():
-        t = tensor.detach().float().cpu()
+        t = tensor
         if t.dim() == 1:
             t = t[None, :]  # (1, n)
         rows, cols = t.shape
         grids.append((f"{name} {'×'.join(map(str, tensor.shape))}",
-                      Grid(t.detach().cpu().double().numpy(), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
+                      Grid(as_array(t), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
     return grids

@@ -148,3 +148,11 @@ def test_model_samples_run_headless_and_options_override(capsys) -> None:
     assert code == 0 and doc["output"] == "2026-11-22" and doc["settings"]["teacher_forcing"] is True
     code, _, err = run_cli(capsys, "stages", "--sample", "dates_korean", "--teacher-forcing")
     assert code == 2 and "teacher forcing needs a target" in err
+
+
+def test_table_colour_scale_leaves_masked_fill_out(capsys) -> None:
+    """A -1e9 fill must not swamp the colour range of the unmasked scores (as in the app)."""
+    code, out, _ = run_cli(capsys, "stages", "--text", "a b c", "--mask", "causal", "--mask-fill", "-1e9",
+                           "--stage", "masked")
+    scale_line = next(line for line in out.splitlines() if line.startswith("scale"))
+    assert code == 0 and "e+09" not in scale_line
