@@ -8,17 +8,15 @@ from dataclasses import asdict, dataclass
 import torch
 
 from attn_tui.core import masks, positional
+from attn_tui.core.budget import memory_limit
 from attn_tui.core.device import resolve_device, resolve_dtype
 from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.footprint import estimate
 from attn_tui.core.inputs import PAD_TOKEN, check_qkv_shapes, tokenize
 from attn_tui.core.params import ParamFactory
-from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, XInput
+from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.variants import VARIANTS, Variant
-
-MAX_SCORE_CELLS = 1 << 24  # 4096 × 4096 scores
-MAX_ENERGY_CELLS = 1 << 26  # additive/concat hold an (L, S, hidden) tensor
-MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
 
 
 @dataclass
@@ -47,7 +45,9 @@ class Context:
         else:
             masked_formula = (f"M = {scaled} where mask = 1, {self.fill.replace('inf', '∞')} where mask = 0"
                               "   (mask: 1 = may attend)")
-        masked = self.trace.add(Stage("masked", masks.apply_mask(scores / self.temperature, self.mask, self.fill),
+        promoted = scores.to(masks.softmax_dtype(scores.dtype))
+        divided = promoted / self.temperature if self.temperature != 1 else promoted
+        masked = self.trace.add(Stage("masked", masks.apply_mask(divided, self.mask, self.fill),
                                       masked_formula, qk, head))
         weights = self.trace.add(Stage("weights", masks.masked_softmax(masked, self.mask),
                                        "A = softmax(M) over keys: each row sums to 1", qk, head))
@@ -57,23 +57,24 @@ class Context:
                                     out_axes, head))
 
 
-def compute(request: Request) -> Trace:
-    """Run one request through its variant and return the full trace (never NaN silently)."""
+def compute(request: Request, max_memory: int | None = None) -> Trace:
+    """Run one request through its variant and return the full trace (never NaN silently).
+
+    The request's memory is estimated and checked against the limit before any tensor
+    exists (`max_memory` bytes, else the default share of what the machine has free).
+    """
     s = request.settings
-    if s.variant not in VARIANTS:
-        raise ConfigError(f"unknown variant {s.variant!r}; choose one of {', '.join(VARIANTS)}")
-    variant = VARIANTS[s.variant]
     if not math.isfinite(s.temperature) or s.temperature <= 0:
         raise ConfigError(f"temperature must be a positive number, not {s.temperature:g}")
-    if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
-        raise ConfigError(f"--dim must be between 1 and {MAX_DIM}, not {s.dim}")
+    estimate(request).check(memory_limit(max_memory), "this request")
+    variant = VARIANTS[s.variant]
     device, dtype = resolve_device(s.device), resolve_dtype(s.dtype)
     trace = Trace(variant=s.variant, query_tokens=(), key_tokens=(), device=str(device),
                   dtype=s.dtype, config=asdict(s))
     params = ParamFactory(s.seed, dtype, device, trace.params)
     with torch.no_grad():
         _run(request, variant, trace, params, device, dtype)
-    _check_values(trace)
+    _check_values(trace, s.temperature)
     return trace
 
 
@@ -103,7 +104,6 @@ def _run(request: Request, variant: Variant, trace: Trace, params: ParamFactory,
         q_tokens = k_tokens = tuple(tokens)
         q = k = v = None
     trace.query_tokens, trace.key_tokens = q_tokens, k_tokens
-    _check_size(variant, len(q_tokens), len(k_tokens), s.dim or (q.shape[1] if q is not None else x.shape[1]))
     custom = masks.custom_mask(request.custom_mask) if request.custom_mask is not None else None
     mask = trace.mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device)
     if s.mask != "none" and mask is None and custom is None:
@@ -149,10 +149,11 @@ def _labels(given: tuple[str, ...] | None, n: int, prefix: str, what: str) -> tu
 def _embed(trace: Trace, params: ParamFactory, tokens: list[str], dim: int, use_pe: bool,
            dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """Sentence → X (L, dim): seeded embedding, plus sinusoidal PE when asked."""
-    vocab = list(dict.fromkeys(tokens))
+    index = {token: n for n, token in enumerate(dict.fromkeys(tokens))}  # token → row, in first-seen order
+    vocab = list(index)
     table = params.token_rows(vocab, dim, PAD_TOKEN)  # (V, dim)
     trace.config["vocab"] = vocab
-    ids = torch.tensor([vocab.index(t) for t in tokens], device=device)
+    ids = torch.tensor([index[t] for t in tokens], device=device)
     x = torch.nn.functional.embedding(ids, table)  # (L, dim)
     token_axis = Axis("token", tuple(tokens))
     trace.add(Stage("embedding", x, "X = Embedding(tokens): one seeded row per distinct token",
@@ -167,28 +168,44 @@ def _add_positional(trace: Trace, x: torch.Tensor, tokens: tuple[str, ...]) -> t
     return trace.add(Stage("embedded_pos", x + pe, "X = Embedding(tokens) + PE", axes))
 
 
-def _check_size(variant: Variant, n_q: int, n_k: int, hidden: int) -> None:
-    """Refuse sizes that would exhaust memory before allocating, with the numbers."""
-    if n_q * n_k > MAX_SCORE_CELLS:
-        raise ConfigError(f"{n_q} queries × {n_k} keys is {n_q * n_k:,} scores; at most "
-                          f"{MAX_SCORE_CELLS:,} are supported: shorten the input")
-    if variant.has_energy and n_q * n_k * hidden > MAX_ENERGY_CELLS:
-        raise ConfigError(f"{variant.name} keeps a {n_q}×{n_k}×{hidden} energy tensor "
-                          f"({n_q * n_k * hidden:,} values); at most {MAX_ENERGY_CELLS:,}: "
-                          "shorten the input or lower --dim")
+def _check_values(trace: Trace, temperature: float = 1.0) -> None:
+    """Report non-finite values, naming the stage and the cause (never a silent inf or NaN).
 
-
-def _check_values(trace: Trace) -> None:
-    """Report non-finite values: overflow shows as inf, anything undefined as NaN."""
+    One `isfinite` pass per stage in the common case; the counting and the reasons are
+    only worked out for a stage that holds something non-finite.
+    """
+    overflowed: str | None = None  # the first stage that went infinite, blamed for later NaN
     for stage in trace.stages:
         t = stage.tensor
-        nan = int(torch.isnan(t).sum())
-        if nan:
-            trace.warn(f"stage {stage.key} has {nan} NaN value{'s' * (nan != 1)}")
-        if stage.name == "masked":
+        if not t.is_floating_point():
             continue
-        inf = int(torch.isinf(t).sum())
-        if inf:
+        if stage.name == "masked" and temperature != 1:
+            _check_temperature(trace, stage, temperature)
+        if bool(torch.isfinite(t).all()):
+            continue
+        nan = int(torch.isnan(t).sum())
+        inf = torch.isinf(t)
+        if stage.name == "masked" and trace.mask is not None:
+            inf = inf & trace.mask.to(inf.device)  # a masked -inf is the fill, not an overflow
+        n_inf = int(inf.sum())
+        if n_inf:
             limit = torch.finfo(t.dtype).max
-            trace.warn(f"stage {stage.key} has {inf} infinite value{'s' * (inf != 1)}: "
-                       f"{stage.tensor.dtype} overflowed (its largest finite value is {limit:.4g})")
+            cause = (f"dividing by the temperature {temperature:g} overflowed {t.dtype}" if stage.name == "masked"
+                     and temperature != 1 else f"{t.dtype} overflowed (its largest finite value is {limit:.4g})")
+            trace.warn(f"stage {stage.key} has {n_inf} infinite value{'s' * (n_inf != 1)}: {cause}")
+            overflowed = overflowed or stage.key
+        if nan:
+            cause = (f"they follow from the infinite values of stage {overflowed}" if overflowed
+                     else "an undefined operation such as ∞ − ∞ or 0·∞")
+            trace.warn(f"stage {stage.key} has {nan} NaN value{'s' * (nan != 1)}: {cause}")
+
+
+def _check_temperature(trace: Trace, masked: Stage, temperature: float) -> None:
+    """A huge temperature can flush every score to 0: say so rather than show uniform weights as meaningful."""
+    allowed = masked.tensor if trace.mask is None else masked.tensor[trace.mask.to(masked.tensor.device)]
+    if allowed.numel() and bool((allowed == 0).all()):
+        pre = next(s for s in reversed(trace.stages[: trace.stages.index(masked)]) if s.name in ("scaled", "scores")
+                   and s.head == masked.head)
+        if bool((pre.tensor != 0).any()):
+            trace.warn(f"stage {masked.key}: dividing by the temperature {temperature:g} underflowed every score "
+                       "to 0, so the weights are uniform")

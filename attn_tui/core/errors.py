@@ -38,3 +38,15 @@ class ConfigError(AttnError):
 
 class DeviceError(AttnError):
     """A device or dtype that this machine or build cannot provide."""
+
+
+def describe(exc: BaseException) -> str:
+    """An unexpected exception as the first line of what it says, prefixed by what we were doing."""
+    if isinstance(exc, MemoryError):
+        return "out of memory: lower the sizes (or set --max-memory lower so such requests are refused first)"
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f": {exc.filename!r}"[:80] if exc.filename else "")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"could not compute: {first}"

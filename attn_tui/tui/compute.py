@@ -12,23 +12,23 @@ from attn_tui.core.settings import Request
 from attn_tui.tui.messages import ComputeFailed, TraceReady
 
 
-def compute_message(request: Request, generation: int) -> TraceReady | ComputeFailed:
+def compute_message(request: Request, generation: int, max_memory: int | None = None) -> TraceReady | ComputeFailed:
     """Compute `request`; a CUDA request without CUDA runs on the CPU with a notice saying so."""
     from attn_tui.core.engine import compute  # imports torch: only ever called from a worker
-    from attn_tui.core.errors import AttnError, DeviceError
+    from attn_tui.core.errors import AttnError, DeviceError, describe
 
     start = time.perf_counter()
     notice = None
     try:
         try:
-            trace = compute(request)
+            trace = compute(request, max_memory)
         except DeviceError as exc:
             if not request.settings.device.startswith("cuda"):
                 raise
             notice = f"{exc} — computing on the CPU instead"
-            trace = compute(replace(request, settings=replace(request.settings, device="cpu")))
+            trace = compute(replace(request, settings=replace(request.settings, device="cpu")), max_memory)
     except AttnError as exc:
         return ComputeFailed(generation, request, str(exc))
-    except (RuntimeError, ValueError, MemoryError) as exc:  # torch's own refusals, reported not raised
-        return ComputeFailed(generation, request, f"could not compute: {exc}")
+    except Exception as exc:  # noqa: BLE001 — torch's own refusals, reported, never a crash
+        return ComputeFailed(generation, request, describe(exc))
     return TraceReady(generation, request, trace, time.perf_counter() - start, notice)

@@ -14,25 +14,27 @@ from attn_tui.tui.messages import ComputeFailed, TraceReady
 
 
 @lru_cache(maxsize=8)
-def _summary(name: str, text: str, pad_to: int | None, device: str):
+def _summary(name: str, text: str, pad_to: int | None, device: str, max_memory: int | None):
     from attn_tui.models.registry import model_run
     from attn_tui.tui.model_views import summarise
 
-    return summarise(model_run(name, text, pad_to, device))
+    return summarise(model_run(name, text, pad_to, device, max_memory))
 
 
-def model_message(model: ModelInput, request: Request, generation: int) -> TraceReady | ComputeFailed:
+def model_message(model: ModelInput, request: Request, generation: int,
+                  max_memory: int | None = None) -> TraceReady | ComputeFailed:
     """Trace the model's chosen head (or decode), plus the layer × head summary of a transformer."""
-    from attn_tui.core.errors import AttnError
+    from attn_tui.core.errors import AttnError, describe
     from attn_tui.models.registry import is_seq2seq, trace_for
 
     start = time.perf_counter()
     device = request.settings.device
     try:
-        trace = trace_for(model, device)
-        summary = None if is_seq2seq(model.name) else _summary(model.name, model.text, model.pad_to, device)
+        trace = trace_for(model, device, max_memory)
+        summary = (None if is_seq2seq(model.name) else
+                   _summary(model.name, model.text, model.pad_to, device, max_memory))
     except AttnError as exc:
         return ComputeFailed(generation, request, str(exc), model)
-    except (RuntimeError, ValueError, MemoryError, OSError) as exc:  # torch's or transformers' refusals
-        return ComputeFailed(generation, request, f"could not run {model.name}: {str(exc).splitlines()[0]}", model)
+    except Exception as exc:  # noqa: BLE001 — torch's or transformers' refusals, never a crash
+        return ComputeFailed(generation, request, describe(exc), model)
     return TraceReady(generation, request, trace, time.perf_counter() - start, None, model, summary)

@@ -19,13 +19,14 @@ from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.model_grid import ModelGrid
 from attn_tui.tui.widgets.model_pane import SEQ2SEQ, ModelPane
 
-DATE_SAMPLE = "dates_english"  # the sentence a date model starts on when the text before was not a date
+DATE_SAMPLE = "dates_english"  # the sentence a date model starts on the first time it is chosen
+VARIANTS_KEY = ""  # the key of the attention variants' own sentence among the kept sentences
 PANEL_CLASSES = {"heads": "-grid", "params": "-grid", "model_grid": "-model-grid", "rollout": "-matrix",
                  "alignment": "-matrix"}
 
 
 class ModelMode:
-    """Needs from the app: model, good_model, summary, trace, request, panel, _recompute, _show_stage."""
+    """Needs from the app: model, good_model, summary, trace, request, panel, sentences, _recompute, _show_stage."""
 
     @property
     def transformer(self) -> bool:
@@ -36,22 +37,33 @@ class ModelMode:
         self.choose_model(message.name)
 
     def choose_model(self, name: str | None) -> None:
-        """Switch to a model by name or path (None: back to the variants), keeping the sentence."""
-        text = self.model.text if self.model is not None else getattr(self.request.source, "text", "")
+        """Switch to a model by name or path (None: back to the variants).
+
+        Each source keeps the sentence typed for it, and switching back restores it; a
+        date model starts on a date. The matrix editors are never touched.
+        """
+        inputs = self.query_one(InputPane)
+        self.sentences[self._source_key(self.model)] = inputs.sentence
+        key = VARIANTS_KEY if name is None else name
+        text = self.sentences.get(key)
+        if text is None:
+            text = load_samples()[DATE_SAMPLE].model.text if name in SEQ2SEQ else (
+                self.sentences.get(VARIANTS_KEY) or inputs.sentence or "the cat sat on the mat")
         if name is None:
             self.model = None
-            self.query_one(InputPane).model_mode = False
-            if isinstance(self.request.source, SentenceInput) and text:
+            inputs.model_mode = False
+            if isinstance(self.request.source, SentenceInput):
                 self.request = replace(self.request, source=SentenceInput(text))
         else:
-            was_dates = self.model is not None and self.model.name in SEQ2SEQ
-            if name in SEQ2SEQ and not was_dates:  # a sentence is no date: start on one
-                text = load_samples()[DATE_SAMPLE].model.text
-            self.model = ModelInput(name, text or "the cat sat on the mat")
-            self.query_one(InputPane).model_mode = True
+            self.model = ModelInput(name, text)
+            inputs.model_mode = True
         self.query_one(ModelPane).show_model(self.model)
-        self.query_one(InputPane).load(SentenceInput(text if self.model is None else self.model.text))
+        inputs.show_sentence(text)
         self._recompute()
+
+    @staticmethod
+    def _source_key(model: ModelInput | None) -> str:
+        return VARIANTS_KEY if model is None else model.name
 
     def on_target_edited(self, message: TargetEdited) -> None:
         if self.model is None or self.model.name not in SEQ2SEQ:

@@ -101,14 +101,33 @@ def heads_grids(trace: Any, view: StageView, query: int) -> tuple[list[tuple[str
     return grids, view.head, ""
 
 
+PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
+
+
+def overview(tensor: Any, rows: int = PARAM_ROWS, cols: int = PARAM_COLS) -> tuple[Any, str]:
+    """A 2-D tensor cut down to at most rows × cols by block means, and a note saying how much."""
+    import torch.nn.functional as F  # noqa: N812 — called once a trace exists, so torch is loaded
+
+    t = tensor.detach().float().cpu()
+    if t.dim() == 1:
+        t = t[None, :]  # (1, n)
+    if t.shape[0] <= rows and t.shape[1] <= cols:
+        return t, ""
+    shape = (min(rows, t.shape[0]), min(cols, t.shape[1]))
+    small = F.adaptive_avg_pool2d(t[None, None], shape)[0, 0]  # (rows, cols)
+    return small, f" (block means, {t.shape[0] / shape[0]:.3g}×{t.shape[1] / shape[1]:.3g} values a cell)"
+
+
 def param_grids(trace: Any) -> list[tuple[str, Grid]]:
-    """Every learned (seeded) parameter of the trace as a small grid; vectors become one row."""
+    """Every learned (seeded) parameter of the trace as a small grid; large ones as block-mean overviews.
+
+    A 4096-wide weight has 16 million values; drawn whole it would take minutes. The
+    overview costs one pooling pass and draws at most PARAM_ROWS × PARAM_COLS cells.
+    """
     grids = []
     for name, tensor in trace.params.items():
-        t = tensor
-        if t.dim() == 1:
-            t = t[None, :]  # (1, n)
-        rows, cols = t.shape
-        grids.append((f"{name} {'×'.join(map(str, tensor.shape))}",
-                      Grid(as_array(t), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
+        small, note = overview(tensor)
+        rows, cols = small.shape
+        grids.append((f"{name} {'×'.join(map(str, tensor.shape))}{note}",
+                      Grid(as_array(small), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
     return grids

@@ -11,11 +11,12 @@ import torch
 
 from attn_tui.core import masks
 from attn_tui.core.engine import compute
+from attn_tui.core.budget import BudgetError
 from attn_tui.core.errors import ConfigError, DeviceError, InputError, ShapeError
 from attn_tui.core.export import stage_to_csv, trace_to_json
 from attn_tui.core.positional import sinusoidal
 from attn_tui.core.variants import VARIANTS
-from tests.conftest import matrices, sentence
+from tests.conftest import matrices, sentence, x_matrix
 
 DESIGN_STAGES = {
     "dot": ["query", "key", "value", "scores", "masked", "weights", "output"],
@@ -83,12 +84,30 @@ def test_masks_build_the_sdpa_convention() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])
-def test_low_precision_softmax_runs_in_float32(dtype: str, lookup_qkv) -> None:
+def test_mask_and_softmax_run_in_at_least_float32(dtype: str, lookup_qkv) -> None:
     trace = compute(matrices(*lookup_qkv, dtype=dtype))
     assert trace.tensor("scores").dtype == getattr(torch, dtype)
-    assert trace.tensor("weights").dtype == torch.float32
-    assert torch.allclose(trace.tensor("weights"), torch.tensor([[0, 1, 0, 0], [0, 0, .5, .5], [.5, .5, 0, 0.]]),
+    expected = torch.float64 if dtype == "float64" else torch.float32
+    assert trace.tensor("masked").dtype == trace.tensor("weights").dtype == expected
+    assert torch.allclose(trace.tensor("weights").float(), torch.tensor([[0, 1, 0, 0], [0, 0, .5, .5], [.5, .5, 0, 0.]]),
                           atol=1e-3)
+
+
+def test_float64_keeps_what_float32_cannot_hold() -> None:
+    """1e39 overflows float32 but not float64: the float64 trace stays finite and equals SDPA in float64."""
+    q, k, v = [[1e39, 0.0]], [[1.0, 0.0], [0.5, 0.0]], [[1.0], [2.0]]
+    trace = compute(matrices(q, k, v, dtype="float64"))
+    assert not trace.warnings
+    tq, tk, tv = (torch.tensor(m, dtype=torch.float64) for m in (q, k, v))
+    assert torch.equal(trace.tensor("output"), torch.nn.functional.scaled_dot_product_attention(tq, tk, tv))
+
+
+def test_temperature_overflow_and_underflow_are_named() -> None:
+    hot = compute(matrices([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]], temperature=1e-300))
+    assert any("masked" in w and "temperature" in w and "overflowed" in w for w in hot.warnings)
+    assert any("NaN" in w and "masked" in w for w in hot.warnings)
+    cold = compute(matrices([[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]], temperature=1e300))
+    assert any("underflowed" in w for w in cold.warnings)
 
 
 def test_float16_overflow_is_reported_not_hidden() -> None:
@@ -137,8 +156,11 @@ def test_bad_settings_raise_named_errors(request_, error, fragment: str) -> None
 
 
 def test_huge_inputs_are_refused_before_allocating() -> None:
-    with pytest.raises(ConfigError, match="energy tensor"):
-        compute(sentence(" ".join(["w"] * 3000), variant="additive", dim=16))
+    """3000 tokens × 3000 × 16 energy is 1.1 GB: over a 256 MB limit, refused with both figures."""
+    with pytest.raises(BudgetError, match=r"energy, .* GB\); the limit is 256.0 MB"):
+        compute(sentence(" ".join(["w"] * 3000), variant="additive", dim=16), max_memory=256 * 1024**2)
+    with pytest.raises(ConfigError, match="16000 numbers wide"):
+        compute(x_matrix([[0.5] * 16000], variant="multihead", heads=1))
 
 
 def test_json_export_is_standard_json_with_strings_for_infinities() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -108,8 +109,8 @@ def test_cli_model_errors_exit_2(capsys, argv: list[str], fragment: str) -> None
 
 
 def test_directory_without_config_is_a_clear_error(tmp_path) -> None:
-    with pytest.raises(hf.ModelError, match="without config.json"):
-        hf.resolve(str(tmp_path))
+    with pytest.raises(hf.ModelError, match="has no config.json"):
+        hf.check_folder(Path(hf.resolve(str(tmp_path))))
 
 
 def test_cli_heads_summary_json(capsys) -> None:

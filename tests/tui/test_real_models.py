@@ -190,7 +190,7 @@ def test_the_command_line_opens_the_app_on_a_model(monkeypatch) -> None:
     from attn_tui import cli
 
     seen = {}
-    monkeypatch.setattr("attn_tui.tui.app.run_app", lambda request, model: seen.update(model=model) or 0)
+    monkeypatch.setattr("attn_tui.tui.app.run_app", lambda request, model, max_memory=None: seen.update(model=model) or 0)
     assert cli.main(["--model", "minilm", "--text", TEXT, "--layer", "2", "--head", "4"]) == 0
     assert (seen["model"].name, seen["model"].layer, seen["model"].head) == ("minilm", 2, 4)
     cli.main(["--sample", "dates_korean"])

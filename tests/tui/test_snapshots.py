@@ -11,7 +11,9 @@ import importlib.util
 import pytest
 from textual.widgets import TabbedContent, TextArea
 
-from attn_tui.core.variants.scaled_dot import STAGES
+from attn_tui.core.variants import VARIANTS
+
+STAGES = VARIANTS["scaled_dot"].stages
 from tests.tui.helpers import model_app, sample_app, settle
 
 KOREAN_STAGES = ("embedding",) + STAGES

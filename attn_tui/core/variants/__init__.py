@@ -1,39 +1,94 @@
-"""The registry of attention variants: name → how to run it and which stages it makes."""
+"""The registry of attention variants: name → stages, shape rules, memory footprint and run function.
+
+Torch-free: the CLI and the app read it (to list stages, to budget memory) before torch
+has loaded; a variant's module, which does the computing, is imported on first use.
+"""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from attn_tui.core.variants import additive, concat, dot, general, multihead, scaled_dot
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes a request implies: L queries, S keys, widths, heads, attention hidden size."""
+
+    queries: int
+    keys: int
+    d_q: int
+    d_k: int
+    d_v: int
+    hidden: int
+    heads: int = 1
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One variant: its stage names (after the input stages) and its run function.
+    """One variant: its stage names (after the input stages), its rules and its run function.
 
     `same_width`: Q and K must share their last dimension (no learned projection
     between them). `takes_x`: projects Q, K, V itself from one X (multihead).
+    `footprint`: the numbers each of its stages and parameters holds, by part.
     """
 
     name: str
     title: str
     stages: tuple[str, ...]
-    run: Callable[..., object]
+    footprint: Callable[[Sizes], dict[str, int]]
     same_width: bool = True
     takes_x: bool = False
-    has_energy: bool = False
+    uses_hidden: bool = False  # --dim sets its attention hidden size even for typed Q, K, V
+
+    @property
+    def run(self) -> Callable[..., object]:
+        module = importlib.import_module(f"attn_tui.core.variants.{self.name}")
+        return module.run  # type: ignore[no-any-return]
+
+
+def _tail(z: Sizes, score_stages: int) -> dict[str, int]:
+    """The score family (scores … weights) and the output."""
+    return {"score stages": score_stages * z.queries * z.keys, "output": z.queries * z.d_v}
+
+
+def _additive(z: Sizes) -> dict[str, int]:
+    return _tail(z, 3) | {"parameters": z.hidden * (z.d_q + z.d_k + 1),
+                          "projections": (z.queries + z.keys) * z.hidden,
+                          "energy": 2 * z.queries * z.keys * z.hidden}  # the sum, then its tanh
+
+
+def _concat(z: Sizes) -> dict[str, int]:
+    return _tail(z, 3) | {"parameters": z.hidden * (z.d_q + z.d_k + 1),
+                          "pairs [q; k]": z.queries * z.keys * (z.d_q + z.d_k),
+                          "energy": 2 * z.queries * z.keys * z.hidden}
+
+
+def _multihead(z: Sizes) -> dict[str, int]:
+    d, n = z.d_q, z.queries
+    return {"parameters": 4 * d * d + 4 * d, "qkv_proj": 3 * n * d, "score stages": 4 * z.heads * n * n,
+            "output": 3 * n * d}
 
 
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
-        Variant("dot", "Dot product", dot.STAGES, dot.run),
-        Variant("scaled_dot", "Scaled dot product", scaled_dot.STAGES, scaled_dot.run),
-        Variant("general", "Luong general (bilinear)", general.STAGES, general.run, same_width=False),
-        Variant("additive", "Bahdanau additive", additive.STAGES, additive.run, same_width=False,
-                has_energy=True),
-        Variant("concat", "Concat", concat.STAGES, concat.run, same_width=False, has_energy=True),
-        Variant("multihead", "Multi-head", multihead.STAGES, multihead.run, takes_x=True),
+        Variant("dot", "Dot product", ("query", "key", "value", "scores", "masked", "weights", "output"),
+                lambda z: _tail(z, 3)),
+        Variant("scaled_dot", "Scaled dot product",
+                ("query", "key", "value", "scores", "scaled", "masked", "weights", "output"),
+                lambda z: _tail(z, 4)),
+        Variant("general", "Luong general (bilinear)",
+                ("query", "key", "value", "query_proj", "scores", "masked", "weights", "output"),
+                lambda z: _tail(z, 3) | {"parameters": z.d_k * z.d_q, "query_proj": z.queries * z.d_k},
+                same_width=False),
+        Variant("additive", "Bahdanau additive",
+                ("query", "key", "value", "query_proj", "key_proj", "energy", "scores", "masked", "weights",
+                 "output"), _additive, same_width=False, uses_hidden=True),
+        Variant("concat", "Concat", ("query", "key", "value", "energy", "scores", "masked", "weights", "output"),
+                _concat, same_width=False, uses_hidden=True),
+        Variant("multihead", "Multi-head",
+                ("qkv_proj", "query", "key", "value", "scores", "scaled", "masked", "weights", "output", "concat",
+                 "projected"), _multihead, takes_x=True),
     )
 }

@@ -15,7 +15,6 @@ from attn_tui.core.stage import Stage, dim_axis
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
-STAGES = ("query", "key", "value", "energy", "scores", "masked", "weights", "output")
 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:

@@ -17,8 +17,6 @@ from attn_tui.core.variants.scaled_dot import scale_stages
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
-STAGES = ("qkv_proj", "query", "key", "value", "scores", "scaled", "masked", "weights", "output",
-          "concat", "projected")
 
 
 def run(ctx: Context, x: torch.Tensor, heads: int) -> None:

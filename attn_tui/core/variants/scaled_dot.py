@@ -16,7 +16,6 @@ from attn_tui.core.stage import Stage
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
-STAGES = ("query", "key", "value", "scores", "scaled", "masked", "weights", "output")
 
 
 def scale_stages(ctx: Context, q: torch.Tensor, k: torch.Tensor, head: int | None = None) -> torch.Tensor:

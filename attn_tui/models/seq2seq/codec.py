@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from attn_tui.core.errors import InputError
+from attn_tui.core.files import check_text
 from attn_tui.models.seq2seq.dates import END, INPUT_CHARS, OUTPUT_CHARS, PAD, START
 
 IN_ITOS = [PAD] + list(INPUT_CHARS)
@@ -17,6 +18,7 @@ MAX_OUTPUT = 12
 
 def encode_input(text: str) -> list[int]:
     """Input characters → ids; refuses empty input and characters the model never saw."""
+    check_text(text, "the date")
     text = text.strip()
     if not text:
         raise InputError("the date is empty: type a date such as 22 November 2026")
@@ -30,6 +32,10 @@ def encode_input(text: str) -> list[int]:
 
 
 def encode_target(text: str) -> list[int]:
+    """A target date → <s> ids </s>; refuses what the decoder could never write, and overlong targets."""
+    if len(text) > MAX_OUTPUT - 1:
+        raise InputError(f"the target is {len(text)} characters long; the model writes at most {MAX_OUTPUT - 1} "
+                         "(targets look like 2026-11-22)")
     for column, ch in enumerate(text, start=1):
         if ch not in OUT_STOI:
             raise InputError(f"target column {column}: {ch!r} is not a digit or '-'; targets look like 2026-11-22")

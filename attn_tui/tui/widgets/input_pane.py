@@ -20,6 +20,7 @@ from attn_tui.tui.messages import SampleChosen, SourceEdited
 from attn_tui.tui.widgets.scroll import QuietScroll
 
 EDITORS = ("Q", "K", "V", "X")
+MAX_TOKENS_SHOWN = 200  # under the sentence; a 10,000-word paste would otherwise cost seconds per keystroke
 
 
 def _matrix_text(rows: list[list[float]]) -> str:
@@ -55,7 +56,7 @@ class InputPane(Vertical):
                     yield TextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
                     yield Label("", id=f"error-{name}", classes="editor-error")
         with TabPane("Samples", id="tab-samples"):
-            yield OptionList(*(Option(f"{s.name}\n  {s.description}", id=s.name)
+            yield OptionList(*(Option(Text(f"{s.name}\n  {s.description}"), id=s.name)
                                for s in app_samples().values()), id="sample-list")
 
     def load(self, source: SentenceInput | MatrixInput | XInput) -> None:
@@ -79,6 +80,16 @@ class InputPane(Vertical):
             self._show_status(self._shapes(), ok=True)
             self.query_one(TabbedContent).active = "tab-matrices"
 
+    def show_sentence(self, text: str) -> None:
+        """Put a sentence in its field (a model switch) without touching the matrix editors or posting it."""
+        with self.prevent(Input.Changed):
+            self.query_one("#sentence", Input).value = text
+            self._show_tokens(text)
+
+    @property
+    def sentence(self) -> str:
+        return self.query_one("#sentence", Input).value
+
     def show_note(self, note: Text) -> None:
         """A model's own tokens or output under the sentence (the app knows them after a run)."""
         self.query_one("#tokens", Label).update(note)
@@ -91,9 +102,16 @@ class InputPane(Vertical):
         try:
             tokens = tokenize(text)
         except InputError as exc:
-            label.update(f"[red]{exc}[/]")
+            label.update(Text(str(exc), style="red"))
             return False
-        label.update("tokens: " + "  ".join(f"[reverse] {t} [/]" for t in tokens) + f"   ({len(tokens)})")
+        shown = Text("tokens: ")
+        for token in tokens[:MAX_TOKENS_SHOWN]:
+            shown.append(f" {token} ", "reverse")
+            shown.append("  ")
+        more = len(tokens) - MAX_TOKENS_SHOWN
+        shown.append(f"… {more} more " if more > 0 else "")
+        shown.append(f" ({len(tokens)})")
+        label.update(shown)
         return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -114,7 +132,7 @@ class InputPane(Vertical):
             error.update("")
         except InputError as exc:
             self._parsed[name] = None
-            error.update(f"✗ {exc}")
+            error.update(Text(f"✗ {exc}"))
             self._show_status(f"✗ {exc}", ok=False)
             return
         self._show_status(self._shapes(), ok=True)
@@ -130,7 +148,7 @@ class InputPane(Vertical):
     def _show_status(self, text: str, ok: bool) -> None:
         """One always-visible line for the editors, so an error below the fold is not missed."""
         status = self.query_one("#matrix-status", Label)
-        status.update(text)
+        status.update(Text(text))
         status.set_class(not ok, "-error")
 
     def matrix_source(self, x: bool) -> MatrixInput | XInput | None:

@@ -26,7 +26,7 @@ class MatrixPanel(Vertical):
 
     def show(self, title: Text | str, grid: Grid, cursor: tuple[int, int] | None, about: str) -> None:
         self.grid = grid
-        self.query_one(".panel-title", Static).update(title)
+        self.query_one(".panel-title", Static).update(Text(title) if isinstance(title, str) else title)
         self.query_one(Heatmap).show(grid, cursor)
         lo, hi = grid.finite_range()
         self.query_one(".panel-legend", Static).update(legend(grid.scale(), lo, hi, grid.marks()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Checkbox, Input, Label, Select
@@ -103,11 +104,11 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""
         status = self.query_one("#model-status", Label)
-        status.update(text)
+        status.update(Text(text))
         status.set_class(bool(text), "-shown")
 
     def show_layer(self, layer: int, layers: int) -> None:
-        self.query_one("#layer-view", Label).update(f"{layer} of {layers}  {{ }}")
+        self.query_one("#layer-view", Label).update(Text(f"{layer} of {layers}  {{ }}"))
 
     @staticmethod
     def _dim_text(s: Settings) -> str:
@@ -128,8 +129,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def show_view(self, head: int, heads: int, device_used: str) -> None:
         """The head in view and the device the last computation actually ran on."""
-        self.query_one("#head-view", Label).update(f"{head} of {heads}  [ ]")
-        self.query_one("#device-used", Label).update(device_used)
+        self.query_one("#head-view", Label).update(Text(f"{head} of {heads}  [ ]"))
+        self.query_one("#device-used", Label).update(Text(device_used))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
@@ -183,7 +184,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         if name not in _NUMBERS:
             return
         error, value = self._parse(name, event.value)
-        self.query_one("#settings-error", Label).update(error)
+        self.query_one("#settings-error", Label).update(Text(error))
         if not error and value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: value}))
 

@@ -1,0 +1,49 @@
+"""The `attn-tui` command: the app by default, `stages` headless, `samples` to list inputs.
+
+Nothing heavy is imported at module level: `attn-tui` must paint its first screen before
+torch has loaded, and a bad input is refused before torch is imported at all. `main` is
+the one boundary where every failure, ours or a dependency's, becomes one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import warnings
+from typing import Sequence
+
+from attn_tui.cli.parser import fail, parse
+from attn_tui.core.errors import AttnError, describe
+
+QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false",
+             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    debug = bool(args.debug or os.environ.get("ATTN_TUI_DEBUG"))
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    from attn_tui.cli.commands import COMMANDS
+
+    with warnings.catch_warnings():
+        if not debug:  # a library's warning would be a second line on stderr
+            warnings.simplefilter("ignore")
+        try:
+            return COMMANDS[args.command](args)
+        except AttnError as exc:
+            if debug:
+                traceback.print_exc()
+            fail(str(exc))
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except Exception as exc:  # noqa: BLE001 — the one boundary: any failure is one line, never a traceback
+            if debug:
+                traceback.print_exc()
+            fail(describe(exc))
+    return 0

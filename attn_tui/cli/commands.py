@@ -1,0 +1,127 @@
+"""What each subcommand does; torch and the models are imported only once the input has passed its checks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from attn_tui.cli.request import Reader, model_input, variant_request
+from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.files import check_text, quoted, writable_file
+
+
+def samples(args: argparse.Namespace) -> int:
+    from attn_tui.core.samples import load_samples
+
+    found = load_samples()
+    width = max(len(name) for name in found)
+    for name, sample in found.items():
+        print(f"{name:<{width}}  {sample.description}")
+    return 0
+
+
+def stages(args: argparse.Namespace) -> int:
+    model = model_input(args)
+    if model is not None:
+        from attn_tui.models.registry import trace_for
+
+        trace = trace_for(model, args.device or "auto", args.max_memory)
+        head = None
+    else:
+        request = variant_request(args, Reader())
+        if request is None:
+            raise InputError("give an input: --text, --sample, --q/--k/--v or --x")
+        from attn_tui.core.budget import memory_limit
+        from attn_tui.core.footprint import estimate
+
+        # Before torch is imported: a request over budget is refused in milliseconds.
+        estimate(request, json_output=args.format == "json").check(memory_limit(args.max_memory), "this request")
+        from attn_tui.core.engine import compute
+
+        trace = compute(request, args.max_memory)
+        head = args.head
+    from attn_tui.core.export import select_stages
+
+    chosen = select_stages(trace, args.stage, head)
+    if args.format == "json":
+        from attn_tui.core.export import write_trace_json
+
+        write_trace_json(trace, sys.stdout, chosen, True if args.params else None)
+        sys.stdout.write("\n")
+    else:
+        if args.params:
+            raise ConfigError("--params applies to --format json")
+        from attn_tui.render.stage_table import print_trace
+
+        print_trace(trace, chosen)
+    return 0
+
+
+def heads(args: argparse.Namespace) -> int:
+    import json
+
+    from attn_tui.core.settings import SEQ2SEQ_MODELS
+    from attn_tui.models.summary import head_stats, rollout, stack
+
+    check_text(args.model, "--model")
+    check_text(args.text, "--text")
+    if args.model in SEQ2SEQ_MODELS:
+        raise InputError(f"{args.model} has one attention, not layers of heads: "
+                         f"use `attn-tui stages --model {args.model}`")
+    from attn_tui.models.registry import model_run
+
+    run = model_run(args.model, args.text, args.pad_to, args.device or "auto", args.max_memory)
+    loaded = run.loaded
+    weights = stack(run.attentions)  # (layers, heads, N, N)
+    real = run.mask.any(dim=0)  # (N,) keys that are not padding
+    stats = head_stats(weights, real)
+    rolled = rollout(weights, real)
+    if args.format == "json":
+        print(json.dumps({"model": loaded.name, "tokens": list(run.tokens), "layers": loaded.layers,
+                          "heads": loaded.heads, "warnings": list(run.warnings), "stats": [vars(s) for s in stats],
+                          "rollout": rolled.tolist()}, ensure_ascii=False))
+    else:
+        from attn_tui.render.model_table import print_model_summary
+
+        print_model_summary(loaded.name, run.tokens, stats, rolled, loaded.layers, loaded.heads)
+        for warning in run.warnings:
+            print(f"warning: {warning}")
+    return 0
+
+
+def train(args: argparse.Namespace) -> int:
+    out = writable_file(Path(args.out or f"dates_{args.attention}.pt"), "the checkpoint")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from attn_tui.models.seq2seq import train as trainer
+
+    columns = (TextColumn("[bold]training[/] {task.fields[attention]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("loss {task.fields[loss]:.4f}  held-out {task.fields[acc]}"), TimeElapsedColumn())
+    with Progress(*columns) as bar:
+        task = bar.add_task("train", total=args.epochs * args.steps, attention=args.attention, loss=0.0, acc="–")
+
+        def report(p: trainer.Progress) -> None:
+            fields = {"loss": p.loss} | ({"acc": f"{p.accuracy:.2%}"} if p.accuracy is not None else {})
+            bar.update(task, completed=p.step, **fields)
+
+        model, accuracy = trainer.train(args.attention, args.epochs, args.steps, seed=args.seed, on_step=report)
+    trainer.save(model, out, accuracy)
+    print(f"held-out exact match {accuracy:.2%}; saved {quoted(str(out))} ({out.stat().st_size / 1024:.0f} KiB)")
+    return 0
+
+
+def app(args: argparse.Namespace) -> int:
+    model = model_input(args)
+    request = variant_request(args, Reader()) if model is None else None
+    if request is not None:
+        from attn_tui.core.budget import memory_limit
+        from attn_tui.core.footprint import estimate
+
+        estimate(request).check(memory_limit(args.max_memory), "this request")
+    from attn_tui.tui.app import run_app
+
+    return run_app(request, model, args.max_memory)
+
+
+COMMANDS = {None: app, "stages": stages, "heads": heads, "train-seq2seq": train, "samples": samples}

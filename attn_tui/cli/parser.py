@@ -1,0 +1,197 @@
+"""The argument parser of `attn-tui`: the app by default, and its subcommands.
+
+Every option a subcommand takes is declared here once; `request.py` decides which of
+them apply to what was asked, so that none is ever silently dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, NoReturn, Sequence
+
+from attn_tui import __version__
+from attn_tui.core.settings import (DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, MODEL_NAMES,
+                                    VARIANT_NAMES)
+
+TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
+_DASH_VALUE_OPTIONS = ("--mask-fill",)  # values that start with '-' (argparse would take -inf for an option)
+_ANYWHERE = ("debug", "max_memory")
+MAX_LINE = 240  # an error line longer than this is cut: one short line, whatever the input
+
+
+def one_line(message: str, limit: int = MAX_LINE) -> str:
+    """A message as one line of at most `limit` characters."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fail(message: str, prog: str = "attn-tui") -> NoReturn:
+    prefix = f"{prog}: error: "
+    print(prefix + one_line(message, MAX_LINE - len(prefix)), file=sys.stderr)
+    raise SystemExit(2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message, self.prog)
+
+
+def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
+    """An argparse type: a whole number in [minimum, maximum], with a message that says so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:30]!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be between {minimum} and {maximum:,}, got {text[:30]}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+_positive, _non_negative = _int_between(1), _int_between(0)
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text[:30]!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text[:30]}")
+    return value
+
+
+def _memory(text: str) -> int:
+    from attn_tui.core.budget import parse_size
+    from attn_tui.core.errors import ConfigError
+
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_common(p: argparse.ArgumentParser, prefix: str) -> None:
+    p.add_argument("--max-memory", type=_memory, metavar="SIZE", dest=f"{prefix}max_memory",
+                   help="refuse requests that would need more memory (e.g. 2G; default: a share of what is free)")
+    p.add_argument("--debug", action="store_true", dest=f"{prefix}debug",
+                   help="on an unexpected error, print the traceback")
+
+
+def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    """Options shared by the app and `stages`; all default to None so a sample's own win."""
+    src = p.add_argument_group("input (one of)")
+    src.add_argument("--text", dest=f"{prefix}text", help="a sentence, split on whitespace (<pad> marks padding)")
+    src.add_argument("--sample", dest=f"{prefix}sample", help="a shipped sample by name (see `attn-tui samples`)")
+    for name, about in (("q", "typed Q matrix (- reads standard input)"), ("k", "typed K matrix"),
+                        ("v", "typed V matrix"), ("x", "typed X matrix (token vectors, self-attention)")):
+        src.add_argument(f"--{name}", dest=f"{prefix}{name}", metavar="FILE", help=about)
+    opt = p.add_argument_group("settings of the attention variants")
+    opt.add_argument("--variant", choices=VARIANT_NAMES, dest=f"{prefix}variant")
+    opt.add_argument("--mask", choices=MASK_NAMES, dest=f"{prefix}mask")
+    opt.add_argument("--mask-file", metavar="FILE", dest=f"{prefix}mask_file",
+                     help="custom 0/1 mask, 1 = may attend (ANDed with --mask)")
+    opt.add_argument("--pad-keys", type=_non_negative, metavar="N", dest=f"{prefix}pad_keys",
+                     help="treat the last N keys as padding")
+    opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",
+                     help="value written into masked scores (default -inf)")
+    opt.add_argument("--heads", type=_int_between(1, 4096), dest=f"{prefix}heads",
+                     help="heads for multihead (must divide the width)")
+    opt.add_argument("--dim", type=_positive, dest=f"{prefix}dim",
+                     help="model dimension for sentences; hidden size for additive/concat")
+    opt.add_argument("--positional", action="store_const", const=True, dest=f"{prefix}positional",
+                     help="add sinusoidal positions")
+    opt.add_argument("--temperature", type=_temperature, dest=f"{prefix}temperature",
+                     help="divides the scores (default 1)")
+    opt.add_argument("--seed", type=_int_between(-(2**62), 2**62), dest=f"{prefix}seed")
+    opt.add_argument("--device", choices=DEVICE_NAMES, dest=f"{prefix}device")
+    opt.add_argument("--dtype", choices=DTYPE_NAMES, dest=f"{prefix}dtype")
+    real = p.add_argument_group("real or trained model")
+    real.add_argument("--model", metavar="NAME_OR_PATH", dest=f"{prefix}model",
+                      help=f"{', '.join(MODEL_NAMES)}, a local model folder, or a cached id")
+    real.add_argument("--layer", type=_non_negative, metavar="L", dest=f"{prefix}layer",
+                      help="a transformer's layer (default 0)")
+    real.add_argument("--head", type=_non_negative, metavar="H", dest=f"{prefix}head",
+                      help="multihead or a transformer: the head (default 0)")
+    real.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N", dest=f"{prefix}pad_to",
+                      help="a transformer: pad the tokenised text to N tokens")
+    real.add_argument("--target", metavar="DATE", dest=f"{prefix}target",
+                      help="a date model: the expected output, e.g. 2026-11-22")
+    real.add_argument("--teacher-forcing", action="store_true", default=None, dest=f"{prefix}teacher_forcing",
+                      help="a date model: feed the target's characters instead of the model's own")
+    _add_common(p, prefix)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="attn-tui", description="Watch attention compute itself, stage by stage.")
+    parser.add_argument("--version", action="version", version=f"attn-tui {__version__}")
+    _add_input_options(parser, TOP)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    stages = sub.add_parser("stages", help="print every stage headless (table or JSON)",
+                            description="Compute a trace and print its stages.")
+    _add_input_options(stages)
+    stages.add_argument("--stage", metavar="NAME", help="print only this stage")
+    stages.add_argument("--format", choices=("table", "json"), default="table")
+    stages.add_argument("--params", action="store_true",
+                        help="JSON: include every learned parameter (always included when they are small)")
+    heads = sub.add_parser("heads", help="a real model at a glance: per-head statistics and rollout",
+                           description="Entropy, largest weight and first-token share of every layer and "
+                                       "head, plus attention rollout across layers.")
+    heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
+    heads.add_argument("--text", required=True)
+    heads.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N")
+    heads.add_argument("--device", choices=DEVICE_NAMES)
+    heads.add_argument("--format", choices=("table", "json"), default="table")
+    _add_common(heads, "")
+    train = sub.add_parser("train-seq2seq", help="train the date-normalising seq2seq model (CPU)",
+                           description="Train the GRU encoder-decoder on generated dates and save a checkpoint.")
+    train.add_argument("--attention", choices=("additive", "general"), default="additive")
+    train.add_argument("--epochs", type=_int_between(1, 1000), default=4)
+    train.add_argument("--steps", type=_int_between(1, 100_000), default=200, help="steps per epoch (default 200)")
+    train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
+    train.add_argument("--out", metavar="FILE", default=None, help="checkpoint path (default dates_ATTENTION.pt)")
+    _add_common(train, "")
+    samples = sub.add_parser("samples", help="list the shipped samples")
+    _add_common(samples, "")
+    return parser
+
+
+def normalise_argv(argv: Sequence[str]) -> list[str]:
+    """`--mask-fill -inf` → `--mask-fill=-inf`, so argparse does not read -inf as an option."""
+    out: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg in _DASH_VALUE_OPTIONS:
+            value = next(it, None)
+            out.append(arg if value is None else f"{arg}={value}")
+        else:
+            out.append(arg)
+    return out
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse; options given before a subcommand belong to the app and are refused with a subcommand."""
+    args = build_parser().parse_args(normalise_argv(argv))
+    top = {name[len(TOP):]: value for name, value in vars(args).items() if name.startswith(TOP)}
+    given = sorted(name for name, value in top.items() if value not in (None, False) and name not in _ANYWHERE)
+    if args.command is not None:
+        for name in _ANYWHERE:  # --debug and --max-memory may stand before the subcommand too
+            if top[name] not in (None, False) and getattr(args, name) in (None, False):
+                setattr(args, name, top[name])
+        if given:
+            options = " ".join("--" + name.replace("_", "-") for name in given)
+            fail(f"{options} must come after the subcommand: attn-tui {args.command} {options} …")
+    else:
+        for name, value in top.items():
+            setattr(args, name, value)
+    for name in list(vars(args)):
+        if name.startswith(TOP):
+            delattr(args, name)
+    return args

@@ -1,0 +1,177 @@
+"""From parsed options to what to compute: a variant Request or a model run, every option accounted for.
+
+An option that does not apply to what was asked is an error naming it, never dropped:
+`--heads` for `dot`, `--mask` for a model, `--target` for a transformer.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.files import check_text, quoted, read_stdin, read_text
+from attn_tui.core.inputs import parse_matrix
+from attn_tui.core.settings import (SEQ2SEQ_MODELS, MatrixInput, ModelInput, Request, SentenceInput, Settings,
+                                    XInput)
+from attn_tui.core.variants import VARIANTS
+
+VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
+                   "temperature", "seed", "dtype")
+_SETTING_NAMES = ("variant", "mask", "mask_fill", "pad_keys", "heads", "dim", "positional", "seed", "device",
+                  "dtype", "temperature")
+MATRIX_OPTIONS = ("q", "k", "v", "x")
+MAX_TEXT = 1_000_000  # characters of a sentence; the token budget refuses far less
+
+
+def flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if getattr(args, name, None) not in (None, False)]
+
+
+def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: str) -> None:
+    given = _given(args, names)
+    if given:
+        what = " ".join(flag(n) for n in given)
+        raise ConfigError(f"{what} {'does' if len(given) == 1 else 'do'} not apply {reason}")
+
+
+class Reader:
+    """Reads the files an invocation names; standard input may be read once."""
+
+    def __init__(self) -> None:
+        self.stdin_used: list[str] = []
+
+    def text(self, path: str, what: str) -> str:
+        if path == "-":
+            self.stdin_used.append(what)
+            if len(self.stdin_used) > 1:
+                raise InputError(f"only one input can come from standard input ({' and '.join(self.stdin_used)} "
+                                 "asked)")
+            return read_stdin(what)
+        return read_text(path, what)
+
+    def matrix(self, path: str, name: str) -> list[list[float]]:
+        """A matrix from a file; parse errors name line and column, never the file's content."""
+        return parse_matrix(self.text(path, name), f"{name} ({'standard input' if path == '-' else path})",
+                            echo=False)
+
+
+def _sentence(text: str, what: str = "--text") -> str:
+    check_text(text, what)
+    if len(text) > MAX_TEXT:
+        raise InputError(f"{what} is {len(text):,} characters long; attn-tui reads at most {MAX_TEXT:,}")
+    return text
+
+
+def model_input(args: argparse.Namespace) -> ModelInput | None:
+    """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
+    base = None
+    if args.sample is not None:
+        from attn_tui.core.samples import get_sample
+
+        base = get_sample(args.sample).model
+    if args.model is None and base is None:
+        return None
+    check_text(args.model or "", "--model")
+    _refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, "to a model (they set the attention variants); "
+            "a model reads --text")
+    if args.model is not None and args.text is None and base is None:
+        raise InputError("--model needs --text with the sentence to run through the model")
+    name = args.model or (base.name if base else "")
+    if name in SEQ2SEQ_MODELS:
+        _refuse(args, ("layer", "head", "pad_to"), f"to {name}: it has one attention, not layers of heads")
+        if getattr(args, "device", None) == "cuda":
+            raise ConfigError(f"{name} runs on the CPU only: leave out --device cuda")
+    else:
+        _refuse(args, ("target", "teacher_forcing"), f"to {quoted(name)}: teacher forcing is for the date models")
+    given = {"name": args.model, "text": None if args.text is None else _sentence(args.text), "layer": args.layer,
+             "head": args.head, "pad_to": args.pad_to, "target": args.target,
+             "teacher_forcing": args.teacher_forcing}
+    if args.target is not None:
+        check_text(args.target, "--target")
+    model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
+    if model.teacher_forcing and not model.target:
+        raise InputError("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22")
+    return model
+
+
+def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> Request | None:
+    """The Request the options describe; None when no input was named (the app's default sample)."""
+    reader = reader or Reader()
+    _refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), "to the attention variants (only to --model)")
+    given = [name for name in ("text", "sample", "q", "k", "v", "x") if getattr(args, name) is not None]
+    base: Request | None = None
+    if args.sample is not None:
+        from attn_tui.core.samples import get_sample
+
+        if len(given) > 1:
+            raise InputError("--sample cannot be combined with --text, --q/--k/--v or --x")
+        base = get_sample(args.sample).request
+    elif args.text is not None:
+        if len(given) > 1:
+            raise InputError("--text cannot be combined with --q/--k/--v or --x")
+        base = Request(SentenceInput(_sentence(args.text)))
+    elif args.x is not None:
+        if len(given) > 1:
+            raise InputError("--x cannot be combined with --q/--k/--v")
+        base = Request(XInput(reader.matrix(args.x, "X")))
+    elif any(getattr(args, n) is not None for n in ("q", "k", "v")):
+        missing = [f"--{n}" for n in ("q", "k", "v") if getattr(args, n) is None]
+        if missing:
+            raise InputError(f"typed matrices need --q, --k and --v; missing {' and '.join(missing)}")
+        q, k, v = (reader.matrix(getattr(args, n), n.upper()) for n in "qkv")
+        base = Request(MatrixInput(q, k, v))
+    if base is None:
+        if _given(args, VARIANT_OPTIONS):
+            return _default_with(args, reader)
+        return None
+    return _with_options(args, base, reader)
+
+
+def _default_with(args: argparse.Namespace, reader: Reader) -> Request:
+    """The app's default sample with the given settings applied (`attn-tui --variant dot`)."""
+    from attn_tui.core.samples import DEFAULT_SAMPLE, get_sample
+
+    return _with_options(args, get_sample(DEFAULT_SAMPLE).request, reader)
+
+
+def _with_options(args: argparse.Namespace, base: Request, reader: Reader) -> Request:
+    overrides = {name: getattr(args, name) for name in _SETTING_NAMES if getattr(args, name, None) is not None}
+    settings: Settings = replace(base.settings, **overrides)
+    custom = base.custom_mask
+    if args.mask_file is not None:
+        custom = reader.matrix(args.mask_file, "the mask")
+    request = Request(base.source, settings, custom)
+    check_applies(args, request)
+    return request
+
+
+def check_applies(args: argparse.Namespace, request: Request) -> None:
+    """Refuse each given option that would change nothing for this variant and input."""
+    s, source = request.settings, request.source
+    variant = VARIANTS[s.variant]
+    typed = isinstance(source, MatrixInput)
+    if typed and variant.takes_x:
+        raise InputError(f"{s.variant} projects Q, K and V itself: give --x or --text instead of --q/--k/--v")
+    if args.heads is not None and not variant.takes_x:
+        raise ConfigError(f"--heads does not apply to {s.variant}: only multihead has several heads")
+    if getattr(args, "head", None) is not None and not variant.takes_x:
+        raise ConfigError(f"--head does not apply to {s.variant}: only multihead (or --model) has several heads")
+    if args.dim is not None and not isinstance(source, SentenceInput) and not variant.uses_hidden:
+        raise ConfigError(f"--dim does not apply to {s.variant} on typed matrices: their width is what was typed "
+                          "(--dim sets the width of a sentence's embedding, or the hidden size of additive "
+                          "and concat)")
+    if args.positional and typed:
+        raise ConfigError("--positional does not apply to typed Q, K, V: positions are added to token vectors "
+                          "(give --text or --x)")
+    if args.seed is not None and typed and s.variant in ("dot", "scaled_dot"):
+        raise ConfigError(f"--seed does not apply to {s.variant} on typed Q, K, V: nothing is learned or seeded")
+    masking = s.mask != "none" or request.custom_mask is not None
+    if args.mask_fill is not None and not masking:
+        raise ConfigError("--mask-fill does not apply without a mask: add --mask or --mask-file")
+    if args.pad_keys and "padding" not in s.mask:
+        raise ConfigError(f"--pad-keys needs a padding mask (--mask padding or causal+padding), not {s.mask!r}")

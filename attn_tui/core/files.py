@@ -1,0 +1,120 @@
+"""Reading what a user points at: size-capped, regular files only, errors that never echo the content.
+
+A path on the command line may be a FIFO that never ends, a device that never stops
+(`/dev/zero`), a directory, or a secret that is not a matrix at all. Each is refused
+at once with a line that names the file, not what is inside it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+from typing import IO
+
+from attn_tui.core.errors import InputError
+
+MAX_FILE_BYTES = 16 * 1024 * 1024  # a typed matrix, mask or target is never this large
+QUOTE_LIMIT = 60  # characters of user input an error line may quote
+_UNSAFE = re.compile("[\0\udc80-\udcff]")  # NUL, or a byte that argv could not decode (surrogateescape)
+
+
+def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """`text` as a quoted literal of at most about `limit` characters, cut with '…'."""
+    text = str(text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return repr(text)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def regular_file(path: str | Path, what: str) -> Path:
+    """`path` if it names an existing regular file; an InputError naming the problem otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"cannot read {what}: no file {quoted(str(path))}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} from {quoted(str(path))}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(f"cannot read {what} from {quoted(str(path))}: it is {_kind(mode)}, not a file")
+    return Path(path)
+
+
+def _read_capped(stream: IO[bytes], limit: int, what: str, where: str) -> bytes:
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{what} from {where} is larger than {limit // (1024 * 1024)} MB; "
+                         "attn-tui reads at most that much")
+    return data
+
+
+def _decode(data: bytes, what: str, where: str) -> str:
+    if b"\0" in data:
+        raise InputError(f"{what} from {where} is binary (it holds NUL bytes), not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} from {where} is not UTF-8 text") from None
+
+
+def read_text(path: str | Path, what: str, limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes.
+
+    Opened with O_NONBLOCK after the type check, so even a file swapped for a FIFO in
+    between cannot block; read with a cap, so even a file that grows cannot exhaust memory.
+    """
+    regular_file(path, what)
+    where = quoted(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise InputError(f"cannot read {what} from {where}: not a regular file")
+            data = _read_capped(stream, limit, what, where)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} from {where}: {exc.strerror or exc}") from None
+    return _decode(data, what, where)
+
+
+def read_stdin(what: str, limit: int = MAX_FILE_BYTES) -> str:
+    """Standard input as UTF-8 text, with the same cap as a file."""
+    return _decode(_read_capped(sys.stdin.buffer, limit, what, "standard input"), what, "standard input")
+
+
+def writable_file(path: str | Path, what: str) -> Path:
+    """`path` if a file may be written there: absent, or a regular file, in an existing directory."""
+    target = Path(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(f"cannot write {what} to {quoted(str(path))}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise InputError(f"cannot write {what} to {quoted(str(path))}: it is {_kind(mode)}, not a file")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise InputError(f"cannot write {what} to {quoted(str(path))}: no directory {quoted(str(parent))}")
+    if not os.access(parent, os.W_OK) or (mode is not None and not os.access(target, os.W_OK)):
+        raise InputError(f"cannot write {what} to {quoted(str(path))}: permission denied")
+    return target
+
+
+def check_text(text: str, what: str) -> str:
+    """Refuse text that holds undecodable bytes (argv decoded with surrogateescape) or NULs."""
+    bad = _UNSAFE.search(text)
+    if bad is not None:
+        reason = "a NUL character" if bad.group(0) == "\0" else "bytes that are not valid UTF-8"
+        raise InputError(f"{what} holds {reason}")
+    return text

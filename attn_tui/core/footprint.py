@@ -1,0 +1,77 @@
+"""What a variant request will allocate, from its sizes alone: torch-free, linear in the input's length.
+
+Counted before anything is embedded or projected, so a sentence of 100,000 words or a
+16,000-wide typed X is refused in milliseconds rather than after seconds of work.
+"""
+
+from __future__ import annotations
+
+from attn_tui.core.budget import Estimate, json_numbers
+from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
+from attn_tui.core.variants import VARIANTS, Sizes
+
+MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
+MAX_TOKENS = 16384  # queries or keys
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _width(rows: list[list[float]], name: str) -> int:
+    width = len(rows[0]) if rows else 0
+    if width > MAX_DIM:
+        raise ConfigError(f"{name} is {width} numbers wide; attn-tui shows widths up to {MAX_DIM}")
+    return width
+
+
+def request_sizes(request: Request) -> tuple[Sizes, int]:
+    """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
+    s = request.settings
+    variant = VARIANTS.get(s.variant)
+    if variant is None:
+        raise ConfigError(f"unknown variant {s.variant!r}; choose one of {', '.join(VARIANTS)}")
+    if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
+        raise ConfigError(f"--dim must be between 1 and {MAX_DIM}, not {s.dim}")
+    source = request.source
+    if isinstance(source, MatrixInput):
+        n_q, n_k = len(source.q), len(source.k)
+        d_q, d_k, d_v = _width(source.q, "Q"), _width(source.k, "K"), _width(source.v, "V")
+        inputs = n_q * d_q + n_k * (d_k + d_v)
+    else:
+        if isinstance(source, SentenceInput):
+            words = source.text.split()
+            n = len(words)
+            if n == 0:
+                raise InputError("the sentence is empty: type at least one word")
+            d = s.dim or DEFAULT_DIM
+            inputs = len(set(words)) * d + n * d  # the embedding table and X
+        else:
+            n, d = len(source.x), _width(source.x, "X")
+            inputs = n * d
+        inputs += 2 * n * d if s.positional else 0
+        if not variant.takes_x:
+            inputs += 3 * d * d + 3 * n * d  # W_q, W_k, W_v and the projections
+        n_q = n_k = n
+        d_q = d_k = d_v = d
+    for count, what in ((n_q, "queries"), (n_k, "keys")):
+        if count > MAX_TOKENS:
+            raise ConfigError(f"{count:,} {what}; attn-tui shows at most {MAX_TOKENS:,}: shorten the input")
+    hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
+    heads = s.heads if variant.takes_x else 1
+    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads), inputs
+
+
+def estimate(request: Request, json_output: bool = False) -> Estimate:
+    """Bytes every stage, parameter and input of `request` will take (and its JSON text, if printed)."""
+    sizes, inputs = request_sizes(request)
+    itemsize = ITEMSIZE.get(request.settings.dtype, 4)
+    footprint = VARIANTS[request.settings.variant].footprint(sizes)
+    found = Estimate()
+    found.add("inputs", inputs, itemsize)
+    for part, numbers in footprint.items():
+        # The score family runs in at least float32 from the mask on.
+        found.add(part, numbers, max(itemsize, 4) if part == "score stages" else itemsize)
+    found.add("working memory", max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
+    found.add("mask", sizes.queries * sizes.keys, 1)
+    if json_output:
+        json_numbers(found, inputs + sum(footprint.values()))
+    return found

@@ -1,0 +1,83 @@
+"""Memory is budgeted before it is spent, and sizes are checked before any O(N²) work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attn_tui.core.budget import BudgetError, parse_size
+from attn_tui.core.footprint import estimate
+from attn_tui.core.settings import Request, SentenceInput, Settings, XInput
+from tests.hostile.helpers import TIME_LIMIT, attn_tui
+
+
+def test_a_hundred_thousand_distinct_words_are_refused_before_torch_loads() -> None:
+    """The check is linear and torch-free: no vocabulary, no embedding, not even `import torch` first."""
+    code = ("import sys\n"
+            "from attn_tui.core.footprint import estimate\n"
+            "from attn_tui.core.settings import Request, SentenceInput\n"
+            "text = ' '.join(f'w{i}' for i in range(100_000))\n"
+            "try:\n    estimate(Request(SentenceInput(text)))\nexcept Exception as exc:\n    print(exc)\n"
+            "print('torch' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIME_LIMIT)
+    assert result.stdout.splitlines() == ["100,000 queries; attn-tui shows at most 16,384: shorten the input", "False"]
+    words = " ".join(f"w{i}" for i in range(16_385))  # as many as one argument may carry
+    outcome = attn_tui("stages", "--text", words, ceiling=1024**3)  # torch could not even load in 1 GB
+    assert outcome.refused("16,385 queries"), outcome
+
+
+def test_a_wide_typed_x_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "x").write_text(" ".join(["0.5"] * 16_000))
+    outcome = attn_tui("stages", "--x", str(tmp_path / "x"), "--variant", "multihead", "--heads", "1")
+    assert outcome.refused("16000 numbers wide"), outcome
+
+
+@pytest.mark.slow
+def test_the_limit_follows_the_memory_the_process_may_use() -> None:
+    """Under a 2 GB address-space ceiling the default limit shrinks with it: refused, never killed."""
+    text = " ".join(f"w{i % 50}" for i in range(3000))
+    outcome = attn_tui("stages", "--text", text, "--variant", "additive", "--dim", "64", ceiling=2 * 1024**3)
+    assert outcome.refused("the limit is"), outcome
+    assert "energy" in outcome.err
+
+
+def test_max_memory_is_named_with_the_figure() -> None:
+    outcome = attn_tui("stages", "--text", " ".join(["w"] * 1500), "--max-memory", "16M", "--format", "json")
+    assert outcome.refused("the limit is 16.0 MB"), outcome
+    assert attn_tui("stages", "--text", "a", "--max-memory", "lots").refused("--max-memory expects a size")
+
+
+@pytest.mark.parametrize("request_,part", [
+    (Request(SentenceInput(" ".join(["w"] * 4000)), Settings(variant="additive", dim=64)), "energy"),
+    (Request(SentenceInput(" ".join(["w"] * 9000)), Settings(variant="multihead", heads=8, dim=16)), "score stages"),
+    (Request(XInput([[0.1] * 4096] * 2), Settings(variant="multihead", heads=1)), "parameters"),
+])
+def test_estimate_names_the_largest_part(request_: Request, part: str) -> None:
+    found = estimate(request_)
+    with pytest.raises(BudgetError, match=f"the largest part, {part}"):
+        found.check(found.total // 2, "this request")
+
+
+def test_estimate_counts_the_json_text() -> None:
+    request = Request(SentenceInput("a b c d"))
+    assert estimate(request, json_output=True).total > estimate(request).total
+    assert parse_size("1.5G") == int(1.5 * 1024**3) and parse_size("512M") == 512 * 1024**2
+
+
+def test_seq2seq_target_is_bounded() -> None:
+    outcome = attn_tui("stages", "--model", "seq2seq-dates", "--text", "22 Nov 2026", "--target", "1" * 10_000,
+                       "--teacher-forcing")
+    assert outcome.refused("the model writes at most"), outcome
+
+
+def test_the_table_of_a_huge_stage_prints_without_exhausting_memory() -> None:
+    """2,048 tokens: JSON of one stage is streamed row block by row block."""
+    outcome = attn_tui("stages", "--text", " ".join(f"w{i % 90}" for i in range(2048)), "--stage", "weights",
+                       "--format", "json", ceiling=3 * 1024**3)
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.count("\n") == 1 and outcome.out.startswith("{")
+
+

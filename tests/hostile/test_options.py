@@ -1,0 +1,53 @@
+"""No option is silently ignored: one that does not apply is an error naming it; text is never markup."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.hostile.helpers import attn_tui
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["stages", "--text", "a b", "--variant", "dot", "--heads", "2"], "--heads does not apply to dot"),
+    (["stages", "--sample", "lookup", "--positional"], "--positional does not apply to typed"),
+    (["stages", "--sample", "lookup", "--dim", "4"], "--dim does not apply to scaled_dot"),
+    (["stages", "--sample", "lookup", "--seed", "3"], "--seed does not apply"),
+    (["stages", "--text", "a b", "--mask-fill", "-1e9"], "--mask-fill does not apply without a mask"),
+    (["stages", "--text", "a b", "--pad-keys", "1"], "--pad-keys needs a padding mask"),
+    (["stages", "--text", "a b", "--layer", "1"], "--layer does not apply to the attention variants"),
+    (["stages", "--model", "seq2seq-dates", "--text", "22 Nov 2026", "--mask", "causal"], "--mask does not apply"),
+    (["stages", "--model", "seq2seq-dates", "--text", "22 Nov 2026", "--device", "cuda"], "CPU only"),
+    (["stages", "--model", "seq2seq-dates", "--text", "22 Nov 2026", "--layer", "1"], "--layer does not apply"),
+    (["stages", "--model", "minilm", "--text", "a b", "--target", "2026-11-22"], "--target does not apply"),
+    (["--variant", "dot", "stages", "--text", "a"], "--variant must come after the subcommand"),
+    (["stages", "--text", "a", "--format", "table", "--params"], "--params applies to --format json"),
+    (["stages", "--sample", "x" * 300], "no sample called"),
+    (["stages", "--model", "m" * 300, "--text", "a"], "no model"),
+])
+def test_options_that_do_not_apply_are_errors(argv: list[str], fragment: str) -> None:
+    outcome = attn_tui(*argv)
+    assert outcome.refused(fragment), outcome
+    assert "x" * 61 not in outcome.err and "m" * 61 not in outcome.err  # at most ~60 characters quoted
+
+
+def test_bytes_that_are_not_utf8_are_refused() -> None:
+    outcome = attn_tui("stages", "--text", b"caf\xe9 au lait")
+    assert outcome.refused("not valid UTF-8"), outcome
+
+
+def test_markup_in_tokens_is_shown_as_typed() -> None:
+    outcome = attn_tui("stages", "--text", "[bold red]x a [/] b [x]", "--stage", "weights")
+    assert outcome.code == 0, outcome.err
+    assert "[bold" in outcome.out and "[/]" in outcome.out
+
+
+@pytest.mark.slow
+def test_truncation_to_a_models_positions_is_a_warning() -> None:
+    outcome = attn_tui("stages", "--model", "minilm", "--text", " ".join(["word"] * 700), "--stage", "scores",
+                       "--format", "json")
+    assert outcome.code == 0, outcome.err
+    doc = json.loads(outcome.out)
+    assert len(doc["tokens"]["query"]) == 512
+    assert any("reads at most 512" in warning for warning in doc["warnings"])

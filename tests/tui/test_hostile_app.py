@@ -1,0 +1,86 @@
+"""The app never crashes on text, keeps what was typed across model switches, and stays live on huge parameters."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, TextArea
+
+from attn_tui.tui.view import PARAM_COLS, PARAM_ROWS, param_grids
+from attn_tui.tui.widgets.heads_grid import HeadsGrid
+from attn_tui.tui.widgets.input_pane import InputPane
+from tests.tui.helpers import sample_app, settle
+
+SIZE = (100, 32)
+MARKUP = "[bold red]x a [/] b [x] [link=file:///etc]y"
+
+
+async def _type_sentence(pilot, text: str) -> None:
+    pilot.app.query_one("#sentence", Input).value = text
+    await pilot.pause()
+    await settle(pilot)
+
+
+async def test_markup_in_a_sentence_shows_as_typed() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _type_sentence(pilot, MARKUP)
+        assert app.trace.query_tokens == tuple(MARKUP.split())
+        assert "[bold" in str(app.query_one("#tokens").render())
+        await pilot.press("end")  # the output stage, its labels, the inspector
+        await pilot.pause()
+        assert "'[bold' × " in str(app.query_one("#inspector").render())
+
+
+async def test_markup_in_errors_and_notices_shows_as_typed() -> None:
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#edit-Q", TextArea).text = "1 [/] 2"
+        await pilot.pause()
+        assert "✗" in str(app.query_one("#matrix-status").render())
+        app.notify("[/] closing tag with nothing open [bold")  # a sample's notes, an error: never markup
+        await pilot.pause()
+
+
+async def test_each_model_keeps_its_own_sentence() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _type_sentence(pilot, "my own words")
+        app.choose_model("seq2seq-dates")
+        await settle(pilot)
+        dates = app.query_one(InputPane).sentence
+        assert dates != "my own words" and app.trace.config["model"] == "seq2seq-dates"
+        await _type_sentence(pilot, "22 Nov 2026")
+        app.choose_model(None)
+        await settle(pilot)
+        assert app.query_one(InputPane).sentence == "my own words"
+        assert app.trace.query_tokens == ("my", "own", "words")
+        app.choose_model("seq2seq-dates")
+        await settle(pilot)
+        assert app.query_one(InputPane).sentence == "22 Nov 2026"
+
+
+async def test_a_model_that_fails_keeps_the_matrix_editors() -> None:
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#edit-Q", TextArea).text = "1 2 3\n4 5 x"  # half typed, invalid
+        await pilot.pause()
+        app.choose_model("/no/such/model/folder")
+        await settle(pilot)
+        assert app.model is None and "no model" in app.error
+        assert app.query_one("#edit-Q", TextArea).text == "1 2 3\n4 5 x"
+        assert app.trace is not None  # the last good trace stays on show
+
+
+@pytest.mark.slow
+async def test_params_panel_draws_an_overview_of_a_4096_wide_weight() -> None:
+    app = sample_app("korean", dim=4096)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await pilot.pause()
+        assert any("W_q 4096×4096 (block means" in title for title in app.query_one(HeadsGrid).titles)
+        assert all(grid.rows <= PARAM_ROWS and grid.cols <= PARAM_COLS for _, grid in param_grids(app.trace))
