@@ -12,7 +12,8 @@ import time
 
 import torch
 
-from attn_tui.render.heatmap import Grid, dense_segment, layout_for
+from attn_tui.present.grid import Grid
+from attn_tui.render.heatmap import dense_segment, grid_scale, layout_for
 
 LINES, CELLS = 28, 70
 
@@ -36,7 +37,7 @@ def main() -> None:
 
         def prepare() -> None:
             grid = Grid(weights.double().numpy(), labels, labels, "query", "key", probability=True)
-            holder["grid"], holder["scale"] = grid, grid.scale()
+            holder["grid"], holder["scale"] = grid, grid_scale(grid)
             holder["layout"] = layout_for(grid, 80)
 
         def frame() -> None:

@@ -24,10 +24,10 @@ def samples(args: argparse.Namespace) -> int:
 def stages(args: argparse.Namespace) -> int:
     model = model_input(args)
     if model is not None:
-        from attn_tui.models.registry import trace_for
+        from attn_tui.sources.registry import trace_for
 
-        trace = trace_for(model, args.device or "auto", args.max_memory)
-        head = None
+        trace = trace_for(model, args.max_memory)
+        layer, head = (model.layer, model.head) if trace.layers > 1 or trace.heads > 1 else (None, None)
     else:
         request = variant_request(args, Reader())
         if request is None:
@@ -40,10 +40,10 @@ def stages(args: argparse.Namespace) -> int:
         from attn_tui.core.engine import compute
 
         trace = compute(request, args.max_memory)
-        head = args.head
+        layer, head = None, args.head
     from attn_tui.core.export import select_stages
 
-    chosen = select_stages(trace, args.stage, head)
+    chosen = select_stages(trace, args.stage, layer, head)
     if args.format == "json":
         from attn_tui.core.export import write_trace_json
 
@@ -61,31 +61,31 @@ def stages(args: argparse.Namespace) -> int:
 def heads(args: argparse.Namespace) -> int:
     import json
 
-    from attn_tui.core.settings import SEQ2SEQ_MODELS
-    from attn_tui.models.summary import head_stats, rollout, stack
+    from attn_tui.core.settings import SEQ2SEQ_MODELS, ModelInput
 
     check_text(args.model, "--model")
     check_text(args.text, "--text")
     if args.model in SEQ2SEQ_MODELS:
         raise InputError(f"{args.model} has one attention, not layers of heads: "
                          f"use `attn-tui stages --model {args.model}`")
-    from attn_tui.models.registry import model_run
+    from attn_tui.core.summary import head_stats, real_keys, rollout, stack
+    from attn_tui.sources.registry import trace_for
 
-    run = model_run(args.model, args.text, args.pad_to, args.device or "auto", args.max_memory)
-    loaded = run.loaded
-    weights = stack(run.attentions)  # (layers, heads, N, N)
-    real = run.mask.any(dim=0)  # (N,) keys that are not padding
+    trace = trace_for(ModelInput(args.model, args.text, pad_to=args.pad_to, device=args.device or "auto"),
+                      args.max_memory)
+    weights = stack(trace)  # (layers, heads, N, N): every layer and head of the one trace
+    real = real_keys(trace)  # (N,) keys that are not padding
     stats = head_stats(weights, real)
     rolled = rollout(weights, real)
     if args.format == "json":
-        print(json.dumps({"model": loaded.name, "tokens": list(run.tokens), "layers": loaded.layers,
-                          "heads": loaded.heads, "warnings": list(run.warnings), "stats": [vars(s) for s in stats],
+        print(json.dumps({"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
+                          "heads": trace.heads, "warnings": list(trace.warnings), "stats": [vars(s) for s in stats],
                           "rollout": rolled.tolist()}, ensure_ascii=False))
     else:
         from attn_tui.render.model_table import print_model_summary
 
-        print_model_summary(loaded.name, run.tokens, stats, rolled, loaded.layers, loaded.heads)
-        for warning in run.warnings:
+        print_model_summary(trace.meta.title, trace.query_tokens, stats, rolled, trace.layers, trace.heads)
+        for warning in trace.warnings:
             print(f"warning: {warning}")
     return 0
 

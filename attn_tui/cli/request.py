@@ -90,7 +90,7 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
         _refuse(args, ("target", "teacher_forcing"), f"to {quoted(name)}: teacher forcing is for the date models")
     given = {"name": args.model, "text": None if args.text is None else _sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
-             "teacher_forcing": args.teacher_forcing}
+             "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
     if args.target is not None:
         check_text(args.target, "--target")
     model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})

@@ -1,9 +1,9 @@
 """Two or three sentences per stage, in English and Korean: what the stage does and why.
 
-Keyed by stage name, with `name:variant` overrides where a variant does the step its own
-way (the scores of additive attention are not a dot product). A variant may name several
-keys, most specific first, as "seq2seq/additive": the seq2seq decoder's own text wins,
-then the attention kind's.
+Keyed by stage name, with `name:key` overrides where a variant does the step its own
+way (the scores of additive attention are not a dot product). A run names its keys,
+most specific first (a trace's `meta.explains`, e.g. ("seq2seq", "additive")): the
+seq2seq decoder's own text wins, then the attention kind's.
 """
 
 from __future__ import annotations
@@ -172,10 +172,10 @@ _TEXT: dict[str, dict[str, str]] = {
 }
 
 
-def explanation(stage: str, variant: str, language: str = "en") -> str:
-    """The explanation of `stage` for `variant` in `language` ("en" or "ko")."""
+def explanation(stage: str, keys: tuple[str, ...], language: str = "en") -> str:
+    """The explanation of `stage` for a run whose explanation keys are `keys` (most specific first)."""
     lang = language if language in LANGUAGES else "en"
-    found = (_TEXT.get(f"{stage}:{v}") for v in variant.split("/"))
+    found = (_TEXT.get(f"{stage}:{v}") for v in keys)
     entry = next((e for e in found if e), None) or _TEXT.get(stage)
     if entry is None:
         return ""

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
@@ -18,6 +19,7 @@ import torch
 
 from attn_tui.core.errors import ConfigError
 from attn_tui.core.files import quoted
+from attn_tui.core.meta import TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
 
 ROW_BLOCK = 256  # rows converted to Python numbers at a time while writing JSON
@@ -33,34 +35,39 @@ def _spell(value: object) -> object:
     return value
 
 
-def select_stages(trace: Trace, name: str | None = None, head: int | None = None) -> list[Stage]:
-    """The stages to print: all, one name, one head; unknown names list the valid ones."""
-    stages = trace.stages
+def select_stages(trace: Trace, name: str | None = None, layer: int | None = None,
+                  head: int | None = None) -> list[Stage]:
+    """The stages to print: all, one name, one layer and head; unknown names list the valid ones."""
+    if head is not None and not 0 <= head < trace.heads:
+        if trace.heads == 1:
+            raise ConfigError(f"--head applies to several heads; {trace.meta.title} has one")
+        raise ConfigError(f"--head {head} is out of range: there are {trace.heads} heads (0…{trace.heads - 1})")
+    if layer is not None or head is not None:
+        trace.fill(layer, head)
+    stages = [s for s in trace if (layer is None or s.layer in (None, layer)) and (head is None or s.head in (None, head))]
     if name is not None:
-        if name not in trace.names():
-            raise ConfigError(f"{trace.variant} has no stage {quoted(name)} here; "
-                              f"its stages are: {', '.join(trace.names())}")
+        names = list(dict.fromkeys(s.name for s in stages))
+        if name not in names:
+            raise ConfigError(f"{trace.meta.title} has no stage {quoted(name)} here; its stages are: {', '.join(names)}")
         stages = [s for s in stages if s.name == name]
-    if head is not None:
-        if trace.variant != "multihead":
-            raise ConfigError("--head applies to multihead only")
-        if head >= trace.heads:
-            raise ConfigError(f"--head {head} is out of range: there are {trace.heads} heads (0…{trace.heads - 1})")
-        stages = [s for s in stages if s.head in (None, head)]
     return stages
 
 
 def _header(trace: Trace) -> dict[str, object]:
-    extra = {"output": trace.config["output"]} if "output" in trace.config else {}
-    return extra | {
-        "variant": trace.variant,
+    meta = trace.meta
+    if isinstance(meta, VariantRun):
+        kind: dict[str, object] = {"kind": "variant", "variant": meta.variant, "settings": asdict(meta.settings),
+                                   "vocab": list(meta.vocab) or None, "heads": meta.heads}
+    elif isinstance(meta, TransformerRun):
+        kind = {"kind": "transformer", "model": meta.model, "settings": asdict(meta)}
+    else:
+        kind = {"kind": "decoder", "model": meta.model, "output": meta.output, "settings": asdict(meta)}
+    return kind | {
         "device": trace.device,
         "dtype": trace.dtype,
         "tokens": {"query": list(trace.query_tokens), "key": list(trace.key_tokens)},
         "mask_convention": "1 = may attend, 0 = masked (torch SDPA)",
         "mask": None if trace.mask is None else trace.mask.to("cpu", torch.int64).tolist(),
-        "settings": {k: v for k, v in trace.config.items() if k != "vocab"},
-        "vocab": trace.config.get("vocab"),
         "warnings": list(trace.warnings),
     }
 
@@ -125,8 +132,9 @@ def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = Non
     else:
         out.write(_dumps({"omitted": f"{len(trace.params)} parameters; --params includes them"}))
     out.write(', "stages": [')
-    for n, stage in enumerate(trace.stages if stages is None else stages):
-        meta = {"name": stage.name, "head": stage.head, "step": stage.step, "formula": stage.formula,
+    for n, stage in enumerate(list(trace) if stages is None else stages):
+        meta = {"name": stage.name, "key": stage.key, "layer": stage.layer, "head": stage.head, "step": stage.step,
+                "formula": stage.formula,
                 "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
         out.write((", " if n else "") + _dumps(meta)[:-1] + ', "data": ')
         _write_tensor(stage.tensor, out)

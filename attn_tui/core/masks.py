@@ -6,6 +6,8 @@ Padding is about keys; causality is about positions. Both reduce to one boolean
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from attn_tui.core.errors import ConfigError, ShapeError
@@ -15,14 +17,42 @@ from attn_tui.core.settings import MASK_NAMES as MASK_KINDS
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 
 
+@dataclass(frozen=True, eq=False)
+class MaskSpec:
+    """A mask and why each cell is masked: causal order, `<pad>` keys, a custom matrix.
+
+    `allowed` is the combined (L, S) boolean, True = may attend; the parts are kept so
+    the inspector can say of any masked cell which rule hid it.
+    """
+
+    allowed: torch.Tensor  # (L, S) bool
+    causal: bool = False
+    padding: torch.Tensor | None = None  # (S,) bool, True = the key is padding
+    custom: torch.Tensor | None = None  # (L, S) bool, as typed
+
+    def reasons(self, i: int, j: int) -> list[str]:
+        """Why query i may not attend key j (empty when it may)."""
+        found = []
+        if self.causal and j > i:
+            found.append(f"key {j} comes after query {i} (causal: no looking ahead)")
+        if self.padding is not None and bool(self.padding[j]):
+            found.append(f"key {j} is padding")
+        if self.custom is not None and not bool(self.custom[i, j]):
+            found.append("the custom mask holds 0 here")
+        return found
+
+    def describe(self) -> str:
+        parts = (["causal"] if self.causal else []) + (["padding"] if self.padding is not None else []) + (
+            ["custom"] if self.custom is not None else [])
+        return " + ".join(parts) or "none"
+
+
 def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys: int = 0,
-               custom: torch.Tensor | None = None, device: torch.device | str = "cpu"
-               ) -> torch.Tensor | None:
-    """Boolean (L, S) mask, True where query i may attend key j; None when nothing is masked.
+               custom: torch.Tensor | None = None, device: torch.device | str = "cpu") -> MaskSpec | None:
+    """The mask of `kind` (AND a custom 0/1 matrix) as a MaskSpec; None when nothing is masked.
 
     Causal follows torch's `is_causal`: query i sees keys 0..i (top-left aligned when
     L ≠ S). Padding masks keys whose token is `<pad>` and the last `pad_keys` keys.
-    A custom 0/1 matrix is combined with the kind by logical AND.
     """
     if kind not in MASK_KINDS:
         raise ConfigError(f"unknown mask {kind!r}; choose one of {', '.join(MASK_KINDS)}")
@@ -30,16 +60,24 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
     if pad_keys < 0 or pad_keys > n_keys:
         raise ConfigError(f"--pad-keys {pad_keys} is outside 0..{n_keys} (there are {n_keys} keys)")
     mask = torch.ones(n_queries, n_keys, dtype=torch.bool, device=device)  # (L, S)
-    if "causal" in kind:
+    causal = "causal" in kind
+    if causal:
         mask &= torch.ones_like(mask).tril()
+    padding = None
     if "padding" in kind:
-        mask &= padding_keys(key_tokens, pad_keys, device).logical_not()[None, :]
+        padding = padding_keys(key_tokens, pad_keys, device)
+        mask &= padding.logical_not()[None, :]
+        padding = padding if bool(padding.any()) else None
     if custom is not None:
         if tuple(custom.shape) != (n_queries, n_keys):
             raise ShapeError(f"the mask is {shape_text(tuple(custom.shape))} but the scores are "
                              f"{shape_text((n_queries, n_keys))}: it needs one entry per query and key")
-        mask &= custom.to(device=device, dtype=torch.bool)
-    return None if bool(mask.all()) else mask
+        custom = custom.to(device=device, dtype=torch.bool)
+        mask &= custom
+    if bool(mask.all()):
+        return None
+    return MaskSpec(mask, causal and n_keys > 1, padding, custom if custom is not None and not bool(custom.all())
+                    else None)
 
 
 def padding_keys(key_tokens: tuple[str, ...], pad_keys: int, device: torch.device | str = "cpu"
@@ -77,6 +115,7 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: str) -> to
 
 
 def fully_masked_rows(mask: torch.Tensor | None) -> list[int]:
+    """Query rows (of an (L, S) boolean mask) that may attend to no key at all."""
     if mask is None:
         return []
     return [int(i) for i in torch.nonzero(~mask.any(dim=-1)).flatten().tolist()]

@@ -35,11 +35,8 @@ class Sample:
 
 
 def samples_dir() -> Path:
-    """The installed `attn_tui.samples` package, or `samples/` beside a source checkout."""
-    try:
-        return Path(str(resources.files("attn_tui.samples")))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "samples"
+    """The `attn_tui.samples` package: installed, or the link to `samples/` in a source checkout."""
+    return Path(str(resources.files("attn_tui.samples")))
 
 
 def parse_sample(text: str, origin: str) -> Sample:

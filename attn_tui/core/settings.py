@@ -77,6 +77,7 @@ class ModelInput:
     pad_to: int | None = None
     target: str | None = None
     teacher_forcing: bool = False
+    device: str = "auto"
 
 
 @dataclass(frozen=True)

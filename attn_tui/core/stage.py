@@ -1,11 +1,25 @@
-"""Stage and Trace: the one record of a computation that every view (CLI, app, export) reads."""
+"""Stage and Trace: the one record of a computation that every view (CLI, app, export) reads.
+
+A stage is addressed by its Place (layer, head, step, name), so one transformer run is
+one Trace holding every layer and head it has computed; a source may compute the rest
+on demand through the trace's `filler`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
+
+from attn_tui.core.masks import MaskSpec
+from attn_tui.core.meta import RunMeta
+from attn_tui.core.ops import Given, Masking, Op, Place, Softmax
+
+SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
+           "qkv_proj": "QKV", "query_proj": "Q'", "key_proj": "K'", "energy": "E", "scores": "S", "scaled": "S'",
+           "masked": "M", "weights": "A", "output": "O", "context": "c", "concat": "C", "projected": "Y",
+           "alignment": "A"}
 
 
 @dataclass(frozen=True)
@@ -25,63 +39,77 @@ def dim_axis(size: int, name: str = "dim", prefix: str = "d") -> Axis:
     return Axis(name, tuple(f"{prefix}{i}" for i in range(size)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Stage:
-    """One named step of a variant: its tensor, formula and axes.
+    """One step of a computation: where it sits, its tensor, formula, axes and how it was made."""
 
-    `head` is set for the per-head stages of `multihead`, `step` for the per-decoder-step
-    stages of a seq2seq model, and both are None everywhere else.
-    """
-
-    name: str
+    place: Place
     tensor: torch.Tensor
     formula: str
     axes: tuple[Axis, ...]
-    head: int | None = None
-    step: int | None = None
+    op: Op = Given("given as is")
 
     def __post_init__(self) -> None:
         if len(self.axes) != self.tensor.dim():
-            raise ValueError(
-                f"stage {self.name!r}: {len(self.axes)} axes for a {self.tensor.dim()}-D tensor"
-            )
+            raise ValueError(f"stage {self.place.key!r}: {len(self.axes)} axes for a {self.tensor.dim()}-D tensor")
+
+    @property
+    def name(self) -> str:
+        return self.place.name
+
+    @property
+    def layer(self) -> int | None:
+        return self.place.layer
+
+    @property
+    def head(self) -> int | None:
+        return self.place.head
+
+    @property
+    def step(self) -> int | None:
+        return self.place.step
+
+    @property
+    def key(self) -> str:
+        return self.place.key
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOLS.get(self.name, self.name)
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.tensor.shape)
 
-    @property
-    def key(self) -> str:
-        """Unique id inside a trace, e.g. `weights`, `weights@h1` or `weights@t3`."""
-        key = self.name if self.head is None else f"{self.name}@h{self.head}"
-        return key if self.step is None else f"{key}@t{self.step}"
+
+Filler = Callable[["Trace", "int | None", "int | None"], None]
 
 
-@dataclass
+@dataclass(eq=False)
 class Trace:
-    """Ordered stages of one attention computation plus everything needed to redo it.
+    """Stages of one attention computation by place, plus everything needed to redo it.
 
-    `params` holds every learned tensor that was used (seeded), so an exported trace
-    can be recomputed elsewhere; `warnings` holds what the user must not miss
-    (fully masked rows, overflow, NaN).
+    `params` holds every learned tensor that was used, so an exported trace can be
+    recomputed elsewhere; `warnings` holds what the user must not miss (fully masked
+    rows, overflow, NaN); `meta` says what was run. `filler(trace, layer, head)`, when a
+    source sets it, adds the stages of a layer and head not computed yet.
     """
 
-    variant: str
+    meta: RunMeta
     query_tokens: tuple[str, ...]
     key_tokens: tuple[str, ...]
     device: str
     dtype: str
-    stages: list[Stage] = field(default_factory=list)
+    stages: dict[Place, Stage] = field(default_factory=dict)
     params: dict[str, torch.Tensor] = field(default_factory=dict)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)  # typed Q/K/V or X
     mask: torch.Tensor | None = None  # (L, S) bool, True = may attend; None = nothing masked
     warnings: list[str] = field(default_factory=list)
-    config: dict[str, object] = field(default_factory=dict)
-    heads: int = 1
+    filler: Filler | None = field(default=None, repr=False)
 
     def add(self, stage: Stage) -> torch.Tensor:
-        """Append a stage and hand its tensor back, so variants read as a chain."""
-        self.stages.append(stage)
+        """Record a stage and hand its tensor back, so sources read as a chain."""
+        self.stages[stage.place] = stage
         return stage.tensor
 
     def warn(self, message: str) -> None:
@@ -89,39 +117,73 @@ class Trace:
             self.warnings.append(message)
 
     def __iter__(self) -> Iterator[Stage]:
-        return iter(self.stages)
+        return iter(self.stages.values())
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        """`trace["weights"]`: the tensor of the first stage of that name (layer 0, head 0, step 0)."""
+        return self.stage(name).tensor
+
+    @property
+    def layers(self) -> int:
+        return self.meta.layers
+
+    @property
+    def heads(self) -> int:
+        return self.meta.heads
 
     def names(self) -> list[str]:
-        """Distinct stage names in order (per-head names once)."""
-        seen: list[str] = []
-        for stage in self.stages:
-            if stage.name not in seen:
-                seen.append(stage.name)
-        return seen
-
-    def stage(self, name: str, head: int | None = None) -> Stage:
-        """The stage called `name`; for per-head stages `head` picks one (default 0)."""
-        matches = [s for s in self.stages if s.name == name]
-        if not matches:
-            raise KeyError(name)
-        if matches[0].head is None:
-            return matches[0]
-        wanted = 0 if head is None else head
-        for s in matches:
-            if s.head == wanted:
-                return s
-        raise KeyError(f"{name}@h{wanted}")
-
-    def tensor(self, name: str, head: int | None = None) -> torch.Tensor:
-        return self.stage(name, head).tensor
+        """Distinct stage names in order (per-head and per-step names once)."""
+        return list(dict.fromkeys(place.name for place in self.stages))
 
     def steps(self) -> int:
-        """Number of decoder steps (seq2seq traces); 0 for a single attention."""
-        return 1 + max((s.step for s in self.stages if s.step is not None), default=-1)
+        """Number of decoder steps; 0 for a single attention."""
+        return 1 + max((p.step for p in self.stages if p.step is not None), default=-1)
 
-    def tensor_at(self, name: str, step: int) -> torch.Tensor:
-        """The tensor of stage `name` at decoder step `step`."""
-        for s in self.stages:
-            if s.name == name and s.step == step:
-                return s.tensor
-        raise KeyError(f"{name}@t{step}")
+    def fill(self, layer: int | None, head: int | None) -> None:
+        """Make sure the stages of (layer, head) exist, computing them through the source if needed."""
+        if self.filler is not None and not any(p.layer == layer and p.head == head for p in self.stages):
+            self.filler(self, layer, head)
+
+    def find(self, name: str, layer: int | None = None, head: int | None = None,
+             step: int | None = None) -> Stage | None:
+        """The stage `name` at the given place; an axis left None means "the first there is"."""
+        if layer is not None or head is not None:
+            self.fill(layer if layer is not None else 0 if self.layers > 1 else None, head)
+        for place, stage in self.stages.items():
+            if place.name != name:
+                continue
+            if (layer is None or place.layer in (None, layer)) and (head is None or place.head in (None, head)) \
+                    and (step is None or place.step in (None, step)):
+                return stage
+        return None
+
+    def stage(self, name: str, layer: int | None = None, head: int | None = None, step: int | None = None) -> Stage:
+        """Like `find`, but a missing stage is a KeyError naming the place."""
+        found = self.find(name, layer, head, step)
+        if found is None:
+            raise KeyError(Place(name, layer, head, step).key)
+        return found
+
+    def tensor(self, name: str, layer: int | None = None, head: int | None = None,
+               step: int | None = None) -> torch.Tensor:
+        return self.stage(name, layer, head, step).tensor
+
+    def masking(self, stage: Stage) -> Masking | None:
+        """The masking that shaped a stage: its own (masked), or its source's (the weights of a masked stage)."""
+        op = stage.op
+        if isinstance(op, Softmax):
+            source = self.stages.get(op.source)
+            op = source.op if source is not None else op
+        return op if isinstance(op, Masking) else None
+
+    def mask_of(self, stage: Stage) -> MaskSpec | None:
+        """The mask of `masking(stage)`, or None when nothing was masked."""
+        masking = self.masking(stage)
+        return None if masking is None else masking.mask
+
+    def operand(self, ref: Place | str) -> torch.Tensor:
+        """The tensor an op refers to: a stage by place, or an input by name."""
+        return self.inputs[ref] if isinstance(ref, str) else self.stages[ref].tensor

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-import numpy as np
 from rich.cells import cell_len, set_cell_size
 from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 
+from attn_tui.present.grid import Grid
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 
 DENSE_AT = 33  # a matrix with this many rows or columns is drawn in half-blocks
@@ -31,85 +30,10 @@ CURSOR_STYLE = Style(bold=True, reverse=True)
 CURSOR_COLOR = Color.from_rgb(255, 255, 255)
 
 
-def as_array(tensor: Any) -> np.ndarray:
-    """A torch tensor of any dtype and device as float64 numpy, through its own methods (no torch import)."""
-    return tensor.detach().cpu().double().numpy()
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A 2-D slice of a stage as a numpy array, ready to draw without torch.
-
-    Held as arrays so that preparing a stage (its colour range, its marks) is a few
-    vectorised passes, not a Python loop over N² cells; a frame then reads only the
-    cells it shows. `masked[i, j]` is True where the mask hides key j from query i;
-    None when nothing is masked or the stage is not a query × key matrix.
-    """
-
-    values: np.ndarray  # (rows, cols) float64; lists are converted
-    row_labels: tuple[str, ...]
-    col_labels: tuple[str, ...]
-    row_axis: str = "row"
-    col_axis: str = "col"
-    masked: np.ndarray | None = None  # (rows, cols) bool
-    probability: bool = False
-    filled_rows: int | None = None  # rows from here on are not reached yet: drawn blank
-    special_rows: frozenset[int] = frozenset()  # labels drawn dimmed: a model's special tokens
-    special_cols: frozenset[int] = frozenset()
-
-    def __post_init__(self) -> None:
-        values = np.asarray(self.values, dtype=np.float64)
-        object.__setattr__(self, "values", values.reshape(values.shape[0], -1) if values.size else
-                           np.zeros((len(self.row_labels), 0)))
-        if self.masked is not None:
-            object.__setattr__(self, "masked", np.asarray(self.masked, dtype=bool))
-
-    @property
-    def rows(self) -> int:
-        return self.values.shape[0]
-
-    @property
-    def cols(self) -> int:
-        return self.values.shape[1]
-
-    def is_masked(self, i: int, j: int) -> bool:
-        return self.masked is not None and bool(self.masked[i, j])
-
-    def is_blank(self, i: int) -> bool:
-        """A row not reached yet (a decoder step still to come): no colour, no value."""
-        return self.filled_rows is not None and i >= self.filled_rows
-
-    def _shown(self) -> np.ndarray:
-        """(rows, cols) bool: cells that are drawn with a value (not masked, not blank)."""
-        shown = np.ones(self.values.shape, dtype=bool) if self.masked is None else ~self.masked
-        if self.filled_rows is not None:
-            shown[self.filled_rows:] = False
-        return shown
-
-    def finite_range(self) -> tuple[float, float]:
-        """Min and max over the finite, unmasked cells; (0, 0) when there are none."""
-        found = self.values[self._shown() & np.isfinite(self.values)]
-        return (float(found.min()), float(found.max())) if found.size else (0.0, 0.0)
-
-    def scale(self) -> Scale:
-        lo, hi = self.finite_range()
-        return Scale.fit(lo, hi, probability=self.probability)
-
-    def marks(self) -> set[str]:
-        """Which special cells occur: 'masked', '-inf', '+inf', 'nan' (for the legend)."""
-        reached = np.ones(self.values.shape, dtype=bool)
-        if self.filled_rows is not None:
-            reached[self.filled_rows:] = False
-        shown = self._shown()
-        found = {"masked"} if bool((reached & ~shown).any()) else set()
-        drawn = self.values[shown]
-        if np.isnan(drawn).any():
-            found.add("nan")
-        if np.isneginf(drawn).any():
-            found.add("-inf")
-        if np.isposinf(drawn).any():
-            found.add("+inf")
-        return found
+def grid_scale(grid: Grid) -> Scale:
+    """The colour scale of a grid: [0, 1] for probabilities, symmetric about 0 for signed values."""
+    lo, hi = grid.finite_range()
+    return Scale.fit(lo, hi, probability=grid.probability)
 
 
 @dataclass(frozen=True)
@@ -271,7 +195,7 @@ def line_segments(grid: Grid, scale: Scale, layout: Layout, line: int, first: in
 
 def block_lines(grid: Grid, cell_width: int = 2) -> list[list[Segment]]:
     """The whole matrix as colour blocks, no labels: for the small multiples of the heads grid."""
-    scale = grid.scale()
+    scale = grid_scale(grid)
     dense = grid.rows > 12
     layout = Layout(dense, 0, 1 if dense else cell_width, 0, (grid.rows + 1) // 2 if dense else grid.rows,
                     False, grid.cols)

@@ -14,7 +14,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from attn_tui.render.heatmap import Grid, Layout, line_segments
+from attn_tui.present.grid import Grid
+from attn_tui.render.heatmap import Layout, grid_scale, line_segments
 
 CURRENT_STYLE = "bold black on yellow"
 CAPTION_WIDTH = 5  # "e1.23"
@@ -23,7 +24,7 @@ LABEL_WIDTH = 4  # "L11" and its padding
 
 def half_block_lines(grid: Grid) -> list[Text]:
     """The matrix as ▀ cells, two rows a line, no labels."""
-    scale = grid.scale()
+    scale = grid_scale(grid)
     layout = Layout(True, 0, 1, 0, (grid.rows + 1) // 2, False, grid.cols)
     return [Text.assemble(*((seg.text, seg.style) for seg in line_segments(grid, scale, layout, n, 0, grid.cols, None)),
                           no_wrap=True) for n in range(layout.lines)]

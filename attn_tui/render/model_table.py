@@ -8,8 +8,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from attn_tui.core.stage import Axis, Stage, Trace
-from attn_tui.models.summary import HeadStats
+from attn_tui.core.ops import Place
+from attn_tui.core.stage import Axis, Stage
+from attn_tui.core.summary import ROLLOUT_FORMULA, HeadStats
 from attn_tui.render.colors import Scale
 from attn_tui.render.stage_table import stage_renderable
 
@@ -37,8 +38,6 @@ def print_model_summary(name: str, tokens: tuple[str, ...], stats: list[HeadStat
     console.print(stats_table(stats, layers, heads, "max_weight", "largest weight"))
     console.print(stats_table(stats, layers, heads, "first_token_share", "share of attention on the first token"))
     axis_q, axis_k = Axis("query", tokens), Axis("key", tokens)
-    stage = Stage("rollout", rolled, "R = Π_l (½·mean_h A_l + ½·I), rows renormalised (Abnar & Zuidema, 2020)",
-                  (axis_q, axis_k))
-    trace = Trace("model", tokens, tokens, "cpu", "float32")
+    stage = Stage(Place("rollout"), rolled, ROLLOUT_FORMULA, (axis_q, axis_k))
     console.print()
-    console.print(stage_renderable(stage, trace, min(console.width, 120)))
+    console.print(stage_renderable(stage, None, min(console.width, 120)))

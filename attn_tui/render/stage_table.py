@@ -8,9 +8,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from attn_tui.core.masks import MaskSpec
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
-from attn_tui.render.heatmap import Grid, as_array
+from attn_tui.present.grid import Grid, as_array
+from attn_tui.render.heatmap import grid_scale
+from attn_tui.present.text import printable
 from attn_tui.render.labels import fit_label
 
 CELL = 7  # characters per value cell
@@ -20,10 +23,10 @@ MAX_SLICES = 3  # query slices printed for the 3-D energy stage
 
 
 def stage_scale(stage: Stage, masked: torch.Tensor | None) -> Scale:
-    """The app's colour range (Grid.scale): finite cells only, masked cells left out."""
+    """The app's colour range (grid_scale): finite cells only, masked cells left out."""
     values = as_array(stage.tensor.reshape(-1, stage.shape[-1]) if stage.tensor.dim() else stage.tensor[None, None])
     hidden = None if masked is None else as_array(masked).astype(bool)
-    return Grid(values, (), (), masked=hidden, probability=stage.name in ("weights", "alignment")).scale()
+    return grid_scale(Grid(values, (), (), masked=hidden, probability=stage.name in ("weights", "alignment")))
 
 
 def _matrix_table(matrix: torch.Tensor, row_labels: tuple[str, ...], col_labels: tuple[str, ...],
@@ -60,16 +63,14 @@ def _matrix_table(matrix: torch.Tensor, row_labels: tuple[str, ...], col_labels:
     return table, notes
 
 
-def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableType:
-    """Header (name, shape, formula) plus the heatmap table(s) of one stage."""
+def stage_renderable(stage: Stage, mask: MaskSpec | None = None, width: int = 80) -> RenderableType:
+    """Header (name, shape, formula) plus the heatmap table(s) of one stage; `mask` hatches masked cells."""
     head = f" · head {stage.head}" if stage.head is not None else ""
     head += f" · step {stage.step}" if stage.step is not None else ""
     title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
     parts: list[RenderableType] = [title, Text(stage.formula, style="italic")]
-    masked = None
-    if trace.mask is not None and stage.name in ("masked", "weights") and stage.tensor.dim() == 2:
-        masked = ~trace.mask.cpu()
+    masked = None if mask is None or stage.tensor.dim() != 2 else ~mask.allowed.cpu()
     scale = stage_scale(stage, masked)
     t = stage.tensor
     notes: list[str] = []
@@ -81,7 +82,7 @@ def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableT
         parts.append(table)
     else:  # (L, S, hidden): one slice per query
         for i in range(min(t.shape[0], MAX_SLICES)):
-            parts.append(Text(f"{stage.axes[0].name} {stage.axes[0].labels[i]}:", style="bold"))
+            parts.append(Text(f"{stage.axes[0].name} {printable(stage.axes[0].labels[i])}:", style="bold"))
             table, notes = _matrix_table(t[i], stage.axes[1].labels, stage.axes[2].labels, scale, None, width)
             parts.append(table)
         if t.shape[0] > MAX_SLICES:
@@ -100,17 +101,17 @@ def stage_renderable(stage: Stage, trace: Trace, width: int = 80) -> RenderableT
 def print_trace(trace: Trace, stages: list[Stage], console: Console | None = None) -> None:
     console = console or Console()
     width = min(console.width, 120)
-    what = trace.variant
-    if "layer" in trace.config:
-        what = f"{trace.config['model']} layer {trace.config['layer']} head {trace.config['head']}"
-    elif "output" in trace.config:
-        what = f"{trace.config['model']} ({trace.config['attention']}) → {trace.config['output']}"
-    head = Text.assemble(("attn-tui ", "bold"), (what, "bold magenta"),
+    what = trace.meta.title
+    layers = {s.layer for s in stages if s.layer is not None}
+    heads = {s.head for s in stages if s.head is not None}
+    if len(layers) == 1 and len(heads) == 1:
+        what += f" layer {layers.pop()} head {heads.pop()}"
+    head = Text.assemble(("attn-tui ", "bold"), (printable(what), "bold magenta"),
                          f"  device {trace.device}  dtype {trace.dtype}  "
                          f"queries {len(trace.query_tokens)}  keys {len(trace.key_tokens)}")
     console.print(head)
     for stage in stages:
         console.print()
-        console.print(stage_renderable(stage, trace, width))
+        console.print(stage_renderable(stage, trace.mask_of(stage), width))
     for warning in trace.warnings:
         console.print(Text("warning: " + warning, style="yellow"))

@@ -8,7 +8,7 @@ from typing import Callable
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from attn_tui.core.settings import VARIANT_NAMES
-from attn_tui.tui.catalog import app_samples
+from attn_tui.core.samples import load_samples
 from attn_tui.tui.widgets.model_pane import MODELS
 
 
@@ -23,7 +23,7 @@ class AttnCommands(Provider):
                           f"key: {binding.key}"))
         for n, name in enumerate(app.stage_names()):
             found.append((f"Go to stage: {name}", partial(app.go_to_stage, n), f"stage {n + 1}"))
-        for name, sample in app_samples().items():
+        for name, sample in load_samples().items():
             found.append((f"Load sample: {name}", partial(app.load_sample, name), sample.description))
         for variant in VARIANT_NAMES:
             found.append((f"Variant: {variant}", partial(app.set_variant, variant), "recompute"))

@@ -6,11 +6,15 @@ Small dataclasses so a worker thread can post them safely and a test can read th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.settings import MatrixInput, SentenceInput, Settings, XInput
+
+if TYPE_CHECKING:
+    from attn_tui.present.shown import Shown
+    from attn_tui.sources.base import Ask
 
 
 @dataclass
@@ -29,25 +33,19 @@ class TorchFailed(Message):
 
 @dataclass
 class TraceReady(Message):
-    """A compute worker finished; `generation` lets the app drop results it no longer wants."""
+    """The compute worker finished; `generation` lets the app drop results it no longer wants."""
 
     generation: int
-    request: Request
-    trace: Any  # attn_tui.core.stage.Trace (torch is not imported here)
-    seconds: float
-    notice: str | None = None
-    model: ModelInput | None = None  # the real or trained model run, None for a variant
-    summary: Any = None  # model_views.ModelSummary of a transformer: every head at a glance
+    shown: Shown
 
 
 @dataclass
 class ComputeFailed(Message):
-    """The engine refused the request; the message is written for the user as is."""
+    """The source refused the ask; the error is written for the user as is."""
 
     generation: int
-    request: Request
+    ask: Ask
     error: str
-    model: ModelInput | None = None
 
 
 @dataclass
@@ -72,8 +70,8 @@ class SampleChosen(Message):
 
 
 @dataclass
-class CellClicked(Message):
-    """A heatmap cell was clicked; row and column are in the displayed grid."""
+class CursorMoved(Message):
+    """The heatmap's cell cursor moved (key or click); row and column are in the displayed grid."""
 
     row: int
     col: int
@@ -88,7 +86,15 @@ class ModelChosen(Message):
 
 @dataclass
 class TargetEdited(Message):
-    """The seq2seq target date or the teacher-forcing switch changed (target None when empty)."""
+    """The date model's target or the teacher-forcing switch changed (target None when empty)."""
 
     target: str | None
     teacher_forcing: bool
+
+
+@dataclass
+class PanelChanged(Message):
+    """The explorer switched panels; a whole-model grid wants the full width."""
+
+    panel: str
+    full_width: bool

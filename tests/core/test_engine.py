@@ -43,8 +43,8 @@ def test_stage_names_follow_design(variant: str) -> None:
 def test_multihead_per_head_stages_and_energy_axes() -> None:
     trace = compute(sentence("a b c d", variant="multihead", heads=2, dim=6))
     assert [s.head for s in trace if s.name == "weights"] == [0, 1]
-    assert trace.stage("weights", 1).shape == (4, 4)
-    assert trace.stage("query", 1).shape == (4, 3)
+    assert trace.stage("weights", head=1).shape == (4, 4)
+    assert trace.stage("query", head=1).shape == (4, 3)
     energy = compute(sentence("a b c", variant="additive", dim=5)).stage("energy")
     assert energy.shape == (3, 3, 5)
     assert [a.name for a in energy.axes] == ["query", "key", "hidden"]
@@ -76,11 +76,13 @@ def test_masks_build_the_sdpa_convention() -> None:
     tokens = ("a", "b", "<pad>")
     assert masks.build_mask("none", tokens, 3) is None  # <pad> is masked only by the padding kinds
     causal = masks.build_mask("causal", ("a", "b", "c"), 3)
-    assert causal.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert causal.allowed.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
     padding = masks.build_mask("padding", tokens, 2)
-    assert padding.tolist() == [[True, True, False], [True, True, False]]
+    assert padding.allowed.tolist() == [[True, True, False], [True, True, False]]
     both = masks.build_mask("causal+padding", ("a", "b", "c"), 3, pad_keys=1)
-    assert both.tolist() == [[True, False, False], [True, True, False], [True, True, False]]
+    assert both.allowed.tolist() == [[True, False, False], [True, True, False], [True, True, False]]
+    assert both.describe() == "causal + padding" and both.reasons(0, 2) == [
+        "key 2 comes after query 0 (causal: no looking ahead)", "key 2 is padding"]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])

@@ -60,7 +60,7 @@ def _naive_scores(variant: str, q, k, params) -> list[list[float]]:
 
 def _check(trace, q, k, v) -> None:
     mask = None if trace.mask is None else trace.mask.tolist()
-    scores = _naive_scores(trace.variant, q, k, trace.params)
+    scores = _naive_scores(trace.meta.variant, q, k, trace.params)
     weights = _softmax_rows(scores, mask)
     output = _weighted_sum(weights, v)
     assert torch.allclose(trace.tensor("scores").double(), torch.tensor(scores, dtype=torch.float64), atol=1e-5)

@@ -71,7 +71,7 @@ def test_multihead_matches_nn_multihead_attention(heads: int, mask: str) -> None
     out, weights = mha(x, x, x, attn_mask=attn_mask, average_attn_weights=False)
     assert torch.allclose(trace.tensor("projected"), out[0], atol=1e-5, rtol=0)
     for h in range(heads):
-        assert torch.allclose(trace.tensor("weights", h), weights[0, h], atol=1e-5, rtol=0)
+        assert torch.allclose(trace.tensor("weights", head=h), weights[0, h], atol=1e-5, rtol=0)
 
 
 def test_multihead_from_typed_x_matches_mha() -> None:

@@ -11,7 +11,7 @@ import torch
 from attn_tui.cli import main
 from attn_tui.core.errors import InputError
 from attn_tui.models.seq2seq import dates
-from attn_tui.models.seq2seq.decode import STEP_STAGES, decode_trace
+from attn_tui.sources.dates import decode_trace
 from attn_tui.models.seq2seq.train import exact_match, greedy, load, load_shipped, save, train
 
 
@@ -49,33 +49,42 @@ def test_year_characters_attend_to_the_input_year(shipped) -> None:
     assert sum(share > 0.5 for share in per_date) >= 0.9 * len(per_date)
 
 
+STEP_STAGES = {
+    "additive": ("query", "key", "query_proj", "key_proj", "energy", "scores", "masked", "weights", "context"),
+    "general": ("query", "key", "query_proj", "scores", "masked", "weights", "context"),
+}
+
+
 def test_trace_stages_are_the_networks_own_arithmetic(shipped) -> None:
     trace = decode_trace(shipped, "Sunday, 22 Nov 2026")
     kind = shipped.cfg.attention
-    steps = trace.config["steps"]
-    assert trace.config["output"] == "2026-11-22" and steps == 11  # ten characters and </s>
+    steps = trace.meta.steps
+    assert trace.meta.output == "2026-11-22" and steps == 11  # ten characters and </s>
     for t in range(steps):
-        names = [s.name for s in trace.stages if s.step == t]
+        names = [s.name for s in trace if s.step == t]
         assert tuple(names) == STEP_STAGES[kind]
-        keys, weights = trace.tensor_at("key", t), trace.tensor_at("weights", t)
+        keys, weights = trace.tensor("key", step=t), trace.tensor("weights", step=t)
         assert torch.allclose(weights.sum(-1), torch.ones(1))
-        assert torch.allclose(trace.tensor_at("context", t), weights @ keys, atol=1e-6)
+        assert torch.allclose(trace.tensor("context", step=t), weights @ keys, atol=1e-6)
         attn = shipped.decoder.attention
-        query = trace.tensor_at("query", t)
+        query = trace.tensor("query", step=t)
         if kind == "additive":
             energy = torch.tanh(attn.W_a(query)[:, None] + attn.U_a(keys)[None])
-            assert torch.allclose(trace.tensor_at("energy", t), energy, atol=1e-6)
-            assert torch.allclose(trace.tensor_at("scores", t), attn.v_a(energy).squeeze(-1), atol=1e-5)
+            assert torch.allclose(trace.tensor("energy", step=t), energy, atol=1e-6)
+            assert torch.allclose(trace.tensor("scores", step=t), attn.v_a(energy).squeeze(-1), atol=1e-5)
         else:
-            assert torch.allclose(trace.tensor_at("scores", t), attn.W_a(query) @ keys.T, atol=1e-5)
+            assert torch.allclose(trace.tensor("scores", step=t), attn.W_a(query) @ keys.T, atol=1e-5)
         assert torch.equal(trace.tensor("alignment")[t], weights[0])
+        # The shared tail's weights are the network's own softmax, step by step.
+        own = attn(query, keys[None], torch.ones(1, keys.shape[0], dtype=torch.bool)).weights
+        assert torch.allclose(weights, own, atol=1e-6)
     assert trace.query_tokens[-1] == "</s>" and trace.key_tokens[7] == "␣"
 
 
 def test_teacher_forcing_feeds_the_target(shipped) -> None:
     free = decode_trace(shipped, "22 November 2026")
     forced = decode_trace(shipped, "22 November 2026", target="1999-01-01", teacher_forcing=True)
-    assert forced.config["steps"] == 11 and forced.config["teacher_forcing"]
+    assert forced.meta.steps == 11 and forced.meta.teacher_forcing
     assert not torch.allclose(free.tensor("alignment"), forced.tensor("alignment"))
     with pytest.raises(InputError, match="needs a target"):
         decode_trace(shipped, "22 November 2026", teacher_forcing=True)

@@ -1,17 +1,11 @@
-"""Run `async def` tests on a fresh asyncio loop, so the suite needs no async plugin."""
+"""Every test in tests/tui drives the app through Pilot: marked `app`."""
 
 from __future__ import annotations
-
-import asyncio
-import inspect
 
 import pytest
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return None
-    names = pyfuncitem._fixtureinfo.argnames
-    asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
-    return True
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/tui/" in str(item.path).replace("\\", "/"):
+            item.add_marker(pytest.mark.app)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from textual.pilot import Pilot
 
@@ -13,12 +14,31 @@ from attn_tui.tui.app import AttnApp
 MAX_ROUNDS = 200
 
 
-def sample_app(name: str = "korean", play_interval: float = 0.8, **settings: object) -> AttnApp:
+@dataclass(frozen=True)
+class Notice:
+    message: str
+    title: str
+    severity: str
+
+
+class RecordingApp(AttnApp):
+    """The app, keeping every notification it shows so a test can read them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.notices: list[Notice] = []
+
+    def notify(self, message: str, *, markup: bool = False, **options: Any) -> None:  # type: ignore[override]
+        self.notices.append(Notice(message, str(options.get("title", "")), str(options.get("severity", ""))))
+        super().notify(message, markup=markup, **options)
+
+
+def sample_app(name: str = "korean", play_interval: float = 0.8, **settings: object) -> RecordingApp:
     """An app opened on a sample, optionally with some settings changed."""
     request = load_samples()[name].request
     if settings:
         request = Request(request.source, replace(request.settings, **settings), request.custom_mask)
-    return AttnApp(request, play_interval=play_interval)
+    return RecordingApp(request, play_interval=play_interval)
 
 
 async def settle(pilot: Pilot) -> None:
@@ -38,12 +58,12 @@ async def settle(pilot: Pilot) -> None:
     raise AssertionError("the app never settled")
 
 
-def model_app(name: str, text: str, play_interval: float = 0.8, **options: object) -> AttnApp:
+def model_app(name: str, text: str, play_interval: float = 0.8, **options: Any) -> RecordingApp:
     """An app opened on a real or trained model (as `attn-tui --model NAME --text TEXT` does)."""
     from attn_tui.core.settings import ModelInput
 
-    return AttnApp(load_samples()["korean"].request, play_interval=play_interval,
-                   model=ModelInput(name, text, **options))
+    return RecordingApp(load_samples()["korean"].request, play_interval=play_interval,
+                        model=ModelInput(name, text, **options))
 
 
 async def run_from_palette(pilot: Pilot, command: str) -> None:

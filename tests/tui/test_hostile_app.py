@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from attn_tui.core.settings import ModelInput
+
 import pytest
 from textual.widgets import Input, TextArea
 
-from attn_tui.tui.view import PARAM_COLS, PARAM_ROWS, param_grids
+from attn_tui.present.stage_view import PARAM_COLS, PARAM_ROWS, param_grids
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.input_pane import InputPane
 from tests.tui.helpers import sample_app, settle
@@ -51,7 +53,7 @@ async def test_each_model_keeps_its_own_sentence() -> None:
         app.choose_model("seq2seq-dates")
         await settle(pilot)
         dates = app.query_one(InputPane).sentence
-        assert dates != "my own words" and app.trace.config["model"] == "seq2seq-dates"
+        assert dates != "my own words" and app.trace.meta.model == "seq2seq-dates"
         await _type_sentence(pilot, "22 Nov 2026")
         app.choose_model(None)
         await settle(pilot)
@@ -70,7 +72,7 @@ async def test_a_model_that_fails_keeps_the_matrix_editors() -> None:
         await pilot.pause()
         app.choose_model("/no/such/model/folder")
         await settle(pilot)
-        assert app.model is None and "no model" in app.error
+        assert not isinstance(app.wanted, ModelInput) and "no model" in app.error
         assert app.query_one("#edit-Q", TextArea).text == "1 2 3\n4 5 x"
         assert app.trace is not None  # the last good trace stays on show
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
-from attn_tui.tui.catalog import app_samples
+from attn_tui.core.samples import load_samples
 from attn_tui.tui.widgets.heatmap import Heatmap
 from tests.tui.helpers import sample_app, settle
 
@@ -104,11 +104,11 @@ async def test_samples_tab_enter_loads_a_sample() -> None:
         app.query_one("#input-tabs", TabbedContent).active = "tab-samples"
         options = app.query_one("#sample-list", OptionList)
         options.focus()
-        names = list(app_samples())
+        names = list(load_samples())
         options.highlighted = names.index("cross_attention")
         await pilot.press("enter")
         await settle(pilot)
-        assert app.trace.variant == "additive" and app.trace.config["mask"] == "padding"
+        assert app.trace.meta.title == "additive" and app.trace.meta.settings.mask == "padding"
         assert app.query_one("#set-variant").value == "additive"
         assert app.query_one("#edit-Q", TextArea).text.startswith("0.9 0.1")
         assert app.trace.key_tokens[0] == "나는"
@@ -118,13 +118,10 @@ async def test_every_sample_loads() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for name, sample in app_samples().items():
+        for name, sample in load_samples().items():
             app.load_sample(name)
             await settle(pilot)
-            expected = sample.model.name if sample.model is not None else sample.request.settings.variant
-            if sample.model is not None and sample.model.name == "minilm":
-                expected = "model"  # a real transformer's head: the scaled_dot stages of that head
-            assert app.trace.variant == expected, name
+            assert app.shown.ask == (sample.model or sample.request), name
             assert app.error == "" or "mask" in app.error, (name, app.error)
 
 
@@ -163,9 +160,9 @@ async def test_multihead_with_typed_qkv_asks_for_x() -> None:
         app.query_one("#edit-X", TextArea).text = "1 0\n0 1"
         await pilot.pause()
         await settle(pilot)
-        assert app.trace.variant == "multihead" and app.trace.query_tokens == ("x0", "x1")
+        assert app.trace.meta.title == "multihead" and app.trace.query_tokens == ("x0", "x1")
 
 
 def test_model_samples_are_offered_in_the_app() -> None:
-    names = set(app_samples())
+    names = set(load_samples())
     assert {"korean", "long_paragraph", "multihead_korean", "minilm_it", "dates_korean", "dates_english"} <= names

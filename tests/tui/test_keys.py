@@ -26,7 +26,7 @@ async def test_next_stage(keys: tuple[str, ...]) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("home", *keys)
-        assert app.stage_index == 1 and app.view.name == app.stage_names()[1]
+        assert app.explorer.stage_index == 1 and app.view.name == app.stage_names()[1]
 
 
 @pytest.mark.parametrize("key", ["left", "h"])
@@ -34,9 +34,9 @@ async def test_previous_stage(key: str) -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        start = app.stage_index
+        start = app.explorer.stage_index
         await pilot.press(key)
-        assert app.stage_index == start - 1
+        assert app.explorer.stage_index == start - 1
 
 
 async def test_home_and_end() -> None:
@@ -48,7 +48,7 @@ async def test_home_and_end() -> None:
         await pilot.press("home")
         assert app.view.name == "embedding"
         await pilot.press("left")
-        assert app.stage_index == 0  # stays at the first stage
+        assert app.explorer.stage_index == 0  # stays at the first stage
 
 
 async def test_space_plays_to_the_end_and_stops() -> None:
@@ -56,7 +56,7 @@ async def test_space_plays_to_the_end_and_stops() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         seen = []
-        app.go_to_place = lambda n, real=app.go_to_place: (seen.append(n), real(n))
+        app.explorer.go_to_place = lambda n, real=app.explorer.go_to_place: (seen.append(n), real(n))
         await pilot.press("home", "space")
         for _ in range(500):
             if not app.playing:
@@ -71,7 +71,7 @@ async def test_space_twice_stops_playing() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("end", "space")
-        assert app.playing and app.stage_index == 0  # started over from the last stage's end
+        assert app.playing and app.explorer.stage_index == 0  # started over from the last stage's end
         await pilot.press("space")
         assert not app.playing
 
@@ -83,7 +83,7 @@ async def test_digits_jump_to_stages() -> None:
         names = app.stage_names()
         for n in range(1, 11):
             await pilot.press(str(n % 10))
-            assert app.stage_index == n - 1, n
+            assert app.explorer.stage_index == n - 1, n
             assert app.view.name == names[n - 1]
 
 
@@ -93,7 +93,7 @@ async def test_digit_beyond_the_last_stage_does_nothing() -> None:
         await settle(pilot)
         await pilot.press("3")
         await pilot.press("9")
-        assert app.stage_index == 2
+        assert app.explorer.stage_index == 2
 
 
 async def test_brackets_change_the_head() -> None:
@@ -102,9 +102,9 @@ async def test_brackets_change_the_head() -> None:
         await settle(pilot)
         await pilot.press("7")  # scores, a per-head stage
         await pilot.press("right_square_bracket")
-        assert app.head == 1 and app.view.head == 1
+        assert app.explorer.head == 1 and app.view.head == 1
         await pilot.press("left_square_bracket", "left_square_bracket")
-        assert app.head == 3  # wraps around
+        assert app.explorer.head == 3  # wraps around
         assert "3 of 4" in str(app.query_one("#head-view").render())
 
 
@@ -113,8 +113,8 @@ async def test_brackets_on_one_head_explain_why_nothing_changes() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("right_square_bracket")
-        assert app.head == 0
-        assert any("multihead" in n.message for n in app._notifications)
+        assert app.explorer.head == 0
+        assert any("multihead" in n.message for n in app.notices)
 
 
 async def test_g_toggles_the_heads_grid() -> None:
@@ -122,10 +122,10 @@ async def test_g_toggles_the_heads_grid() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("g")
-        assert app.grid_mode
+        assert app.explorer.panel in ("heads", "model_grid", "alignment")
         assert app.query_one("#heads-grid").display and not app.query_one(Heatmap).display
         await pilot.press("g")
-        assert not app.grid_mode and app.query_one(Heatmap).display
+        assert app.explorer.panel == "heatmap" and app.query_one(Heatmap).display
 
 
 async def test_t_toggles_korean() -> None:
@@ -243,13 +243,13 @@ async def test_p_toggles_the_learned_parameters() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("p")
-        assert app.panel == "params" and app.query_one("#heads-grid").display
+        assert app.explorer.panel == "params" and app.query_one("#heads-grid").display
         titles = app.query_one("#heads-grid").titles
         assert titles == ["W_a 4×4", "U_a 4×4", "v_a 4"]  # v_a is a vector, drawn as one row
         await pilot.press("g")  # switches straight to the heads grid
-        assert app.grid_mode
+        assert app.explorer.panel in ("heads", "model_grid", "alignment")
         await pilot.press("g")
-        assert app.panel is None and app.query_one(Heatmap).display
+        assert app.explorer.panel == "heatmap" and app.query_one(Heatmap).display
 
 
 async def test_page_keys_scroll_the_parameters_panel() -> None:

@@ -27,7 +27,7 @@ async def test_variant_select(variant: str) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await _change(pilot, "#set-variant", variant)
-        assert app.trace.variant == variant
+        assert app.trace.meta.title == variant
         assert app.stage_names()[-1] == ("projected" if variant == "multihead" else "output")
         assert app.query_one(Heatmap).grid is app.view.grid
 
@@ -105,7 +105,7 @@ async def test_temperature_input_typed() -> None:
         field.value = ""
         await pilot.press("2")
         await settle(pilot)
-        assert app.trace.config["temperature"] == 2.0
+        assert app.trace.meta.settings.temperature == 2.0
         expected = app.trace.tensor("scaled") / 2
         assert torch.allclose(app.trace.tensor("masked"), expected)
 
@@ -116,7 +116,7 @@ async def test_seed_input() -> None:
         await settle(pilot)
         before = app.trace.tensor("embedding").clone()
         await _change(pilot, "#set-seed", "7")
-        assert app.trace.config["seed"] == 7
+        assert app.trace.meta.settings.seed == 7
         assert not torch.equal(before, app.trace.tensor("embedding"))
 
 
@@ -131,7 +131,7 @@ async def test_device_select_cpu_and_cuda_fallback() -> None:
         await _change(pilot, "#set-device", "cuda")
         assert app.trace.device == "cpu"
         assert "CPU instead" in app.error
-        assert any("CUDA" in (n.title or "") for n in app._notifications)
+        assert any("CUDA" in (n.title or "") for n in app.notices)
         assert "cpu" in str(app.query_one("#device-used").render())
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from attn_tui.core.settings import ModelInput
+
+from attn_tui.core.meta import TransformerRun
+
 import io
 
 import pytest
@@ -11,8 +15,14 @@ from textual.widgets import Input, Select
 
 pytest.importorskip("transformers")  # the models extra (attn-tui[models]) carries MiniLM
 
-from attn_tui.models.registry import model_run, model_trace  # noqa: E402
-from attn_tui.models.summary import head_stats, rollout, stack  # noqa: E402
+from attn_tui.core.summary import head_stats, rollout  # noqa: E402
+from attn_tui.sources.registry import trace_for  # noqa: E402
+from attn_tui.sources.transformer import model_run  # noqa: E402
+
+
+def own_attentions(text: str) -> torch.Tensor:
+    """The model's own output_attentions, every layer and head: (layers, heads, N, N)."""
+    return torch.stack([a.float() for a in model_run("minilm", text).attentions])
 from attn_tui.tui.bindings import APP_BINDINGS  # noqa: E402
 from attn_tui.tui.widgets.heatmap import Heatmap  # noqa: E402
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel  # noqa: E402
@@ -27,7 +37,7 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
     app = model_app("minilm", TEXT, layer=2, head=5)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.trace.variant == "model" and app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
+        assert isinstance(app.trace.meta, TransformerRun) and app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
         assert app.view.name == "weights"
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
@@ -44,19 +54,20 @@ async def test_brackets_change_the_head_and_braces_the_layer() -> None:
         await settle(pilot)
         await pilot.press("right_square_bracket")
         await settle(pilot)
-        assert (app.trace.config["layer"], app.trace.config["head"]) == (0, 1)
+        assert (app.explorer.layer_index, app.explorer.head) == (0, 1)
         await pilot.press("left_square_bracket", "left_square_bracket")
         await settle(pilot)
-        assert app.trace.config["head"] == 11  # wraps around
+        assert app.explorer.head == 11  # wraps around
         await pilot.press("right_curly_bracket")
         await settle(pilot)
-        assert (app.trace.config["layer"], app.trace.config["head"]) == (1, 11)
+        assert (app.explorer.layer_index, app.explorer.head) == (1, 11)
         await pilot.press("left_curly_bracket", "left_curly_bracket")
         await settle(pilot)
-        assert app.trace.config["layer"] == 5
+        assert app.explorer.layer_index == 5
         assert app.view.name == "weights"  # the stage stays put while the head changes
-        same = model_trace("minilm", TEXT, layer=5, head=11)
-        assert torch.equal(app.trace.tensor("scores"), same.tensor("scores"))
+        same = trace_for(ModelInput("minilm", TEXT, layer=5, head=11))
+        assert torch.equal(app.trace.tensor("scores", 5, 11), same.tensor("scores", 5, 11))
+        assert torch.equal(torch.from_numpy(app.view.grid.values).float(), own_attentions(TEXT)[5, 11])
 
 
 async def test_braces_without_a_transformer_say_why() -> None:
@@ -64,7 +75,7 @@ async def test_braces_without_a_transformer_say_why() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("right_curly_bracket")
-        assert any("layers" in n.message for n in app._notifications)
+        assert any("layers" in n.message for n in app.notices)
 
 
 async def test_stepping_and_the_inspector_work_on_a_real_head() -> None:
@@ -85,12 +96,12 @@ async def test_g_shows_every_layer_and_head_with_its_statistics() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("g")
-        assert app.panel == "model_grid" and app.query_one(ModelGrid).display
+        assert app.explorer.panel == "model_grid" and app.query_one(ModelGrid).display
         assert not app.query_one("#left").display  # the whole width for the grid
         assert app.query_one(ModelGrid).current == (3, 7)
         run = model_run("minilm", TEXT)
-        stats = head_stats(stack(run.attentions), run.mask.any(dim=0))
-        cell = app.summary.cell(3, 7)
+        stats = head_stats(own_attentions(TEXT), run.mask.any(dim=0))
+        cell = app.shown.summary.cell(3, 7)
         assert cell.entropy == pytest.approx(stats[3 * 12 + 7].entropy)
         assert cell.first_share == pytest.approx(stats[3 * 12 + 7].first_token_share)
         console = Console(width=200, record=True, file=io.StringIO())
@@ -101,7 +112,7 @@ async def test_g_shows_every_layer_and_head_with_its_statistics() -> None:
         await settle(pilot)
         assert app.query_one(ModelGrid).current == (3, 8)  # the highlight follows the head
         await pilot.press("g")
-        assert app.panel is None and app.query_one(Heatmap).display and app.query_one("#left").display
+        assert app.explorer.panel == "heatmap" and app.query_one(Heatmap).display and app.query_one("#left").display
 
 
 async def test_r_shows_the_attention_rollout() -> None:
@@ -109,14 +120,14 @@ async def test_r_shows_the_attention_rollout() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        assert app.panel == "rollout"
+        assert app.explorer.panel == "rollout"
         panel = app.query_one("#rollout", MatrixPanel)
         assert panel.display
         run = model_run("minilm", TEXT)
-        expected = rollout(stack(run.attentions), run.mask.any(dim=0))
+        expected = rollout(own_attentions(TEXT), run.mask.any(dim=0))
         assert torch.allclose(torch.from_numpy(panel.grid.values).float(), expected, atol=1e-6)
         await pilot.press("r")
-        assert app.panel is None
+        assert app.explorer.panel == "heatmap"
 
 
 async def test_r_without_a_transformer_says_why() -> None:
@@ -124,7 +135,7 @@ async def test_r_without_a_transformer_says_why() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("r")
-        assert app.panel is None and any("rollout" in n.message for n in app._notifications)
+        assert app.explorer.panel == "heatmap" and any("rollout" in n.message for n in app.notices)
 
 
 async def test_the_model_select_switches_to_minilm_and_back() -> None:
@@ -135,13 +146,13 @@ async def test_the_model_select_switches_to_minilm_and_back() -> None:
         await pilot.pause()
         assert app.query_one(Heatmap).loading or "minilm" in app.loaded_models  # the indicator while loading
         await settle(pilot)
-        assert app.trace.variant == "model" and not app.query_one(Heatmap).loading
+        assert isinstance(app.trace.meta, TransformerRun) and not app.query_one(Heatmap).loading
         assert app.trace.query_tokens[0] == "[CLS]"
         assert not app.query_one("#set-variant").parent.display  # variant rows hidden for a model
         app.query_one("#set-model", Select).value = "variants"
         await pilot.pause()
         await settle(pilot)
-        assert app.trace.variant == "scaled_dot" and app.model is None
+        assert app.trace.meta.title == "scaled_dot" and not isinstance(app.wanted, ModelInput)
 
 
 async def test_a_missing_model_shows_the_error_and_keeps_the_last_model() -> None:
@@ -155,9 +166,9 @@ async def test_a_missing_model_shows_the_error_and_keeps_the_last_model() -> Non
         await pilot.press(*"./no-such-model", "enter")
         await settle(pilot)
         assert "no model './no-such-model'" in app.error and "last valid result" in app.error
-        assert app.trace is before and app.model.name == "minilm"
+        assert app.trace is before and app.wanted.name == "minilm"
         assert app.query_one("#set-model", Select).value == "minilm"
-        assert any(n.severity == "error" for n in app._notifications)
+        assert any(n.severity == "error" for n in app.notices)
 
 
 async def test_loading_shows_an_indicator_until_the_model_is_ready() -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from attn_tui.core.settings import ModelInput
+
 import torch
 from textual.widgets import Checkbox, Input
 
-from attn_tui.models.registry import model_trace
-from attn_tui.models.seq2seq.decode import STEP_STAGES
+from attn_tui.core.settings import ModelInput
+from attn_tui.sources.registry import trace_for
+from tests.models.test_seq2seq import STEP_STAGES
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from tests.tui.helpers import model_app, run_from_palette, sample_app, settle
 
@@ -19,23 +22,23 @@ async def test_stepping_runs_through_each_decoder_steps_stages_then_the_next_ste
     app = model_app("seq2seq-dates", DATE)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.trace.config["output"] == "2026-11-22"
+        assert app.trace.meta.output == "2026-11-22"
         await pilot.press("home")
-        assert app.places[app.stage_index] == ("query", 0)
+        assert app.explorer.places[app.explorer.stage_index] == ("query", 0)
         for name in STEPS[1:]:
             await pilot.press("right")
-            assert app.places[app.stage_index] == (name, 0)
+            assert app.explorer.places[app.explorer.stage_index] == (name, 0)
         await pilot.press("right")  # after step 0's context: step 1's query
-        assert app.places[app.stage_index] == ("query", 1) and app.view.step == 1
+        assert app.explorer.places[app.explorer.stage_index] == ("query", 1) and app.view.step == 1
         bar = str(app.query_one("#stage-bar").render())
         assert f"decoder step 2 of {app.trace.steps()}" in bar and "writes '0'" in bar
         assert app.stage_names() == [*STEPS, "alignment"]  # the bar lists this step's stages
-        await pilot.press("7")  # digits jump inside the step
-        assert app.places[app.stage_index] == ("weights", 1)
-        expected = model_trace("seq2seq-dates", DATE).tensor_at("weights", 1)
+        await pilot.press("8")  # digits jump inside the step
+        assert app.explorer.places[app.explorer.stage_index] == ("weights", 1)
+        expected = trace_for(ModelInput("seq2seq-dates", DATE)).tensor("weights", step=1)
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected)
         await pilot.press("left")
-        assert app.places[app.stage_index] == ("scores", 1)
+        assert app.explorer.places[app.explorer.stage_index] == ("masked", 1)
         await pilot.press("end")
         assert app.view.name == "alignment" and app.view.grid.rows == app.trace.steps()
 
@@ -44,7 +47,7 @@ async def test_the_inspector_recomputes_decoder_cells() -> None:
     app = model_app("seq2seq-dates", DATE)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for key, words in (("3", "W_a"), ("5", "tanh"), ("6", "v_a"), ("7", "exp"), ("8", "α")):
+        for key, words in (("3", "W_a"), ("5", "tanh"), ("6", "v_a"), ("7", "kept"), ("8", "exp"), ("9", "Σ_k")):
             await pilot.press(key, "shift+right")
             text = str(app.query_one("#inspector").render())
             assert words in text and "✓ matches" in text, (key, text)
@@ -56,18 +59,18 @@ async def test_g_fills_the_alignment_one_row_per_decoder_step() -> None:
         await settle(pilot)
         await pilot.press("home", "g")
         panel = app.query_one("#alignment", MatrixPanel)
-        assert app.panel == "alignment" and panel.display
+        assert app.explorer.panel == "alignment" and panel.display
         assert panel.grid.filled_rows == 0  # step 0's weights are not computed yet
         await pilot.press(*["right"] * STEPS.index("weights"))
         assert panel.grid.filled_rows == 1
         await pilot.press(*["right"] * len(STEPS))
         assert panel.grid.filled_rows == 2
-        expected = model_trace("seq2seq-dates", DATE).tensor("alignment")
+        expected = trace_for(ModelInput("seq2seq-dates", DATE)).tensor("alignment")
         assert torch.allclose(torch.from_numpy(panel.grid.values[:2]).float(), expected[:2])
         await pilot.press("end")
         assert panel.grid.filled_rows == app.trace.steps()
         await pilot.press("g")
-        assert app.panel is None
+        assert app.explorer.panel == "heatmap"
 
 
 async def test_teacher_forcing_needs_a_target_and_decodes_with_it() -> None:
@@ -80,19 +83,19 @@ async def test_teacher_forcing_needs_a_target_and_decodes_with_it() -> None:
         app.query_one("#set-target", Input).value = "2026-12-25"
         await pilot.pause()
         await settle(pilot)
-        assert not teacher.disabled and not app.trace.config["teacher_forcing"]
+        assert not teacher.disabled and not app.trace.meta.teacher_forcing
         teacher.value = True
         await pilot.pause()
         await settle(pilot)
-        assert app.trace.config["teacher_forcing"] and app.trace.config["target"] == "2026-12-25"
-        forced = model_trace("seq2seq-dates", DATE, target="2026-12-25", teacher_forcing=True)
+        assert app.trace.meta.teacher_forcing and app.trace.meta.target == "2026-12-25"
+        forced = trace_for(ModelInput("seq2seq-dates", DATE, target="2026-12-25", teacher_forcing=True))
         assert torch.equal(app.trace.tensor("alignment"), forced.tensor("alignment"))
         assert not torch.equal(app.trace.tensor("alignment"), free.tensor("alignment"))
         assert "teacher forcing on 2026-12-25" in str(app.query_one("#tokens").render())
         app.query_one("#set-target", Input).value = ""  # no target: the toggle goes off with it
         await pilot.pause()
         await settle(pilot)
-        assert teacher.disabled and not teacher.value and not app.trace.config["teacher_forcing"]
+        assert teacher.disabled and not teacher.value and not app.trace.meta.teacher_forcing
 
 
 async def test_a_bad_date_keeps_the_last_decode() -> None:
@@ -103,7 +106,7 @@ async def test_a_bad_date_keeps_the_last_decode() -> None:
         app.query_one("#sentence", Input).value = "22 Nov 2026 ★"
         await pilot.pause()
         await settle(pilot)
-        assert app.trace is before and "✗" in app.error and app.model.name == "seq2seq-dates"
+        assert app.trace is before and "✗" in app.error and app.wanted.name == "seq2seq-dates"
 
 
 async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
@@ -112,11 +115,11 @@ async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
         await settle(pilot)
         app.load_sample("dates_english")
         await settle(pilot)
-        assert app.trace.config["model"] == "seq2seq-dates" and app.trace.config["output"] == "2026-11-22"
+        assert app.trace.meta.model == "seq2seq-dates" and app.trace.meta.output == "2026-11-22"
         assert app.query_one("#set-target", Input).value == "2026-11-22"
         app.load_sample("korean")
         await settle(pilot)
-        assert app.model is None and app.trace.variant == "scaled_dot"
+        assert not isinstance(app.wanted, ModelInput) and app.trace.meta.title == "scaled_dot"
 
 
 async def test_the_palette_offers_the_models() -> None:
@@ -125,7 +128,7 @@ async def test_the_palette_offers_the_models() -> None:
         await settle(pilot)
         await run_from_palette(pilot, "model: seq2seq-dates-general")
         await settle(pilot)
-        assert app.trace.config["model"] == "seq2seq-dates-general" and app.trace.config["attention"] == "general"
+        assert app.trace.meta.model == "seq2seq-dates-general" and app.trace.meta.attention == "general"
         assert app.stage_names() == [*STEP_STAGES["general"], "alignment"]
 
 

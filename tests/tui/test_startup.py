@@ -29,11 +29,11 @@ class _NoTorchYet(AttnApp):
 
 
 async def test_first_screen_shows_loading_and_takes_edits_before_torch() -> None:
-    app = _NoTorchYet(sample_app().request)
+    app = _NoTorchYet(sample_app().variants)
     async with app.run_test(size=(100, 32)) as pilot:
         await pilot.pause()
         assert "loading torch" in app.query_one(Heatmap).message
         assert "loading torch" in str(app.query_one("#stage-bar").render())
         app.post_message(SourceEdited(SentenceInput("a b")))
         await pilot.pause()
-        assert app.generation == 0 and app.request.source == SentenceInput("a b")  # kept for later
+        assert app.generation == 0 and app.variants.source == SentenceInput("a b")  # kept for later

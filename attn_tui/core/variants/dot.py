@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.core.ops import Dot, Place
 from attn_tui.core.stage import Stage
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
 
-
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    scores = q @ k.T  # (L, S)
-    ctx.trace.add(Stage("scores", scores, "S = Q·Kᵀ: S[i,j] = q_i·k_j", (ctx.query_axis, ctx.key_axis)))
-    ctx.attend(scores, v, "S")
+    ctx.trace.add(Stage(Place("scores"), q @ k.T, "S = Q·Kᵀ: S[i,j] = q_i·k_j", (ctx.query_axis, ctx.key_axis),
+                        Dot(Place("query"), Place("key"))))  # (L, S)
+    ctx.attend(Place("scores"), Place("value"))

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.core.ops import Dot, Linear, Place
 from attn_tui.core.stage import Stage, dim_axis
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
 
-
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     w_a = ctx.params.weight("W_a", k.shape[1], q.shape[1])  # (d_k, d_q)
-    query_proj = ctx.trace.add(Stage("query_proj", q @ w_a.T, "Q' = Q·W_aᵀ: row i is W_a q_i",
-                                     (ctx.query_axis, dim_axis(k.shape[1]))))  # (L, d_k)
-    scores = ctx.trace.add(Stage("scores", query_proj @ k.T, "S = Q'·Kᵀ: S[i,j] = (W_a q_i)·k_j",
-                                 (ctx.query_axis, ctx.key_axis)))  # (L, S)
-    ctx.attend(scores, v, "S")
+    query_proj = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, "Q' = Q·W_aᵀ: row i is W_a q_i",
+                                     (ctx.query_axis, dim_axis(k.shape[1])), Linear(Place("query"), "W_a")))
+    ctx.trace.add(Stage(Place("scores"), query_proj @ k.T, "S = Q'·Kᵀ: S[i,j] = (W_a q_i)·k_j",
+                        (ctx.query_axis, ctx.key_axis), Dot(Place("query_proj"), Place("key"))))  # (L, S)
+    ctx.attend(Place("scores"), Place("value"))

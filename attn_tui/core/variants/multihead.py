@@ -1,16 +1,20 @@
 """Multi-head self-attention: one fused qkv projection, h scaled-dot heads, then W_o.
 
 Laid out exactly like nn.MultiheadAttention (in_proj_weight rows [q | k | v], head h
-owns columns h·d_h … (h+1)·d_h), so its weights can be copied in and compared.
+owns columns h·d_h … (h+1)·d_h), so its weights can be copied in and compared. The
+heads run as one batched computation; each head's stages are views of it.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.core.attend import attend
 from attn_tui.core.errors import ConfigError
+from attn_tui.core.ops import Columns, Concat, Linear, Place
 from attn_tui.core.stage import Axis, Stage, dim_axis
 from attn_tui.core.variants.scaled_dot import scale_stages
 
@@ -18,34 +22,36 @@ if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
 
-
 def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     n, d_model = x.shape
     if heads < 1 or d_model % heads:
         raise ConfigError(f"--heads {heads} does not divide the model dimension {d_model}")
     d_h = d_model // heads
-    tokens = ctx.query_axis
-    ctx.trace.heads = heads
+    tokens, trace = ctx.query_axis, ctx.trace
+    trace.meta = replace(trace.meta, heads=heads)
     w_qkv = ctx.params.weight("W_qkv", 3 * d_model, d_model)  # (3d, d)
     b_qkv = ctx.params.normal("b_qkv", 3 * d_model, std=0.1)  # (3d,)
     w_o = ctx.params.weight("W_o", d_model, d_model)  # (d, d)
     b_o = ctx.params.normal("b_o", d_model, std=0.1)  # (d,)
-    qkv = ctx.trace.add(Stage("qkv_proj", x @ w_qkv.T + b_qkv, "[Q | K | V] = X·W_qkvᵀ + b_qkv",
-                              (tokens, Axis("qkv", _qkv_labels(d_model)))))  # (N, 3d)
-    q_all, k_all, v_all = qkv.split(d_model, dim=-1)  # each (N, d)
-    outputs = []
+    qkv = trace.add(Stage(Place("qkv_proj"), x @ w_qkv.T + b_qkv, "[Q | K | V] = X·W_qkvᵀ + b_qkv",
+                          (tokens, Axis("qkv", _qkv_labels(d_model))), Linear(ctx.source, "W_qkv", "b_qkv")))  # (N, 3d)
+    per_head = qkv.view(n, 3, heads, d_h).permute(1, 2, 0, 3)  # (3, heads, N, d_h): views, no copies
+    head_dims = dim_axis(d_h)
     for h in range(heads):
-        cols = slice(h * d_h, (h + 1) * d_h)
         span = f"columns {h * d_h}…{(h + 1) * d_h - 1}"
-        head_dims = dim_axis(d_h)
-        q = ctx.trace.add(Stage("query", q_all[:, cols], f"Q_{h} = Q[:, {span}]", (tokens, head_dims), h))
-        k = ctx.trace.add(Stage("key", k_all[:, cols], f"K_{h} = K[:, {span}]", (ctx.key_axis, head_dims), h))
-        v = ctx.trace.add(Stage("value", v_all[:, cols], f"V_{h} = V[:, {span}]", (ctx.key_axis, head_dims), h))
-        outputs.append(ctx.attend(scale_stages(ctx, q, k, h), v, "S'", h))
-    concat = ctx.trace.add(Stage("concat", torch.cat(outputs, dim=-1),
-                                 "C = [O_0 | O_1 | … ]: the heads' outputs side by side",
-                                 (tokens, dim_axis(d_model))))  # (N, d)
-    ctx.trace.add(Stage("projected", concat @ w_o.T + b_o, "Y = C·W_oᵀ + b_o", (tokens, dim_axis(d_model))))
+        for part, (name, axis) in enumerate((("query", tokens), ("key", ctx.key_axis), ("value", ctx.key_axis))):
+            letter = name[0].upper()
+            trace.add(Stage(Place(name, head=h), per_head[part, h], f"{letter}_{h} = {letter}[:, {span}]",
+                            (axis, head_dims), Columns(Place("qkv_proj"), part * d_model + h * d_h)))
+    at = [Place("scores", head=h) for h in range(heads)]
+    scaled = scale_stages(trace, per_head[0], per_head[1], (tokens, ctx.key_axis), at)  # (heads, N, N)
+    outputs = attend(trace, ctx.tail, scaled, per_head[2], [p.at("scaled") for p in at],
+                     [Place("value", head=h) for h in range(heads)])  # (heads, N, d_h)
+    concat = trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, d_model),
+                             "C = [O_0 | O_1 | … ]: the heads' outputs side by side", (tokens, dim_axis(d_model)),
+                             Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, d)
+    trace.add(Stage(Place("projected"), concat @ w_o.T + b_o, "Y = C·W_oᵀ + b_o", (tokens, dim_axis(d_model)),
+                    Linear(Place("concat"), "W_o", "b_o")))
 
 
 def _qkv_labels(d_model: int) -> tuple[str, ...]:

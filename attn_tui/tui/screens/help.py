@@ -30,6 +30,14 @@ def _key_text(key: str) -> str:
 class HelpScreen(ModalScreen[None]):
     """Lists the app's bindings; any of Esc, q, ? or F1 closes it."""
 
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen #help-body {
+        width: 80%; max-width: 90; height: 90%; border: round $accent; background: $surface; padding: 0 1;
+    }
+    HelpScreen .hint { color: $text-muted; }
+    """
+
     BINDINGS = [
         Binding("escape,q,question_mark,f1", "dismiss", "Close help", id="help.close"),
     ]

@@ -11,10 +11,10 @@ from attn_tui.core.explanations import explanation
 class Explanation(Static):
     """Two or three sentences for the stage; `t` switches the language."""
 
-    def show(self, stage: str, variant: str, language: str) -> None:
+    def show(self, stage: str, keys: tuple[str, ...], language: str) -> None:
         text = Text()
         text.append("Why " if language == "en" else "설명 ", "bold")
         text.append(f"{stage}", "bold yellow")
         text.append("  (t: 한국어)" if language == "en" else "  (t: English)", "dim")
-        text.append("\n" + explanation(stage, variant, language))
+        text.append("\n" + explanation(stage, keys, language))
         self.update(text)

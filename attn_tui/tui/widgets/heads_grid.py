@@ -9,7 +9,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from attn_tui.render.heatmap import Grid, block_lines
+from attn_tui.present.grid import Grid
+from attn_tui.render.heatmap import block_lines
 
 
 def _block(title: str, grid: Grid, current: bool) -> Group:
@@ -22,6 +23,10 @@ class HeadsGrid(VerticalScroll, inherit_bindings=False):
     """Small multiples: one block per head (or per learned parameter), titled, side by side.
 
     Only the page keys scroll it, so the arrows keep stepping stages while it has focus.
+    """
+
+    DEFAULT_CSS = """
+    HeadsGrid { height: 1fr; }
     """
 
     BINDINGS = [

@@ -1,7 +1,8 @@
 """The heatmap: a Line API ScrollView, so a frame costs the visible cells, not the whole matrix.
 
 Column labels stay on the first line and row labels in the first columns while the
-matrix scrolls under them. The app owns the cursor; this widget draws it and reports clicks.
+matrix scrolls under them. The heatmap owns its cell cursor: a move repaints only the
+lines the cursor left and entered (and the header), and posts `CursorMoved`.
 """
 
 from __future__ import annotations
@@ -15,15 +16,27 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from attn_tui.render.heatmap import (Grid, Layout, corner_segment, header_segments, label_segment,
-                                     layout_for, line_segments)
-from attn_tui.tui.messages import CellClicked
+from attn_tui.present.grid import Grid
+from attn_tui.render.colors import Scale
+from attn_tui.render.heatmap import (Layout, corner_segment, grid_scale, header_segments, label_segment, layout_for,
+                                     line_segments)
+from attn_tui.tui.messages import CursorMoved
 
 MESSAGE_STYLE = Style(color="grey70", italic=True)
 
 
 class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
-    """Draws a `Grid` line by line; set `show(grid, cursor)` or `show_message(text)`."""
+    """Draws a `Grid` line by line; `show(grid)` or `show_message(text)`; `move_cursor(row, col)`."""
+
+    DEFAULT_CSS = """
+    Heatmap {
+        scrollbar-size: 1 1;
+        min-height: 4;
+    }
+    Heatmap:focus {
+        background-tint: $foreground 3%;
+    }
+    """
 
     BINDINGS = [
         Binding("pageup", "page_up", "Page up", show=False, id="heatmap.page_up"),
@@ -34,16 +47,17 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         super().__init__(id=id)
         self.grid: Grid | None = None
         self.layout_info: Layout | None = None
-        self.cursor: tuple[int, int] | None = None
+        self.cursor: tuple[int, int] = (0, 0)
         self.message = "loading torch…"
-        self._scale = None
-        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self.lines_built = 0  # strips built since creation: what a repaint really cost
+        self._scale: Scale | None = None
+        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
 
-    def show(self, grid: Grid, cursor: tuple[int, int] | None) -> None:
-        """Take a new grid (new stage, head or data); the layout follows the widget's width."""
+    def show(self, grid: Grid) -> None:
+        """Take a new grid (new stage, head or data); the cursor stays where it was, inside the grid."""
         self.grid = grid
-        self._scale = grid.scale()
-        self.cursor = cursor
+        self._scale = grid_scale(grid)
+        self.cursor = (max(0, min(self.cursor[0], grid.rows - 1)), max(0, min(self.cursor[1], grid.cols - 1)))
         self._relayout()
 
     def show_message(self, text: str) -> None:
@@ -54,12 +68,24 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self.virtual_size = Size(0, 0)
         self.refresh()
 
-    def move_cursor(self, cursor: tuple[int, int]) -> None:
-        """Move the drawn cursor and keep it in view; only the cache is dropped, not the layout."""
-        self.cursor = cursor
-        self._cache.clear()
+    def move_cursor(self, row: int, col: int) -> None:
+        """Put the cursor on a cell (clamped), repaint what changed, keep it in view, and say so."""
+        if self.grid is None:
+            return
+        new = (max(0, min(row, self.grid.rows - 1)), max(0, min(col, self.grid.cols - 1)))
+        old, self.cursor = self.cursor, new
+        if self.layout_info is not None:
+            for line in {self._line_of(old[0]), self._line_of(new[0])}:
+                self.refresh_line(self.layout_info.header_height + line)
+            self.refresh(Region(0, 0, self.size.width, self.layout_info.header_height))
         self._scroll_to_cursor()
-        self.refresh()
+        self.post_message(CursorMoved(*new))
+
+    def move_cursor_by(self, d_row: int, d_col: int) -> None:
+        self.move_cursor(self.cursor[0] + d_row, self.cursor[1] + d_col)
+
+    def _line_of(self, row: int) -> int:
+        return row // 2 if self.layout_info is not None and self.layout_info.dense else row
 
     def _relayout(self) -> None:
         self._cache.clear()
@@ -75,12 +101,11 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _scroll_to_cursor(self) -> None:
         lay = self.layout_info
-        if self.grid is None or lay is None or self.cursor is None:
+        if self.grid is None or lay is None:
             return
         row, col = self.cursor
-        line = row // 2 if lay.dense else row
         x = lay.label_width + col * lay.cell_width
-        region = Region(x, lay.header_height + line, lay.cell_width, 1)
+        region = Region(x, lay.header_height + self._line_of(row), lay.cell_width, 1)
         self.scroll_to_region(region, animate=False, spacing=None, immediate=True)
 
     def on_resize(self, event: Resize) -> None:
@@ -101,38 +126,32 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         if cached is not None:
             return cached
         strip = self._build_line(line, scroll_x, width)
+        self.lines_built += 1
         self._cache[key] = strip
         return strip
 
     def _cursor_on(self, line: int | None) -> bool:
-        if self.cursor is None or self.layout_info is None:
-            return False
-        if line is None:
-            return True
-        row = self.cursor[0]
-        return (row // 2 if self.layout_info.dense else row) == line
+        return line is None or self._line_of(self.cursor[0]) == line
 
     def _build_line(self, line: int | None, scroll_x: int, width: int) -> Strip:
         """Label column + only the columns that are on screen, cropped to the cells in view."""
-        grid, lay = self.grid, self.layout_info
-        assert grid is not None and lay is not None
+        grid, lay, scale = self.grid, self.layout_info, self._scale
+        assert grid is not None and lay is not None and scale is not None
         cw = lay.cell_width
         first = min(grid.cols, scroll_x // cw)
         last = min(grid.cols, (scroll_x + max(0, width - lay.label_width)) // cw + 1)
-        cursor_row = self.cursor[0] if self.cursor else None
-        cursor_col = self.cursor[1] if self.cursor else None
         if line is None:
             head = [corner_segment(grid, lay)]
-            body = header_segments(grid, lay, first, last, cursor_col)
+            body = header_segments(grid, lay, first, last, self.cursor[1])
         else:
-            head = [label_segment(grid, lay, line, cursor_row)]
-            body = line_segments(grid, self._scale, lay, line, first, last, self.cursor)
+            head = [label_segment(grid, lay, line, self.cursor[0])]
+            body = line_segments(grid, scale, lay, line, first, last, self.cursor)
         offset = scroll_x - first * cw
         body_strip = Strip(body).crop(offset, offset + max(0, width - lay.label_width))
         return Strip.join([Strip(head), body_strip]).adjust_cell_length(width)
 
     def on_click(self, event: Click) -> None:
-        """Turn a click into a cell (in grid coordinates) and tell the app."""
+        """A click puts the cursor on the cell under it."""
         lay, grid = self.layout_info, self.grid
         if lay is None or grid is None:
             return
@@ -144,4 +163,4 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         line = y + self.scroll_offset.y
         row = line * 2 if lay.dense else line
         if row < grid.rows and col < grid.cols:
-            self.post_message(CellClicked(row, col))
+            self.move_cursor(row, col)

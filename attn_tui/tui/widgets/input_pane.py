@@ -6,21 +6,27 @@ inline with its line and column and the text stays exactly as typed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Input, Label, OptionList, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+
 from attn_tui.core.errors import InputError
 from attn_tui.core.inputs import parse_matrix, tokenize
 from attn_tui.core.settings import MatrixInput, SentenceInput, XInput
-from attn_tui.tui.catalog import app_samples
+from attn_tui.present.text import printable
+from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
+from attn_tui.core.samples import load_samples
 from attn_tui.tui.messages import SampleChosen, SourceEdited
 from attn_tui.tui.widgets.scroll import QuietScroll
 
 EDITORS = ("Q", "K", "V", "X")
-MAX_TOKENS_SHOWN = 200  # under the sentence; a 10,000-word paste would otherwise cost seconds per keystroke
 
 
 def _matrix_text(rows: list[list[float]]) -> str:
@@ -29,6 +35,19 @@ def _matrix_text(rows: list[list[float]]) -> str:
 
 class InputPane(Vertical):
     """Three tabs; the tab typed in last decides the input."""
+
+    DEFAULT_CSS = """
+    InputPane TabPane { padding: 0; }
+    InputPane #sentence { margin: 0 0 1 0; }
+    InputPane #tokens { width: 100%; height: auto; }
+    InputPane #matrix-status { width: 100%; height: auto; max-height: 3; color: $success; }
+    InputPane #matrix-status.-error { color: $error; text-style: bold; }
+    InputPane .hint { width: 100%; color: $text-muted; }
+    InputPane .matrix-editor { height: 5; }
+    InputPane .editor-title { text-style: bold; margin: 1 0 0 0; }
+    InputPane .editor-error { width: 100%; color: $error; height: auto; }
+    InputPane #sample-list { height: 1fr; }
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -57,7 +76,7 @@ class InputPane(Vertical):
                     yield Label("", id=f"error-{name}", classes="editor-error")
         with TabPane("Samples", id="tab-samples"):
             yield OptionList(*(Option(Text(f"{s.name}\n  {s.description}"), id=s.name)
-                               for s in app_samples().values()), id="sample-list")
+                               for s in load_samples().values()), id="sample-list")
 
     def load(self, source: SentenceInput | MatrixInput | XInput) -> None:
         """Show a source (from a sample or the command line) without posting it back."""
@@ -90,9 +109,9 @@ class InputPane(Vertical):
     def sentence(self) -> str:
         return self.query_one("#sentence", Input).value
 
-    def show_note(self, note: Text) -> None:
-        """A model's own tokens or output under the sentence (the app knows them after a run)."""
-        self.query_one("#tokens", Label).update(note)
+    def show_model_tokens(self, trace: Trace) -> None:
+        """A model's own tokens or a decoder's output under the sentence (known after a run)."""
+        self.query_one("#tokens", Label).update(model_note(trace))
 
     def _show_tokens(self, text: str) -> bool:
         label = self.query_one("#tokens", Label)
@@ -106,7 +125,7 @@ class InputPane(Vertical):
             return False
         shown = Text("tokens: ")
         for token in tokens[:MAX_TOKENS_SHOWN]:
-            shown.append(f" {token} ", "reverse")
+            shown.append(f" {printable(token)} ", "reverse")
             shown.append("  ")
         more = len(tokens) - MAX_TOKENS_SHOWN
         shown.append(f"… {more} more " if more > 0 else "")

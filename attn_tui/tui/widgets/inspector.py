@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import Static
 
+if TYPE_CHECKING:
+    from attn_tui.core.explain import Arithmetic
+
 
 class Inspector(Static):
-    """Shows an `Arithmetic` (from attn_tui.core.inspect) as a few lines of text."""
+    """Shows an `Arithmetic` (from attn_tui.core.explain) as a few lines, and whether it matches the stage."""
 
-    def show(self, where: str, title: str, lines: list[str], total: float, expected: float) -> None:
+    DEFAULT_CSS = """
+    Inspector { height: auto; }
+    """
+
+    def show(self, where: str, arithmetic: Arithmetic) -> None:
         text = Text()
         text.append("Cell ", "bold")
         text.append(where, "bold yellow")
         text.append("\n")
-        text.append(title, "bold cyan")
-        for line in lines:
+        text.append(arithmetic.title, "bold cyan")
+        for line in arithmetic.lines:
             text.append("\n" + line)
-        agree = total == expected or abs(total - expected) <= 1e-4 * max(1.0, abs(expected))
-        text.append(f"\nstage value {expected:.6g}", "dim")
-        text.append("  ✓ matches" if agree else f"  ✗ recomputed {total:.6g}", "green" if agree else "red")
+        text.append(f"\nstage value {arithmetic.expected:.6g}", "dim")
+        matches = arithmetic.matches
+        text.append("  ✓ matches" if matches else f"  ✗ recomputed {arithmetic.total:.6g}", "green" if matches else "red")
         self.update(text)

@@ -7,14 +7,29 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from attn_tui.render.heatmap import Grid
+from attn_tui.present.grid import Grid
+from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
-from attn_tui.tui.messages import CellClicked
+from attn_tui.tui.messages import CursorMoved
 from attn_tui.tui.widgets.heatmap import Heatmap
 
 
 class MatrixPanel(Vertical):
-    """A title, a Heatmap, its legend and the value of a clicked cell; clicks stay in the panel."""
+    """A title, a Heatmap, its legend and the value of the cell under its cursor; cursor moves stay here."""
+
+    DEFAULT_CSS = """
+    MatrixPanel .panel-title {
+        height: auto;
+        max-height: 2;
+        text-style: bold;
+    }
+    MatrixPanel .panel-legend, MatrixPanel .panel-cell {
+        height: 1;
+    }
+    MatrixPanel Heatmap {
+        height: 1fr;
+    }
+    """
 
     grid: Grid | None = None
 
@@ -24,15 +39,15 @@ class MatrixPanel(Vertical):
         yield Static("", classes="panel-legend")
         yield Static("", classes="panel-cell")
 
-    def show(self, title: Text | str, grid: Grid, cursor: tuple[int, int] | None, about: str) -> None:
+    def show(self, title: Text | str, grid: Grid, about: str) -> None:
         self.grid = grid
         self.query_one(".panel-title", Static).update(Text(title) if isinstance(title, str) else title)
-        self.query_one(Heatmap).show(grid, cursor)
+        self.query_one(Heatmap).show(grid)
         lo, hi = grid.finite_range()
-        self.query_one(".panel-legend", Static).update(legend(grid.scale(), lo, hi, grid.marks()))
+        self.query_one(".panel-legend", Static).update(legend(grid_scale(grid), lo, hi, grid.marks()))
         self.query_one(".panel-cell", Static).update(Text(about, style="dim"))
 
-    def on_cell_clicked(self, event: CellClicked) -> None:
+    def on_cursor_moved(self, event: CursorMoved) -> None:
         event.stop()
         grid = self.grid
         if grid is None or grid.is_blank(event.row):

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
+from attn_tui.present.model_view import ModelSummary
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
 KEY = "each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), " \
@@ -16,6 +17,11 @@ KEY = "each head: its weights (queries ↓, keys →, two rows a line); e mean e
 
 class ModelGrid(ScrollableContainer, inherit_bindings=False):
     """Scrolls both ways (a long sentence makes wide heads); the arrows keep their app-wide meaning."""
+
+    DEFAULT_CSS = """
+    ModelGrid { height: 1fr; overflow: auto auto; scrollbar-size: 1 1; }
+    ModelGrid #model-grid-body { width: auto; }
+    """
 
     BINDINGS = [
         Binding("pageup", "page_up", "Page up", show=False, id="model_grid.page_up"),
@@ -27,8 +33,8 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
     def compose(self):
         yield Static("", id="model-grid-body")
 
-    def show(self, summary, layer: int, head: int) -> None:
-        """summary: model_views.ModelSummary; (layer, head) is the head the stages show."""
+    def show(self, summary: ModelSummary, layer: int, head: int) -> None:
+        """(layer, head) is the head the stages show; it is highlighted."""
         self.current = (layer, head)
         cell = summary.cell(layer, head)
         title = Text.assemble((f"{summary.name}: {summary.layers} layers × {summary.heads} heads", "bold"),

@@ -32,6 +32,24 @@ _MODEL_OPTIONS = [("variants", VARIANTS), *((m, m) for m in MODELS), ("path or i
 class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     """Variant, sizes, mask, positions, temperature, seed, device and dtype."""
 
+    DEFAULT_CSS = """
+    ModelPane { padding: 0 1 0 0; scrollbar-size-vertical: 1; }
+    ModelPane .pane-title { text-style: bold; color: $accent; }
+    ModelPane .setting { height: 1; }
+    ModelPane .setting-label { width: 9; color: $text-muted; }
+    Screen.-narrow ModelPane .setting-label { width: 8; }
+    ModelPane .setting Select, ModelPane .setting Input, ModelPane .setting Checkbox,
+    ModelPane .setting .value { width: 1fr; }
+    ModelPane #settings-error { color: $error; height: auto; }
+    ModelPane #model-status { display: none; width: 100%; height: auto; max-height: 2; color: $text-muted; }
+    ModelPane #model-status.-shown { display: block; }
+    /* Rows that apply to one kind of model only. */
+    ModelPane .other-only, ModelPane .transformer-only, ModelPane .seq2seq-only { display: none; }
+    ModelPane.-other .other-only, ModelPane.-transformer .transformer-only,
+    ModelPane.-seq2seq .seq2seq-only { display: block; }
+    ModelPane.-model .variant-only, ModelPane.-seq2seq .head-row { display: none; }
+    """
+
     def __init__(self, settings: Settings, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.settings = settings
@@ -51,8 +69,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                                           placeholder="8"), "variant-only")
         yield from self._row("heads", Input(str(s.heads), type="integer", compact=True, id="set-heads"),
                              "variant-only")
-        yield from self._row("layer", Label("0 of 1  { }", id="layer-view"), "transformer-only")
-        yield from self._row("head", Label("0 of 1  [ ]", id="head-view"), "head-row")
+        yield from self._row("layer", Label("0 of 1  { }", id="layer-view", classes="value"), "transformer-only")
+        yield from self._row("head", Label("0 of 1  [ ]", id="head-view", classes="value"), "head-row")
         yield from self._row("target", Input(placeholder="e.g. 2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
         yield from self._row("forcing", Checkbox("teacher", False, compact=True, disabled=True, id="set-teacher"),
@@ -68,7 +86,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._row("seed", Input(str(s.seed), type="integer", compact=True, id="set-seed"), "variant-only")
         yield from self._row("device", Select([(d, d) for d in DEVICES], value=s.device, allow_blank=False,
                                               compact=True, id="set-device"))
-        yield from self._row("used", Label("—", id="device-used"))
+        yield from self._row("used", Label("—", id="device-used", classes="value"))
         yield from self._row("dtype", Select([(d, d) for d in DTYPES], value=s.dtype, allow_blank=False,
                                              compact=True, id="set-dtype"), "variant-only")
         yield Label("", id="settings-error")

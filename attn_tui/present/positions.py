@@ -7,18 +7,21 @@ and ends on the whole alignment; the stage bar shows only the current step's sta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Optional
 
-Position = tuple[str, "int | None"]  # (stage name, decoder step or None)
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+
+Position = tuple[str, Optional[int]]  # (stage name, decoder step or None)
 
 
-def positions(trace: Any) -> list[Position]:
-    """Every place the arrows can go, in order."""
+def positions(trace: Trace) -> list[Position]:
+    """Every place the arrows can go, in order (layer and head are chosen apart from these)."""
     steps = trace.steps()
     if not steps:
         return [(name, None) for name in trace.names()]
-    per_step = [s.name for s in trace.stages if s.step == 0]
-    after = [s.name for s in trace.stages if s.step is None]
+    per_step = list(dict.fromkeys(s.name for s in trace if s.step == 0))
+    after = list(dict.fromkeys(s.name for s in trace if s.step is None))
     return [(name, t) for t in range(steps) for name in per_step] + [(name, None) for name in after]
 
 

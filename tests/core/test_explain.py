@@ -9,8 +9,11 @@ import pytest
 import torch
 
 from attn_tui.core.engine import compute
-from attn_tui.core.inspect import explain, mask_of
+from attn_tui.core.explain import explain
+from attn_tui.core.ops import Place
 from attn_tui.core.samples import load_samples
+from attn_tui.core.settings import ModelInput
+from attn_tui.sources.registry import trace_for
 from tests.conftest import matrices, sentence, x_matrix
 
 REQUESTS = {
@@ -42,22 +45,32 @@ def test_every_cell_of_every_stage_is_recomputed(key: str) -> None:
     trace = compute(REQUESTS[key])
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
-            arithmetic = explain(trace, stage.name, stage.head, index)
+            arithmetic = explain(trace, stage.place, index)
             assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
             assert arithmetic.lines and arithmetic.title
 
 
-def test_mask_is_read_back_from_the_masked_stage() -> None:
+def test_masked_and_weights_stages_carry_their_mask() -> None:
     trace = compute(sentence("a b c", variant="scaled_dot", mask="causal"))
-    mask = mask_of(trace)
-    assert mask is not None
-    assert torch.equal(mask, torch.ones(3, 3, dtype=torch.bool).tril())
-    assert mask_of(compute(sentence("a b c"))) is None
+    for name in ("masked", "weights"):
+        spec = trace.mask_of(trace.stage(name))
+        assert spec is not None and torch.equal(spec.allowed, torch.ones(3, 3, dtype=torch.bool).tril())
+    assert trace.mask_of(trace.stage("scores")) is None
+    unmasked = compute(sentence("a b c"))
+    assert unmasked.mask_of(unmasked.stage("masked")) is None
+
+
+def test_a_masked_cell_says_why_and_shows_the_replaced_score() -> None:
+    trace = compute(sentence("a b <pad>", variant="scaled_dot", mask="causal+padding"))
+    text = "\n".join(explain(trace, Place("masked"), (1, 2)).lines)
+    assert "comes after query 1" in text and "key 2 is padding" in text
+    scaled = float(trace["scaled"][1, 2])
+    assert f"{scaled:.4g}" in text and "replaced by the fill -inf" in text
 
 
 def test_weights_text_shows_the_softmax_terms() -> None:
     trace = compute(load_samples()["korean"].request)
-    arithmetic = explain(trace, "weights", None, (0, 1))
+    arithmetic = explain(trace, Place("weights"), (0, 1))
     text = "\n".join(arithmetic.lines)
     assert "max of row 0" in text and "Σ_k" in text
     assert _close(arithmetic.total, float(trace.tensor("weights")[0, 1]))
@@ -65,15 +78,14 @@ def test_weights_text_shows_the_softmax_terms() -> None:
 
 def test_fully_masked_row_explains_zero_weights() -> None:
     trace = compute(REQUESTS["scaled_empty_row"])
-    arithmetic = explain(trace, "weights", None, (0, 0))
+    arithmetic = explain(trace, Place("weights"), (0, 0))
     assert arithmetic.total == 0.0 and "nothing to attend" in "\n".join(arithmetic.lines)
 
 
 @pytest.mark.parametrize("name", list(load_samples()))
 def test_samples_first_weights_cell(name: str) -> None:
     trace = compute(load_samples()[name].request)
-    head = 0 if trace.variant == "multihead" else None
-    arithmetic = explain(trace, "weights", head, (0, 0))
+    arithmetic = explain(trace, trace.stage("weights").place, (0, 0))
     assert _close(arithmetic.total, arithmetic.expected)
 
 
@@ -83,39 +95,35 @@ def test_every_stage_has_an_explanation_in_both_languages() -> None:
     for key in REQUESTS:
         trace = compute(REQUESTS[key])
         for name in trace.names():
-            english = explanation(name, trace.variant, "en")
-            korean = explanation(name, trace.variant, "ko")
+            english = explanation(name, trace.meta.explains, "en")
+            korean = explanation(name, trace.meta.explains, "ko")
             assert english.count(".") >= 2 and any("\uac00" <= ch <= "\ud7a3" for ch in korean), name
 
 
 @pytest.mark.parametrize("name", ["seq2seq-dates", "seq2seq-dates-general"])
 def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
-    from attn_tui.models.registry import model_trace
-
-    trace = model_trace(name, "22 Nov 2026")
+    trace = trace_for(ModelInput(name, "22 Nov 2026"))
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
-            arithmetic = explain(trace, stage.name, None, index, stage.step)
+            arithmetic = explain(trace, stage.place, index)
             assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
             assert arithmetic.lines and arithmetic.title
 
 
 def test_seq2seq_params_name_the_attention_weights() -> None:
-    from attn_tui.models.registry import model_trace
+    assert set(trace_for(ModelInput("seq2seq-dates", "2026-11-22")).params) == {"W_a.weight", "U_a.weight",
+                                                                                 "v_a.weight"}
+    assert set(trace_for(ModelInput("seq2seq-dates-general", "2026-11-22")).params) == {"W_a.weight"}
 
-    assert set(model_trace("seq2seq-dates", "2026-11-22").params) == {"W_a.weight", "U_a.weight", "v_a.weight"}
-    assert set(model_trace("seq2seq-dates-general", "2026-11-22").params) == {"W_a.weight"}
 
-
-def test_every_cell_of_a_real_model_head_is_recomputed() -> None:
-    from attn_tui.models.registry import model_trace
-
-    trace = model_trace("minilm", "the cat sat", layer=1, head=3, pad_to=6)  # padding: masked keys too
+@pytest.mark.slow
+def test_every_cell_of_a_real_model_layer_is_recomputed() -> None:
+    trace = trace_for(ModelInput("minilm", "the cat sat", layer=1, head=3, pad_to=6))  # padding: masked keys too
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
-            arithmetic = explain(trace, stage.name, None, index)
+            arithmetic = explain(trace, stage.place, index)
             assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
-    assert "b_q" in explain(trace, "query", None, (0, 0)).title  # the model's bias is in the sum
+    assert "b_q" in explain(trace, Place("query", 1, 3), (0, 0)).title  # the model's bias is in the sum
 
 
 def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
@@ -123,6 +131,6 @@ def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
 
     for stage in ("query", "key", "query_proj", "key_proj", "energy", "scores", "weights", "context", "alignment"):
         for language in ("en", "ko"):
-            assert explanation(stage, "seq2seq/additive", language), stage
-    assert "decoder" in explanation("query", "seq2seq/general", "en")
-    assert "v_a" in explanation("scores", "seq2seq/additive", "en")
+            assert explanation(stage, ("seq2seq", "additive"), language), stage
+    assert "decoder" in explanation("query", ("seq2seq", "general"), "en")
+    assert "v_a" in explanation("scores", ("seq2seq", "additive"), "en")

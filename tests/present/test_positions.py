@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import torch
 
-from attn_tui.tui.positions import bar_window, positions, same_place
+from attn_tui.core.meta import VariantRun
+from attn_tui.core.ops import Place
+from attn_tui.core.settings import Settings
+from attn_tui.core.stage import Axis, Stage, Trace
+from attn_tui.present.positions import bar_window, positions, same_place
 
 
-def _trace(names_by_step: list[list[str]], after: list[str]):
-    stages = [SimpleNamespace(name=n, step=t) for t, names in enumerate(names_by_step) for n in names]
-    stages += [SimpleNamespace(name=n, step=None) for n in after]
-    steps = len(names_by_step)
-    return SimpleNamespace(stages=stages, steps=lambda: steps, names=lambda: list(dict.fromkeys(s.name for s in stages)))
+def _trace(names_by_step: list[list[str]], after: list[str]) -> Trace:
+    trace = Trace(VariantRun(Settings()), ("a",), ("a",), "cpu", "float32")
+    places = [Place(n, step=t) for t, names in enumerate(names_by_step) for n in names]
+    for place in places + [Place(n) for n in after]:
+        trace.add(Stage(place, torch.zeros(1), "", (Axis("dim", ("d0",)),)))
+    return trace
 
 
 def test_a_single_attention_has_one_position_per_stage() -> None:

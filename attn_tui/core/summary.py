@@ -1,7 +1,7 @@
 """Whole-model views of attention: per-head statistics and attention rollout.
 
-Pure torch over the model's own attention tensors, so the grid and the numbers beside
-it come from the same weights the stages show.
+Computed from a Trace's own `weights` stages (every layer and head of it), so the grid
+and the numbers beside it come from exactly the weights the stages show.
 """
 
 from __future__ import annotations
@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
+from attn_tui.core.stage import Trace
+
+
+ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
 
 
 @dataclass(frozen=True)
@@ -22,9 +27,17 @@ class HeadStats:
     first_token_share: float  # mean weight on key 0 ([CLS] or the first word)
 
 
-def stack(attentions: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Layers' (heads, N, N) tensors → one (layers, heads, N, N) float32 tensor."""
-    return torch.stack([a.float() for a in attentions])
+def stack(trace: Trace) -> torch.Tensor:
+    """Every layer's and head's weights as one (layers, heads, N, N) float32 tensor."""
+    return torch.stack([torch.stack([trace.tensor("weights", layer, head).float() for head in range(trace.heads)])
+                        for layer in range(trace.layers)])
+
+
+def real_keys(trace: Trace) -> torch.Tensor:
+    """(N,) bool: keys that some query may attend (not padding)."""
+    if trace.mask is None:
+        return torch.ones(len(trace.key_tokens), dtype=torch.bool)
+    return trace.mask.any(dim=0).cpu()
 
 
 def head_stats(weights: torch.Tensor, real_rows: torch.Tensor) -> list[HeadStats]:

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from attn_tui.models.summary import head_stats, rollout
+from attn_tui.core.summary import head_stats, rollout
 
 
 def _random_weights(layers: int, heads: int, n: int) -> torch.Tensor:

@@ -11,7 +11,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attn_tui.cli import main  # noqa: E402
-from attn_tui.models import hf  # noqa: E402
+from attn_tui.sources import hf  # noqa: E402
 
 SENTENCES = ("the quick brown fox jumps over the lazy dog", "attention is all you need")
 
@@ -32,21 +32,22 @@ def test_minilm_weights_equal_output_attentions_batched_with_padding(minilm: hf.
     for index, text in enumerate(SENTENCES):
         run = hf.run(minilm, text, pad_to=n)
         assert run.tokens.count("[PAD]") == int((batch["attention_mask"][index] == 0).sum())
+        trace = hf.trace_run(run, 0, 0)  # one trace of the run; the other layers fill in on demand
         for layer in range(minilm.layers):
             for head in range(minilm.heads):
-                ours = run.trace(layer, head).tensor("weights")
+                ours = trace.tensor("weights", layer, head)
                 assert (ours - reference[layer][index, head]).abs().max() <= 1e-5, (index, layer, head)
 
 
 def test_minilm_trace_has_scaled_dot_stages_and_marks_specials(minilm: hf.LoadedModel) -> None:
-    trace = hf.run(minilm, "나는 학교에 간다", pad_to=20).trace(3, 7)
+    trace = hf.trace_run(hf.run(minilm, "나는 학교에 간다", pad_to=20), 3, 7)
     assert trace.names() == ["query", "key", "value", "scores", "scaled", "masked", "weights", "output"]
     assert trace.query_tokens[0] == "[CLS]"
-    special = trace.config["special_tokens"]
+    special = trace.meta.special_tokens
     assert 0 in special and trace.query_tokens.index("[SEP]") in special
     assert trace.query_tokens[-1] == "[PAD]" and len(trace.query_tokens) - 1 in special
     # The head's output is the same slice of the model's own attention context.
-    assert trace.stage("query").shape == (20, 32)
+    assert trace.stage("query", 3, 7).shape == (20, 32)
 
 
 def _tiny_gpt2(tmp_path) -> str:
@@ -75,11 +76,11 @@ def test_tiny_gpt2_matches_output_attentions_and_shows_causal_mask(tmp_path) -> 
     ids = loaded.tokenizer(text, return_tensors="pt")
     with torch.no_grad():
         reference = loaded.model(**ids, output_attentions=True).attentions
+    trace = hf.trace_run(run, 0, 0)
     for layer in range(2):
         for head in range(4):
-            trace = run.trace(layer, head)
-            assert (trace.tensor("weights") - reference[layer][0, head]).abs().max() <= 1e-5
-    masked = run.trace(1, 2).tensor("masked")
+            assert (trace.tensor("weights", layer, head) - reference[layer][0, head]).abs().max() <= 1e-5
+    masked = trace.tensor("masked", 1, 2)
     n = masked.shape[0]
     above = torch.ones(n, n, dtype=torch.bool).triu(1)
     assert torch.isinf(masked[above]).all() and torch.isfinite(masked[~above]).all()
@@ -92,7 +93,7 @@ def test_cli_model_json(capsys) -> None:
     assert code == 0 and err == ""
     doc = json.loads(out)
     assert doc["tokens"]["query"] == ["[CLS]", "the", "cat", "sat", "[SEP]"]
-    assert doc["settings"]["layer"] == 1 and doc["settings"]["head"] == 2
+    assert [(s["layer"], s["head"]) for s in doc["stages"]] == [(1, 2)]
 
 
 @pytest.mark.parametrize("argv,fragment", [

@@ -1,0 +1,290 @@
+"""The arithmetic of one cell of any stage, recomputed from the trace's own tensors through the stage's op.
+
+One explainer per kind of operation, whatever the source: a variant, a real model, a
+trained decoder. The app's inspector shows the lines; the tests check that every
+recomputed `total` equals the stage's own cell, so what the inspector claims is what
+was computed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from attn_tui.core import ops
+from attn_tui.core.masks import FILLS
+from attn_tui.core.ops import Place
+from attn_tui.core.stage import Stage, Trace
+
+MAX_TERMS = 8  # terms written out before the rest are summarised as "…"
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """How one cell came to be: a headline, the terms written out, and their result.
+
+    `total` is recomputed here in float64; `expected` is the stage's own cell. They
+    agree up to the stage's dtype rounding, which the tests assert.
+    """
+
+    title: str
+    lines: list[str] = field(default_factory=list)
+    total: float = 0.0
+    expected: float = 0.0
+
+    @property
+    def matches(self) -> bool:
+        if math.isinf(self.total) or math.isinf(self.expected) or math.isnan(self.expected):
+            return self.total == self.expected or (math.isnan(self.total) and math.isnan(self.expected))
+        return abs(self.total - self.expected) <= 1e-4 * max(1.0, abs(self.expected))
+
+
+def fmt(x: float) -> str:
+    if math.isinf(x):
+        return "-∞" if x < 0 else "+∞"
+    if math.isnan(x):
+        return "NaN"
+    return f"{x:.4g}"
+
+
+def _floats(t: torch.Tensor) -> list[float]:
+    return [float(v) for v in t.detach().double().cpu().flatten().tolist()]
+
+
+def _sum_terms(pairs: list[tuple[float, float]], a: str, b: str) -> tuple[list[str], float]:
+    """Lines for Σ a_m·b_m and the float64 sum; long sums show the first terms then '…'."""
+    total = math.fsum(x * y for x, y in pairs)
+    shown = [f"{fmt(x)}·{fmt(y)}" for x, y in pairs[:MAX_TERMS]]
+    more = f" + … ({len(pairs) - MAX_TERMS} more)" if len(pairs) > MAX_TERMS else ""
+    return [f"Σ_m {a}[m]·{b}[m] =", "  " + " + ".join(shown) + more, f"  = {fmt(total)}"], total
+
+
+def _name(trace: Trace, ref: Place | str) -> str:
+    return ref if isinstance(ref, str) else trace.stages[ref].symbol
+
+
+Explained = tuple[str, list[str], float]
+Explainer = Callable[[Trace, Stage, tuple[int, ...]], Explained]
+
+
+def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
+    """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
+    stage = trace.stages[place]
+    title, lines, total = _EXPLAINERS[type(stage.op)](trace, stage, index)
+    return Arithmetic(title, lines, total, float(stage.tensor[index].double()))
+
+
+def _given(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Given)
+    value = float(stage.tensor[index].double())
+    return f"{stage.symbol}{list(index)}", [op.what, f"= {fmt(value)}"], value
+
+
+def _lookup(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Lookup)
+    i, j = index
+    token, row = trace.query_tokens[i], op.rows[i]
+    value = float(trace.params[op.table][row, j].double())
+    return (f"X[{i},{j}] for token {token!r}",
+            [f"row {row} of the seeded table (vocabulary entry {token!r}), column {j}",
+             "the same word always gets the same row" + ("; <pad> is the zero row" if token == "<pad>" else ""),
+             f"= {fmt(value)}"], value)
+
+
+def _sinusoid(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Sinusoid)
+    pos, j = index
+    d = stage.shape[1]
+    even = j - j % 2
+    angle = pos / op.base ** (even / d)
+    fn = "sin" if j % 2 == 0 else "cos"
+    value = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return (f"PE[{pos},{j}]",
+            [f"{fn}(pos / {op.base:g}^({even}/{d})) = {fn}({pos} / {fmt(op.base ** (even / d))})",
+             f"= {fn}({fmt(angle)}) = {fmt(value)}"], value)
+
+
+def _sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Sum)
+    parts = [float(trace.stages[p].tensor[index].double()) for p in op.parts]
+    names = " + ".join(trace.stages[p].name for p in op.parts)
+    total = math.fsum(parts)
+    return (f"{stage.symbol}{list(index)} = {names}", [" + ".join(fmt(x) for x in parts), f"= {fmt(total)}"],
+            total)
+
+
+def _linear(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Linear)
+    i, j = index
+    row = op.offset + j
+    weight = trace.params[op.weight]
+    source = _name(trace, op.source)
+    lines, total = _sum_terms(list(zip(_floats(trace.operand(op.source)[i]), _floats(weight[row]))),
+                              f"{source}[{i}]", f"{op.weight}[{row}]")
+    title = f"{stage.symbol}[{i},{j}] = {source}[{i}]·{op.weight}[{row}]"
+    if op.bias is not None:
+        b = float(trace.params[op.bias][row].double())
+        total += b
+        lines.append(f"  + {op.bias}[{row}] ({fmt(b)}) = {fmt(total)}")
+        title += f" + {op.bias}[{row}]"
+    return title, lines, total
+
+
+def _columns(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Columns)
+    i, j = index
+    source = trace.stages[op.source]
+    value = float(source.tensor[i, op.offset + j].double())
+    head = f" of head {stage.head}" if stage.head is not None else ""
+    return (f"{stage.name}{head} [{i},{j}]",
+            [f"column {j}{head} is column {op.offset + j} of {source.name}", f"= {fmt(value)}"], value)
+
+
+def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Dot)
+    i, j = index
+    left, right = trace.stages[op.left], trace.stages[op.right]
+    lines, total = _sum_terms(list(zip(_floats(left.tensor[i]), _floats(right.tensor[j]))),
+                              f"{left.symbol}[{i}]", f"{right.symbol}[{j}]")
+    return f"{stage.symbol}[{i},{j}] = {left.symbol}[{i}]·{right.symbol}[{j}]", lines, total
+
+
+def _scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Scale)
+    source = trace.stages[op.source]
+    s = float(source.tensor[index].double())
+    total = s * op.factor
+    cell = ",".join(map(str, index))
+    d_k = round(op.factor ** -2)
+    if math.isclose(op.factor, d_k ** -0.5, rel_tol=1e-6):
+        return (f"{stage.symbol}[{cell}] = {source.symbol}[{cell}] / √d_k",
+                [f"{fmt(s)} / √{d_k} = {fmt(s)} / {fmt(math.sqrt(d_k))}", f"= {fmt(total)}", f"({op.reason})"], total)
+    return (f"{stage.symbol}[{cell}] = {source.symbol}[{cell}] · {fmt(op.factor)}",
+            [f"{fmt(s)} · {fmt(op.factor)}", f"= {fmt(total)}", f"({op.reason})"], total)
+
+
+def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Masking)
+    i, j = index
+    source = trace.stages[op.source]
+    before = float(source.tensor[i, j].double())
+    allowed = op.mask is None or bool(op.mask.allowed[i, j])
+    lines = [f"mask[{i},{j}] = {int(allowed)}   (1 = may attend)"]
+    if op.temperature != 1:
+        lines.append(f"divided by the temperature: {fmt(before)} / {op.temperature:g}")
+    if allowed:
+        total = before / op.temperature
+        lines.append(f"kept: {fmt(total)}")
+    else:
+        total = FILLS[op.fill]
+        assert op.mask is not None
+        lines += [f"masked: {reason}" for reason in op.mask.reasons(i, j)]
+        lines.append(f"the score {fmt(before / op.temperature)} is replaced by the fill {op.fill}")
+    return f"M[{i},{j}]", lines, total
+
+
+def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Softmax)
+    i, j = index
+    row = _floats(trace.stages[op.source].tensor[i])
+    finite = [x for x in row if not math.isinf(x)]
+    if not finite:
+        return (f"A[{i},{j}]", ["every key of this row is masked with -∞:",
+                                "the row has nothing to attend to, so its weights are 0 (as SDPA returns)"], 0.0)
+    top = max(finite)
+    exps = [0.0 if math.isinf(x) else math.exp(x - top) for x in row]
+    denom = math.fsum(exps)
+    total = exps[j] / denom
+    shown = " + ".join(fmt(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
+    m = trace.stages[op.source].symbol
+    return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / Σ_k exp({m}[{i},k] − max)",
+            [f"max of row {i} = {fmt(top)}", f"exp({fmt(row[j])} − {fmt(top)}) = {fmt(exps[j])}",
+             f"Σ_k = {shown} = {fmt(denom)}", f"{fmt(exps[j])} / {fmt(denom)} = {fmt(total)}"], total)
+
+
+def _weighted_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.WeightedSum)
+    i, j = index
+    weights, values = trace.stages[op.weights], trace.stages[op.values]
+    lines, total = _sum_terms(list(zip(_floats(weights.tensor[i]), _floats(values.tensor[:, j]))),
+                              f"{weights.symbol}[{i}]", f"{values.symbol}[:,{j}]")
+    lines[0] = f"Σ_k {weights.symbol}[{i},k]·{values.symbol}[k,{j}]  (weights × column {j} of the values) ="
+    return f"{stage.symbol}[{i},{j}] = Σ_k {weights.symbol}[{i},k] {values.symbol}[k,{j}]", lines, total
+
+
+def _tanh_of_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.TanhOfSum)
+    i, j, h = index
+    left, right = trace.stages[op.left], trace.stages[op.right]
+    a, b = float(left.tensor[i, h].double()), float(right.tensor[j, h].double())
+    total = math.tanh(a + b)
+    return (f"E[{i},{j},{h}] = tanh({left.symbol}[{i}] + {right.symbol}[{j}])[{h}]",
+            [f"{left.symbol}[{i},{h}] = {fmt(a)}", f"{right.symbol}[{j},{h}] = {fmt(b)}",
+             f"tanh({fmt(a)} + {fmt(b)}) = tanh({fmt(a + b)}) = {fmt(total)}"], total)
+
+
+def _tanh_of_pair(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.TanhOfPair)
+    i, j, h = index
+    pair = _floats(trace.stages[op.query].tensor[i]) + _floats(trace.stages[op.key].tensor[j])
+    lines, inner = _sum_terms(list(zip(_floats(trace.params[op.weight][h]), pair)), f"{op.weight}[{h}]",
+                              f"[q_{i};k_{j}]")
+    total = math.tanh(inner)
+    lines.append(f"tanh({fmt(inner)}) = {fmt(total)}")
+    return f"E[{i},{j},{h}] = tanh({op.weight}[q_{i}; k_{j}])[{h}]", lines, total
+
+
+def _reduce(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Reduce)
+    i, j = index
+    energy = trace.stages[op.source]
+    lines, total = _sum_terms(list(zip(_floats(trace.params[op.vector]), _floats(energy.tensor[i, j]))),
+                              op.vector, f"E[{i},{j}]")
+    return f"{stage.symbol}[{i},{j}] = {op.vector}ᵀ E[{i},{j}]", lines, total
+
+
+def _concat(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Concat)
+    i, j = index
+    width = trace.stages[op.parts[0]].shape[-1]
+    part, col = divmod(j, width)
+    source = trace.stages[op.parts[part]]
+    value = float(source.tensor[i, col].double())
+    return (f"C[{i},{j}]", [f"column {j} = column {col} of {source.key}", f"= {fmt(value)}"], value)
+
+
+def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Stack)
+    row, j = index
+    source = trace.stages[op.parts[row]]
+    value = float(source.tensor[0, j].double())
+    return (f"{stage.symbol}[{row},{j}] = α_{row},{j}",
+            [f"row {row} is the weights of decoder step {row} (output {trace.query_tokens[row]!r})",
+             f"weight on input {j} ({trace.key_tokens[j]!r}) = {fmt(value)}"], value)
+
+
+_EXPLAINERS: dict[type, Explainer] = {
+    ops.Given: _given, ops.Lookup: _lookup, ops.Sinusoid: _sinusoid, ops.Sum: _sum, ops.Linear: _linear,
+    ops.Columns: _columns, ops.Dot: _dot, ops.Scale: _scale, ops.Masking: _masking, ops.Softmax: _softmax,
+    ops.WeightedSum: _weighted_sum, ops.TanhOfSum: _tanh_of_sum, ops.TanhOfPair: _tanh_of_pair,
+    ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack,
+}

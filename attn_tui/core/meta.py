@@ -1,0 +1,94 @@
+"""What a trace is a trace of, as typed frozen data: a variant run, a transformer run, a decoder run.
+
+Every view reads these fields instead of guessing from a name; each kind answers the
+same few questions (its title, how many layers and heads, how its scores were masked),
+so the views need not know which kind they hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from attn_tui.core.settings import Settings
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """One of attn-tui's own attention variants on a sentence or typed matrices."""
+
+    settings: Settings
+    vocab: tuple[str, ...] = ()  # a sentence's distinct tokens, in table order
+    heads: int = 1
+    special_tokens: tuple[int, ...] = ()  # none: every token is the user's own
+
+    @property
+    def variant(self) -> str:
+        return self.settings.variant
+
+    @property
+    def title(self) -> str:
+        return self.settings.variant
+
+    @property
+    def layers(self) -> int:
+        return 1
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        """Keys of the explanations that apply, most specific first."""
+        return (self.settings.variant,)
+
+
+@dataclass(frozen=True)
+class TransformerRun:
+    """A real transformer's forward pass: every layer and head of it, traced on demand."""
+
+    model: str
+    family: str  # bert | gpt2
+    layers: int
+    heads: int
+    scale: float  # the model's own factor on q·k
+    causal: bool
+    special_tokens: tuple[int, ...] = ()  # positions of [CLS], [SEP], [PAD], …
+
+    @property
+    def title(self) -> str:
+        return self.model
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        return ("scaled_dot",)
+
+
+@dataclass(frozen=True)
+class DecoderRun:
+    """A trained encoder-decoder decoding one input, one output character per step."""
+
+    model: str
+    attention: str  # additive | general
+    input: str
+    output: str
+    steps: int
+    target: str | None = None
+    teacher_forcing: bool = False
+    special_tokens: tuple[int, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return f"{self.model} ({self.attention}) → {self.output}"
+
+    @property
+    def layers(self) -> int:
+        return 1
+
+    @property
+    def heads(self) -> int:
+        return 1
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        return ("seq2seq", self.attention)
+
+
+RunMeta = Union[VariantRun, TransformerRun, DecoderRun]

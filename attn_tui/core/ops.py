@@ -1,0 +1,179 @@
+"""How each stage was made, as plain data: the inspector explains any cell from these, once for every source.
+
+A source records, beside each tensor, the operation that produced it and where its
+operands live (other stages by place, parameters by name). `core.explain` then writes
+out the arithmetic of any cell for every variant, real model, trained model and recorded
+piece of user code alike, and recomputes it to show that it matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from attn_tui.core.masks import MaskSpec
+
+
+@dataclass(frozen=True, order=True)
+class Place:
+    """Where a stage sits, TransformerLens-style: (layer, head, step, name).
+
+    `layer` is a transformer block, `head` an attention head, `step` a decoder step or
+    a flash tile; each is None where the source has no such axis.
+    """
+
+    name: str
+    layer: int | None = None
+    head: int | None = None
+    step: int | None = None
+
+    @property
+    def key(self) -> str:
+        """`weights`, `weights@h1`, `blocks.2.attn.weights@h5`, `context@t3`: unique within a trace."""
+        key = self.name if self.layer is None else f"blocks.{self.layer}.attn.{self.name}"
+        key += "" if self.head is None else f"@h{self.head}"
+        return key + ("" if self.step is None else f"@t{self.step}")
+
+    def at(self, name: str) -> Place:
+        """The stage called `name` at the same layer, head and step."""
+        return Place(name, self.layer, self.head, self.step)
+
+
+Operand = Union[Place, str]  # a stage, or the name of an input ("X") of the trace
+
+
+@dataclass(frozen=True)
+class Given:
+    """Typed, or computed by a network that is not attention: the value is shown as it is."""
+
+    what: str
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Row `rows[i]` of the embedding table `table` (a parameter), one per token."""
+
+    table: str
+    rows: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Sinusoid:
+    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(…)."""
+
+    base: float = 10000.0
+
+
+@dataclass(frozen=True)
+class Sum:
+    """Cell-wise sum of stages of the same shape (embedding + PE, scores + bias)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Linear:
+    """out[i, j] = Σ_m source[i, m]·weight[offset + j, m] (+ bias[offset + j]): a row of X·Wᵀ + b.
+
+    `offset` picks a head's rows of a fused or stacked weight.
+    """
+
+    source: Operand
+    weight: str
+    bias: str | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Columns:
+    """out[i, j] = source[i, offset + j]: a head's slice of a fused projection."""
+
+    source: Place
+    offset: int
+
+
+@dataclass(frozen=True)
+class Dot:
+    """out[i, j] = Σ_m left[i, m]·right[j, m]: every query against every key."""
+
+    left: Place
+    right: Place
+
+
+@dataclass(frozen=True)
+class Scale:
+    """out = source · factor (1/√d_k, or a model's own scaling)."""
+
+    source: Place
+    factor: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Masking:
+    """out[i, j] = source[i, j] / temperature where the mask allows, the fill where it does not."""
+
+    source: Place
+    mask: MaskSpec | None
+    fill: str
+    temperature: float = 1.0
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """Softmax of each row of `source` over the keys (a learned sink logit joins it when `sink` is named)."""
+
+    source: Place
+    sink: str | None = None
+
+
+@dataclass(frozen=True)
+class WeightedSum:
+    """out[i, j] = Σ_k weights[i, k]·values[k, j]."""
+
+    weights: Place
+    values: Place
+
+
+@dataclass(frozen=True)
+class TanhOfSum:
+    """out[i, j, h] = tanh(left[i, h] + right[j, h]): Bahdanau's energy from separate projections."""
+
+    left: Place
+    right: Place
+
+
+@dataclass(frozen=True)
+class TanhOfPair:
+    """out[i, j, h] = tanh(Σ_m weight[h, m]·[query_i; key_j][m]): the concat form's energy."""
+
+    query: Place
+    key: Place
+    weight: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """out[i, j] = Σ_h vector[h]·source[i, j, h]: a learned vector turns an energy into a score."""
+
+    source: Place
+    vector: str
+
+
+@dataclass(frozen=True)
+class Concat:
+    """The parts side by side along their last axis (the heads' outputs)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Row t is row 0 of part t: one decoder step's weights per row (an alignment)."""
+
+    parts: tuple[Place, ...]
+
+
+Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Columns, Dot, Scale, Masking, Softmax, WeightedSum, TanhOfSum,
+           TanhOfPair, Reduce, Concat, Stack]

@@ -1,0 +1,85 @@
+"""What the app shows of a whole trace: the layer × head grid with its statistics, rollout, alignment.
+
+Built in the compute worker from the trace itself (its `weights` stages, every layer and
+head), handed to the app as plain data (Grids and floats), so the UI thread never runs torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from attn_tui.core.meta import DecoderRun
+from attn_tui.present.grid import Grid, as_array
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from attn_tui.core.stage import Trace
+
+
+@dataclass(frozen=True)
+class HeadCell:
+    """One head of the grid: its weights and what they do at a glance."""
+
+    layer: int
+    head: int
+    grid: Grid
+    entropy: float  # mean over real query rows, nats
+    max_weight: float
+    first_share: float  # mean weight on the first token
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """A transformer over one sentence: every head's weights and statistics, and the rollout."""
+
+    name: str
+    tokens: tuple[str, ...]
+    layers: int
+    heads: int
+    cells: tuple[HeadCell, ...]  # layer-major
+    rollout: Grid
+
+    def cell(self, layer: int, head: int) -> HeadCell:
+        return self.cells[layer * self.heads + head]
+
+
+def summarise(trace: Trace) -> ModelSummary:
+    """Per-head statistics and rollout of a transformer's trace, from its own weights stages."""
+    from attn_tui.core.summary import head_stats, real_keys, rollout, stack
+
+    weights = stack(trace)  # (layers, heads, N, N): fills every layer not computed yet
+    real = real_keys(trace)
+    special = frozenset(trace.meta.special_tokens)
+    tokens = trace.query_tokens
+    hidden = None if trace.mask is None else (~trace.mask).cpu().numpy()
+
+    def grid(values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
+        return Grid(values, tokens, tokens, "query", "key", masked, probability=True, special_rows=special,
+                    special_cols=special)
+
+    cells = tuple(HeadCell(s.layer, s.head, grid(as_array(weights[s.layer, s.head]), hidden), s.entropy,
+                           s.max_weight, s.first_token_share) for s in head_stats(weights, real))
+    return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
+                        grid(as_array(rollout(weights, real))))
+
+
+def alignment_grid(trace: Trace, filled: int) -> Grid:
+    """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn."""
+    stage = trace.stage("alignment")
+    return Grid(as_array(stage.tensor), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
+                probability=True, filled_rows=filled)
+
+
+def alignment_so_far(trace: Trace, name: str, step: int | None) -> tuple[str, Grid]:
+    """The title and grid of a decode's alignment while the user is at stage `name` of decoder `step`.
+
+    A row fills in once its step's weights exist, so stepping through a decode draws the
+    alignment the way the decoder built it.
+    """
+    steps = trace.steps()
+    filled = steps if step is None else step + (name in ("weights", "context"))
+    meta = trace.meta
+    what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
+    return f"alignment so far: {filled} of {steps} decoder steps  {what}", alignment_grid(trace, filled)

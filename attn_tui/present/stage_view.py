@@ -1,0 +1,155 @@
+"""What the app shows for one stage at one place: the grid, its shape line, its checks.
+
+Textual-free and typed. Tensors are read through their own methods, so this module
+never imports torch at import time (the app builds views once a trace exists, i.e.
+after torch has loaded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from attn_tui.core.meta import DecoderRun
+from attn_tui.present.grid import Grid, as_array
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.core.ops import Place
+    from attn_tui.core.stage import Stage, Trace
+
+TOKEN_AXES = ("query", "key", "token")
+PROBABILITIES = ("weights", "alignment")
+PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
+
+
+@dataclass(frozen=True)
+class StageView:
+    """Everything drawn for the stage on show, computed once per stage, head, layer or query change."""
+
+    place: Place
+    grid: Grid
+    formula: str
+    shape: str
+    note: str  # the row-sum check of weights, or which query an energy slice shows
+    index_prefix: tuple[int, ...]  # leading index of a sliced 3-D stage (the energy's query)
+    vector: bool = False  # a 1-D stage drawn as one row
+
+    @property
+    def name(self) -> str:
+        return self.place.name
+
+    @property
+    def head(self) -> int | None:
+        return self.place.head
+
+    @property
+    def step(self) -> int | None:
+        return self.place.step
+
+    def index(self, row: int, col: int) -> tuple[int, ...]:
+        """The stage tensor's index of a grid cell (the grid may be a slice or a lifted vector)."""
+        return (col,) if self.vector else self.index_prefix + (row, col)
+
+
+def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, query: int,
+               step: int | None = None) -> StageView:
+    """The grid of one stage; 3-D stages are sliced at `query`, 1-D ones become a row."""
+    stage = trace.stage(name, layer, head, step)
+    tensor = stage.tensor.detach().float().cpu()
+    axes = stage.axes
+    prefix: tuple[int, ...] = ()
+    note = ""
+    if tensor.dim() == 3:
+        query = max(0, min(query, tensor.shape[0] - 1))
+        prefix = (query,)
+        note = (f"query {query} {axes[0].labels[query]!r} (, . change it): "
+                f"rows {axes[1].name}s, columns {axes[2].name}")
+        tensor, axes = tensor[query], axes[1:]  # (S, hidden)
+    vector = tensor.dim() == 1
+    rows: tuple[str, ...] = ("",) if vector else axes[0].labels
+    row_axis = "" if vector else axes[0].name
+    if vector:
+        tensor = tensor[None, :]  # (1, n)
+    spec = trace.mask_of(stage)
+    masked = None if spec is None or prefix else (~spec.allowed).cpu().numpy()
+    if name == "weights":
+        note = row_sums(tensor)
+    special = frozenset(trace.meta.special_tokens)  # a real model's [CLS], [SEP], …
+    col_axis = axes[-1]
+    grid = Grid(as_array(tensor), tuple(rows), tuple(col_axis.labels), row_axis, col_axis.name, masked,
+                probability=name in PROBABILITIES,
+                special_rows=special if row_axis in TOKEN_AXES else frozenset(),
+                special_cols=special if col_axis.name in TOKEN_AXES else frozenset())
+    return StageView(stage.place, grid, stage.formula, shape_line(stage), note, prefix, vector)
+
+
+def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
+    """What the stage bar says about the place: the layer and head, or the decoder step and its output."""
+    meta = trace.meta
+    if isinstance(meta, DecoderRun):
+        forced = "  teacher-forced" if meta.teacher_forcing else ""
+        if view.step is None:
+            return f"all {meta.steps} decoder steps → '{meta.output}'{forced}"
+        return f"decoder step {view.step + 1} of {meta.steps}: writes {trace.query_tokens[view.step]!r}{forced}"
+    if trace.layers > 1:
+        return f"{meta.title}  layer {layer} head {head}"
+    return f"head {view.head} of {trace.heads}" if view.head is not None else ""
+
+
+def shape_line(stage: Stage) -> str:
+    return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(a.name for a in stage.axes) + ")"
+
+
+def row_sums(weights: torch.Tensor) -> str:
+    """Check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked)."""
+    sums = weights.double().sum(dim=-1)  # (L,)
+    live = sums > 0.5
+    deviation = float((sums[live] - 1).abs().max()) if bool(live.any()) else 0.0
+    text = f"rows sum to 1 (±{deviation:.0e})"
+    empty = [i for i, ok in enumerate(live.tolist()) if not ok]
+    if empty:
+        text += f"; rows {empty} sum to 0: they may attend to nothing"
+    return text
+
+
+def heads_grids(trace: Trace, view: StageView, query: int) -> tuple[list[tuple[str, Grid]], int, str]:
+    """The stage on show for every head of its layer (titles, grids), the index to highlight, and a note."""
+    if view.head is None:
+        note = "only multihead has several heads" if trace.heads == 1 else "this stage is shared by all heads"
+        return [(view.name, view.grid)], 0, note
+    place = view.place
+    grids = [(f"head {h}", stage_view(trace, view.name, place.layer, h, query, place.step).grid)
+             for h in range(trace.heads)]
+    return grids, view.head, ""
+
+
+def overview(tensor: torch.Tensor, rows: int = PARAM_ROWS, cols: int = PARAM_COLS) -> tuple[torch.Tensor, str]:
+    """A 2-D tensor cut down to at most rows × cols by block means, and a note saying how much."""
+    import torch.nn.functional as F  # noqa: N812 — called once a trace exists, so torch is loaded
+
+    t = tensor.detach().float().cpu()
+    if t.dim() == 1:
+        t = t[None, :]  # (1, n)
+    t = t.reshape(t.shape[0], -1)
+    if t.shape[0] <= rows and t.shape[1] <= cols:
+        return t, ""
+    shape = (min(rows, t.shape[0]), min(cols, t.shape[1]))
+    small = F.adaptive_avg_pool2d(t[None, None], shape)[0, 0]  # (rows, cols)
+    return small, f" (block means, {t.shape[0] / shape[0]:.3g}×{t.shape[1] / shape[1]:.3g} values a cell)"
+
+
+def param_grids(trace: Trace) -> list[tuple[str, Grid]]:
+    """Every learned parameter of the trace as a small grid; large ones as block-mean overviews.
+
+    A 4096-wide weight has 16 million values; drawn whole it would take minutes. The
+    overview costs one pooling pass and draws at most PARAM_ROWS × PARAM_COLS cells.
+    """
+    grids = []
+    for name, tensor in trace.params.items():
+        small, note = overview(tensor)
+        rows, cols = small.shape
+        grids.append((f"{name} {'×'.join(map(str, tensor.shape))}{note}",
+                      Grid(as_array(small), tuple(map(str, range(rows))), tuple(map(str, range(cols))))))
+    return grids

@@ -1,0 +1,22 @@
+"""User text made safe to draw: control characters become visible symbols, never terminal escapes.
+
+A token may hold ESC or BEL (typed, or decoded from a model's byte-level vocabulary);
+printed raw it would recolour or retitle the user's terminal. C0 controls become their
+Unicode control pictures (ESC → ␛), DEL and C1 controls a replacement mark.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _picture(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return chr(0x2400 + code) if code < 0x20 else ("␡" if code == 0x7F else "�")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character replaced by a visible one-cell symbol."""
+    return _CONTROL.sub(_picture, text) if _CONTROL.search(text) else text

@@ -1,0 +1,35 @@
+"""Short notes drawn under the sentence: a model's own tokens, or what a decoder wrote."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from attn_tui.core.meta import DecoderRun
+from attn_tui.present.text import printable
+
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+
+MAX_TOKENS_SHOWN = 200
+
+
+def model_note(trace: Trace) -> Text:
+    """A decoder's output (and its teacher-forcing target), or a model's tokens with special ones dimmed."""
+    meta = trace.meta
+    note = Text(f"{printable(meta.title if not isinstance(meta, DecoderRun) else meta.model)} ", style="dim")
+    if isinstance(meta, DecoderRun):
+        note.append("→ ")
+        note.append(meta.output, "bold green")
+        if meta.teacher_forcing:
+            note.append(f"   (teacher forcing on {meta.target})", "magenta")
+        return note
+    special = set(meta.special_tokens)
+    note.append("tokens: ")
+    for n, token in enumerate(trace.query_tokens[:MAX_TOKENS_SHOWN]):
+        shown = printable(token)
+        note.append(shown if n in special else f" {shown} ", "dim italic" if n in special else "reverse")
+        note.append(" ")
+    note.append(f"  ({len(trace.query_tokens)})", "dim")
+    return note

@@ -1,0 +1,20 @@
+"""The one protocol every source of attention follows: what it was asked for in, a Trace out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, Union
+
+from attn_tui.core.settings import ModelInput, Request
+
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+
+Ask = Union[Request, ModelInput]  # a variant on an input, or a model on a sentence
+
+
+class Source(Protocol):
+    """Turns an ask into a Trace; `handles` says whether this source is the one for it."""
+
+    def handles(self, ask: Ask) -> bool: ...
+
+    def trace(self, ask: Ask, max_memory: int | None = None) -> Trace: ...

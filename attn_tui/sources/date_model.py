@@ -1,0 +1,28 @@
+"""The trained seq2seq date models (GRU encoder-decoder, Bahdanau or Luong attention) as a source."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from attn_tui.core.settings import SEQ2SEQ_MODELS, ModelInput
+from attn_tui.core.stage import Trace
+from attn_tui.models.seq2seq.net import Seq2Seq
+from attn_tui.sources.base import Ask
+
+
+@lru_cache(maxsize=2)
+def _model(name: str) -> Seq2Seq:
+    from attn_tui.models.seq2seq.train import load_shipped
+
+    return load_shipped(SEQ2SEQ_MODELS[name])
+
+
+class DateModelSource:
+    def handles(self, ask: Ask) -> bool:
+        return isinstance(ask, ModelInput) and ask.name in SEQ2SEQ_MODELS
+
+    def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
+        assert isinstance(ask, ModelInput)
+        from attn_tui.sources.dates import decode_trace
+
+        return decode_trace(_model(ask.name), ask.text, ask.target, ask.teacher_forcing, ask.name)

@@ -1,0 +1,93 @@
+"""The trained date decoder as a source: each decoder step's attention stages, then the alignment.
+
+The query, keys and projections are the very tensors the network computed at that step;
+the scores go through the same tail as every other source (masked → weights → context),
+and the tests check that those weights equal the network's own, step by step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attn_tui.core.attend import Tail, attend
+from attn_tui.core.errors import InputError
+from attn_tui.core.meta import DecoderRun
+from attn_tui.core.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
+from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.models.seq2seq import codec, dates
+from attn_tui.models.seq2seq.net import Seq2Seq
+
+
+def visible(ch: str) -> str:
+    """A space would be an invisible axis label."""
+    return "␣" if ch == " " else ch
+
+
+def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, parts, predicted: str,
+                 key_axis: Axis, additive: bool) -> None:
+    """Record step t: the state querying the encoder outputs, then the shared tail."""
+    q_axis = Axis("query", (visible(predicted),))
+    add = trace.add
+    add(Stage(Place("query", step=t), query, f"s_{t}: the decoder state before output {t} (the query)",
+              (q_axis, dim_axis(query.shape[1])),
+              Given(f"the decoder GRU's state s_{t}: the network's memory of what it read and wrote")))
+    add(Stage(Place("key", step=t), keys, "h_j: the encoder outputs, one per input character (the keys)",
+              (key_axis, dim_axis(keys.shape[1])),
+              Given("an encoder output: the bidirectional GRU's reading of one input character")))
+    if additive:
+        a_axis = dim_axis(parts.query_proj.shape[1], "hidden", "h")
+        add(Stage(Place("query_proj", step=t), parts.query_proj, "W_a s_t", (q_axis, a_axis),
+                  Linear(Place("query", step=t), "W_a.weight")))
+        add(Stage(Place("key_proj", step=t), parts.key_proj[0], "U_a h_j for every input character", (key_axis, a_axis),
+                  Linear(Place("key", step=t), "U_a.weight")))
+        add(Stage(Place("energy", step=t), parts.energy, "E[j] = tanh(W_a s_t + U_a h_j)", (q_axis, key_axis, a_axis),
+                  TanhOfSum(Place("query_proj", step=t), Place("key_proj", step=t))))
+        add(Stage(Place("scores", step=t), parts.scores, "e_j = v_aᵀ E[j]", (q_axis, key_axis),
+                  Reduce(Place("energy", step=t), "v_a.weight")))
+    else:
+        add(Stage(Place("query_proj", step=t), parts.query_proj, "W_a s_t",
+                  (q_axis, dim_axis(parts.query_proj.shape[1])), Linear(Place("query", step=t), "W_a.weight")))
+        add(Stage(Place("scores", step=t), parts.scores, "e_j = (W_a s_t)·h_j", (q_axis, key_axis),
+                  Dot(Place("query_proj", step=t), Place("key", step=t))))
+    tail = Tail(q_axis, key_axis, output="context", output_formula="c_t = Σ_j α_j h_j")
+    attend(trace, tail, parts.scores, keys, [Place("scores", step=t)], [Place("key", step=t)])
+
+
+@torch.no_grad()
+def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_forcing: bool = False,
+                 name: str = "seq2seq-dates") -> Trace:
+    """Greedy decode (or teacher-forced on `target`) recording every step's attention."""
+    model.eval()
+    kind = model.cfg.attention
+    if teacher_forcing and not target:
+        raise InputError("teacher forcing needs a target date, e.g. 2026-11-22")
+    ids = codec.encode_input(text)
+    forced = codec.encode_target(target)[1:] if teacher_forcing and target else None
+    chars = tuple(visible(c) for c in text.strip())
+    src = torch.tensor([ids])  # (1, S)
+    keys, state = model.encoder(src, torch.tensor([len(ids)]))  # (1, S, K), (1, D)
+    mask = src != 0
+    key_axis = Axis("key", chars)
+    token = torch.tensor([codec.OUT_STOI[dates.START]])
+    trace = Trace(DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing), (), chars, "cpu", "float32")
+    trace.params = {n: p.detach() for n, p in model.decoder.attention.named_parameters()}
+    produced: list[str] = []
+    limit = len(forced) if forced else codec.MAX_OUTPUT
+    for t in range(limit):
+        query = state
+        logits, state, parts = model.decoder.step(token, state, keys, mask)
+        predicted = codec.OUT_ITOS[int(logits.argmax(-1))]
+        produced.append(predicted)
+        _step_stages(trace, t, query, keys[0], parts, predicted, key_axis, kind == "additive")
+        token = torch.tensor([forced[t]]) if forced else logits.argmax(-1)
+        if not forced and predicted == dates.END:
+            break
+    out_tokens = tuple(visible(c) for c in produced)
+    output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
+    trace.query_tokens = out_tokens
+    trace.meta = DecoderRun(name, kind, text.strip(), output, len(produced), target, teacher_forcing)
+    rows = [Place("weights", step=t) for t in range(len(produced))]
+    trace.add(Stage(Place("alignment"), torch.cat([trace.stages[p].tensor for p in rows]),
+                    "A[t, j] = α_t,j: each output character's weights", (Axis("query", out_tokens), key_axis),
+                    Stack(tuple(rows))))
+    return trace

@@ -1,0 +1,33 @@
+"""Real Hugging Face transformers (MiniLM, any local BERT- or GPT-2-style folder) as a source."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from attn_tui.core.settings import ModelInput
+from attn_tui.core.stage import Trace
+from attn_tui.sources import hf
+from attn_tui.sources.base import Ask
+
+
+@lru_cache(maxsize=4)
+def _loaded(name: str, device: str, max_memory: int | None) -> hf.LoadedModel:
+    from attn_tui.core.device import resolve_device
+
+    return hf.load(name, resolve_device(device), max_memory)
+
+
+@lru_cache(maxsize=8)
+def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
+              max_memory: int | None = None) -> hf.ModelRun:
+    """A transformer's forward pass over `text`: every layer and head from one run."""
+    return hf.run(_loaded(name, device, max_memory), text, pad_to, max_memory)
+
+
+class TransformerSource:
+    def handles(self, ask: Ask) -> bool:
+        return isinstance(ask, ModelInput)
+
+    def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
+        assert isinstance(ask, ModelInput)
+        return hf.trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory), ask.layer, ask.head)

@@ -1,0 +1,19 @@
+"""attn-tui's own attention variants as a source: the engine on a sentence or typed matrices."""
+
+from __future__ import annotations
+
+from attn_tui.core.settings import Request
+from attn_tui.core.stage import Trace
+from attn_tui.sources.base import Ask
+
+
+class VariantSource:
+    def handles(self, ask: Ask) -> bool:
+        return isinstance(ask, Request)
+
+    def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
+        assert isinstance(ask, Request)
+        from attn_tui.core.engine import compute
+
+        return compute(ask, max_memory)
+
