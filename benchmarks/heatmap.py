@@ -35,12 +35,12 @@ def main() -> None:
         labels = tuple(f"t{i}" for i in range(n))
         holder: dict[str, object] = {}
 
-        def prepare() -> None:
+        def prepare(weights=weights, labels=labels, holder=holder) -> None:
             grid = Grid(weights.double().numpy(), labels, labels, "query", "key", probability=True)
             holder["grid"], holder["scale"] = grid, grid_scale(grid)
             holder["layout"] = layout_for(grid, 80)
 
-        def frame() -> None:
+        def frame(holder=holder, n=n) -> None:
             grid, scale = holder["grid"], holder["scale"]
             for line in range(min(LINES, (n + 1) // 2)):
                 [dense_segment(grid, scale, line, j, None) for j in range(min(CELLS, n))]

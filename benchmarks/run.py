@@ -55,7 +55,7 @@ def engine(sizes: list[int]) -> None:
         row = []
         for variant in variants:
             request = Request(SentenceInput(text), Settings(variant=variant, mask="causal", device="cpu"))
-            seconds = _time(lambda: compute(request), repeat=3 if n >= 1024 else 7)
+            seconds = _time(lambda request=request: compute(request), repeat=3 if n >= 1024 else 7)
             base.setdefault(variant, seconds)
             row.append(f"{seconds * 1000:8.2f}/{seconds / base[variant]:<3.0f}")
         print(f"{n:>7} " + " ".join(f"{c:>11}" for c in row))

@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 from attn_tui.cli.parser import fail, parse
 from attn_tui.core.errors import AttnError, describe
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
-        except Exception as exc:  # noqa: BLE001 — the one boundary: any failure is one line, never a traceback
+        except Exception as exc:
             if debug:
                 traceback.print_exc()
             fail(describe(exc))

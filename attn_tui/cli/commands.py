@@ -9,6 +9,7 @@ from pathlib import Path
 from attn_tui.cli.request import Reader, model_input, variant_request
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file
+from attn_tui.core.settings import SEQ2SEQ_MODELS
 
 
 def samples(args: argparse.Namespace) -> int:
@@ -61,7 +62,7 @@ def stages(args: argparse.Namespace) -> int:
 def heads(args: argparse.Namespace) -> int:
     import json
 
-    from attn_tui.core.settings import SEQ2SEQ_MODELS, ModelInput
+    from attn_tui.core.settings import ModelInput
 
     check_text(args.model, "--model")
     check_text(args.text, "--text")
@@ -91,7 +92,7 @@ def heads(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    out = writable_file(Path(args.out or f"dates_{args.attention}.pt"), "the checkpoint")
+    out = writable_file(Path(args.out if args.out is not None else f"dates_{args.attention}.pt"), "the checkpoint")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_tui.models.seq2seq import train as trainer
@@ -102,8 +103,10 @@ def train(args: argparse.Namespace) -> int:
         task = bar.add_task("train", total=args.epochs * args.steps, attention=args.attention, loss=0.0, acc="–")
 
         def report(p: trainer.Progress) -> None:
-            fields = {"loss": p.loss} | ({"acc": f"{p.accuracy:.2%}"} if p.accuracy is not None else {})
-            bar.update(task, completed=p.step, **fields)
+            if p.accuracy is None:
+                bar.update(task, completed=p.step, loss=p.loss)
+            else:
+                bar.update(task, completed=p.step, loss=p.loss, acc=f"{p.accuracy:.2%}")
 
         model, accuracy = trainer.train(args.attention, args.epochs, args.steps, seed=args.seed, on_step=report)
     trainer.save(model, out, accuracy)
@@ -113,6 +116,10 @@ def train(args: argparse.Namespace) -> int:
 
 def app(args: argparse.Namespace) -> int:
     model = model_input(args)
+    if model is not None and model.name not in SEQ2SEQ_MODELS:
+        from attn_tui.sources.folder import known_model
+
+        known_model(model.name)  # a folder that is broken, or would run its own code, ends here, not in the app
     request = variant_request(args, Reader()) if model is None else None
     if request is not None:
         from attn_tui.core.budget import memory_limit

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from attn_tui import __version__
-from attn_tui.core.settings import (DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, MODEL_NAMES,
-                                    VARIANT_NAMES)
+from attn_tui.core.footprint import MAX_HEADS
+from attn_tui.core.settings import DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, MODEL_NAMES, VARIANT_NAMES
 
 TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
 _DASH_VALUE_OPTIONS = ("--mask-fill",)  # values that start with '-' (argparse would take -inf for an option)
@@ -102,7 +103,7 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                      help="treat the last N keys as padding")
     opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",
                      help="value written into masked scores (default -inf)")
-    opt.add_argument("--heads", type=_int_between(1, 4096), dest=f"{prefix}heads",
+    opt.add_argument("--heads", type=_int_between(1, MAX_HEADS), dest=f"{prefix}heads",
                      help="heads for multihead (must divide the width)")
     opt.add_argument("--dim", type=_positive, dest=f"{prefix}dim",
                      help="model dimension for sentences; hidden size for additive/concat")

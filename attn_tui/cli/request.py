@@ -12,8 +12,7 @@ from dataclasses import replace
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, read_stdin, read_text
 from attn_tui.core.inputs import parse_matrix
-from attn_tui.core.settings import (SEQ2SEQ_MODELS, MatrixInput, ModelInput, Request, SentenceInput, Settings,
-                                    XInput)
+from attn_tui.core.settings import SEQ2SEQ_MODELS, MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",

@@ -8,8 +8,8 @@ handled in one batched pass; each head's stages are views of the batched tensors
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 

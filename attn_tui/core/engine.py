@@ -75,7 +75,8 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
         if variant.takes_x:
             raise InputError(f"{s.variant} projects Q, K and V itself: give one X matrix (--x) or a sentence")
         q, k, v = (_tensor(m, dtype, device) for m in (source.q, source.k, source.v))
-        check_qkv_shapes(tuple(q.shape), tuple(k.shape), tuple(v.shape), variant.same_width)
+        check_qkv_shapes((q.shape[0], q.shape[1]), (k.shape[0], k.shape[1]), (v.shape[0], v.shape[1]),
+                         variant.same_width)
         q_tokens = _labels(source.query_tokens, q.shape[0], "q", "query tokens")
         k_tokens = _labels(source.key_tokens, k.shape[0], "k", "key tokens")
         trace.inputs = {"Q": q, "K": k, "V": v}

@@ -44,11 +44,13 @@ def select_stages(trace: Trace, name: str | None = None, layer: int | None = Non
         raise ConfigError(f"--head {head} is out of range: there are {trace.heads} heads (0…{trace.heads - 1})")
     if layer is not None or head is not None:
         trace.fill(layer, head)
-    stages = [s for s in trace if (layer is None or s.layer in (None, layer)) and (head is None or s.head in (None, head))]
+    stages = [s for s in trace
+              if (layer is None or s.layer in (None, layer)) and (head is None or s.head in (None, head))]
     if name is not None:
         names = list(dict.fromkeys(s.name for s in stages))
         if name not in names:
-            raise ConfigError(f"{trace.meta.title} has no stage {quoted(name)} here; its stages are: {', '.join(names)}")
+            raise ConfigError(f"{trace.meta.title} has no stage {quoted(name)} here; "
+                              f"its stages are: {', '.join(names)}")
         stages = [s for s in stages if s.name == name]
     return stages
 

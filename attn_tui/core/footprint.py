@@ -13,6 +13,7 @@ from attn_tui.core.variants import VARIANTS, Sizes
 
 MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
 MAX_TOKENS = 16384  # queries or keys
+MAX_HEADS = 64  # more heads than this are no longer something to look at one by one
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -57,6 +58,8 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
             raise ConfigError(f"{count:,} {what}; attn-tui shows at most {MAX_TOKENS:,}: shorten the input")
     hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
     heads = s.heads if variant.takes_x else 1
+    if not 1 <= heads <= MAX_HEADS:
+        raise ConfigError(f"--heads {heads}: attn-tui shows 1 to {MAX_HEADS} heads")
     return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads), inputs
 
 

@@ -12,7 +12,6 @@ import torch
 
 from attn_tui.core.stage import Trace
 
-
 ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
 
 

@@ -38,7 +38,8 @@ def check_values(trace: Trace) -> None:
         n_inf = int(inf.sum())
         if n_inf:
             limit = torch.finfo(t.dtype).max
-            cause = (f"dividing by the temperature {temperature:g} overflowed {t.dtype}" if temperature != 1 else f"{t.dtype} overflowed (its largest finite value is {limit:.4g})")
+            cause = (f"dividing by the temperature {temperature:g} overflowed {t.dtype}" if temperature != 1
+                     else f"{t.dtype} overflowed (its largest finite value is {limit:.4g})")
             trace.warn(f"stage {stage.key} has {n_inf} infinite value{'s' * (n_inf != 1)}: {cause}")
             overflowed = overflowed or stage.key
         if nan:
@@ -53,7 +54,6 @@ def _check_temperature(trace: Trace, masked: Stage, temperature: float) -> None:
     assert isinstance(op, Masking)
     mask = _allowed(masked)
     kept = masked.tensor if mask is None else masked.tensor[mask.to(masked.tensor.device)]
-    if kept.numel() and bool((kept == 0).all()):
-        if bool((trace.stages[op.source].tensor != 0).any()):
-            trace.warn(f"stage {masked.key}: dividing by the temperature {temperature:g} underflowed every score "
-                       "to 0, so the weights are uniform")
+    if kept.numel() and bool((kept == 0).all()) and bool((trace.stages[op.source].tensor != 0).any()):
+        trace.warn(f"stage {masked.key}: dividing by the temperature {temperature:g} underflowed every score "
+                   "to 0, so the weights are uniform")

@@ -55,11 +55,11 @@ class Grid:
 
     @property
     def rows(self) -> int:
-        return self.values.shape[0]
+        return int(self.values.shape[0])
 
     @property
     def cols(self) -> int:
-        return self.values.shape[1]
+        return int(self.values.shape[1])
 
     def is_masked(self, i: int, j: int) -> bool:
         return self.masked is not None and bool(self.masked[i, j])

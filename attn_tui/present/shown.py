@@ -19,7 +19,6 @@ class Shown:
     trace: Trace
     summary: ModelSummary | None = None  # a transformer's layer × head grid and rollout
     notice: str | None = None  # e.g. CUDA was asked for but the CPU was used
-    seconds: float = 0.0
 
 
 def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
@@ -27,7 +26,6 @@ def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
 
     Imports torch: only ever called from a worker thread.
     """
-    import time
     from dataclasses import replace
 
     from attn_tui.core.errors import DeviceError
@@ -36,7 +34,6 @@ def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
     from attn_tui.present.model_view import summarise
     from attn_tui.sources.registry import trace_for
 
-    start = time.perf_counter()
     notice = None
     try:
         trace = trace_for(ask, max_memory)
@@ -49,4 +46,4 @@ def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
                else replace(ask, device="cpu"))
         trace = trace_for(cpu, max_memory)
     summary = summarise(trace) if isinstance(trace.meta, TransformerRun) else None
-    return Shown(ask, trace, summary, notice, time.perf_counter() - start)
+    return Shown(ask, trace, summary, notice)

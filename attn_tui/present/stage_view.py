@@ -127,7 +127,7 @@ def heads_grids(trace: Trace, view: StageView, query: int) -> tuple[list[tuple[s
 
 def overview(tensor: torch.Tensor, rows: int = PARAM_ROWS, cols: int = PARAM_COLS) -> tuple[torch.Tensor, str]:
     """A 2-D tensor cut down to at most rows × cols by block means, and a note saying how much."""
-    import torch.nn.functional as F  # noqa: N812 — called once a trace exists, so torch is loaded
+    import torch.nn.functional as F
 
     t = tensor.detach().float().cpu()
     if t.dim() == 1:

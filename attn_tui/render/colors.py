@@ -52,11 +52,11 @@ class Scale:
     diverging: bool
 
     @classmethod
-    def fit(cls, finite_min: float, finite_max: float, probability: bool = False) -> "Scale":
+    def fit(cls, finite_min: float, finite_max: float, probability: bool = False) -> Scale:
         """Choose the scale for a stage: [0, 1] for probabilities, symmetric for signed data."""
         if probability:
             return cls(0.0, max(1e-12, finite_max) if finite_max < 1 else 1.0, False)
-        if finite_min < 0 < finite_max or finite_min < 0 and finite_max <= 0:
+        if finite_min < 0 < finite_max or (finite_min < 0 and finite_max <= 0):
             bound = max(abs(finite_min), abs(finite_max)) or 1.0
             return cls(-bound, bound, True)
         return cls(finite_min, finite_max if finite_max > finite_min else finite_min + 1.0, False)
@@ -83,8 +83,8 @@ def format_value(value: float, width: int) -> str:
         return "0"
     for digits in (3, 2, 1, 0):
         text = f"{value:.{digits}f}"
-        if len(text) <= width and (abs(value) >= 10 ** -digits / 2 or digits == 0):
-            if float(text) != 0 or value == 0:
-                return text
+        fits = len(text) <= width and (abs(value) >= 10 ** -digits / 2 or digits == 0)
+        if fits and float(text) != 0:
+            return text
     text = f"{value:.0e}".replace("e-0", "e-").replace("e+0", "e")
     return text if len(text) <= width else ("+" if value > 0 else "-") + "…"

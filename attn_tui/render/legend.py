@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from attn_tui.render.colors import (LEVELS, MASKED_STYLE, NAN_STYLE, NEG_INF_STYLE, POS_INF_STYLE, Scale,
-                                    format_value, level_style)
+from attn_tui.render.colors import (
+    LEVELS,
+    MASKED_STYLE,
+    NAN_STYLE,
+    NEG_INF_STYLE,
+    POS_INF_STYLE,
+    Scale,
+    format_value,
+    level_style,
+)
 from attn_tui.render.heatmap import HATCH
 
 RAMP_WIDTH = 16

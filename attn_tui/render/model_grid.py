@@ -7,7 +7,8 @@ nats), m (largest weight) and f (share of attention on the first token).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Group
@@ -26,8 +27,8 @@ def half_block_lines(grid: Grid) -> list[Text]:
     """The matrix as ▀ cells, two rows a line, no labels."""
     scale = grid_scale(grid)
     layout = Layout(True, 0, 1, 0, (grid.rows + 1) // 2, False, grid.cols)
-    return [Text.assemble(*((seg.text, seg.style) for seg in line_segments(grid, scale, layout, n, 0, grid.cols, None)),
-                          no_wrap=True) for n in range(layout.lines)]
+    lines = (line_segments(grid, scale, layout, n, 0, grid.cols, None) for n in range(layout.lines))
+    return [Text.assemble(*((seg.text, seg.style or "") for seg in line), no_wrap=True) for line in lines]
 
 
 def captions(cell: Any) -> list[str]:

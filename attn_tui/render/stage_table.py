@@ -10,10 +10,10 @@ from rich.text import Text
 
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.stage import Stage, Trace
-from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 from attn_tui.present.grid import Grid, as_array
-from attn_tui.render.heatmap import grid_scale
 from attn_tui.present.text import printable
+from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
+from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.labels import fit_label
 
 CELL = 7  # characters per value cell

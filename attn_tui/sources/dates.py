@@ -15,7 +15,7 @@ from attn_tui.core.meta import DecoderRun
 from attn_tui.core.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.models.seq2seq import codec, dates
-from attn_tui.models.seq2seq.net import Seq2Seq
+from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
 
 
 def visible(ch: str) -> str:
@@ -23,8 +23,8 @@ def visible(ch: str) -> str:
     return "␣" if ch == " " else ch
 
 
-def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, parts, predicted: str,
-                 key_axis: Axis, additive: bool) -> None:
+def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, parts: AttentionParts,
+                 predicted: str, key_axis: Axis, additive: bool) -> None:
     """Record step t: the state querying the encoder outputs, then the shared tail."""
     q_axis = Axis("query", (visible(predicted),))
     add = trace.add
@@ -35,6 +35,7 @@ def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, 
               (key_axis, dim_axis(keys.shape[1])),
               Given("an encoder output: the bidirectional GRU's reading of one input character")))
     if additive:
+        assert parts.key_proj is not None and parts.energy is not None
         a_axis = dim_axis(parts.query_proj.shape[1], "hidden", "h")
         add(Stage(Place("query_proj", step=t), parts.query_proj, "W_a s_t", (q_axis, a_axis),
                   Linear(Place("query", step=t), "W_a.weight")))

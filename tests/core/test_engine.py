@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from attn_tui.core import masks
-from attn_tui.core.engine import compute
 from attn_tui.core.budget import BudgetError
+from attn_tui.core.engine import compute
 from attn_tui.core.errors import ConfigError, DeviceError, InputError, ShapeError
 from attn_tui.core.export import stage_to_csv, trace_to_json
 from attn_tui.core.positional import sinusoidal
@@ -91,7 +91,8 @@ def test_mask_and_softmax_run_in_at_least_float32(dtype: str, lookup_qkv) -> Non
     assert trace.tensor("scores").dtype == getattr(torch, dtype)
     expected = torch.float64 if dtype == "float64" else torch.float32
     assert trace.tensor("masked").dtype == trace.tensor("weights").dtype == expected
-    assert torch.allclose(trace.tensor("weights").float(), torch.tensor([[0, 1, 0, 0], [0, 0, .5, .5], [.5, .5, 0, 0.]]),
+    expected = torch.tensor([[0, 1, 0, 0], [0, 0, .5, .5], [.5, .5, 0, 0.]])
+    assert torch.allclose(trace.tensor("weights").float(), expected,
                           atol=1e-3)
 
 

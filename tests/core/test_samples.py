@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from attn_tui.core.engine import compute
 from attn_tui.core.errors import InputError
@@ -15,7 +15,9 @@ from attn_tui.core.settings import MatrixInput, SentenceInput
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", list(load_samples()))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.slow) if sample.model is not None and sample.model.name == "minilm" else name
+    for name, sample in load_samples().items()])
 def test_every_sample_computes_without_warnings(name: str) -> None:
     sample = load_samples()[name]
     assert sample.description

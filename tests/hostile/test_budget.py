@@ -13,6 +13,8 @@ from attn_tui.core.footprint import estimate
 from attn_tui.core.settings import Request, SentenceInput, Settings, XInput
 from tests.hostile.helpers import TIME_LIMIT, attn_tui
 
+pytestmark = pytest.mark.slow
+
 
 def test_a_hundred_thousand_distinct_words_are_refused_before_torch_loads() -> None:
     """The check is linear and torch-free: no vocabulary, no embedding, not even `import torch` first."""

@@ -11,6 +11,8 @@ from attn_tui.core.errors import InputError
 from attn_tui.core.files import MAX_FILE_BYTES, read_text, writable_file
 from tests.hostile.helpers import attn_tui
 
+pytestmark = pytest.mark.slow
+
 SECRET = "root:$6$hunter2hunter2$abcdefghijk:19000:0:99999:7:::"
 
 

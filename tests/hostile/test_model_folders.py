@@ -75,7 +75,8 @@ def test_pickled_weights_that_would_run_code_are_refused(tmp_path: Path) -> None
     ({**TINY_BERT, "model_type": "t5"}, {}, "has model_type 't5'"),
     (TINY_BERT, {"vocab.txt": VOCAB, "model.safetensors": struct.pack("<Q", 10_000) + b'{"w": '}, "cannot load"),
     (TINY_BERT, {"vocab.txt": VOCAB, "pytorch_model.bin": bytes(range(256)) * 8}, "cannot load"),
-    (TINY_BERT, {}, "cannot load"),  # no tokenizer, no weights
+    (TINY_BERT, {}, "has no tokenizer"),
+    (TINY_BERT, {"vocab.txt": VOCAB}, "cannot load"),  # no weights
 ])
 def test_broken_folders_are_one_line(tmp_path: Path, config: object, files: dict, fragment: str) -> None:
     folder = _folder(tmp_path, "broken", config, files)

@@ -8,6 +8,8 @@ import pytest
 
 from tests.hostile.helpers import attn_tui
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("argv,fragment", [
     (["stages", "--text", "a b", "--variant", "dot", "--heads", "2"], "--heads does not apply to dot"),

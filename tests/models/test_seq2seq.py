@@ -11,8 +11,8 @@ import torch
 from attn_tui.cli import main
 from attn_tui.core.errors import InputError
 from attn_tui.models.seq2seq import dates
-from attn_tui.sources.dates import decode_trace
 from attn_tui.models.seq2seq.train import exact_match, greedy, load, load_shipped, save, train
+from attn_tui.sources.dates import decode_trace
 
 
 @pytest.fixture(scope="module", params=["additive", "general"])
@@ -20,6 +20,7 @@ def shipped(request):
     return load_shipped(request.param)
 
 
+@pytest.mark.slow
 def test_shipped_checkpoint_held_out_accuracy_at_least_98_percent(shipped) -> None:
     held_out = dates.dataset(2000, seed=20261122, held_out=True)
     assert all(dates.is_held_out(__import__("datetime").date.fromisoformat(t)) for _, t in held_out)
@@ -35,6 +36,7 @@ def test_examples_from_the_issue(shipped, text: str, iso: str) -> None:
     assert greedy(shipped, [text]) == [iso]
 
 
+@pytest.mark.slow
 def test_year_characters_attend_to_the_input_year(shipped) -> None:
     """Over held-out dates, the four output year characters look mostly at the input's year."""
     rng = random.Random(7)
@@ -90,6 +92,7 @@ def test_teacher_forcing_feeds_the_target(shipped) -> None:
         decode_trace(shipped, "22 November 2026", teacher_forcing=True)
 
 
+@pytest.mark.slow
 def test_short_training_lowers_loss_and_checkpoints_round_trip(tmp_path) -> None:
     losses: list[float] = []
     model, _ = train("additive", epochs=1, steps_per_epoch=40, held_out_size=20,
@@ -104,6 +107,7 @@ def test_short_training_lowers_loss_and_checkpoints_round_trip(tmp_path) -> None
     assert greedy(load(path.read_bytes()), texts) == greedy(again, texts)
 
 
+@pytest.mark.slow
 def test_training_is_reproducible_from_its_seed() -> None:
     a, _ = train("general", epochs=1, steps_per_epoch=3, held_out_size=5, seed=4)
     b, _ = train("general", epochs=1, steps_per_epoch=3, held_out_size=5, seed=4)
@@ -129,6 +133,7 @@ def test_cli_bad_dates_exit_2(capsys, text: str, fragment: str) -> None:
     assert exit_.value.code == 2 and fragment in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_train_command_writes_a_checkpoint(tmp_path, capsys) -> None:
     out = tmp_path / "tiny.pt"
     assert main(["train-seq2seq", "--epochs", "1", "--steps", "5", "--out", str(out)]) == 0

@@ -7,10 +7,17 @@ import math
 from rich.cells import cell_len
 from rich.segment import Segment
 
-from attn_tui.render.colors import MASKED_STYLE, NAN_STYLE, NEG_INF_STYLE
 from attn_tui.present.grid import Grid
-from attn_tui.render.heatmap import (HATCH, block_lines, grid_scale, header_segments, label_segment, layout_for,
-                                     line_segments)
+from attn_tui.render.colors import MASKED_STYLE, NAN_STYLE, NEG_INF_STYLE
+from attn_tui.render.heatmap import (
+    HATCH,
+    block_lines,
+    grid_scale,
+    header_segments,
+    label_segment,
+    layout_for,
+    line_segments,
+)
 from attn_tui.render.legend import legend
 
 

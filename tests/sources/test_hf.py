@@ -11,7 +11,9 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attn_tui.cli import main  # noqa: E402
-from attn_tui.sources import hf  # noqa: E402
+from attn_tui.sources import folder, hf  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 SENTENCES = ("the quick brown fox jumps over the lazy dog", "attention is all you need")
 
@@ -110,8 +112,8 @@ def test_cli_model_errors_exit_2(capsys, argv: list[str], fragment: str) -> None
 
 
 def test_directory_without_config_is_a_clear_error(tmp_path) -> None:
-    with pytest.raises(hf.ModelError, match="has no config.json"):
-        hf.check_folder(Path(hf.resolve(str(tmp_path))))
+    with pytest.raises(folder.ModelError, match="has no config.json"):
+        folder.check_folder(Path(folder.resolve(str(tmp_path))))
 
 
 def test_cli_heads_summary_json(capsys) -> None:

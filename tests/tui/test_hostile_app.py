@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from attn_tui.core.settings import ModelInput
-
 import pytest
 from textual.widgets import Input, TextArea
 
+from attn_tui.core.settings import ModelInput
 from attn_tui.present.stage_view import PARAM_COLS, PARAM_ROWS, param_grids
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.input_pane import InputPane

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
 from attn_tui.core.samples import load_samples
@@ -114,6 +115,7 @@ async def test_samples_tab_enter_loads_a_sample() -> None:
         assert app.trace.key_tokens[0] == "나는"
 
 
+@pytest.mark.slow
 async def test_every_sample_loads() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:

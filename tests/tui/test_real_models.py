@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from attn_tui.core.settings import ModelInput
-
-from attn_tui.core.meta import TransformerRun
-
 import io
 
 import pytest
@@ -13,21 +9,26 @@ import torch
 from rich.console import Console
 from textual.widgets import Input, Select
 
+from attn_tui.core.meta import TransformerRun
+from attn_tui.core.settings import ModelInput
+
 pytest.importorskip("transformers")  # the models extra (attn-tui[models]) carries MiniLM
 
-from attn_tui.core.summary import head_stats, rollout  # noqa: E402
-from attn_tui.sources.registry import trace_for  # noqa: E402
-from attn_tui.sources.transformer import model_run  # noqa: E402
+from attn_tui.core.summary import head_stats, rollout
+from attn_tui.sources.registry import trace_for
+from attn_tui.sources.transformer import model_run
+from attn_tui.tui.bindings import APP_BINDINGS
+from attn_tui.tui.widgets.heatmap import Heatmap
+from attn_tui.tui.widgets.matrix_panel import MatrixPanel
+from attn_tui.tui.widgets.model_grid import ModelGrid
+from tests.tui.helpers import model_app, sample_app, settle
+
+pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 
 def own_attentions(text: str) -> torch.Tensor:
     """The model's own output_attentions, every layer and head: (layers, heads, N, N)."""
     return torch.stack([a.float() for a in model_run("minilm", text).attentions])
-from attn_tui.tui.bindings import APP_BINDINGS  # noqa: E402
-from attn_tui.tui.widgets.heatmap import Heatmap  # noqa: E402
-from attn_tui.tui.widgets.matrix_panel import MatrixPanel  # noqa: E402
-from attn_tui.tui.widgets.model_grid import ModelGrid  # noqa: E402
-from tests.tui.helpers import model_app, sample_app, settle  # noqa: E402
 
 SIZE = (100, 32)
 TEXT = "the cat sat"
@@ -37,7 +38,8 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
     app = model_app("minilm", TEXT, layer=2, head=5)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert isinstance(app.trace.meta, TransformerRun) and app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
+        assert isinstance(app.trace.meta, TransformerRun)
+        assert app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
         assert app.view.name == "weights"
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
@@ -201,7 +203,8 @@ def test_the_command_line_opens_the_app_on_a_model(monkeypatch) -> None:
     from attn_tui import cli
 
     seen = {}
-    monkeypatch.setattr("attn_tui.tui.app.run_app", lambda request, model, max_memory=None: seen.update(model=model) or 0)
+    monkeypatch.setattr("attn_tui.tui.app.run_app",
+                        lambda request, model, max_memory=None: seen.update(model=model) or 0)
     assert cli.main(["--model", "minilm", "--text", TEXT, "--layer", "2", "--head", "4"]) == 0
     assert (seen["model"].name, seen["model"].layer, seen["model"].head) == ("minilm", 2, 4)
     cli.main(["--sample", "dates_korean"])

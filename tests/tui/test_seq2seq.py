@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from attn_tui.core.settings import ModelInput
-
+import pytest
 import torch
 from textual.widgets import Checkbox, Input
 
 from attn_tui.core.settings import ModelInput
 from attn_tui.sources.registry import trace_for
-from tests.models.test_seq2seq import STEP_STAGES
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
+from tests.models.test_seq2seq import STEP_STAGES
 from tests.tui.helpers import model_app, run_from_palette, sample_app, settle
 
 SIZE = (100, 32)
@@ -122,6 +121,7 @@ async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
         assert not isinstance(app.wanted, ModelInput) and app.trace.meta.title == "scaled_dot"
 
 
+@pytest.mark.slow
 async def test_the_palette_offers_the_models() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -12,9 +12,11 @@ import pytest
 from textual.widgets import TabbedContent, TextArea
 
 from attn_tui.core.variants import VARIANTS
+from tests.tui.helpers import model_app, sample_app, settle
+
+pytestmark = pytest.mark.slow
 
 STAGES = VARIANTS["scaled_dot"].stages
-from tests.tui.helpers import model_app, sample_app, settle
 
 KOREAN_STAGES = ("embedding",) + STAGES
 

@@ -7,8 +7,8 @@ has loaded; a variant's module, which does the computing, is imported on first u
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)

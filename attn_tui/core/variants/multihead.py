@@ -14,6 +14,7 @@ import torch
 
 from attn_tui.core.attend import attend
 from attn_tui.core.errors import ConfigError
+from attn_tui.core.meta import VariantRun
 from attn_tui.core.ops import Columns, Concat, Linear, Place
 from attn_tui.core.stage import Axis, Stage, dim_axis
 from attn_tui.core.variants.scaled_dot import scale_stages
@@ -28,6 +29,7 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
         raise ConfigError(f"--heads {heads} does not divide the model dimension {d_model}")
     d_h = d_model // heads
     tokens, trace = ctx.query_axis, ctx.trace
+    assert isinstance(trace.meta, VariantRun)
     trace.meta = replace(trace.meta, heads=heads)
     w_qkv = ctx.params.weight("W_qkv", 3 * d_model, d_model)  # (3d, d)
     b_qkv = ctx.params.normal("b_qkv", 3 * d_model, std=0.1)  # (3d,)

@@ -7,7 +7,8 @@ does not saturate into a one-hot as d_k grows.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 

@@ -39,7 +39,7 @@ class HelpScreen(ModalScreen[None]):
     """
 
     BINDINGS = [
-        Binding("escape,q,question_mark,f1", "dismiss", "Close help", id="help.close"),
+        Binding("escape,q,question_mark,f1", "close", "Close help", id="help.close"),
     ]
 
     def __init__(self, bindings: list[Binding]) -> None:
@@ -64,5 +64,5 @@ class HelpScreen(ModalScreen[None]):
             yield Static("\n".join(NOTES), id="help-notes")
             yield Static(table)
 
-    def action_dismiss(self) -> None:
+    def action_close(self) -> None:
         self.dismiss(None)

@@ -65,7 +65,7 @@ class Explorer(Vertical):
         self.stage_index = 0
         self.layer_index = 0
         self.head = 0
-        self.query = 0  # the query whose energy slice is shown
+        self.energy_query = 0  # the query whose energy slice is shown
         self.panel = STAGES
         self.view: StageView | None = None
 
@@ -128,7 +128,7 @@ class Explorer(Vertical):
             return
         name, step = self.places[self.stage_index]
         layer = self.layer_index if trace.layers > 1 else None
-        self.view = view = stage_view(trace, name, layer, self.head, self.query, step)
+        self.view = view = stage_view(trace, name, layer, self.head, self.energy_query, step)
         window = bar_window(self.places, self.stage_index)
         self.query_one(StageBar).show([self.places[n][0] for n in window], window.index(self.stage_index),
                                       view.formula, view.shape, view.note,
@@ -154,7 +154,7 @@ class Explorer(Vertical):
             return
         row, col = self.heatmap.cursor
         if view.grid.row_axis in ("query", "token"):
-            self.query = row
+            self.energy_query = row
         index = view.index(row, col)
         arithmetic = explain(trace, view.place, index)
         where = f"{view.name}[{', '.join(map(str, index))}]  {view.grid.row_labels[row]!r} × " \
@@ -208,9 +208,9 @@ class Explorer(Vertical):
         trace = self.trace
         if trace is None:
             return
-        self.query = max(0, min(len(trace.query_tokens) - 1, self.query + step))
+        self.energy_query = max(0, min(len(trace.query_tokens) - 1, self.energy_query + step))
         if self.view is not None and self.view.grid.row_axis in ("query", "token"):
-            self.heatmap.cursor = (min(self.query, self.view.grid.rows - 1), self.heatmap.cursor[1])
+            self.heatmap.cursor = (min(self.energy_query, self.view.grid.rows - 1), self.heatmap.cursor[1])
         self.render_place()
 
     # ----- panels --------------------------------------------------------------------------
@@ -263,5 +263,5 @@ class Explorer(Vertical):
             self.query_one(HeadsGrid).show("learned parameters (seeded; p returns to the heatmap)", grids, -1,
                                            "" if grids else "this input has no learned parameters (typed Q, K, V)")
         else:
-            grids, current, note = heads_grids(trace, view, self.query)
+            grids, current, note = heads_grids(trace, view, self.energy_query)
             self.query_one(HeadsGrid).show(f"{view.name}: all heads (g returns to the heatmap)", grids, current, note)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.columns import Columns
 from rich.console import Group
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -14,7 +15,7 @@ from attn_tui.render.heatmap import block_lines
 
 
 def _block(title: str, grid: Grid, current: bool) -> Group:
-    lines = [Text.assemble(*((seg.text, seg.style) for seg in line), no_wrap=True, overflow="crop")
+    lines = [Text.assemble(*((seg.text, seg.style or "") for seg in line), no_wrap=True, overflow="crop")
              for line in block_lines(grid)]
     return Group(Text(title, style="bold black on yellow" if current else "bold"), *lines)
 
@@ -36,7 +37,7 @@ class HeadsGrid(VerticalScroll, inherit_bindings=False):
 
     titles: list[str] = []
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Static("", id="heads-grid-body")
 
     def show(self, title: str, grids: list[tuple[str, Grid]], current: int, note: str = "") -> None:

@@ -18,15 +18,22 @@ from textual.strip import Strip
 
 from attn_tui.present.grid import Grid
 from attn_tui.render.colors import Scale
-from attn_tui.render.heatmap import (Layout, corner_segment, grid_scale, header_segments, label_segment, layout_for,
-                                     line_segments)
+from attn_tui.render.heatmap import (
+    Layout,
+    corner_segment,
+    grid_scale,
+    header_segments,
+    label_segment,
+    layout_for,
+    line_segments,
+)
 from attn_tui.tui.messages import CursorMoved
 
 MESSAGE_STYLE = Style(color="grey70", italic=True)
 
 
 class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
-    """Draws a `Grid` line by line; `show(grid)` or `show_message(text)`; `move_cursor(row, col)`."""
+    """Draws a `Grid` line by line (a message until the first one): `show(grid)`, `move_cursor(row, col)`."""
 
     DEFAULT_CSS = """
     Heatmap {
@@ -59,14 +66,6 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self._scale = grid_scale(grid)
         self.cursor = (max(0, min(self.cursor[0], grid.rows - 1)), max(0, min(self.cursor[1], grid.cols - 1)))
         self._relayout()
-
-    def show_message(self, text: str) -> None:
-        self.grid = None
-        self.styles.max_height = None
-        self.message = text
-        self._cache.clear()
-        self.virtual_size = Size(0, 0)
-        self.refresh()
 
     def move_cursor(self, row: int, col: int) -> None:
         """Put the cursor on a cell (clamped), repaint what changed, keep it in view, and say so."""

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 from attn_tui.core.errors import InputError
 from attn_tui.core.inputs import parse_matrix, tokenize
+from attn_tui.core.samples import load_samples
 from attn_tui.core.settings import MatrixInput, SentenceInput, XInput
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
-from attn_tui.core.samples import load_samples
 from attn_tui.tui.messages import SampleChosen, SourceEdited
 from attn_tui.tui.widgets.scroll import QuietScroll
 
@@ -61,10 +61,9 @@ class InputPane(Vertical):
             yield from self._tabs()
 
     def _tabs(self) -> ComposeResult:
-        with TabPane("Sentence", id="tab-sentence"):
-            with QuietScroll():
-                yield Input(placeholder="type a sentence", id="sentence")
-                yield Label("", id="tokens")
+        with TabPane("Sentence", id="tab-sentence"), QuietScroll():
+            yield Input(placeholder="type a sentence", id="sentence")
+            yield Label("", id="tokens")
         with TabPane("Matrices", id="tab-matrices"):
             yield Label("type Q, K, V (or X for multihead)", id="matrix-status")
             with QuietScroll(id="matrices"):

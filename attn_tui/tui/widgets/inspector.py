@@ -28,5 +28,6 @@ class Inspector(Static):
             text.append("\n" + line)
         text.append(f"\nstage value {arithmetic.expected:.6g}", "dim")
         matches = arithmetic.matches
-        text.append("  ✓ matches" if matches else f"  ✗ recomputed {arithmetic.total:.6g}", "green" if matches else "red")
+        text.append("  ✓ matches" if matches else f"  ✗ recomputed {arithmetic.total:.6g}",
+                    "green" if matches else "red")
         self.update(text)

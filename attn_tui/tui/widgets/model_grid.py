@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Group
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
@@ -30,7 +31,7 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
 
     current: tuple[int, int] = (0, 0)  # (layer, head) highlighted, for tests
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         yield Static("", id="model-grid-body")
 
     def show(self, summary: ModelSummary, layer: int, head: int) -> None:

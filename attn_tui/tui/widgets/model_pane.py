@@ -13,11 +13,14 @@ from dataclasses import replace
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select
 
-from attn_tui.core.settings import (DEVICE_NAMES as DEVICES, DTYPE_NAMES as DTYPES, FILL_NAMES as FILLS,
-                                    MASK_NAMES as MASKS, MODEL_NAMES, SEQ2SEQ_MODELS, VARIANT_NAMES, ModelInput,
-                                    Settings)
+from attn_tui.core.settings import DEVICE_NAMES as DEVICES
+from attn_tui.core.settings import DTYPE_NAMES as DTYPES
+from attn_tui.core.settings import FILL_NAMES as FILLS
+from attn_tui.core.settings import MASK_NAMES as MASKS
+from attn_tui.core.settings import MODEL_NAMES, SEQ2SEQ_MODELS, VARIANT_NAMES, ModelInput, Settings
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, TargetEdited
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
@@ -92,7 +95,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Label("", id="settings-error")
 
     @staticmethod
-    def _row(label: str, control, classes: str = "") -> ComposeResult:
+    def _row(label: str, control: Widget, classes: str = "") -> ComposeResult:
         with Horizontal(classes=f"setting {classes}".strip()):
             yield Label(label, classes="setting-label")
             yield control
@@ -158,7 +161,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                 self._model_picked(str(event.value))
             return
         if name in _SELECTS and event.value != getattr(self.settings, name):
-            self._edited(replace(self.settings, **{name: event.value}))
+            self._edited(replace(self.settings, **{name: str(event.value)}))  # type: ignore[arg-type]
 
     def _model_picked(self, choice: str) -> None:
         self._set_kind(choice)
@@ -204,7 +207,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         error, value = self._parse(name, event.value)
         self.query_one("#settings-error", Label).update(Text(error))
         if not error and value != getattr(self.settings, name):
-            self._edited(replace(self.settings, **{name: value}))
+            self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
 
     @staticmethod
     def _parse(name: str, text: str) -> tuple[str, object]:
