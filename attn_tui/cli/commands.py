@@ -9,7 +9,7 @@ from pathlib import Path
 from attn_tui.cli.request import Reader, model_input, variant_request
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file
-from attn_tui.core.settings import SEQ2SEQ_MODELS
+from attn_tui.sources.names import DATE_MODELS
 
 
 def samples(args: argparse.Namespace) -> int:
@@ -66,7 +66,7 @@ def heads(args: argparse.Namespace) -> int:
 
     check_text(args.model, "--model")
     check_text(args.text, "--text")
-    if args.model in SEQ2SEQ_MODELS:
+    if args.model in DATE_MODELS:
         raise InputError(f"{args.model} has one attention, not layers of heads: "
                          f"use `attn-tui stages --model {args.model}`")
     from attn_tui.core.summary import head_stats, real_keys, rollout, stack
@@ -116,7 +116,7 @@ def train(args: argparse.Namespace) -> int:
 
 def app(args: argparse.Namespace) -> int:
     model = model_input(args)
-    if model is not None and model.name not in SEQ2SEQ_MODELS:
+    if model is not None and model.name not in DATE_MODELS:
         from attn_tui.sources.folder import known_model
 
         known_model(model.name)  # a folder that is broken, or would run its own code, ends here, not in the app

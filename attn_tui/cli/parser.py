@@ -13,7 +13,8 @@ from typing import NoReturn
 
 from attn_tui import __version__
 from attn_tui.core.footprint import MAX_HEADS
-from attn_tui.core.settings import DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, MODEL_NAMES, VARIANT_NAMES
+from attn_tui.core.settings import DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, VARIANT_NAMES
+from attn_tui.sources.names import MODEL_NAMES
 
 TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
 _DASH_VALUE_OPTIONS = ("--mask-fill",)  # values that start with '-' (argparse would take -inf for an option)

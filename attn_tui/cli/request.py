@@ -12,8 +12,9 @@ from dataclasses import replace
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, read_stdin, read_text
 from attn_tui.core.inputs import parse_matrix
-from attn_tui.core.settings import SEQ2SEQ_MODELS, MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
+from attn_tui.sources.names import DATE_MODELS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
                    "temperature", "seed", "dtype")
@@ -81,7 +82,7 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if args.model is not None and args.text is None and base is None:
         raise InputError("--model needs --text with the sentence to run through the model")
     name = args.model or (base.name if base else "")
-    if name in SEQ2SEQ_MODELS:
+    if name in DATE_MODELS:
         _refuse(args, ("layer", "head", "pad_to"), f"to {name}: it has one attention, not layers of heads")
         if getattr(args, "device", None) == "cuda":
             raise ConfigError(f"{name} runs on the CPU only: leave out --device cuda")
@@ -167,7 +168,7 @@ def check_applies(args: argparse.Namespace, request: Request) -> None:
     if args.positional and typed:
         raise ConfigError("--positional does not apply to typed Q, K, V: positions are added to token vectors "
                           "(give --text or --x)")
-    if args.seed is not None and typed and s.variant in ("dot", "scaled_dot"):
+    if args.seed is not None and typed and not variant.learned:
         raise ConfigError(f"--seed does not apply to {s.variant} on typed Q, K, V: nothing is learned or seeded")
     masking = s.mask != "none" or request.custom_mask is not None
     if args.mask_fill is not None and not masking:

@@ -88,7 +88,7 @@ class DecoderRun:
 
     @property
     def explains(self) -> tuple[str, ...]:
-        return ("seq2seq", self.attention)
+        return ("decoder", self.attention)
 
 
 RunMeta = Union[VariantRun, TransformerRun, DecoderRun]

@@ -8,10 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead")
-# Models opened by name (attn_tui.models.registry loads them); here so the app can list them
-# before torch loads. A seq2seq name maps to its attention.
-SEQ2SEQ_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}
-MODEL_NAMES = ("minilm", *SEQ2SEQ_MODELS)
 # The choices of each setting, torch-free so the CLI and the app's first screen can offer them.
 MASK_NAMES = ("none", "causal", "padding", "causal+padding")
 FILL_NAMES = ("-inf", "-1e9")
@@ -67,7 +63,7 @@ class XInput:
 class ModelInput:
     """A real or trained model run on a sentence: which model, and which layer and head to show.
 
-    `target` and `teacher_forcing` apply to the seq2seq date model only.
+    `target` and `teacher_forcing` apply to the date models only.
     """
 
     name: str

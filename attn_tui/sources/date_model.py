@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from attn_tui.core.settings import SEQ2SEQ_MODELS, ModelInput
+from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
 from attn_tui.models.seq2seq.net import Seq2Seq
 from attn_tui.sources.base import Ask
+from attn_tui.sources.names import DATE_MODELS
 
 
 @lru_cache(maxsize=2)
 def _model(name: str) -> Seq2Seq:
     from attn_tui.models.seq2seq.train import load_shipped
 
-    return load_shipped(SEQ2SEQ_MODELS[name])
+    return load_shipped(DATE_MODELS[name])
 
 
 class DateModelSource:
     def handles(self, ask: Ask) -> bool:
-        return isinstance(ask, ModelInput) and ask.name in SEQ2SEQ_MODELS
+        return isinstance(ask, ModelInput) and ask.name in DATE_MODELS
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)

@@ -21,10 +21,12 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Static
 
 from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
-from attn_tui.core.settings import SEQ2SEQ_MODELS, MatrixInput, ModelInput, Request, SentenceInput, Settings
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings
+from attn_tui.core.variants import VARIANTS
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
+from attn_tui.sources.names import DATE_MODELS
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.commands import AttnCommands
 from attn_tui.tui.messages import (
@@ -48,12 +50,12 @@ MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
 NARROW = 80  # below this width the left column gives up some of its room
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
-VARIANTS = ""  # the key of the attention variants among the kept asks
+OWN = ""  # the key of the attention variants among the kept asks
 DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
 
 
 def source_key(ask: Ask) -> str:
-    return ask.name if isinstance(ask, ModelInput) else VARIANTS
+    return ask.name if isinstance(ask, ModelInput) else OWN
 
 
 class AttnApp(App[int]):
@@ -72,7 +74,7 @@ class AttnApp(App[int]):
         super().__init__()
         variants = request or load_samples()[DEFAULT_SAMPLE].request
         self.wanted: Ask = model or variants  # what the user asks for now (may be in flight, or invalid)
-        self.kept: dict[str, Ask] = {VARIANTS: variants}  # the last ask of each source, restored on a switch
+        self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
         self.first_stage: str | None = "weights"  # where the first trace opens
@@ -100,7 +102,7 @@ class AttnApp(App[int]):
     @property
     def variants(self) -> Request:
         """The variants' ask: the one asked now, or the one kept while a model is shown."""
-        kept = self.wanted if isinstance(self.wanted, Request) else self.kept[VARIANTS]
+        kept = self.wanted if isinstance(self.wanted, Request) else self.kept[OWN]
         assert isinstance(kept, Request)
         return kept
 
@@ -221,7 +223,7 @@ class AttnApp(App[int]):
             # A model that cannot be opened: say so loudly and go back to what was shown.
             self.notify(message.error, title=f"cannot open {failed.name[:60]}", severity="error", timeout=10)
             self.kept.pop(failed.name, None)
-            back = self.shown.ask if self.shown is not None else self.kept[VARIANTS]
+            back = self.shown.ask if self.shown is not None else self.kept[OWN]
             self.wanted = back
             self._show_ask(back, matrices=False)
             if self.shown is None:
@@ -242,7 +244,7 @@ class AttnApp(App[int]):
         inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
         model = ask if isinstance(ask, ModelInput) else None
         inputs.model_mode = model is not None
-        inputs.multihead = self.variants.settings.variant == "multihead"
+        inputs.multihead = VARIANTS[self.variants.settings.variant].takes_x
         pane.show_model(model)
         if model is not None:
             inputs.show_sentence(model.text)
@@ -269,13 +271,13 @@ class AttnApp(App[int]):
 
     def _apply_settings(self, settings: Settings) -> None:
         inputs = self.query_one(InputPane)
-        inputs.multihead = settings.variant == "multihead"
+        inputs.multihead = VARIANTS[settings.variant].takes_x
         source = self.variants.source
         if inputs.multihead and isinstance(source, MatrixInput):
             source = inputs.matrix_source(x=True) or source
         request = Request(source, settings, self.variants.custom_mask)
         if inputs.multihead and isinstance(source, MatrixInput):
-            self.kept[VARIANTS] = self.wanted = request
+            self.kept[OWN] = self.wanted = request
             self.generation += 1  # whatever is in flight is no longer wanted
             self.shown_generation = self.generation
             self._show_error("✗ multihead projects Q, K and V itself: type token vectors in the X editor "
@@ -299,7 +301,7 @@ class AttnApp(App[int]):
     def load_sample(self, name: str) -> None:
         """Load a sample whole: its input, variant, mask and every other setting."""
         sample = load_samples()[name]
-        self.kept[VARIANTS] = sample.request
+        self.kept[OWN] = sample.request
         self.query_one(ModelPane).show(sample.request.settings)
         ask: Ask = sample.model or sample.request
         self._show_ask(ask)
@@ -331,23 +333,23 @@ class AttnApp(App[int]):
         if isinstance(current, ModelInput):
             self.kept[current.name] = replace(current, text=inputs.sentence)
         elif isinstance(current.source, SentenceInput):
-            self.kept[VARIANTS] = replace(current, source=SentenceInput(inputs.sentence))
+            self.kept[OWN] = replace(current, source=SentenceInput(inputs.sentence))
         if name is None:
-            ask: Ask = self.kept[VARIANTS]
+            ask: Ask = self.kept[OWN]
         else:
             kept = self.kept.get(name)
             if isinstance(kept, ModelInput):
                 ask = kept
             else:
                 sample = load_samples()[DATE_SAMPLE].model
-                text = sample.text if name in SEQ2SEQ_MODELS and sample is not None else (
+                text = sample.text if name in DATE_MODELS and sample is not None else (
                     inputs.sentence if isinstance(self.variants.source, SentenceInput) else "the cat sat on the mat")
                 ask = ModelInput(name, text, device=self.variants.settings.device)
         self._show_ask(ask, matrices=False)
         self.ask(ask)
 
     def on_target_edited(self, message: TargetEdited) -> None:
-        if isinstance(self.wanted, ModelInput) and self.wanted.name in SEQ2SEQ_MODELS:
+        if isinstance(self.wanted, ModelInput) and self.wanted.name in DATE_MODELS:
             self.ask(replace(self.wanted, target=message.target, teacher_forcing=message.teacher_forcing))
 
     def on_panel_changed(self, message: PanelChanged) -> None:

@@ -90,7 +90,7 @@ def test_samples_first_weights_cell(name: str) -> None:
 
 
 def test_every_stage_has_an_explanation_in_both_languages() -> None:
-    from attn_tui.core.explanations import explanation
+    from attn_tui.present.explanations import explanation
 
     for key in REQUESTS:
         trace = compute(REQUESTS[key])
@@ -127,10 +127,10 @@ def test_every_cell_of_a_real_model_layer_is_recomputed() -> None:
 
 
 def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
-    from attn_tui.core.explanations import explanation
+    from attn_tui.present.explanations import explanation
 
     for stage in ("query", "key", "query_proj", "key_proj", "energy", "scores", "weights", "context", "alignment"):
         for language in ("en", "ko"):
-            assert explanation(stage, ("seq2seq", "additive"), language), stage
-    assert "decoder" in explanation("query", ("seq2seq", "general"), "en")
-    assert "v_a" in explanation("scores", ("seq2seq", "additive"), "en")
+            assert explanation(stage, ("decoder", "additive"), language), stage
+    assert "decoder" in explanation("query", ("decoder", "general"), "en")
+    assert "v_a" in explanation("scores", ("decoder", "additive"), "en")

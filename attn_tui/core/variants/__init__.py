@@ -40,6 +40,7 @@ class Variant:
     same_width: bool = True
     takes_x: bool = False
     uses_hidden: bool = False  # --dim sets its attention hidden size even for typed Q, K, V
+    learned: bool = True  # has seeded parameters of its own, even on typed Q, K, V
 
     @property
     def run(self) -> Callable[..., object]:
@@ -74,10 +75,10 @@ VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
         Variant("dot", "Dot product", ("query", "key", "value", "scores", "masked", "weights", "output"),
-                lambda z: _tail(z, 3)),
+                lambda z: _tail(z, 3), learned=False),
         Variant("scaled_dot", "Scaled dot product",
                 ("query", "key", "value", "scores", "scaled", "masked", "weights", "output"),
-                lambda z: _tail(z, 4)),
+                lambda z: _tail(z, 4), learned=False),
         Variant("general", "Luong general (bilinear)",
                 ("query", "key", "value", "query_proj", "scores", "masked", "weights", "output"),
                 lambda z: _tail(z, 3) | {"parameters": z.d_k * z.d_q, "query_proj": z.queries * z.d_k},

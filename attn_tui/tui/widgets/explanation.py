@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from attn_tui.core.explanations import explanation
+from attn_tui.present.explanations import explanation
 
 
 class Explanation(Static):

@@ -20,7 +20,8 @@ from attn_tui.core.settings import DEVICE_NAMES as DEVICES
 from attn_tui.core.settings import DTYPE_NAMES as DTYPES
 from attn_tui.core.settings import FILL_NAMES as FILLS
 from attn_tui.core.settings import MASK_NAMES as MASKS
-from attn_tui.core.settings import MODEL_NAMES, SEQ2SEQ_MODELS, VARIANT_NAMES, ModelInput, Settings
+from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
+from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, TargetEdited
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
@@ -28,7 +29,7 @@ _NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperatur
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
 MODELS = MODEL_NAMES
-SEQ2SEQ = tuple(SEQ2SEQ_MODELS)
+SEQ2SEQ = tuple(DATE_MODELS)
 _MODEL_OPTIONS = [("variants", VARIANTS), *((m, m) for m in MODELS), ("path or id…", OTHER)]
 
 

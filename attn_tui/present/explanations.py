@@ -2,8 +2,8 @@
 
 Keyed by stage name, with `name:key` overrides where a variant does the step its own
 way (the scores of additive attention are not a dot product). A run names its keys,
-most specific first (a trace's `meta.explains`, e.g. ("seq2seq", "additive")): the
-seq2seq decoder's own text wins, then the attention kind's.
+most specific first (a trace's `meta.explains`, e.g. ("decoder", "additive")): the
+decoder's own text wins, then the attention kind's.
 """
 
 from __future__ import annotations
@@ -139,13 +139,13 @@ _TEXT: dict[str, dict[str, str]] = {
         "ko": "모든 헤드의 출력을 나란히 붙입니다. 헤드마다 다른 것에 주목할 수 있었고, 여기서 그 결과를 "
               "토큰마다 벡터 하나로 모읍니다.",
     },
-    "query:seq2seq": {
+    "query:decoder": {
         "en": "The query is the decoder's state: the GRU's memory of the date so far and of what it has "
               "written. It asks: which input characters matter for the next output character?",
         "ko": "쿼리는 디코더의 상태, 즉 지금까지의 날짜와 이미 쓴 출력을 기억하는 GRU의 은닉 상태입니다. "
               "다음 출력 문자를 위해 어떤 입력 문자가 중요한지를 묻습니다.",
     },
-    "key:seq2seq": {
+    "key:decoder": {
         "en": "The keys are the encoder's outputs, one per input character. A bidirectional GRU read the "
               "whole date both ways, so each row knows its character and the characters around it.",
         "ko": "키는 입력 문자마다 하나씩 있는 인코더의 출력입니다. 양방향 GRU가 날짜 전체를 양쪽에서 읽었으므로 "
