@@ -8,15 +8,18 @@ handled in one batched pass; each head's stages are views of the batched tensors
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from attn_tui.core import masks
+from attn_tui.core.footprint import PASS_ROWS
+from attn_tui.core.lazy import LazyTensor, PreTile, ScoreFamily
 from attn_tui.core.masks import MaskSpec
-from attn_tui.core.ops import Masking, Place, Softmax, WeightedSum
+from attn_tui.core.ops import Masking, Op, Place, Softmax, WeightedSum
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.core.values import StageStats
 
 
 @dataclass(frozen=True)
@@ -66,9 +69,111 @@ def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
                         Softmax(at.at("masked"))))
         trace.add(Stage(at.at(tail.output), output[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
-    for row in masks.fully_masked_rows(allowed):
+    _warn_empty_rows(trace, tail)
+    return output if batched else output[0]
+
+
+def _warn_empty_rows(trace: Trace, tail: Tail) -> None:
+    for row in [] if tail.mask is None else tail.mask.empty_rows():
         effect = ("its weights and output are zeros" if tail.fill == "-inf"
                   else "its weights are uniform over all keys")
         trace.warn(f"query {tail.query_axis.labels[row]!r} (row {row}) may attend to no key: with fill {tail.fill} "
                    f"{effect}")
-    return output if batched else output[0]
+
+
+@dataclass(frozen=True)
+class PreStage:
+    """A stage before the mask, as a variant declares it: its name, formula, axes and op (given the place)."""
+
+    name: str
+    formula: str
+    axes: tuple[Axis, ...]
+    op: Callable[[Place], Op]
+
+
+def score_family(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreStage], last: str,
+                 values: torch.Tensor, scores_at: Sequence[Place], values_at: Sequence[Place],
+                 lazy: bool) -> torch.Tensor:
+    """The score family of every head, then the tail; returns the outputs (heads, L, d_v).
+
+    `pre(rows, cols)` computes the stages before the mask on any tile for every head:
+    called once on everything for a short input (whole stages, the batched tail), or
+    tile by tile for a long one (lazy stages, one streaming pass for the outputs).
+    `scores_at[n]` places head n; `values` is (heads, S, d_v).
+    """
+    shape = (len(tail.query_axis.labels), len(tail.key_axis.labels))
+    if not lazy:
+        tiles = pre(slice(None), slice(None))
+        for n, at in enumerate(scores_at):
+            for stage in stages:
+                trace.add(Stage(at.at(stage.name), tiles[stage.name][n], stage.formula, stage.axes,
+                                stage.op(at.at(stage.name))))
+        return attend(trace, tail, tiles[last], values, [at.at(last) for at in scores_at], values_at)
+    family = ScoreFamily(pre, last, shape, tail.mask, tail.fill, tail.temperature)
+    sample = pre(slice(0, 1), slice(0, 1))  # one cell tells the dtypes and the hidden width
+    for n, at in enumerate(scores_at):
+        for stage in stages:
+            tile = sample[stage.name]
+            trace.put(Stage(at.at(stage.name), LazyTensor(family, stage.name, n, shape + tuple(tile.shape[3:]),
+                                                          tile.dtype, tile.device),
+                            stage.formula, stage.axes, stage.op(at.at(stage.name))))
+    return stream(trace, tail, family, [s.name for s in stages], values, scores_at, values_at)
+
+
+def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], values: torch.Tensor,
+           scores_at: Sequence[Place], values_at: Sequence[Place]) -> torch.Tensor:
+    """One pass over blocks of query rows: the outputs, every row's log-sum-exp, and every stage's stats.
+
+    Nothing (L, S) is ever held: a block of PASS_ROWS rows is computed, folded into the
+    outputs and the stats, and dropped. The masked and weights stages are then lazy
+    too, read through the log-sum-exp the pass kept.
+    """
+    rows_total, _ = family.shape
+    heads = len(scores_at)
+    dtype = masks.softmax_dtype(values.dtype)
+    outputs = torch.empty(heads, rows_total, values.shape[-1], dtype=values.dtype, device=values.device)
+    lse = torch.empty(heads, rows_total, dtype=dtype, device=values.device)
+    stats = [{name: StageStats() for name in (*names, "masked", "weights")} for _ in range(heads)]
+    for start in range(0, rows_total, PASS_ROWS):
+        rows = slice(start, min(rows_total, start + PASS_ROWS))
+        pre = family.pre(rows, slice(None))
+        masked = family.masked(pre[family.last], rows, slice(None))  # (heads, b, S)
+        kept = None if family.mask is None else family.mask.tile(rows, slice(None))
+        # softmax written out, so that each row's log-sum-exp comes for free: lse = max + log Σ exp(x − max)
+        bottom, top = torch.aminmax(masked, dim=-1)  # (heads, b) each
+        empty = torch.isneginf(top)  # rows with nothing to attend (fill -inf)
+        shift = top.masked_fill(empty, 0.0)
+        weights = (masked - shift[..., None]).exp_()
+        total = weights.sum(dim=-1)  # (heads, b)
+        weights.div_(total[..., None])
+        if bool(empty.any()):
+            weights.masked_fill_(empty[..., None], 0.0)
+        outputs[:, rows] = weights.to(values.dtype) @ values
+        lse[:, rows] = (shift + total.log()).masked_fill(empty, -torch.inf)
+        # Every stage's range from what softmax needed anyway: a row's weights span exp(min − max)/Σ … 1/Σ.
+        weight_rows = (torch.exp(bottom - shift) / total, 1 / total)
+        for n in range(heads):
+            for name in names:
+                if pre[name] is not masked:  # the masked stage is this very tensor when nothing is masked
+                    stats[n][name].add(pre[name][n])
+            stats[n]["masked"].add(masked[n], kept, (bottom[n], top[n]))
+            stats[n]["weights"].add(weights[n], kept, (weight_rows[0][n], weight_rows[1][n]))
+            stats[n]["weights"].add_row_sums(weights[n], start, empty[n], exact=False)
+            if pre[family.last] is masked:
+                stats[n][family.last] = stats[n]["masked"]
+    family.lse = lse
+    qk = (tail.query_axis, tail.key_axis)
+    out_axes = (tail.query_axis, dim_axis(values.shape[-1]))
+    source = trace.stages[scores_at[0].at(family.last)].symbol
+    for n, (at, value_at) in enumerate(zip(scores_at, values_at)):
+        last = at.at(family.last)
+        trace.put(Stage(at.at("masked"), LazyTensor(family, "masked", n, family.shape, dtype, values.device),
+                        masked_formula(source, tail), qk, Masking(last, tail.mask, tail.fill, tail.temperature)))
+        trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
+                        "A = softmax(M) over keys: each row sums to 1", qk, Softmax(at.at("masked"))))
+        trace.add(Stage(at.at(tail.output), outputs[n], tail.output_formula, out_axes,
+                        WeightedSum(at.at("weights"), value_at)))
+        for name, found in stats[n].items():
+            trace.stats[at.at(name)] = found
+    _warn_empty_rows(trace, tail)
+    return outputs

@@ -8,12 +8,13 @@ from dataclasses import dataclass, replace
 import torch
 
 from attn_tui.core import masks, positional
-from attn_tui.core.attend import Tail, attend
+from attn_tui.core.attend import PreStage, Tail, score_family
 from attn_tui.core.budget import memory_limit
 from attn_tui.core.device import resolve_device, resolve_dtype
 from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.footprint import estimate
+from attn_tui.core.footprint import LAZY_CELLS, estimate
 from attn_tui.core.inputs import PAD_TOKEN, check_qkv_shapes, tokenize
+from attn_tui.core.lazy import PreTile
 from attn_tui.core.meta import VariantRun
 from attn_tui.core.ops import Given, Linear, Lookup, Operand, Place, Sinusoid, Sum
 from attn_tui.core.params import ParamFactory
@@ -32,6 +33,7 @@ class Context:
     tail: Tail
     hidden: int | None  # attention hidden size for additive/concat
     source: Operand  # what the projections read: a stage (embedding, embedded_pos) or the input "X"
+    lazy: bool  # the score family is read by tiles (a long input), never held whole
 
     @property
     def query_axis(self) -> Axis:
@@ -41,17 +43,23 @@ class Context:
     def key_axis(self) -> Axis:
         return self.tail.key_axis
 
-    def attend(self, scores_at: Place, value_at: Place) -> torch.Tensor:
-        """The shared tail on one head's scores and values, both already recorded."""
-        return attend(self.trace, self.tail, self.trace.stages[scores_at].tensor, self.trace.stages[value_at].tensor,
-                      [scores_at], [value_at])
+    @property
+    def qk_axes(self) -> tuple[Axis, Axis]:
+        return self.tail.query_axis, self.tail.key_axis
+
+    def scores(self, pre: PreTile, stages: list[PreStage], last: str) -> torch.Tensor:
+        """A single-head variant's score family from `pre`, then the shared tail on the values; the output."""
+        values = self.trace.tensor("value")[None]  # (1, S, d_v)
+        return score_family(self.trace, self.tail, pre, stages, last, values, [Place("scores")], [Place("value")],
+                            self.lazy)[0]
 
 
-def compute(request: Request, max_memory: int | None = None) -> Trace:
+def compute(request: Request, max_memory: int | None = None, lazy: bool | None = None) -> Trace:
     """Run one request through its variant and return the full trace (never NaN silently).
 
     The request's memory is estimated and checked against the limit before any tensor
     exists (`max_memory` bytes, else the default share of what the machine has free).
+    `lazy` None keeps the score family lazy exactly when it has more than LAZY_CELLS cells.
     """
     s = request.settings
     if not math.isfinite(s.temperature) or s.temperature <= 0:
@@ -61,12 +69,13 @@ def compute(request: Request, max_memory: int | None = None) -> Trace:
     trace = Trace(VariantRun(s), (), (), str(device), s.dtype)
     params = ParamFactory(s.seed, dtype, device, trace.params)
     with torch.no_grad():
-        _run(request, trace, params, device, dtype)
+        _run(request, trace, params, device, dtype, lazy)
     check_values(trace)
     return trace
 
 
-def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.device, dtype: torch.dtype) -> None:
+def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.device, dtype: torch.dtype,
+         lazy: bool | None) -> None:
     s = request.settings
     variant = VARIANTS[s.variant]
     source = request.source
@@ -94,12 +103,14 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     trace.query_tokens, trace.key_tokens = q_tokens, k_tokens
     custom = masks.custom_mask(request.custom_mask) if request.custom_mask is not None else None
     mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device)
-    trace.mask = None if mask is None else mask.allowed
+    trace.mask = mask
     if s.mask != "none" and mask is None and custom is None:
         trace.warn(f"the {s.mask} mask masks nothing here (no <pad> keys, no --pad-keys)"
                    if "padding" in s.mask and "causal" not in s.mask else f"the {s.mask} mask masks nothing here")
     tail = Tail(Axis("query", q_tokens), Axis("key", k_tokens), mask, s.mask_fill, s.temperature)
-    ctx = Context(trace, params, tail, s.dim, x_source)
+    if lazy is None:
+        lazy = len(q_tokens) * len(k_tokens) > LAZY_CELLS
+    ctx = Context(trace, params, tail, s.dim, x_source, lazy)
     if variant.takes_x:
         variant.run(ctx, trace.operand(x_source), s.heads)
         return

@@ -74,13 +74,13 @@ def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
     stage = trace.stages[place]
     title, lines, total = _EXPLAINERS[type(stage.op)](trace, stage, index)
-    return Arithmetic(title, lines, total, float(stage.tensor[index].double()))
+    return Arithmetic(title, lines, total, float(stage.data[index].double()))
 
 
 def _given(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Given)
-    value = float(stage.tensor[index].double())
+    value = float(stage.data[index].double())
     return f"{stage.symbol}{list(index)}", [op.what, f"= {fmt(value)}"], value
 
 
@@ -113,7 +113,7 @@ def _sinusoid(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 def _sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Sum)
-    parts = [float(trace.stages[p].tensor[index].double()) for p in op.parts]
+    parts = [float(trace.stages[p].data[index].double()) for p in op.parts]
     names = " + ".join(trace.stages[p].name for p in op.parts)
     total = math.fsum(parts)
     return (f"{stage.symbol}{list(index)} = {names}", [" + ".join(fmt(x) for x in parts), f"= {fmt(total)}"],
@@ -143,7 +143,7 @@ def _columns(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Columns)
     i, j = index
     source = trace.stages[op.source]
-    value = float(source.tensor[i, op.offset + j].double())
+    value = float(source.data[i, op.offset + j].double())
     head = f" of head {stage.head}" if stage.head is not None else ""
     return (f"{stage.name}{head} [{i},{j}]",
             [f"column {j}{head} is column {op.offset + j} of {source.name}", f"= {fmt(value)}"], value)
@@ -154,7 +154,7 @@ def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Dot)
     i, j = index
     left, right = trace.stages[op.left], trace.stages[op.right]
-    lines, total = _sum_terms(list(zip(_floats(left.tensor[i]), _floats(right.tensor[j]))),
+    lines, total = _sum_terms(list(zip(_floats(left.data[i]), _floats(right.data[j]))),
                               f"{left.symbol}[{i}]", f"{right.symbol}[{j}]")
     return f"{stage.symbol}[{i},{j}] = {left.symbol}[{i}]·{right.symbol}[{j}]", lines, total
 
@@ -163,7 +163,7 @@ def _scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Scale)
     source = trace.stages[op.source]
-    s = float(source.tensor[index].double())
+    s = float(source.data[index].double())
     total = s * op.factor
     cell = ",".join(map(str, index))
     d_k = round(op.factor ** -2)
@@ -179,8 +179,8 @@ def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Masking)
     i, j = index
     source = trace.stages[op.source]
-    before = float(source.tensor[i, j].double())
-    allowed = op.mask is None or bool(op.mask.allowed[i, j])
+    before = float(source.data[i, j].double())
+    allowed = op.mask is None or bool(op.mask.tile(slice(i, i + 1), slice(j, j + 1))[0, 0])
     lines = [f"mask[{i},{j}] = {int(allowed)}   (1 = may attend)"]
     if op.temperature != 1:
         lines.append(f"divided by the temperature: {fmt(before)} / {op.temperature:g}")
@@ -199,7 +199,7 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Softmax)
     i, j = index
-    row = _floats(trace.stages[op.source].tensor[i])
+    row = _floats(trace.stages[op.source].data[i])
     finite = [x for x in row if not math.isinf(x)]
     if not finite:
         return (f"A[{i},{j}]", ["every key of this row is masked with -∞:",
@@ -220,7 +220,7 @@ def _weighted_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     assert isinstance(op, ops.WeightedSum)
     i, j = index
     weights, values = trace.stages[op.weights], trace.stages[op.values]
-    lines, total = _sum_terms(list(zip(_floats(weights.tensor[i]), _floats(values.tensor[:, j]))),
+    lines, total = _sum_terms(list(zip(_floats(weights.data[i]), _floats(values.data[:, j]))),
                               f"{weights.symbol}[{i}]", f"{values.symbol}[:,{j}]")
     lines[0] = f"Σ_k {weights.symbol}[{i},k]·{values.symbol}[k,{j}]  (weights × column {j} of the values) ="
     return f"{stage.symbol}[{i},{j}] = Σ_k {weights.symbol}[{i},k] {values.symbol}[k,{j}]", lines, total
@@ -231,7 +231,7 @@ def _tanh_of_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     assert isinstance(op, ops.TanhOfSum)
     i, j, h = index
     left, right = trace.stages[op.left], trace.stages[op.right]
-    a, b = float(left.tensor[i, h].double()), float(right.tensor[j, h].double())
+    a, b = float(left.data[i, h].double()), float(right.data[j, h].double())
     total = math.tanh(a + b)
     return (f"E[{i},{j},{h}] = tanh({left.symbol}[{i}] + {right.symbol}[{j}])[{h}]",
             [f"{left.symbol}[{i},{h}] = {fmt(a)}", f"{right.symbol}[{j},{h}] = {fmt(b)}",
@@ -242,7 +242,7 @@ def _tanh_of_pair(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     op = stage.op
     assert isinstance(op, ops.TanhOfPair)
     i, j, h = index
-    pair = _floats(trace.stages[op.query].tensor[i]) + _floats(trace.stages[op.key].tensor[j])
+    pair = _floats(trace.stages[op.query].data[i]) + _floats(trace.stages[op.key].data[j])
     lines, inner = _sum_terms(list(zip(_floats(trace.params[op.weight][h]), pair)), f"{op.weight}[{h}]",
                               f"[q_{i};k_{j}]")
     total = math.tanh(inner)
@@ -255,7 +255,7 @@ def _reduce(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Reduce)
     i, j = index
     energy = trace.stages[op.source]
-    lines, total = _sum_terms(list(zip(_floats(trace.params[op.vector]), _floats(energy.tensor[i, j]))),
+    lines, total = _sum_terms(list(zip(_floats(trace.params[op.vector]), _floats(energy.data[i, j]))),
                               op.vector, f"E[{i},{j}]")
     return f"{stage.symbol}[{i},{j}] = {op.vector}ᵀ E[{i},{j}]", lines, total
 
@@ -267,7 +267,7 @@ def _concat(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     width = trace.stages[op.parts[0]].shape[-1]
     part, col = divmod(j, width)
     source = trace.stages[op.parts[part]]
-    value = float(source.tensor[i, col].double())
+    value = float(source.data[i, col].double())
     return (f"C[{i},{j}]", [f"column {j} = column {col} of {source.key}", f"= {fmt(value)}"], value)
 
 
@@ -276,7 +276,7 @@ def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Stack)
     row, j = index
     source = trace.stages[op.parts[row]]
-    value = float(source.tensor[0, j].double())
+    value = float(source.data[0, j].double())
     return (f"{stage.symbol}[{row},{j}] = α_{row},{j}",
             [f"row {row} is the weights of decoder step {row} (output {trace.query_tokens[row]!r})",
              f"weight on input {j} ({trace.key_tokens[j]!r}) = {fmt(value)}"], value)

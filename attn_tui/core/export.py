@@ -1,4 +1,4 @@
-"""Trace → JSON / .npy / .csv, so anything shown can be checked or recomputed elsewhere.
+"""Trace → JSON / .npz / .csv, so anything shown can be checked or recomputed elsewhere.
 
 JSON has no infinities or NaN, so those become the strings "inf", "-inf", "nan" and the
 document stays standard JSON that any parser reads.
@@ -10,6 +10,9 @@ import csv
 import io
 import json
 import math
+import tempfile
+import zipfile
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
@@ -19,6 +22,7 @@ import torch
 
 from attn_tui.core.errors import ConfigError
 from attn_tui.core.files import quoted
+from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.meta import TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
 
@@ -69,9 +73,18 @@ def _header(trace: Trace) -> dict[str, object]:
         "dtype": trace.dtype,
         "tokens": {"query": list(trace.query_tokens), "key": list(trace.key_tokens)},
         "mask_convention": "1 = may attend, 0 = masked (torch SDPA)",
-        "mask": None if trace.mask is None else trace.mask.to("cpu", torch.int64).tolist(),
+        "mask": _mask(trace),
         "warnings": list(trace.warnings),
     }
+
+
+def _mask(trace: Trace) -> object:
+    """The whole 0/1 matrix; for a long input (its score family lazy) the mask's parts instead."""
+    if trace.mask is None:
+        return None
+    if trace.lazy:
+        return trace.mask.as_dict()
+    return trace.mask.allowed.to("cpu", torch.int64).tolist()
 
 
 def params_are_small(trace: Trace) -> bool:
@@ -83,26 +96,33 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-def _write_tensor(tensor: torch.Tensor, out: TextIO) -> None:
+def _blocks(data: torch.Tensor | LazyTensor, rows: int = ROW_BLOCK) -> Iterator[torch.Tensor]:
+    """A stage's values a block of first-axis rows at a time (a lazy stage computes only that block)."""
+    for start in range(0, data.shape[0], rows):
+        block = data[start:start + rows]
+        yield block.detach() if isinstance(block, torch.Tensor) else block
+
+
+def _write_tensor(data: torch.Tensor | LazyTensor, out: TextIO) -> None:
     """Nested JSON lists, written a block of rows at a time: memory stays one block, whatever the size."""
-    t = tensor.detach()
-    if t.dim() <= 1:
-        out.write(_dumps(_spell(t.to("cpu", torch.float64).tolist())))
+    if data.dim() <= 1:
+        assert isinstance(data, torch.Tensor)
+        out.write(_dumps(_spell(data.detach().to("cpu", torch.float64).tolist())))
         return
     out.write("[")
-    for start in range(0, t.shape[0], ROW_BLOCK):
-        block = t[start:start + ROW_BLOCK]
+    first = True
+    for block in _blocks(data):
         if block.dim() > 2:
             for n in range(block.shape[0]):
-                if start + n:
-                    out.write(", ")
+                out.write("" if first else ", ")
+                first = False
                 _write_tensor(block[n], out)
             continue
         rows = block.to("cpu", torch.float64)
         clean = bool(torch.isfinite(rows).all())
-        for n, row in enumerate(rows.tolist()):
-            if start + n:
-                out.write(", ")
+        for row in rows.tolist():
+            out.write("" if first else ", ")
+            first = False
             out.write(_dumps(row if clean else _spell(row)))
     out.write("]")
 
@@ -139,7 +159,7 @@ def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = Non
                 "formula": stage.formula,
                 "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
         out.write((", " if n else "") + _dumps(meta)[:-1] + ', "data": ')
-        _write_tensor(stage.tensor, out)
+        _write_tensor(stage.data, out)
         out.write("}")
     out.write("]}")
 
@@ -150,21 +170,54 @@ def trace_to_json(trace: Trace, stages: list[Stage] | None = None, params: bool 
     return buffer.getvalue()
 
 
-def save_npy(stage: Stage, path: Path) -> None:
-    np.save(path, stage.tensor.detach().to("cpu", torch.float64).numpy())
+def write_npz(stages: list[Stage], path: Path) -> None:
+    """Numpy arrays, one per stage (named by its place), in one .npz; a lazy stage is written by row blocks.
+
+    An .npz is a zip of .npy files: each is written block by block into a memory-mapped
+    .npy first, so a 16k × 16k stage never has to fit in memory.
+    """
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive, tempfile.TemporaryDirectory() as scratch:
+        for stage in stages:
+            member = Path(scratch) / "stage.npy"
+            array = np.lib.format.open_memmap(member, mode="w+", dtype=np.float64, shape=stage.shape)
+            start = 0
+            for block in _blocks(stage.data) if stage.data.dim() else [stage.tensor[None]]:
+                rows = block.to("cpu", torch.float64).numpy().reshape(-1, *stage.shape[1:])
+                array[start:start + rows.shape[0]] = rows
+                start += rows.shape[0]
+            array.flush()
+            del array
+            archive.write(member, f"{stage.key}.npy")
+
+
+def write_csv(stage: Stage, out: TextIO) -> None:
+    """A stage as CSV with its axis labels: a header of column labels, one labelled row per row.
+
+    A 3-D stage (an energy) gets one row per (query, key) pair; rows are written a block
+    at a time, so a lazy stage is never held whole.
+    """
+    writer = csv.writer(out)
+    axes = stage.axes
+    if stage.data.dim() <= 1:
+        writer.writerow(["", *(axes[0].labels if axes else ("value",))])
+        writer.writerow(["", *(repr(v) for v in stage.tensor.detach().double().reshape(-1).tolist())])
+        return
+    lead = [a.name for a in axes[:-1]]
+    writer.writerow([*lead, *axes[-1].labels])
+    row = 0
+    for block in _blocks(stage.data):
+        values = block.to("cpu", torch.float64)
+        for first in values.tolist():
+            labels = axes[0].labels[row]
+            if values.dim() == 3:
+                for key, cells in zip(axes[1].labels, first):
+                    writer.writerow([labels, key, *map(repr, cells)])
+            else:
+                writer.writerow([labels, *map(repr, first)])
+            row += 1
 
 
 def stage_to_csv(stage: Stage) -> str:
-    """A 1-D or 2-D stage as CSV with its axis labels as the header and first column."""
-    if stage.tensor.dim() > 2:
-        raise ConfigError(f"stage {stage.key} is {stage.tensor.dim()}-D; CSV holds 1-D or 2-D stages")
-    data = stage.tensor.detach().to("cpu", torch.float64)
-    rows = data.reshape(-1, data.shape[-1]).tolist() if data.dim() else [[data.item()]]
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    col_labels = stage.axes[-1].labels if stage.axes else ("value",)
-    row_labels = stage.axes[0].labels if data.dim() == 2 else ("",)
-    writer.writerow([stage.axes[0].name if data.dim() == 2 else "", *col_labels])
-    for label, row in zip(row_labels, rows):
-        writer.writerow([label, *(repr(v) for v in row)])
+    write_csv(stage, buffer)
     return buffer.getvalue()

@@ -14,6 +14,8 @@ from attn_tui.core.variants import VARIANTS, Sizes
 MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
 MAX_TOKENS = 16384  # queries or keys
 MAX_HEADS = 64  # more heads than this are no longer something to look at one by one
+LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score family lazy
+PASS_ROWS = 64  # query rows per block of the streaming pass over a lazy score family
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -63,18 +65,28 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
     return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads), inputs
 
 
+def lazy_parts(z: Sizes) -> dict[str, int]:
+    """What a lazy score family holds: the streaming pass's blocks, the tiles on screen, each row's lse."""
+    block = PASS_ROWS * z.keys * z.heads
+    return {"score stages": 8 * block + z.heads * z.queries, "energy": 2 * block * z.hidden,
+            "pairs [q; k]": block * (z.d_q + z.d_k)}
+
+
 def estimate(request: Request, json_output: bool = False) -> Estimate:
     """Bytes every stage, parameter and input of `request` will take (and its JSON text, if printed)."""
     sizes, inputs = request_sizes(request)
     itemsize = ITEMSIZE.get(request.settings.dtype, 4)
     footprint = VARIANTS[request.settings.variant].footprint(sizes)
+    if sizes.queries * sizes.keys > LAZY_CELLS:  # the score family is streamed: a block of rows at a time
+        footprint = footprint | {k: v for k, v in lazy_parts(sizes).items() if k in footprint}
     found = Estimate()
     found.add("inputs", inputs, itemsize)
     for part, numbers in footprint.items():
         # The score family runs in at least float32 from the mask on.
         found.add(part, numbers, max(itemsize, 4) if part == "score stages" else itemsize)
     found.add("working memory", max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
-    found.add("mask", sizes.queries * sizes.keys, 1)
+    if sizes.queries * sizes.keys <= LAZY_CELLS:  # a lazy mask is computed tile by tile
+        found.add("mask", sizes.queries * sizes.keys, 1)
     if json_output:
         json_numbers(found, inputs + sum(footprint.values()))
     return found

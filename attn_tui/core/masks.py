@@ -7,6 +7,7 @@ Padding is about keys; causality is about positions. Both reduce to one boolean
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -21,14 +22,47 @@ FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 class MaskSpec:
     """A mask and why each cell is masked: causal order, `<pad>` keys, a custom matrix.
 
-    `allowed` is the combined (L, S) boolean, True = may attend; the parts are kept so
-    the inspector can say of any masked cell which rule hid it.
+    Kept as its parts, not as an (L, S) matrix, so a 16k × 16k mask costs nothing until a
+    tile of it is asked for; `allowed` builds the whole matrix (for small traces), and
+    the inspector asks `reasons` which rule hid a cell. A model's own mask may be given
+    whole as `dense`.
     """
 
-    allowed: torch.Tensor  # (L, S) bool
+    shape: tuple[int, int]  # (L, S)
     causal: bool = False
     padding: torch.Tensor | None = None  # (S,) bool, True = the key is padding
     custom: torch.Tensor | None = None  # (L, S) bool, as typed
+    dense: torch.Tensor | None = None  # (L, S) bool, True = may attend: a mask given whole
+
+    def tile(self, rows: slice, cols: slice) -> torch.Tensor:
+        """(rows, cols) bool, True = may attend, for one tile of the scores."""
+        if self.dense is not None:
+            return self.dense[rows, cols]
+        r0, r1, _ = rows.indices(self.shape[0])
+        c0, c1, _ = cols.indices(self.shape[1])
+        device = self.padding.device if self.padding is not None else "cpu"
+        out = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
+        if self.causal:
+            out &= (torch.arange(c0, c1, device=device)[None, :] <= torch.arange(r0, r1, device=device)[:, None])
+        if self.padding is not None:
+            out &= ~self.padding[c0:c1][None, :]
+        if self.custom is not None:
+            out &= self.custom[r0:r1, c0:c1].to(out.device)
+        return out
+
+    @cached_property
+    def allowed(self) -> torch.Tensor:
+        """The whole (L, S) matrix: for traces small enough to hold their scores whole."""
+        return self.tile(slice(None), slice(None))
+
+    def empty_rows(self, block: int = 1024) -> list[int]:
+        """Query rows that may attend to no key at all (found a block of rows at a time)."""
+        found: list[int] = []
+        for start in range(0, self.shape[0], block):
+            rows = slice(start, min(start + block, self.shape[0]))
+            empty = ~self.tile(rows, slice(None)).any(dim=-1)
+            found += [start + int(i) for i in torch.nonzero(empty).flatten().tolist()]
+        return found
 
     def reasons(self, i: int, j: int) -> list[str]:
         """Why query i may not attend key j (empty when it may)."""
@@ -39,12 +73,20 @@ class MaskSpec:
             found.append(f"key {j} is padding")
         if self.custom is not None and not bool(self.custom[i, j]):
             found.append("the custom mask holds 0 here")
+        if not found and self.dense is not None and not bool(self.dense[i, j]):
+            found.append("the model's own mask holds 0 here")
         return found
 
     def describe(self) -> str:
         parts = (["causal"] if self.causal else []) + (["padding"] if self.padding is not None else []) + (
             ["custom"] if self.custom is not None else [])
-        return " + ".join(parts) or "none"
+        return " + ".join(parts) or "the model's own"
+
+    def as_dict(self) -> dict[str, object]:
+        """The parts, for an export that cannot hold the whole matrix."""
+        return {"shape": list(self.shape), "causal": self.causal,
+                "padding_keys": None if self.padding is None else torch.nonzero(self.padding).flatten().tolist(),
+                "custom": None if self.custom is None else self.custom.to(torch.int64).tolist()}
 
 
 def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys: int = 0,
@@ -59,25 +101,18 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
     n_keys = len(key_tokens)
     if pad_keys < 0 or pad_keys > n_keys:
         raise ConfigError(f"--pad-keys {pad_keys} is outside 0..{n_keys} (there are {n_keys} keys)")
-    mask = torch.ones(n_queries, n_keys, dtype=torch.bool, device=device)  # (L, S)
-    causal = "causal" in kind
-    if causal:
-        mask &= torch.ones_like(mask).tril()
-    padding = None
-    if "padding" in kind:
-        padding = padding_keys(key_tokens, pad_keys, device)
-        mask &= padding.logical_not()[None, :]
-        padding = padding if bool(padding.any()) else None
+    causal = "causal" in kind and n_keys > 1
+    padding = padding_keys(key_tokens, pad_keys, device) if "padding" in kind else None
+    padding = padding if padding is not None and bool(padding.any()) else None
     if custom is not None:
         if tuple(custom.shape) != (n_queries, n_keys):
             raise ShapeError(f"the mask is {shape_text(tuple(custom.shape))} but the scores are "
                              f"{shape_text((n_queries, n_keys))}: it needs one entry per query and key")
         custom = custom.to(device=device, dtype=torch.bool)
-        mask &= custom
-    if bool(mask.all()):
+        custom = None if bool(custom.all()) else custom
+    if not causal and padding is None and custom is None:
         return None
-    return MaskSpec(mask, causal and n_keys > 1, padding, custom if custom is not None and not bool(custom.all())
-                    else None)
+    return MaskSpec((n_queries, n_keys), causal, padding, custom)
 
 
 def padding_keys(key_tokens: tuple[str, ...], pad_keys: int, device: torch.device | str = "cpu"
@@ -112,13 +147,6 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: str) -> to
     if mask is None:
         return out.clone() if out is scores else out
     return out.masked_fill(~mask, FILLS[fill])
-
-
-def fully_masked_rows(mask: torch.Tensor | None) -> list[int]:
-    """Query rows (of an (L, S) boolean mask) that may attend to no key at all."""
-    if mask is None:
-        return []
-    return [int(i) for i in torch.nonzero(~mask.any(dim=-1)).flatten().tolist()]
 
 
 def masked_softmax(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import RunMeta
 from attn_tui.core.ops import Given, Masking, Op, Place, Softmax
+
+if TYPE_CHECKING:
+    from attn_tui.core.values import StageStats
 
 SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
            "qkv_proj": "QKV", "query_proj": "Q'", "key_proj": "K'", "energy": "E", "scores": "S", "scaled": "S'",
@@ -41,17 +46,38 @@ def dim_axis(size: int, name: str = "dim", prefix: str = "d") -> Axis:
 
 @dataclass(frozen=True, eq=False)
 class Stage:
-    """One step of a computation: where it sits, its tensor, formula, axes and how it was made."""
+    """One step of a computation: where it sits, its values, formula, axes and how it was made.
+
+    `data` is a tensor, or for the score family of a long input a LazyTensor that computes
+    any tile on demand; `tensor` gives the whole stage (refused for a lazy stage too
+    large to hold), `row`, `value` and the tensor-style indexing of `data` give parts.
+    """
 
     place: Place
-    tensor: torch.Tensor
+    data: torch.Tensor | LazyTensor
     formula: str
     axes: tuple[Axis, ...]
     op: Op = Given("given as is")
 
     def __post_init__(self) -> None:
-        if len(self.axes) != self.tensor.dim():
-            raise ValueError(f"stage {self.place.key!r}: {len(self.axes)} axes for a {self.tensor.dim()}-D tensor")
+        if len(self.axes) != self.data.dim():
+            raise ValueError(f"stage {self.place.key!r}: {len(self.axes)} axes for a {self.data.dim()}-D tensor")
+
+    @property
+    def lazy(self) -> bool:
+        return isinstance(self.data, LazyTensor)
+
+    @property
+    def tensor(self) -> torch.Tensor:
+        """The whole stage as a tensor (a lazy stage is computed whole, if it is small enough)."""
+        return self.data.whole() if isinstance(self.data, LazyTensor) else self.data
+
+    def row(self, i: int) -> torch.Tensor:
+        """Slice i along the first axis: a query's row of scores, one energy slice."""
+        return self.data[i]
+
+    def value(self, index: tuple[int, ...]) -> float:
+        return float(self.data[index].double())
 
     @property
     def name(self) -> str:
@@ -79,7 +105,7 @@ class Stage:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.tensor.shape)
+        return tuple(self.data.shape)
 
 
 Filler = Callable[["Trace", "int | None", "int | None"], None]
@@ -103,14 +129,20 @@ class Trace:
     stages: dict[Place, Stage] = field(default_factory=dict)
     params: dict[str, torch.Tensor] = field(default_factory=dict)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)  # typed Q/K/V or X
-    mask: torch.Tensor | None = None  # (L, S) bool, True = may attend; None = nothing masked
+    mask: MaskSpec | None = None  # the variant's mask (1 = may attend); None = nothing masked
     warnings: list[str] = field(default_factory=list)
     filler: Filler | None = field(default=None, repr=False)
+    stats: dict[Place, StageStats] = field(default_factory=dict, repr=False)  # see core.values
 
     def add(self, stage: Stage) -> torch.Tensor:
-        """Record a stage and hand its tensor back, so sources read as a chain."""
+        """Record a whole stage and hand its tensor back, so sources read as a chain."""
+        assert isinstance(stage.data, torch.Tensor), "a lazy stage is recorded with put()"
         self.stages[stage.place] = stage
-        return stage.tensor
+        return stage.data
+
+    def put(self, stage: Stage) -> None:
+        """Record a stage, lazy or whole."""
+        self.stages[stage.place] = stage
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -187,3 +219,8 @@ class Trace:
     def operand(self, ref: Place | str) -> torch.Tensor:
         """The tensor an op refers to: a stage by place, or an input by name."""
         return self.inputs[ref] if isinstance(ref, str) else self.stages[ref].tensor
+
+    @property
+    def lazy(self) -> bool:
+        """Some stage is read by tiles only (a long input)."""
+        return any(stage.lazy for stage in self.stages.values())

@@ -36,7 +36,7 @@ def real_keys(trace: Trace) -> torch.Tensor:
     """(N,) bool: keys that some query may attend (not padding)."""
     if trace.mask is None:
         return torch.ones(len(trace.key_tokens), dtype=torch.bool)
-    return trace.mask.any(dim=0).cpu()
+    return trace.mask.allowed.any(dim=0).cpu()
 
 
 def head_stats(weights: torch.Tensor, real_rows: torch.Tensor) -> list[HeadStats]:

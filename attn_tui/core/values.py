@@ -1,6 +1,15 @@
-"""Checks of every stage's values: an infinity or NaN is reported with its stage and cause, never silent."""
+"""What every stage holds at a glance, gathered in one pass: its finite range, its non-finite cells, its marks.
+
+The same numbers serve the colour scale, the legend, the row-sum check and the warnings,
+so a view never walks a stage again; an infinity or NaN is always reported with its
+stage and cause, never silent. Lazy stages gather them block by block in the streaming
+pass; a whole stage in one `aminmax` when it holds nothing unusual.
+"""
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
 
 import torch
 
@@ -8,52 +17,113 @@ from attn_tui.core.ops import Masking
 from attn_tui.core.stage import Stage, Trace
 
 
-def _allowed(stage: Stage) -> torch.Tensor | None:
-    """The cells a masked stage kept (True), or None when the stage is not masked."""
-    op = stage.op
-    return op.mask.allowed if isinstance(op, Masking) and op.mask is not None else None
+@dataclass
+class StageStats:
+    """A stage's finite range over the cells it keeps, what else it holds, and (for weights) its row sums."""
+
+    lo: float = math.inf
+    hi: float = -math.inf
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    masked: int = 0  # cells hidden by the mask (their value is the fill, or 0 for weights)
+    row_deviation: float = 0.0  # weights: the largest |row sum − 1| over rows that may attend somewhere
+    empty_rows: list[int] = field(default_factory=list)  # weights: rows that may attend to nothing
+    zero: bool = True  # every kept cell is exactly 0
+
+    def add(self, block: torch.Tensor, kept: torch.Tensor | None = None,
+            rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+        """Fold one block in; `kept` (same shape, bool) leaves masked cells out of the range.
+
+        `rows`, when the caller already has each row's (min, max), saves the pass over the block.
+        """
+        if block.numel() == 0:
+            return
+        if kept is None:
+            lo, hi = (rows[0].min(), rows[1].max()) if rows is not None else torch.aminmax(block)
+            if math.isfinite(float(lo)) and math.isfinite(float(hi)):  # the common case: one pass
+                self._range(float(lo), float(hi))
+                self.zero = self.zero and float(lo) == 0 == float(hi)
+                return
+            kept = torch.ones_like(block, dtype=torch.bool)
+        else:
+            kept = kept.to(block.device).expand_as(block)
+            self.masked += int((~kept).sum())
+        finite = torch.isfinite(block) & kept
+        if bool(finite.any()):
+            values = block[finite]
+            lo, hi = torch.aminmax(values)
+            self._range(float(lo), float(hi))
+            self.zero = self.zero and not bool((values != 0).any())
+        self.nan += int((torch.isnan(block) & kept).sum())
+        self.posinf += int((torch.isposinf(block) & kept).sum())
+        self.neginf += int((torch.isneginf(block) & kept).sum())
+
+    def add_row_sums(self, weights: torch.Tensor, first_row: int, empty: torch.Tensor, exact: bool = True) -> None:
+        """Weights only: how far each row that may attend somewhere is from summing to 1.
+
+        Summed in float64 (`exact`), so the rounding of float32 weights shows; the streaming
+        pass over a long input sums in the weights' own dtype, which costs no conversion.
+        """
+        sums = weights.sum(dim=-1, dtype=torch.float64) if exact else weights.sum(dim=-1)
+        live = ~empty.to(sums.device)
+        if bool(live.any()):
+            self.row_deviation = max(self.row_deviation, float((sums[live] - 1).abs().max()))
+        self.empty_rows += [first_row + int(i) for i in torch.nonzero(empty).flatten().tolist()]
+
+    def _range(self, lo: float, hi: float) -> None:
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
+
+    @property
+    def finite_range(self) -> tuple[float, float]:
+        """(min, max) over the finite kept cells; (0, 0) when there are none."""
+        return (self.lo, self.hi) if self.lo <= self.hi else (0.0, 0.0)
+
+    @property
+    def marks(self) -> set[str]:
+        """Which special cells occur: 'masked', '-inf', '+inf', 'nan' (for a legend)."""
+        found = {"masked"} if self.masked else set()
+        return found | {name for name, count in (("nan", self.nan), ("-inf", self.neginf), ("+inf", self.posinf))
+                        if count}
+
+
+def stats_of(trace: Trace, stage: Stage) -> StageStats:
+    """The stage's stats: gathered by the streaming pass for a lazy stage, else in one pass now (and kept)."""
+    found = trace.stats.get(stage.place)
+    if found is None:
+        found = StageStats()
+        tensor = stage.tensor
+        masking = trace.masking(stage)
+        kept = None if masking is None or masking.mask is None or stage.lazy else masking.mask.allowed
+        if tensor.is_floating_point():
+            found.add(tensor, kept if kept is not None and kept.shape == tensor.shape else None)
+        if stage.name == "weights" and tensor.dim() == 2:
+            empty = (~kept.any(dim=-1)) if kept is not None else torch.zeros(tensor.shape[0], dtype=torch.bool)
+            found.add_row_sums(tensor, 0, empty)
+        trace.stats[stage.place] = found
+    return found
 
 
 def check_values(trace: Trace) -> None:
-    """Report non-finite values, naming the stage and the cause (never a silent inf or NaN).
-
-    One `isfinite` pass per stage in the common case; the counting and the reasons are
-    only worked out for a stage that holds something non-finite.
-    """
+    """Report non-finite values, naming the stage and the cause (never a silent inf or NaN)."""
     overflowed: str | None = None  # the first stage that went infinite, blamed for later NaN
     for stage in trace:
-        t = stage.tensor
-        if not t.is_floating_point():
-            continue
+        stats = stats_of(trace, stage)
         temperature = stage.op.temperature if isinstance(stage.op, Masking) else 1.0
-        if temperature != 1:
-            _check_temperature(trace, stage, temperature)
-        if bool(torch.isfinite(t).all()):
-            continue
-        nan = int(torch.isnan(t).sum())
-        inf = torch.isinf(t)
-        allowed = _allowed(stage)
-        if allowed is not None:
-            inf = inf & allowed.to(inf.device)  # a masked -inf is the fill, not an overflow
-        n_inf = int(inf.sum())
+        if temperature != 1 and stats.zero and stats.lo <= stats.hi and isinstance(stage.op, Masking):
+            source = stats_of(trace, trace.stages[stage.op.source])
+            if not source.zero:
+                trace.warn(f"stage {stage.key}: dividing by the temperature {temperature:g} underflowed every "
+                           "score to 0, so the weights are uniform")
+        n_inf = stats.posinf + stats.neginf
         if n_inf:
-            limit = torch.finfo(t.dtype).max
-            cause = (f"dividing by the temperature {temperature:g} overflowed {t.dtype}" if temperature != 1
-                     else f"{t.dtype} overflowed (its largest finite value is {limit:.4g})")
+            dtype = stage.data.dtype
+            limit = torch.finfo(dtype).max if dtype.is_floating_point else math.inf
+            cause = (f"dividing by the temperature {temperature:g} overflowed {dtype}" if temperature != 1
+                     else f"{dtype} overflowed (its largest finite value is {limit:.4g})")
             trace.warn(f"stage {stage.key} has {n_inf} infinite value{'s' * (n_inf != 1)}: {cause}")
             overflowed = overflowed or stage.key
-        if nan:
+        if stats.nan:
             cause = (f"they follow from the infinite values of stage {overflowed}" if overflowed
                      else "an undefined operation such as ∞ − ∞ or 0·∞")
-            trace.warn(f"stage {stage.key} has {nan} NaN value{'s' * (nan != 1)}: {cause}")
-
-
-def _check_temperature(trace: Trace, masked: Stage, temperature: float) -> None:
-    """A huge temperature can flush every score to 0: say so rather than show uniform weights as meaningful."""
-    op = masked.op
-    assert isinstance(op, Masking)
-    mask = _allowed(masked)
-    kept = masked.tensor if mask is None else masked.tensor[mask.to(masked.tensor.device)]
-    if kept.numel() and bool((kept == 0).all()) and bool((trace.stages[op.source].tensor != 0).any()):
-        trace.warn(f"stage {masked.key}: dividing by the temperature {temperature:g} underflowed every score "
-                   "to 0, so the weights are uniform")
+            trace.warn(f"stage {stage.key} has {stats.nan} NaN value{'s' * (stats.nan != 1)}: {cause}")

@@ -53,7 +53,7 @@ def summarise(trace: Trace) -> ModelSummary:
     real = real_keys(trace)
     special = frozenset(trace.meta.special_tokens)
     tokens = trace.query_tokens
-    hidden = None if trace.mask is None else (~trace.mask).cpu().numpy()
+    hidden = None if trace.mask is None else (~trace.mask.allowed).cpu().numpy()
 
     def grid(values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
         return Grid(values, tokens, tokens, "query", "key", masked, probability=True, special_rows=special,

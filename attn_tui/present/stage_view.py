@@ -11,17 +11,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
-from attn_tui.present.grid import Grid, as_array
+from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
+    from attn_tui.core.lazy import LazyTensor
     from attn_tui.core.ops import Place
     from attn_tui.core.stage import Stage, Trace
 
 TOKEN_AXES = ("query", "key", "token")
 PROBABILITIES = ("weights", "alignment")
 PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
+SMALL_ROWS, SMALL_COLS = 32, 48  # the most cells of one head in the heads panel
 
 
 @dataclass(frozen=True)
@@ -55,34 +58,52 @@ class StageView:
 
 def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, query: int,
                step: int | None = None) -> StageView:
-    """The grid of one stage; 3-D stages are sliced at `query`, 1-D ones become a row."""
+    """The grid of one stage; 3-D stages are sliced at `query`, 1-D ones become a row.
+
+    Nothing here walks the stage: its cells are read by the grid a block at a time, and
+    its range, marks and row sums come from the stats the worker gathered.
+    """
+    from attn_tui.core.values import stats_of
+
     stage = trace.stage(name, layer, head, step)
-    tensor = stage.tensor.detach().float().cpu()
+    stats = stats_of(trace, stage)
     axes = stage.axes
     prefix: tuple[int, ...] = ()
     note = ""
-    if tensor.dim() == 3:
-        query = max(0, min(query, tensor.shape[0] - 1))
+    data: torch.Tensor | LazyTensor = stage.data
+    if stage.data.dim() == 3:
+        query = max(0, min(query, stage.shape[0] - 1))
         prefix = (query,)
         note = (f"query {query} {axes[0].labels[query]!r} (, . change it): "
                 f"rows {axes[1].name}s, columns {axes[2].name}")
-        tensor, axes = tensor[query], axes[1:]  # (S, hidden)
-    vector = tensor.dim() == 1
+        data, axes = stage.row(query), axes[1:]  # (S, hidden): one query's energy
+    vector = data.dim() == 1
     rows: tuple[str, ...] = ("",) if vector else axes[0].labels
     row_axis = "" if vector else axes[0].name
-    if vector:
-        tensor = tensor[None, :]  # (1, n)
     spec = trace.mask_of(stage)
-    masked = None if spec is None or prefix else (~spec.allowed).cpu().numpy()
+    masked = None if spec is None or prefix else TiledCells(
+        (spec.shape[0], spec.shape[1]), lambda r0, r1, c0, c1: (~spec.tile(slice(r0, r1), slice(c0, c1))).cpu().numpy(),
+        dtype=bool)
     if name == "weights":
-        note = row_sums(tensor)
+        note = row_sums_note(stats.row_deviation, stats.empty_rows)
     special = frozenset(trace.meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
-    grid = Grid(as_array(tensor), tuple(rows), tuple(col_axis.labels), row_axis, col_axis.name, masked,
-                probability=name in PROBABILITIES,
+    grid = Grid(_cells(data[None, :] if vector else data), tuple(rows), tuple(col_axis.labels), row_axis,
+                col_axis.name, masked, probability=name in PROBABILITIES,
                 special_rows=special if row_axis in TOKEN_AXES else frozenset(),
-                special_cols=special if col_axis.name in TOKEN_AXES else frozenset())
+                special_cols=special if col_axis.name in TOKEN_AXES else frozenset(),
+                stats=GridStats(*stats.finite_range, frozenset(stats.marks)))
     return StageView(stage.place, grid, stage.formula, shape_line(stage), note, prefix, vector)
+
+
+def _cells(data: torch.Tensor | LazyTensor) -> np.ndarray | TiledCells:
+    """Small 2-D data whole; larger data, or a lazy stage, as a source of tiles read when drawn."""
+    from attn_tui.core.lazy import LazyTensor  # a trace exists, so torch is loaded
+
+    if isinstance(data, LazyTensor) or data.numel() > 1 << 14:
+        return TiledCells((int(data.shape[0]), int(data.shape[1])),
+                          lambda r0, r1, c0, c1: as_array(data[r0:r1, c0:c1]))
+    return as_array(data)
 
 
 def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
@@ -102,27 +123,46 @@ def shape_line(stage: Stage) -> str:
     return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(a.name for a in stage.axes) + ")"
 
 
-def row_sums(weights: torch.Tensor) -> str:
-    """Check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked)."""
-    sums = weights.double().sum(dim=-1)  # (L,)
-    live = sums > 0.5
-    deviation = float((sums[live] - 1).abs().max()) if bool(live.any()) else 0.0
+def row_sums_note(deviation: float, empty: list[int]) -> str:
+    """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked)."""
     text = f"rows sum to 1 (±{deviation:.0e})"
-    empty = [i for i, ok in enumerate(live.tolist()) if not ok]
     if empty:
-        text += f"; rows {empty} sum to 0: they may attend to nothing"
+        shown = ", ".join(map(str, empty[:8])) + (f", … ({len(empty)} rows)" if len(empty) > 8 else "")
+        text += f"; rows [{shown}] sum to 0: they may attend to nothing"
     return text
 
 
 def heads_grids(trace: Trace, view: StageView, query: int) -> tuple[list[tuple[str, Grid]], int, str]:
-    """The stage on show for every head of its layer (titles, grids), the index to highlight, and a note."""
+    """The stage on show for every head of its layer (titles, grids), the index to highlight, and a note.
+
+    A head larger than SMALL_ROWS × SMALL_COLS is drawn from evenly spaced rows and columns,
+    read through the stage (for a lazy stage: only those rows are computed).
+    """
     if view.head is None:
         note = "only multihead has several heads" if trace.heads == 1 else "this stage is shared by all heads"
-        return [(view.name, view.grid)], 0, note
+        return [(view.name, small(view.grid))], 0, note
     place = view.place
-    grids = [(f"head {h}", stage_view(trace, view.name, place.layer, h, query, place.step).grid)
+    grids = [(f"head {h}", small(stage_view(trace, view.name, place.layer, h, query, place.step).grid))
              for h in range(trace.heads)]
-    return grids, view.head, ""
+    sampled = grids[0][1].rows < view.grid.rows or grids[0][1].cols < view.grid.cols
+    return grids, view.head, "every head drawn from evenly spaced rows and columns" if sampled else ""
+
+
+def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
+    """`grid` itself when it fits rows × cols; else evenly spaced rows and columns of it, read by blocks."""
+    if grid.rows <= rows and grid.cols <= cols:
+        return grid
+    import numpy as np
+
+    pick_rows = np.unique(np.linspace(0, grid.rows - 1, min(rows, grid.rows)).round().astype(int))
+    pick_cols = np.unique(np.linspace(0, grid.cols - 1, min(cols, grid.cols)).round().astype(int))
+    values = np.stack([grid.block(int(i), int(i) + 1, 0, grid.cols)[0, pick_cols] for i in pick_rows])
+    hidden = None
+    if grid.masked is not None:
+        hidden = np.stack([grid.masked_block(int(i), int(i) + 1, 0, grid.cols)[0, pick_cols]  # type: ignore[index]
+                           for i in pick_rows])
+    return Grid(values, tuple(grid.row_labels[i] for i in pick_rows), tuple(grid.col_labels[j] for j in pick_cols),
+                grid.row_axis, grid.col_axis, hidden, grid.probability, stats=grid.stats)
 
 
 def overview(tensor: torch.Tensor, rows: int = PARAM_ROWS, cols: int = PARAM_COLS) -> tuple[torch.Tensor, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len, set_cell_size
 from rich.color import Color
@@ -16,6 +17,9 @@ from rich.segment import Segment
 from rich.style import Style
 
 from attn_tui.present.grid import Grid
+
+if TYPE_CHECKING:
+    import numpy as np
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 
 DENSE_AT = 33  # a matrix with this many rows or columns is drawn in half-blocks
@@ -133,13 +137,12 @@ def label_segment(grid: Grid, layout: Layout, line: int, cursor_row: int | None)
     return Segment(_fit(grid.row_labels[line], layout.label_width - 1, "right") + " ", style)
 
 
-def cell_segment(grid: Grid, scale: Scale, layout: Layout, i: int, j: int, cursor: bool) -> Segment:
+def cell_segment(value: float, masked: bool, blank: bool, scale: Scale, layout: Layout, cursor: bool) -> Segment:
     """One values-mode cell: its colour, its value when wide enough, hatching when masked."""
-    value = float(grid.values[i, j])
     width = layout.cell_width
-    if grid.is_blank(i):
+    if blank:
         return Segment("·".center(width) if cursor else " " * width, CURSOR_STYLE if cursor else LABEL_STYLE)
-    if grid.is_masked(i, j):
+    if masked:
         text = format_value(value, width - 2) if layout.show_values else ""
         pad = width - cell_len(text)
         cell = HATCH * (pad // 2) + text + HATCH * (pad - pad // 2)
@@ -157,40 +160,47 @@ def _cursor_style(style: Style) -> Style:
     return style + CURSOR_STYLE
 
 
-def _color(grid: Grid, scale: Scale, i: int, j: int) -> Color | None:
-    if i >= grid.rows or grid.is_blank(i):
-        return None
-    if grid.is_masked(i, j):
-        return MASKED_STYLE.bgcolor
-    return scale.style(float(grid.values[i, j])).bgcolor
-
-
 @lru_cache(maxsize=4096)
 def _half_style(top: Color | None, bottom: Color | None) -> Style:
     return Style(color=top, bgcolor=bottom)
 
 
-def dense_segment(grid: Grid, scale: Scale, line: int, j: int, cursor: tuple[int, int] | None) -> Segment:
-    """Two rows in one cell: ▀ in the top row's colour over the bottom row's colour."""
-    top, bottom = line * 2, line * 2 + 1
-    if grid.is_masked(top, j) and (bottom >= grid.rows or grid.is_masked(bottom, j)):
-        return Segment(HATCH, MASKED_STYLE)
-    top_color = _color(grid, scale, top, j)
-    bottom_color = _color(grid, scale, bottom, j)
-    if cursor is not None and cursor[1] == j:
-        if cursor[0] == top:
-            top_color = CURSOR_COLOR
-        elif cursor[0] == bottom:
-            bottom_color = CURSOR_COLOR
-    return Segment("▀", _half_style(top_color, bottom_color))
+def _colors(values: np.ndarray, hidden: np.ndarray | None, blank: bool, scale: Scale) -> list[Color | None]:
+    if blank:
+        return [None] * len(values)
+    return [MASKED_STYLE.bgcolor if hidden is not None and hidden[n] else scale.style(float(v)).bgcolor
+            for n, v in enumerate(values)]
 
 
 def line_segments(grid: Grid, scale: Scale, layout: Layout, line: int, first: int, last: int,
                   cursor: tuple[int, int] | None) -> list[Segment]:
-    """Matrix cells of one data line for columns first..last-1 (no label)."""
-    if layout.dense:
-        return [dense_segment(grid, scale, line, j, cursor) for j in range(first, last)]
-    return [cell_segment(grid, scale, layout, line, j, cursor == (line, j)) for j in range(first, last)]
+    """Matrix cells of one data line for columns first..last-1 (no label); reads only those cells."""
+    if not layout.dense:
+        values = grid.block(line, line + 1, first, last)[0]
+        hidden = grid.masked_block(line, line + 1, first, last)
+        blank = grid.is_blank(line)
+        return [cell_segment(float(values[n]), hidden is not None and bool(hidden[0, n]), blank, scale, layout,
+                             cursor == (line, first + n)) for n in range(last - first)]
+    top, bottom = line * 2, min(line * 2 + 2, grid.rows)
+    values = grid.block(top, bottom, first, last)  # (1 or 2, cols)
+    hidden = grid.masked_block(top, bottom, first, last)
+    rows = [_colors(values[r], None if hidden is None else hidden[r], grid.is_blank(top + r), scale)
+            for r in range(values.shape[0])]
+    if len(rows) == 1:
+        rows.append([None] * (last - first))
+    segments = []
+    for n in range(last - first):
+        if hidden is not None and bool(hidden[:, n].all()):
+            segments.append(Segment(HATCH, MASKED_STYLE))
+            continue
+        top_color, bottom_color = rows[0][n], rows[1][n]
+        if cursor is not None and cursor[1] == first + n:
+            if cursor[0] == top:
+                top_color = CURSOR_COLOR
+            elif cursor[0] == top + 1:
+                bottom_color = CURSOR_COLOR
+        segments.append(Segment("▀", _half_style(top_color, bottom_color)))
+    return segments
 
 
 def block_lines(grid: Grid, cell_width: int = 2) -> list[list[Segment]]:

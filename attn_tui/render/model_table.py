@@ -11,6 +11,7 @@ from rich.text import Text
 from attn_tui.core.ops import Place
 from attn_tui.core.stage import Axis, Stage
 from attn_tui.core.summary import ROLLOUT_FORMULA, HeadStats
+from attn_tui.core.values import StageStats
 from attn_tui.render.colors import Scale
 from attn_tui.render.stage_table import stage_renderable
 
@@ -40,4 +41,6 @@ def print_model_summary(name: str, tokens: tuple[str, ...], stats: list[HeadStat
     axis_q, axis_k = Axis("query", tokens), Axis("key", tokens)
     stage = Stage(Place("rollout"), rolled, ROLLOUT_FORMULA, (axis_q, axis_k))
     console.print()
-    console.print(stage_renderable(stage, None, min(console.width, 120)))
+    rollout_stats = StageStats()
+    rollout_stats.add(rolled)
+    console.print(stage_renderable(stage, rollout_stats, None, min(console.width, 120)))

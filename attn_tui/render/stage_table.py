@@ -10,10 +10,9 @@ from rich.text import Text
 
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.stage import Stage, Trace
-from attn_tui.present.grid import Grid, as_array
+from attn_tui.core.values import StageStats, stats_of
 from attn_tui.present.text import printable
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
-from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.labels import fit_label
 
 CELL = 7  # characters per value cell
@@ -22,21 +21,20 @@ MAX_ROWS = 32  # rows printed per stage; JSON has them all
 MAX_SLICES = 3  # query slices printed for the 3-D energy stage
 
 
-def stage_scale(stage: Stage, masked: torch.Tensor | None) -> Scale:
-    """The app's colour range (grid_scale): finite cells only, masked cells left out."""
-    values = as_array(stage.tensor.reshape(-1, stage.shape[-1]) if stage.tensor.dim() else stage.tensor[None, None])
-    hidden = None if masked is None else as_array(masked).astype(bool)
-    return grid_scale(Grid(values, (), (), masked=hidden, probability=stage.name in ("weights", "alignment")))
+def _matrix_table(values: torch.Tensor, total: tuple[int, int], row_labels: tuple[str, ...],
+                  col_labels: tuple[str, ...], scale: Scale, hidden: torch.Tensor | None,
+                  width: int) -> tuple[Table, list[str]]:
+    """The first rows and columns of a 2-D slice as a coloured table, and notes about what was cut.
 
-
-def _matrix_table(matrix: torch.Tensor, row_labels: tuple[str, ...], col_labels: tuple[str, ...],
-                  scale: Scale, masked: torch.Tensor | None, width: int) -> tuple[Table, list[str]]:
-    """One 2-D slice as a coloured table; returns it and notes about what was cut."""
+    `values` holds only the cells shown (at most MAX_ROWS rows and the columns that fit);
+    `total` is the slice's whole shape. Masked cells show their fill in the masked style, so
+    −∞ and −1e9 read differently, as they compute differently.
+    """
     notes: list[str] = []
-    n_rows, n_cols = matrix.shape
+    n_rows, n_cols = total
     fit_cols = max(1, (width - LABEL - 1) // (CELL + 1))
-    cols = list(range(n_cols)) if n_cols <= fit_cols else list(range(fit_cols - 1))
-    rows = list(range(min(n_rows, MAX_ROWS)))
+    cols = range(n_cols) if n_cols <= fit_cols else range(fit_cols - 1)
+    rows = range(min(n_rows, MAX_ROWS))
     if len(cols) < n_cols:
         notes.append(f"showing {len(cols)} of {n_cols} columns")
     if len(rows) < n_rows:
@@ -48,51 +46,56 @@ def _matrix_table(matrix: torch.Tensor, row_labels: tuple[str, ...], col_labels:
                          justify="right")
     if len(cols) < n_cols:
         table.add_column("…", width=1)
-    values = matrix.detach().to("cpu", torch.float64)
+    cells_shown = values.to("cpu", torch.float64).tolist()
     for i in rows:
         cells: list[RenderableType] = [Text(fit_label(row_labels[i], LABEL))]
         for j in cols:
-            value = float(values[i, j])
-            if masked is not None and bool(masked[i, j]) and value != float("-inf"):
-                cells.append(Text("×".rjust(CELL), style=MASKED_STYLE))
-            else:
-                cells.append(Text(format_value(value, CELL - 1).rjust(CELL), style=scale.style(value)))
+            value = cells_shown[i][j]
+            masked = hidden is not None and bool(hidden[i, j])
+            cells.append(Text(format_value(value, CELL - 1).rjust(CELL),
+                              style=MASKED_STYLE if masked else scale.style(value)))
         if len(cols) < n_cols:
             cells.append(Text("…"))
         table.add_row(*cells)
     return table, notes
 
 
-def stage_renderable(stage: Stage, mask: MaskSpec | None = None, width: int = 80) -> RenderableType:
-    """Header (name, shape, formula) plus the heatmap table(s) of one stage; `mask` hatches masked cells."""
+def stage_renderable(stage: Stage, stats: StageStats, mask: MaskSpec | None = None,
+                     width: int = 80) -> RenderableType:
+    """Header (name, shape, formula) plus the heatmap table(s) of one stage; reads only the cells it prints.
+
+    `stats` gives the colour range (finite, unmasked cells: the app's range) and the row
+    sums; `mask` marks the masked cells.
+    """
     head = f" · head {stage.head}" if stage.head is not None else ""
     head += f" · step {stage.step}" if stage.step is not None else ""
     title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
     parts: list[RenderableType] = [title, Text(stage.formula, style="italic")]
-    masked = None if mask is None or stage.tensor.dim() != 2 else ~mask.allowed.cpu()
-    scale = stage_scale(stage, masked)
-    t = stage.tensor
+    scale = Scale.fit(*stats.finite_range, probability=stage.name in ("weights", "alignment"))
+    data = stage.data
+    fit_cols = max(1, (width - LABEL - 1) // (CELL + 1))
     notes: list[str] = []
-    if t.dim() == 1:
-        t = t[None, :]
-    if t.dim() == 2:
-        rows = stage.axes[0].labels if stage.tensor.dim() == 2 else ("",)
-        table, notes = _matrix_table(t, rows, stage.axes[-1].labels, scale, masked, width)
+    if data.dim() <= 2:
+        shape = (1, stage.shape[0]) if data.dim() == 1 else (stage.shape[0], stage.shape[1])
+        values = stage.tensor.reshape(1, -1) if data.dim() == 1 else data[:MAX_ROWS, :fit_cols]
+        rows = stage.axes[0].labels if data.dim() == 2 else ("",)
+        hidden = None if mask is None or data.dim() != 2 else ~mask.tile(slice(0, MAX_ROWS), slice(0, fit_cols))
+        table, notes = _matrix_table(values, shape, rows, stage.axes[-1].labels, scale, hidden, width)
         parts.append(table)
     else:  # (L, S, hidden): one slice per query
-        for i in range(min(t.shape[0], MAX_SLICES)):
+        for i in range(min(stage.shape[0], MAX_SLICES)):
             parts.append(Text(f"{stage.axes[0].name} {printable(stage.axes[0].labels[i])}:", style="bold"))
-            table, notes = _matrix_table(t[i], stage.axes[1].labels, stage.axes[2].labels, scale, None, width)
+            table, notes = _matrix_table(data[i, :MAX_ROWS, :fit_cols], (stage.shape[1], stage.shape[2]),
+                                         stage.axes[1].labels, stage.axes[2].labels, scale, None, width)
             parts.append(table)
-        if t.shape[0] > MAX_SLICES:
-            notes.append(f"showing {MAX_SLICES} of {t.shape[0]} query slices")
+        if stage.shape[0] > MAX_SLICES:
+            notes.append(f"showing {MAX_SLICES} of {stage.shape[0]} query slices")
     if stage.name == "weights":
-        sums = stage.tensor.float().sum(dim=-1)
-        parts.append(Text(f"row sums: min {float(sums.min()):.6f}, max {float(sums.max()):.6f}"
-                          " (1 for every row that may attend somewhere)", style="dim"))
-    legend = (f"scale {scale.lo:.3g} … {scale.hi:.3g}" + ("  × masked" if masked is not None else "") +
-              ("  -∞ masked fill" if bool(torch.isneginf(stage.tensor).any()) else ""))
+        empty = f"; rows {stats.empty_rows[:8]} sum to 0 (nothing to attend)" if stats.empty_rows else ""
+        parts.append(Text(f"row sums: 1 within {stats.row_deviation:.1e} for every row that may attend"
+                          f"{empty}", style="dim"))
+    legend = f"scale {scale.lo:.3g} … {scale.hi:.3g}" + ("  masked cells dimmed" if stats.masked else "")
     parts.append(Text(legend + ("; " + "; ".join(notes) + " (--format json has all)" if notes else ""),
                       style="dim"))
     return Group(*parts)
@@ -112,6 +115,6 @@ def print_trace(trace: Trace, stages: list[Stage], console: Console | None = Non
     console.print(head)
     for stage in stages:
         console.print()
-        console.print(stage_renderable(stage, trace.mask_of(stage), width))
+        console.print(stage_renderable(stage, stats_of(trace, stage), trace.mask_of(stage), width))
     for warning in trace.warnings:
         console.print(Text("warning: " + warning, style="yellow"))

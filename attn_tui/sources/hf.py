@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from attn_tui.core.attend import Tail, attend
+from attn_tui.core.attend import Tail, score_family
 from attn_tui.core.budget import Estimate, memory_limit
 from attn_tui.core.errors import AttnError, ConfigError, InputError
 from attn_tui.core.files import check_text, quoted
@@ -27,7 +27,7 @@ from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import TransformerRun
 from attn_tui.core.ops import Linear, Place
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.core.variants.scaled_dot import scale_stages
+from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, resolve, weights_bytes
 
 
@@ -178,10 +178,6 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
                     tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings))
 
 
-def _none_if_full(mask: torch.Tensor) -> torch.Tensor | None:
-    return None if bool(mask.all()) else mask
-
-
 def _readable(tok: Any, token: str) -> str:
     """GPT-2's byte-level 'Ġcat' → '▁cat' so a leading space stays visible."""
     text = tok.convert_tokens_to_string([token])
@@ -227,8 +223,10 @@ def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
         raise ConfigError(f"--head {head} is out of range: {loaded.name} has heads 0…{loaded.heads - 1}")
     model = loaded.model
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special)
+    n = len(run_.tokens)
+    mask = None if bool(run_.mask.all()) else MaskSpec((n, n), loaded.causal, run_.padding, dense=run_.mask)
     trace = Trace(meta, run_.tokens, run_.tokens, str(run_.mask.device),
-                  str(next(model.parameters()).dtype).replace("torch.", ""), mask=_none_if_full(run_.mask),
+                  str(next(model.parameters()).dtype).replace("torch.", ""), mask=mask,
                   warnings=list(run_.warnings), filler=lambda t, lay, _head: _fill(run_, t, lay))
     _fill(run_, trace, layer)
     return trace
@@ -259,11 +257,9 @@ def _fill(run_: ModelRun, trace: Trace, layer: int | None) -> None:
                                 f"{part.upper()}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {lw.source})",
                                 (axes[name], dim_axis(d_h)),
                                 Linear(block + "X", block + f"W_{part}", block + f"b_{part}", h * d_h)))
-        at = [Place("scores", layer, h) for h in range(heads)]
-        scaled = scale_stages(trace, projected["query"], projected["key"], (tokens, axes["key"]), at, lw.scaling)
-        spec = MaskSpec(run_.mask, loaded.causal, None if run_.padding is None else run_.padding)
-        tail = Tail(tokens, axes["key"], None if bool(run_.mask.all()) else spec, "-inf", 1.0,
-                    output_formula="O = A·V_h")
-        attend(trace, tail, scaled, projected["value"], [p.at("scaled") for p in at],
-               [Place("value", layer, h) for h in range(heads)])
+        stages, factor = scaled_stages((tokens, axes["key"]), d_h, lw.scaling)
+        tail = Tail(tokens, axes["key"], trace.mask, "-inf", 1.0, output_formula="O = A·V_h")
+        score_family(trace, tail, scaled_pre(projected["query"], projected["key"], factor), stages, "scaled",
+                     projected["value"], [Place("scores", layer, h) for h in range(heads)],
+                     [Place("value", layer, h) for h in range(heads)], lazy=False)
         trace.meta = replace(trace.meta, scale=lw.scaling)  # type: ignore[arg-type]

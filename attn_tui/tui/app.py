@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult
@@ -28,7 +28,7 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
 from attn_tui.sources.names import DATE_MODELS
 from attn_tui.tui.bindings import APP_BINDINGS
-from attn_tui.tui.commands import AttnCommands
+from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import (
     ComputeFailed,
     ModelChosen,
@@ -46,12 +46,22 @@ from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 
+if TYPE_CHECKING:
+    from textual.command import Provider
+
 MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
 NARROW = 80  # below this width the left column gives up some of its room
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
 OWN = ""  # the key of the attention variants among the kept asks
 DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
+
+
+def palette_commands() -> type[Provider]:
+    """Our palette commands, imported when the palette first opens (not before the first frame)."""
+    from attn_tui.tui.commands import AttnCommands
+
+    return AttnCommands
 
 
 def source_key(ask: Ask) -> str:
@@ -63,7 +73,7 @@ class AttnApp(App[int]):
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "attn-tui"
-    COMMANDS = App.COMMANDS | {AttnCommands}
+    COMMANDS = App.COMMANDS | {palette_commands}
     BINDINGS: ClassVar[list[BindingType]] = [*APP_BINDINGS]
 
     shown: reactive[Shown | None] = reactive(None, init=False)
@@ -124,7 +134,8 @@ class AttnApp(App[int]):
         self._show_ask(self.wanted)
         self.explorer.heatmap.focus()
         self._fit_screen(self.size.width, self.size.height)
-        self._load_torch()
+        # After the first frame is painted: torch's import holds the GIL for seconds and would delay it.
+        self.call_after_refresh(self._load_torch)
 
     def notify(self, message: str, *, markup: bool = False, **options: Any) -> None:
         """Notifications carry user text (sample notes, model paths, errors): never read as markup."""
@@ -134,16 +145,15 @@ class AttnApp(App[int]):
         self._fit_screen(event.size.width, event.size.height)
 
     def _fit_screen(self, width: int, height: int) -> None:
-        self.screen.set_class(width < MIN_SIZE[0] or height < MIN_SIZE[1], "-too-small")
-        self.screen.set_class(width >= WIDE, "-wide")
-        self.screen.set_class(width < NARROW, "-narrow")
+        set_classes(self.screen, {"-too-small": width < MIN_SIZE[0] or height < MIN_SIZE[1], "-wide": width >= WIDE,
+                                  "-narrow": width < NARROW})
 
     @work(thread=True, exclusive=True, group="torch")
     def _load_torch(self) -> None:
         start = time.perf_counter()
         try:
             import attn_tui.core.engine
-            import attn_tui.core.explain  # noqa: F401
+            import attn_tui.core.explain  # noqa: F401  (torch, and the engine on top of it)
         except Exception as exc:
             self.post_message(TorchFailed(f"torch could not be imported: {exc}"))
             return

@@ -159,9 +159,9 @@ def test_bad_settings_raise_named_errors(request_, error, fragment: str) -> None
 
 
 def test_huge_inputs_are_refused_before_allocating() -> None:
-    """3000 tokens × 3000 × 16 energy is 1.1 GB: over a 256 MB limit, refused with both figures."""
+    """A block of 64 rows × 3000 keys × 2048 hidden units of energy is 1.5 GB: over a 256 MB limit."""
     with pytest.raises(BudgetError, match=r"energy, .* GB\); the limit is 256.0 MB"):
-        compute(sentence(" ".join(["w"] * 3000), variant="additive", dim=16), max_memory=256 * 1024**2)
+        compute(sentence(" ".join(["w"] * 3000), variant="additive", dim=2048), max_memory=256 * 1024**2)
     with pytest.raises(ConfigError, match="16000 numbers wide"):
         compute(x_matrix([[0.5] * 16000], variant="multihead", heads=1))
 

@@ -24,7 +24,7 @@ def test_scaled_dot_matches_sdpa(mask: str, shape: tuple[int, int, int, int]) ->
     trace = compute(matrices(q, k, v, variant="scaled_dot", mask=mask, pad_keys=1, device="cpu"))
     assert (trace.mask is None) == (mask == "none")
     expected = F.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v),
-                                              attn_mask=trace.mask)
+                                              attn_mask=None if trace.mask is None else trace.mask.allowed)
     assert (trace.tensor("output") - expected).abs().max() <= 1e-6
 
 
@@ -67,7 +67,7 @@ def test_multihead_matches_nn_multihead_attention(heads: int, mask: str) -> None
         mha.out_proj.weight.copy_(p["W_o"])
         mha.out_proj.bias.copy_(p["b_o"])
     x = trace.tensor("embedded_pos")[None]  # (1, N, d)
-    attn_mask = None if trace.mask is None else ~trace.mask  # MHA: True = not allowed
+    attn_mask = None if trace.mask is None else ~trace.mask.allowed  # MHA: True = not allowed
     out, weights = mha(x, x, x, attn_mask=attn_mask, average_attn_weights=False)
     assert torch.allclose(trace.tensor("projected"), out[0], atol=1e-5, rtol=0)
     for h in range(heads):

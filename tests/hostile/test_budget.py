@@ -41,7 +41,7 @@ def test_a_wide_typed_x_is_refused(tmp_path: Path) -> None:
 def test_the_limit_follows_the_memory_the_process_may_use() -> None:
     """Under a 2 GB address-space ceiling the default limit shrinks with it: refused, never killed."""
     text = " ".join(f"w{i % 50}" for i in range(3000))
-    outcome = attn_tui("stages", "--text", text, "--variant", "additive", "--dim", "64", ceiling=2 * 1024**3)
+    outcome = attn_tui("stages", "--text", text, "--variant", "additive", "--dim", "1024", ceiling=2 * 1024**3)
     assert outcome.refused("the limit is"), outcome
     assert "energy" in outcome.err
 

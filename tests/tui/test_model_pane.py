@@ -84,7 +84,7 @@ async def test_mask_fill_select() -> None:
         await _change(pilot, "#set-mask_fill", "-1e9")
         assert float(app.trace.tensor("masked").min()) == -1e9
         await pilot.press("7")
-        assert app.view.grid.masked is not None and app.view.grid.masked[0][5]
+        assert app.view.grid.is_masked(0, 5)
 
 
 async def test_positional_checkbox() -> None:

@@ -1,7 +1,8 @@
 """Bahdanau's additive score: e_ij = v_aᵀ tanh(W_a q_i + U_a k_j).
 
 A one-hidden-layer network judges each (query, key) pair; projecting query and key
-separately means the (L, S, hidden) energy needs only a broadcast add.
+separately means the (L, S, hidden) energy needs only a broadcast add, and a long input
+builds it only for the tile (or the query) on show.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.core.attend import PreStage
 from attn_tui.core.ops import Linear, Place, Reduce, TanhOfSum
 from attn_tui.core.stage import Stage, dim_axis
 
@@ -23,13 +25,17 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     w_a = ctx.params.weight("W_a", hidden, q.shape[1])  # (H, d_q)
     u_a = ctx.params.weight("U_a", hidden, k.shape[1])  # (H, d_k)
     v_a = ctx.params.normal("v_a", hidden, std=hidden**-0.5)  # (H,)
-    add = ctx.trace.add
-    qp = add(Stage(Place("query_proj"), q @ w_a.T, "W_a q_i for every query", (ctx.query_axis, hid),
-                   Linear(Place("query"), "W_a")))
-    kp = add(Stage(Place("key_proj"), k @ u_a.T, "U_a k_j for every key", (ctx.key_axis, hid),
-                   Linear(Place("key"), "U_a")))
-    energy = add(Stage(Place("energy"), torch.tanh(qp[:, None, :] + kp[None, :, :]), "E[i,j] = tanh(W_a q_i + U_a k_j)",
-                       (ctx.query_axis, ctx.key_axis, hid), TanhOfSum(Place("query_proj"), Place("key_proj"))))
-    add(Stage(Place("scores"), energy @ v_a, "S[i,j] = v_aᵀ E[i,j]", (ctx.query_axis, ctx.key_axis),
-              Reduce(Place("energy"), "v_a")))  # (L, S)
-    ctx.attend(Place("scores"), Place("value"))
+    qp = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, "W_a q_i for every query", (ctx.query_axis, hid),
+                             Linear(Place("query"), "W_a")))  # (L, H)
+    kp = ctx.trace.add(Stage(Place("key_proj"), k @ u_a.T, "U_a k_j for every key", (ctx.key_axis, hid),
+                             Linear(Place("key"), "U_a")))  # (S, H)
+
+    def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+        energy = torch.tanh(qp[rows][:, None, :] + kp[cols][None, :, :])  # (rows, cols, H)
+        return {"energy": energy[None], "scores": (energy @ v_a)[None]}
+
+    ctx.scores(pre, [
+        PreStage("energy", "E[i,j] = tanh(W_a q_i + U_a k_j)", (*ctx.qk_axes, hid),
+                 lambda at: TanhOfSum(at.at("query_proj"), at.at("key_proj"))),
+        PreStage("scores", "S[i,j] = v_aᵀ E[i,j]", ctx.qk_axes, lambda at: Reduce(at.at("energy"), "v_a")),
+    ], "scores")

@@ -6,14 +6,16 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.core.ops import Dot, Place
-from attn_tui.core.stage import Stage
+from attn_tui.core.attend import PreStage
+from attn_tui.core.ops import Dot
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    ctx.trace.add(Stage(Place("scores"), q @ k.T, "S = Q·Kᵀ: S[i,j] = q_i·k_j", (ctx.query_axis, ctx.key_axis),
-                        Dot(Place("query"), Place("key"))))  # (L, S)
-    ctx.attend(Place("scores"), Place("value"))
+    def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+        return {"scores": (q[rows] @ k[cols].T)[None]}  # (1, rows, cols)
+
+    stage = PreStage("scores", "S = Q·Kᵀ: S[i,j] = q_i·k_j", ctx.qk_axes, lambda at: Dot(at.at("query"), at.at("key")))
+    ctx.scores(pre, [stage], "scores")

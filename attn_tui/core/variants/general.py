@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.core.attend import PreStage
 from attn_tui.core.ops import Dot, Linear, Place
 from attn_tui.core.stage import Stage, dim_axis
 
@@ -20,7 +21,11 @@ if TYPE_CHECKING:
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     w_a = ctx.params.weight("W_a", k.shape[1], q.shape[1])  # (d_k, d_q)
     query_proj = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, "Q' = Q·W_aᵀ: row i is W_a q_i",
-                                     (ctx.query_axis, dim_axis(k.shape[1])), Linear(Place("query"), "W_a")))
-    ctx.trace.add(Stage(Place("scores"), query_proj @ k.T, "S = Q'·Kᵀ: S[i,j] = (W_a q_i)·k_j",
-                        (ctx.query_axis, ctx.key_axis), Dot(Place("query_proj"), Place("key"))))  # (L, S)
-    ctx.attend(Place("scores"), Place("value"))
+                                     (ctx.query_axis, dim_axis(k.shape[1])), Linear(Place("query"), "W_a")))  # (L, d_k)
+
+    def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+        return {"scores": (query_proj[rows] @ k[cols].T)[None]}  # (1, rows, cols)
+
+    stage = PreStage("scores", "S = Q'·Kᵀ: S[i,j] = (W_a q_i)·k_j", ctx.qk_axes,
+                     lambda at: Dot(at.at("query_proj"), at.at("key")))
+    ctx.scores(pre, [stage], "scores")

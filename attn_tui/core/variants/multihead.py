@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.core.attend import attend
+from attn_tui.core.attend import score_family
 from attn_tui.core.errors import ConfigError
 from attn_tui.core.meta import VariantRun
 from attn_tui.core.ops import Columns, Concat, Linear, Place
 from attn_tui.core.stage import Axis, Stage, dim_axis
-from attn_tui.core.variants.scaled_dot import scale_stages
+from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
@@ -45,10 +45,10 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
             letter = name[0].upper()
             trace.add(Stage(Place(name, head=h), per_head[part, h], f"{letter}_{h} = {letter}[:, {span}]",
                             (axis, head_dims), Columns(Place("qkv_proj"), part * d_model + h * d_h)))
-    at = [Place("scores", head=h) for h in range(heads)]
-    scaled = scale_stages(trace, per_head[0], per_head[1], (tokens, ctx.key_axis), at)  # (heads, N, N)
-    outputs = attend(trace, ctx.tail, scaled, per_head[2], [p.at("scaled") for p in at],
-                     [Place("value", head=h) for h in range(heads)])  # (heads, N, d_h)
+    stages, factor = scaled_stages(ctx.qk_axes, d_h)
+    outputs = score_family(trace, ctx.tail, scaled_pre(per_head[0], per_head[1], factor), stages, "scaled",
+                           per_head[2], [Place("scores", head=h) for h in range(heads)],
+                           [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (heads, N, d_h)
     concat = trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, d_model),
                              "C = [O_0 | O_1 | … ]: the heads' outputs side by side", (tokens, dim_axis(d_model)),
                              Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, d)

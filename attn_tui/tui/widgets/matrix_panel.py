@@ -52,7 +52,7 @@ class MatrixPanel(Vertical):
         grid = self.grid
         if grid is None or grid.is_blank(event.row):
             return
-        value = float(grid.values[event.row, event.col])
+        value = grid.value(event.row, event.col)
         self.query_one(".panel-cell", Static).update(
             Text(f"[{event.row}, {event.col}]  {grid.row_labels[event.row]!r} × {grid.col_labels[event.col]!r} "
                  f"= {value:.4f}", style="bold yellow"))

@@ -22,6 +22,7 @@ from attn_tui.core.settings import FILL_NAMES as FILLS
 from attn_tui.core.settings import MASK_NAMES as MASKS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES
+from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, TargetEdited
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
@@ -118,10 +119,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def _set_kind(self, choice: str) -> None:
         self.choice = choice
-        self.set_class(choice != VARIANTS, "-model")
-        self.set_class(choice in SEQ2SEQ, "-seq2seq")
-        self.set_class(choice not in (VARIANTS, *SEQ2SEQ), "-transformer")
-        self.set_class(choice == OTHER, "-other")
+        set_classes(self, {"-model": choice != VARIANTS, "-seq2seq": choice in SEQ2SEQ,
+                           "-transformer": choice not in (VARIANTS, *SEQ2SEQ), "-other": choice == OTHER})
 
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""

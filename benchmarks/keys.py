@@ -1,0 +1,85 @@
+"""What a keypress costs in the app, driven through Pilot at growing lengths: key → repaint, and handler time."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from attn_tui.core.settings import Request, SentenceInput, Settings
+from attn_tui.tui.app import AttnApp
+
+SIZE = (120, 40)
+KEYS = {"stage": ["right", "left"], "cursor": ["down", "up"], "head": ["right_square_bracket"], "params": ["p"]}
+HANDLERS = {"stage": ("action_next_stage", "action_prev_stage"), "cursor": ("action_cursor",),
+            "head": ("action_next_head",), "params": ("action_toggle_params",)}
+
+
+class _TimedApp(AttnApp):
+    """The app with its key handlers timed (what the UI thread spends on a keypress before repainting)."""
+
+    handler_seconds: list[float]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.handler_seconds = []
+        for names in HANDLERS.values():
+            for name in names:
+                setattr(self, name, self._timed(getattr(self, name)))
+
+    def _timed(self, handler: Callable[..., None]) -> Callable[..., None]:
+        def run(*args: Any) -> None:
+            start = time.perf_counter()
+            handler(*args)
+            self.handler_seconds.append(time.perf_counter() - start)
+        return run
+
+
+async def _settle(pilot: Any) -> None:
+    app = pilot.app
+    for _ in range(2000):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.torch_ready and app.generation > 0 and app.shown_generation == app.generation:
+            return
+    raise RuntimeError("the app never settled")
+
+
+async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
+    """Median key → repaint and median handler time (seconds) for one kind of key at n tokens."""
+    variant = "multihead" if kind == "head" else "scaled_dot"
+    text = " ".join(f"w{i % 97}" for i in range(n))
+    app = _TimedApp(Request(SentenceInput(text), Settings(variant=variant, mask="causal", heads=4)))
+    walls: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot)
+        app.explorer.go_to_stage(app.stage_names().index("weights"))
+        await pilot.pause()
+        app.handler_seconds.clear()
+        for r in range(rounds):
+            for key in KEYS[kind]:
+                start = time.perf_counter()
+                await pilot.press(key)
+                await pilot.pause()
+                walls.append(time.perf_counter() - start)
+            if kind == "params" and r % 2 == 0:
+                await pilot.press("p")  # back to the heatmap, untimed
+                await pilot.pause()
+    return statistics.median(walls), statistics.median(app.handler_seconds)
+
+
+def keys(sizes: list[int], rounds: int = 5) -> None:
+    print("\nkeypresses in the app (Pilot, 120×40): median key → repaint ms / handler ms, and the ratio to the "
+          f"first size ({sizes[0]} tokens)")
+    base: dict[str, tuple[float, float]] = {}
+    print(f"{'tokens':>7} " + " ".join(f"{kind:>26}" for kind in KEYS))
+    for n in sizes:
+        row = []
+        for kind in KEYS:
+            wall, handler = asyncio.run(_measure(n, kind, rounds))
+            base.setdefault(kind, (wall, handler))
+            ratios = f"{wall / base[kind][0]:.2f}×/{handler / base[kind][1]:.2f}×"
+            row.append(f"{wall * 1e3:6.1f}/{handler * 1e3:5.1f} ({ratios})")
+        print(f"{n:>7} " + " ".join(f"{cell:>26}" for cell in row))
