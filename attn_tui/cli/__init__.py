@@ -22,7 +22,7 @@ QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    debug = bool(args.debug or os.environ.get("ATTN_TUI_DEBUG"))
+    debug = bool(args.debug) or os.environ.get("ATTN_TUI_DEBUG", "").lower() in ("1", "true", "yes")
     for key, value in QUIET_ENV.items():
         os.environ.setdefault(key, value)
     from attn_tui.cli.commands import COMMANDS

@@ -66,6 +66,8 @@ def heads(args: argparse.Namespace) -> int:
 
     check_text(args.model, "--model")
     check_text(args.text, "--text")
+    if not args.text.strip():
+        raise InputError("the sentence is empty: type at least one word")
     if args.model in DATE_MODELS:
         raise InputError(f"{args.model} has one attention, not layers of heads: "
                          f"use `attn-tui stages --model {args.model}`")
@@ -92,6 +94,8 @@ def heads(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
+    if args.out == "-":
+        raise InputError("--out - : a checkpoint is written to a file, not to standard output")
     out = writable_file(Path(args.out if args.out is not None else f"dates_{args.attention}.pt"), "the checkpoint")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -7,24 +7,30 @@ them apply to what was asked, so that none is ever silently dropped.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from attn_tui import __version__
+from attn_tui.core.files import QUOTE_LIMIT
 from attn_tui.core.footprint import MAX_HEADS
 from attn_tui.core.settings import DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, VARIANT_NAMES
+from attn_tui.present.text import printable
 from attn_tui.sources.names import MODEL_NAMES
 
 TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
 _DASH_VALUE_OPTIONS = ("--mask-fill",)  # values that start with '-' (argparse would take -inf for an option)
 _ANYWHERE = ("debug", "max_memory")
 MAX_LINE = 240  # an error line longer than this is cut: one short line, whatever the input
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_QUOTED = re.compile(rf"'[^']{{{QUOTE_LIMIT},}}'")  # a long quoted value in a message (argparse quotes whole)
 
 
 def one_line(message: str, limit: int = MAX_LINE) -> str:
-    """A message as one line of at most `limit` characters."""
-    text = " ".join(str(message).split())
+    """A message as one line of at most `limit` characters, no quoted value longer than ~60, no control bytes."""
+    text = printable(" ".join(str(message).split()))
+    text = _QUOTED.sub(lambda m: m.group(0)[:QUOTE_LIMIT - 1] + "…" + m.group(0)[-1], text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -45,10 +51,9 @@ def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
     """An argparse type: a whole number in [minimum, maximum], with a message that says so."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:30]!r}") from None
+        if not _WHOLE.fullmatch(text.strip()):  # plain ASCII digits: no '1_0', no other scripts' digits
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:30]!r}")
+        value = int(text)
         if not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"must be between {minimum} and {maximum:,}, got {text[:30]}")
         return value
@@ -83,6 +88,10 @@ def _memory(text: str) -> int:
 def _add_common(p: argparse.ArgumentParser, prefix: str) -> None:
     p.add_argument("--max-memory", type=_memory, metavar="SIZE", dest=f"{prefix}max_memory",
                    help="refuse requests that would need more memory (e.g. 2G; default: a share of what is free)")
+    _add_debug(p, prefix)
+
+
+def _add_debug(p: argparse.ArgumentParser, prefix: str) -> None:
     p.add_argument("--debug", action="store_true", dest=f"{prefix}debug",
                    help="on an unexpected error, print the traceback")
 
@@ -159,10 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=_int_between(1, 100_000), default=200, help="steps per epoch (default 200)")
     train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
     train.add_argument("--out", metavar="FILE", default=None, help="checkpoint path (default dates_ATTENTION.pt)")
-    _add_common(train, "")
+    _add_debug(train, "")
     samples = sub.add_parser("samples", help="list the shipped samples")
-    _add_common(samples, "")
+    _add_debug(samples, "")
     return parser
+
+
+def _set(value: object) -> bool:
+    """Given on the command line: not absent (None) and not an unset flag (False); 0 counts as given."""
+    return value is not None and value is not False
 
 
 def normalise_argv(argv: Sequence[str]) -> list[str]:
@@ -182,10 +196,14 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     """Parse; options given before a subcommand belong to the app and are refused with a subcommand."""
     args = build_parser().parse_args(normalise_argv(argv))
     top = {name[len(TOP):]: value for name, value in vars(args).items() if name.startswith(TOP)}
-    given = sorted(name for name, value in top.items() if value not in (None, False) and name not in _ANYWHERE)
+    given = sorted(name for name, value in top.items() if _set(value) and name not in _ANYWHERE)
     if args.command is not None:
         for name in _ANYWHERE:  # --debug and --max-memory may stand before the subcommand too
-            if top[name] not in (None, False) and getattr(args, name) in (None, False):
+            if not _set(top[name]):
+                continue
+            if not hasattr(args, name):
+                fail(f"--{name.replace('_', '-')} does not apply to {args.command}")
+            if not _set(getattr(args, name)):
                 setattr(args, name, top[name])
         if given:
             options = " ".join("--" + name.replace("_", "-") for name in given)

@@ -29,7 +29,12 @@ def flag(name: str) -> str:
 
 
 def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
-    return [name for name in names if getattr(args, name, None) not in (None, False)]
+    return [name for name in names if _set(getattr(args, name, None))]
+
+
+def _set(value: object) -> bool:
+    """An option counts as given unless it is absent (None) or an unset flag (False); 0 is given."""
+    return value is not None and value is not False
 
 
 def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: str) -> None:
@@ -73,6 +78,8 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if args.sample is not None:
         from attn_tui.core.samples import get_sample
 
+        if args.model is not None:
+            raise InputError("--sample cannot be combined with --model: a sample names its own model and text")
         base = get_sample(args.sample).model
     if args.model is None and base is None:
         return None
@@ -93,6 +100,11 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
     if args.target is not None:
         check_text(args.target, "--target")
+        from attn_tui.models.seq2seq.codec import check_target
+
+        if not args.target:
+            raise InputError("--target is empty; targets look like 2026-11-22")
+        check_target(args.target)
     model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
     if model.teacher_forcing and not model.target:
         raise InputError("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22")

@@ -19,8 +19,8 @@ from attn_tui.core.errors import ConfigError
 DEFAULT_FRACTION = 0.4  # of the memory available when the request is made
 FALLBACK_LIMIT = 2 * 1024**3  # when nothing about the machine can be read
 JSON_BYTES_PER_NUMBER = 24  # "-0.12345678901234567", plus separators
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 
 
 class BudgetError(ConfigError):
@@ -34,14 +34,14 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, what: str = "--max-memory") -> int:
     """'512M', '2G', '1.5GB', '4096' (bytes) → bytes; an error a person can read otherwise."""
     match = _SIZE.match(text)
-    if match is None:
-        raise ConfigError(f"--max-memory expects a size such as 512M or 2G, not {text[:30]!r}")
+    if match is None or len(match.group(1)) > 20:
+        raise ConfigError(f"{what} expects a size such as 512M or 2G, not {text[:30]!r}")
     value = float(match.group(1)) * _UNITS[match.group(2).lower()]
-    if value < 1024**2:
-        raise ConfigError("--max-memory must be at least 1M")
+    if not 1024**2 <= value <= 2**60:
+        raise ConfigError(f"{what} must be between 1M and 1024P")
     return int(value)
 
 
@@ -100,7 +100,7 @@ def memory_limit(override: int | None = None) -> int:
     if override is not None:
         return override
     env = os.environ.get("ATTN_TUI_MAX_MEMORY")
-    return parse_size(env) if env else default_limit()
+    return parse_size(env, "ATTN_TUI_MAX_MEMORY") if env else default_limit()
 
 
 @dataclass

@@ -83,7 +83,7 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     if isinstance(source, MatrixInput):
         if variant.takes_x:
             raise InputError(f"{s.variant} projects Q, K and V itself: give one X matrix (--x) or a sentence")
-        q, k, v = (_tensor(m, dtype, device) for m in (source.q, source.k, source.v))
+        q, k, v = (_tensor(m, dtype, device, name) for m, name in ((source.q, "Q"), (source.k, "K"), (source.v, "V")))
         check_qkv_shapes((q.shape[0], q.shape[1]), (k.shape[0], k.shape[1]), (v.shape[0], v.shape[1]),
                          variant.same_width)
         q_tokens = _labels(source.query_tokens, q.shape[0], "q", "query tokens")
@@ -94,7 +94,7 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
             tokens = tuple(tokenize(source.text))
             x, x_source = _embed(trace, params, tokens, s.dim or DEFAULT_DIM, dtype, device)
         else:
-            x = _tensor(source.x, dtype, device)  # (N, d_model)
+            x = _tensor(source.x, dtype, device, "X")  # (N, d_model)
             tokens = _labels(source.tokens, x.shape[0], "x", "tokens")
             trace.inputs = {"X": x}
         if s.positional:
@@ -129,8 +129,14 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     variant.run(ctx, *(trace.tensor(n) for n in ("query", "key", "value")))
 
 
-def _tensor(rows: list[list[float]], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    return torch.tensor(rows, dtype=torch.float64).to(dtype=dtype, device=device)
+def _tensor(rows: list[list[float]], dtype: torch.dtype, device: torch.device, name: str) -> torch.Tensor:
+    """A typed matrix in the chosen dtype; a number the dtype cannot hold is an error, not a silent inf."""
+    tensor = torch.tensor(rows, dtype=torch.float64).to(dtype=dtype, device=device)
+    if not bool(torch.isfinite(tensor).all()):
+        limit = torch.finfo(dtype).max
+        raise InputError(f"{name} holds a number beyond {str(dtype).replace('torch.', '')}'s range (largest "
+                         f"{limit:.4g}): choose a wider --dtype, such as float64")
+    return tensor
 
 
 def _labels(given: tuple[str, ...] | None, n: int, prefix: str, what: str) -> tuple[str, ...]:

@@ -63,7 +63,7 @@ def _decode(data: bytes, what: str, where: str) -> str:
     if b"\0" in data:
         raise InputError(f"{what} from {where} is binary (it holds NUL bytes), not text")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark some editors write is not part of the text
     except UnicodeDecodeError:
         raise InputError(f"{what} from {where} is not UTF-8 text") from None
 

@@ -16,7 +16,7 @@ PAD_TOKEN = "<pad>"
 _NUMBER = re.compile(r"[+\-\u2212]?(?:\d+\.?\d*|\.\d+)(?:[eE][+\-]?\d+)?")
 _WORDISH = re.compile(r"[^\s,;\[\]#]+")
 _FAST_CHARS = re.compile(r"[0-9eE+\-.\s,;\u2212]*")  # a plain matrix of numbers, nothing else
-_BAD_COMMA = re.compile(r",[ \t]*,|^[ \t]*,|,[ \t]*$", re.MULTILINE)
+_BAD_COMMA = re.compile(r",[ \t]*,|(?:^|;)[ \t]*,|,[ \t]*(?:$|;)", re.MULTILINE)
 _ROW_BREAK = re.compile(r"[\n;]")
 
 

@@ -76,7 +76,9 @@ class DecoderRun:
 
     @property
     def title(self) -> str:
-        return f"{self.model} ({self.attention}) → {self.output}"
+        target = "" if self.target is None else (f", target {self.target} "
+                                                 f"{'matched' if self.output == self.target else 'missed'}")
+        return f"{self.model} ({self.attention}) → {self.output}{target}"
 
     @property
     def layers(self) -> int:

@@ -26,4 +26,4 @@ class DateModelSource:
         assert isinstance(ask, ModelInput)
         from attn_tui.sources.dates import decode_trace
 
-        return decode_trace(_model(ask.name), ask.text, ask.target, ask.teacher_forcing, ask.name)
+        return decode_trace(_model(ask.name), ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from attn_tui.core.attend import Tail, attend
+from attn_tui.core.budget import Estimate, memory_limit
 from attn_tui.core.errors import InputError
 from attn_tui.core.meta import DecoderRun
 from attn_tui.core.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
@@ -56,9 +57,13 @@ def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, 
 
 @torch.no_grad()
 def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_forcing: bool = False,
-                 name: str = "seq2seq-dates") -> Trace:
+                 name: str = "seq2seq-dates", max_memory: int | None = None) -> Trace:
     """Greedy decode (or teacher-forced on `target`) recording every step's attention."""
     model.eval()
+    needed = Estimate()
+    needed.add("the model", sum(p.numel() for p in model.parameters()))
+    needed.add("decoder steps", codec.MAX_OUTPUT * codec.MAX_INPUT * 8 * model.cfg.attn_hidden)
+    needed.check(memory_limit(max_memory), f"decoding with {name}")
     kind = model.cfg.attention
     if teacher_forcing and not target:
         raise InputError("teacher forcing needs a target date, e.g. 2026-11-22")
@@ -87,6 +92,10 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
     trace.query_tokens = out_tokens
     trace.meta = DecoderRun(name, kind, text.strip(), output, len(produced), target, teacher_forcing)
+    if target is not None and output != target:
+        differ = [n for n, (a, b) in enumerate(zip(output.ljust(len(target)), target.ljust(len(output)))) if a != b]
+        trace.warn(f"the output {output!r} differs from the target {target!r} at character"
+                   f"{'s' * (len(differ) != 1)} {', '.join(map(str, differ[:12]))}")
     rows = [Place("weights", step=t) for t in range(len(produced))]
     trace.add(Stage(Place("alignment"), torch.cat([trace.stages[p].tensor for p in rows]),
                     "A[t, j] = α_t,j: each output character's weights", (Axis("query", out_tokens), key_axis),

@@ -88,6 +88,9 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
             first = "its weights file holds pickled objects, not only tensors, and is refused (use safetensors)"
         raise ModelError(f"cannot load {quoted(name)}: {first[:120]}") from None
     cfg = model.config
+    if int(getattr(cfg, "num_hidden_layers", 0) or 0) < 1 or int(getattr(cfg, "num_attention_heads", 0) or 0) < 1:
+        raise ModelError(f"{quoted(name)} has no attention layers to trace (num_hidden_layers or "
+                         "num_attention_heads is 0)")
     if hasattr(model, "encoder") and hasattr(model.encoder, "layer"):
         family, causal = "bert", False
     elif hasattr(model, "h") and hasattr(model.h[0], "attn"):

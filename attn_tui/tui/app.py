@@ -35,6 +35,7 @@ from attn_tui.tui.messages import (
     PanelChanged,
     SampleChosen,
     SettingsEdited,
+    SettingsRejected,
     SourceEdited,
     TargetEdited,
     TorchFailed,
@@ -229,6 +230,9 @@ class AttnApp(App[int]):
         kept = "  (showing the last valid result)" if self.shown is not None else ""
         self._show_error(f"✗ {message.error}{kept}")
         failed = message.ask
+        if isinstance(failed, ModelInput):
+            self.query_one(ModelPane).show_status(f"✗ could not open {failed.name[:40]}"
+                                                  if failed.name not in self.loaded_models else "")
         if isinstance(failed, ModelInput) and failed.name not in self.loaded_models:
             # A model that cannot be opened: say so loudly and go back to what was shown.
             self.notify(message.error, title=f"cannot open {failed.name[:60]}", severity="error", timeout=10)
@@ -278,6 +282,13 @@ class AttnApp(App[int]):
     # ----- edits from the panes ------------------------------------------------------------
     def on_settings_edited(self, message: SettingsEdited) -> None:
         self._apply_settings(message.settings)
+
+    def on_settings_rejected(self, message: SettingsRejected) -> None:
+        if message.error:
+            kept = "  (showing the last valid result)" if self.shown is not None else ""
+            self._show_error(f"✗ {message.error}{kept}")
+        elif self.error.startswith("✗"):
+            self._show_error(" · ".join(self.trace.warnings) if self.trace is not None else "")
 
     def _apply_settings(self, settings: Settings) -> None:
         inputs = self.query_one(InputPane)

@@ -56,6 +56,13 @@ class SettingsEdited(Message):
 
 
 @dataclass
+class SettingsRejected(Message):
+    """A setting was typed that cannot be used (kept in its field, not applied); `error` says why, "" clears."""
+
+    error: str
+
+
+@dataclass
 class SourceEdited(Message):
     """The input pane holds a new, valid input (the last tab typed in wins)."""
 

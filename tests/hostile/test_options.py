@@ -27,11 +27,24 @@ pytestmark = pytest.mark.slow
     (["stages", "--text", "a", "--format", "table", "--params"], "--params applies to --format json"),
     (["stages", "--sample", "x" * 300], "no sample called"),
     (["stages", "--model", "m" * 300, "--text", "a"], "no model"),
+    (["stages", "--text", "a b", "--layer", "0"], "--layer does not apply"),  # 0 is a value, not an absence
+    (["stages", "--model", "seq2seq-dates", "--text", "1 May 2020", "--head", "0"], "--head does not apply"),
+    (["stages", "--model", "seq2seq-dates", "--text", "1 May 2020", "--seed", "0"], "--seed does not apply"),
+    (["--seed", "0", "stages", "--text", "a"], "--seed must come after the subcommand"),
+    (["--max-memory", "1G", "samples"], "--max-memory does not apply to samples"),
+    (["stages", "--sample", "korean", "--model", "minilm", "--text", "a"], "cannot be combined with --model"),
+    (["stages", "--model", "seq2seq-dates", "--text", "1 May 2020", "--target", "2020-05-0x"], "target column 10"),
+    (["stages", "--text", "a", "--max-memory", "9" * 400], "--max-memory expects a size"),
+    (["stages", "--text", "a", "--seed", "1_0"], "expected a whole number"),
+    (["stages", "--text", "a", "--variant", "v" * 300], "invalid choice"),
+    (["train-seq2seq", "--out", "-"], "written to a file"),
+    (["heads", "--model", "minilm", "--text", " "], "the sentence is empty"),
 ])
 def test_options_that_do_not_apply_are_errors(argv: list[str], fragment: str) -> None:
     outcome = attn_tui(*argv)
     assert outcome.refused(fragment), outcome
-    assert "x" * 61 not in outcome.err and "m" * 61 not in outcome.err  # at most ~60 characters quoted
+    for letter in "xmv9":
+        assert letter * 61 not in outcome.err  # at most ~60 characters of the input quoted
 
 
 def test_bytes_that_are_not_utf8_are_refused() -> None:
@@ -53,3 +66,28 @@ def test_truncation_to_a_models_positions_is_a_warning() -> None:
     doc = json.loads(outcome.out)
     assert len(doc["tokens"]["query"]) == 512
     assert any("reads at most 512" in warning for warning in doc["warnings"])
+
+
+def test_control_characters_never_reach_the_terminal_raw() -> None:
+    outcome = attn_tui("stages", "--text", "a", "\x1b[31mRED\x1b]0;TITLE\x07")
+    assert outcome.refused("unrecognized arguments"), outcome
+    assert "\x1b" not in outcome.err and "\x07" not in outcome.err and "␛" in outcome.err
+
+
+def test_debug_is_off_unless_asked_for() -> None:
+    outcome = attn_tui("stages", "--x", "/dev/null", env={"ATTN_TUI_DEBUG": "0"})
+    assert outcome.refused("character device"), outcome
+
+
+@pytest.mark.parametrize("content,fragment", [
+    (b"\xef\xbb\xbf1 2\n3 4", ""),  # a byte-order mark is not part of the matrix
+    (b"1 2; , 3 4", "expected a number before ','"),
+    (b"1e300 1", "beyond float32's range"),
+])
+def test_odd_matrix_files(tmp_path, content: bytes, fragment: str) -> None:
+    (tmp_path / "x").write_bytes(content)
+    outcome = attn_tui("stages", "--x", str(tmp_path / "x"), "--variant", "multihead", "--heads", "1")
+    if fragment:
+        assert outcome.refused(fragment), outcome
+    else:
+        assert outcome.code == 0, outcome.err

@@ -85,3 +85,33 @@ async def test_params_panel_draws_an_overview_of_a_4096_wide_weight() -> None:
         await pilot.pause()
         assert any("W_q 4096×4096 (block means" in title for title in app.query_one(HeadsGrid).titles)
         assert all(grid.rows <= PARAM_ROWS and grid.cols <= PARAM_COLS for _, grid in param_grids(app.trace))
+
+
+async def test_a_rejected_setting_is_said_where_it_cannot_scroll_away() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#set-seed", Input).value = "9" * 40
+        await pilot.pause()
+        assert "seed must be between" in app.error and "last valid result" in app.error
+        app.query_one("#set-seed", Input).value = "3"
+        await settle(pilot)
+        assert "seed" not in app.error and app.trace.meta.settings.seed == 3
+
+
+@pytest.mark.slow
+async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
+    from attn_tui.core.settings import Request, SentenceInput, Settings
+    from attn_tui.present.stage_view import SMALL_COLS, SMALL_ROWS, heads_grids
+    from tests.tui.helpers import RecordingApp
+
+    text = " ".join(f"w{i % 97}" for i in range(3000))
+    app = RecordingApp(Request(SentenceInput(text), Settings(variant="multihead", heads=4, dim=16)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.go_to_stage(app.stage_names().index("weights"))
+        await pilot.press("g")
+        await pilot.pause()
+        assert app.query_one(HeadsGrid).titles == ["head 0", "head 1", "head 2", "head 3"]
+        grids, _, note = heads_grids(app.trace, app.view, 0)
+        assert all(g.rows <= SMALL_ROWS and g.cols <= SMALL_COLS for _, g in grids) and "evenly spaced" in note

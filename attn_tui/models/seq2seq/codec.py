@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from attn_tui.core.errors import InputError
 from attn_tui.core.files import check_text
 from attn_tui.models.seq2seq.dates import END, INPUT_CHARS, OUTPUT_CHARS, PAD, START
+
+if TYPE_CHECKING:
+    import torch
 
 IN_ITOS = [PAD] + list(INPUT_CHARS)
 OUT_ITOS = [PAD, START, END] + OUTPUT_CHARS
@@ -33,17 +36,24 @@ def encode_input(text: str) -> list[int]:
 
 def encode_target(text: str) -> list[int]:
     """A target date → <s> ids </s>; refuses what the decoder could never write, and overlong targets."""
+    check_target(text)
+    return [OUT_STOI[START]] + [OUT_STOI[c] for c in text] + [OUT_STOI[END]]
+
+
+def check_target(text: str) -> None:
+    """Refuse a target the decoder could never write (torch-free: the command line checks before loading)."""
     if len(text) > MAX_OUTPUT - 1:
         raise InputError(f"the target is {len(text)} characters long; the model writes at most {MAX_OUTPUT - 1} "
                          "(targets look like 2026-11-22)")
     for column, ch in enumerate(text, start=1):
         if ch not in OUT_STOI:
             raise InputError(f"target column {column}: {ch!r} is not a digit or '-'; targets look like 2026-11-22")
-    return [OUT_STOI[START]] + [OUT_STOI[c] for c in text] + [OUT_STOI[END]]
 
 
 def batch(pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(src (B, S) padded with 0, lengths (B,), tgt (B, T) = <s> … </s>)."""
+    import torch
+
     srcs = [encode_input(s) for s, _ in pairs]
     tgts = [encode_target(t) for _, t in pairs]
     width = max(map(len, srcs))

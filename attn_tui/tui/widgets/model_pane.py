@@ -23,7 +23,7 @@ from attn_tui.core.settings import MASK_NAMES as MASKS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES
 from attn_tui.tui.classes import set_classes
-from attn_tui.tui.messages import ModelChosen, SettingsEdited, TargetEdited
+from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
 _NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number"}
@@ -206,6 +206,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             return
         error, value = self._parse(name, event.value)
         self.query_one("#settings-error", Label).update(Text(error))
+        self.post_message(SettingsRejected(error))  # shown where it cannot scroll out of sight too
         if not error and value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
 
@@ -223,6 +224,10 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             return f"{name} must be at least 1", None
         if name == "temperature" and not 0 < value < float("inf"):  # type: ignore[operator]
             return "temperature must be a positive number", None
+        if name == "seed" and not -(2**62) <= value <= 2**62:  # type: ignore[operator]
+            return "seed must be between -2^62 and 2^62", None
+        if name in ("dim", "heads") and value > (4096 if name == "dim" else 64):  # type: ignore[operator]
+            return f"{name} must be at most {4096 if name == 'dim' else 64}", None
         return "", value
 
     def _edited(self, settings: Settings) -> None:
