@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ class _TimedApp(AttnApp):
                 setattr(self, name, self._timed(getattr(self, name)))
 
     def _timed(self, handler: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(handler)  # Textual passes an action as many parameters as the handler's signature has
         def run(*args: Any) -> None:
             start = time.perf_counter()
             handler(*args)

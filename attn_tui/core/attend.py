@@ -19,7 +19,7 @@ from attn_tui.core.lazy import LazyTensor, PreTile, ScoreFamily
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.ops import Masking, Op, Place, Softmax, WeightedSum
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.core.values import StageStats
+from attn_tui.core.values import StageStats, fold_heads, fold_row_sums
 
 
 @dataclass(frozen=True)
@@ -133,14 +133,14 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
     dtype = masks.softmax_dtype(values.dtype)
     outputs = torch.empty(heads, rows_total, values.shape[-1], dtype=values.dtype, device=values.device)
     lse = torch.empty(heads, rows_total, dtype=dtype, device=values.device)
-    stats = [{name: StageStats() for name in (*names, "masked", "weights")} for _ in range(heads)]
+    stats = {name: [StageStats() for _ in range(heads)] for name in (*names, "masked", "weights")}
     for start in range(0, rows_total, PASS_ROWS):
         rows = slice(start, min(rows_total, start + PASS_ROWS))
         pre = family.pre(rows, slice(None))
         masked = family.masked(pre[family.last], rows, slice(None))  # (heads, b, S)
         kept = None if family.mask is None else family.mask.tile(rows, slice(None))
         # softmax written out, so that each row's log-sum-exp comes for free: lse = max + log Σ exp(x − max)
-        bottom, top = torch.aminmax(masked, dim=-1)  # (heads, b) each
+        bottom, top = masked.amin(dim=-1), masked.amax(dim=-1)  # (heads, b) each (aminmax with dim is slower)
         empty = torch.isneginf(top)  # rows with nothing to attend (fill -inf)
         shift = top.masked_fill(empty, 0.0)
         weights = (masked - shift[..., None]).exp_()
@@ -151,16 +151,12 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
         outputs[:, rows] = weights.to(values.dtype) @ values
         lse[:, rows] = (shift + total.log()).masked_fill(empty, -torch.inf)
         # Every stage's range from what softmax needed anyway: a row's weights span exp(min − max)/Σ … 1/Σ.
-        weight_rows = (torch.exp(bottom - shift) / total, 1 / total)
-        for n in range(heads):
-            for name in names:
-                if pre[name] is not masked:  # the masked stage is this very tensor when nothing is masked
-                    stats[n][name].add(pre[name][n])
-            stats[n]["masked"].add(masked[n], kept, (bottom[n], top[n]))
-            stats[n]["weights"].add(weights[n], kept, (weight_rows[0][n], weight_rows[1][n]))
-            stats[n]["weights"].add_row_sums(weights[n], start, empty[n], exact=False)
-            if pre[family.last] is masked:
-                stats[n][family.last] = stats[n]["masked"]
+        for name in names:
+            if pre[name] is not masked:  # the masked stage is this very tensor when nothing is masked
+                fold_heads(stats[name], pre[name])
+        fold_heads(stats["masked"], masked, kept, (bottom, top))
+        fold_heads(stats["weights"], weights, kept, (torch.exp(bottom - shift) / total, 1 / total))
+        fold_row_sums(stats["weights"], weights, start, empty)
     family.lse = lse
     qk = (tail.query_axis, tail.key_axis)
     out_axes = (tail.query_axis, dim_axis(values.shape[-1]))
@@ -173,7 +169,8 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
                         "A = softmax(M) over keys: each row sums to 1", qk, Softmax(at.at("masked"))))
         trace.add(Stage(at.at(tail.output), outputs[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
-        for name, found in stats[n].items():
-            trace.stats[at.at(name)] = found
+        for name, found in stats.items():
+            same = name == family.last and stats[name][n].lo > stats[name][n].hi  # never folded: it is `masked`
+            trace.stats[at.at(name)] = stats["masked"][n] if same else found[n]
     _warn_empty_rows(trace, tail)
     return outputs

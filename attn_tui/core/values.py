@@ -71,6 +71,11 @@ class StageStats:
             self.row_deviation = max(self.row_deviation, float((sums[live] - 1).abs().max()))
         self.empty_rows += [first_row + int(i) for i in torch.nonzero(empty).flatten().tolist()]
 
+    def add_finite(self, lo: float, hi: float) -> None:
+        """Fold in a block already known to be finite, by its min and max alone."""
+        self._range(lo, hi)
+        self.zero = self.zero and lo == 0 == hi
+
     def _range(self, lo: float, hi: float) -> None:
         self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
 
@@ -127,3 +132,39 @@ def check_values(trace: Trace) -> None:
             cause = (f"they follow from the infinite values of stage {overflowed}" if overflowed
                      else "an undefined operation such as ∞ − ∞ or 0·∞")
             trace.warn(f"stage {stage.key} has {stats.nan} NaN value{'s' * (stats.nan != 1)}: {cause}")
+
+
+def fold_heads(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor | None = None,
+               rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+    """Fold a block of every head (heads, …) into each head's stats with one reduction for all heads.
+
+    `rows` gives each row's (min, max), (heads, rows), when the caller has them already.
+    Heads with anything non-finite, or masked cells, take the exact per-cell path.
+    """
+    heads = block.shape[0]
+    if kept is None:
+        if rows is not None:
+            lo, hi = rows[0].amin(dim=-1), rows[1].amax(dim=-1)
+        else:
+            flat = block.reshape(heads, -1)
+            lo, hi = flat.amin(dim=-1), flat.amax(dim=-1)  # two reductions beat aminmax(dim=…) several-fold
+        los, his = lo.tolist(), hi.tolist()
+        for n in range(heads):
+            if math.isfinite(los[n]) and math.isfinite(his[n]):
+                found[n].add_finite(los[n], his[n])
+            else:
+                found[n].add(block[n])
+        return
+    for n in range(heads):
+        found[n].add(block[n], kept)
+
+
+def fold_row_sums(found: list[StageStats], weights: torch.Tensor, first_row: int, empty: torch.Tensor) -> None:
+    """Each head's row sums of a block of weights (heads, rows, keys), in the weights' own dtype."""
+    sums = weights.sum(dim=-1)  # (heads, rows)
+    deviation = (sums - 1).abs().masked_fill(empty, 0.0).amax(dim=-1).tolist()
+    any_empty = bool(empty.any())
+    for n in range(weights.shape[0]):
+        found[n].row_deviation = max(found[n].row_deviation, deviation[n])
+        if any_empty:
+            found[n].empty_rows += [first_row + int(i) for i in torch.nonzero(empty[n]).flatten().tolist()]
