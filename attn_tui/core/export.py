@@ -26,7 +26,7 @@ from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.meta import TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
 
-ROW_BLOCK = 256  # rows converted to Python numbers at a time while writing JSON
+BLOCK_CELLS = 1 << 16  # values converted to Python numbers (or float64) at a time while writing
 SMALL_PARAMS = 20_000  # numbers; parameters beyond this go into the JSON only when asked
 
 
@@ -96,11 +96,11 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-def _blocks(data: torch.Tensor | LazyTensor, rows: int = ROW_BLOCK) -> Iterator[torch.Tensor]:
+def _blocks(data: torch.Tensor | LazyTensor) -> Iterator[torch.Tensor]:
     """A stage's values a block of first-axis rows at a time (a lazy stage computes only that block)."""
+    rows = max(1, BLOCK_CELLS // max(1, math.prod(data.shape[1:])))
     for start in range(0, data.shape[0], rows):
-        block = data[start:start + rows]
-        yield block.detach() if isinstance(block, torch.Tensor) else block
+        yield data[start:start + rows].detach() if isinstance(data, torch.Tensor) else data.rows(start, start + rows)
 
 
 def _write_tensor(data: torch.Tensor | LazyTensor, out: TextIO) -> None:

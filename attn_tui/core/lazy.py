@@ -18,7 +18,7 @@ from attn_tui.core import masks
 from attn_tui.core.masks import FILLS, MaskSpec
 
 MATERIALIZE_CELLS = 1 << 22  # a lazy stage may still be made whole up to this many values (tests, small exports)
-TILE_CACHE = 48  # tiles kept for the screen
+TILE_CACHE_CELLS = 1 << 23  # values kept for the screen (all stages and heads of the tiles seen last)
 
 # (rows, cols) → the stages before the mask, each (heads, rows, cols) or (heads, rows, cols, hidden)
 PreTile = Callable[[slice, slice], dict[str, torch.Tensor]]
@@ -41,6 +41,7 @@ class ScoreFamily:
     temperature: float
     lse: torch.Tensor | None = None  # (heads, L) log-sum-exp of each masked row; -inf for an empty row
     _cache: OrderedDict[tuple[int, int, int, int], dict[str, torch.Tensor]] = field(default_factory=OrderedDict)
+    _cached_cells: int = 0
 
     def masked(self, before: torch.Tensor, rows: slice, cols: slice) -> torch.Tensor:
         """The masked stage of a tile, from the tile of the stage before it (the shared tail's rule)."""
@@ -56,8 +57,12 @@ class ScoreFamily:
         lse = self.lse[:, rows].to(masked.device)[..., None]  # (heads, rows, 1)
         return torch.exp(masked - lse).masked_fill(torch.isneginf(lse), 0.0)
 
-    def tile(self, name: str, rows: slice, cols: slice) -> torch.Tensor:
-        """Stage `name` on rows × cols for every head, computed once and kept while it is on screen."""
+    def tile(self, name: str, rows: slice, cols: slice, keep: bool = True) -> torch.Tensor:
+        """Stage `name` on rows × cols for every head, computed once and kept while it is on screen.
+
+        `keep=False` is for a single pass over the whole stage (an export): its blocks are
+        seen once, so they must not push the screen's tiles out of the cache.
+        """
         r0, r1, _ = rows.indices(self.shape[0])
         c0, c1, _ = cols.indices(self.shape[1])
         key = (r0, r1, c0, c1)
@@ -67,12 +72,22 @@ class ScoreFamily:
             tiles = dict(self.pre(rows, cols))
             tiles["masked"] = self.masked(tiles[self.last], rows, cols)
             tiles["weights"] = self.weights(tiles["masked"], rows)
-            self._cache[key] = tiles
-            if len(self._cache) > TILE_CACHE:
-                self._cache.popitem(last=False)
+            if keep:
+                self._keep(key, tiles)
         else:
             self._cache.move_to_end(key)
         return tiles[name]
+
+    def _keep(self, key: tuple[int, int, int, int], tiles: dict[str, torch.Tensor]) -> None:
+        """Cache a tile for the screen, oldest out first, within TILE_CACHE_CELLS values."""
+        cells = sum(t.numel() for t in tiles.values())
+        if cells > TILE_CACHE_CELLS:
+            return
+        self._cache[key] = tiles
+        self._cached_cells += cells
+        while self._cached_cells > TILE_CACHE_CELLS:
+            _, old = self._cache.popitem(last=False)
+            self._cached_cells -= sum(t.numel() for t in old.values())
 
 
 class LazyTensor:
@@ -108,6 +123,10 @@ class LazyTensor:
         out = self.family.tile(self.name, row_slice, col_slice)[self.head]
         picks = (0 if isinstance(rows, int) else slice(None), 0 if isinstance(cols, int) else slice(None), *rest)
         return out[picks]
+
+    def rows(self, start: int, stop: int) -> torch.Tensor:
+        """Rows start…stop, every column, computed for one pass and not cached (exports stream this way)."""
+        return self.family.tile(self.name, slice(start, stop), slice(None), keep=False)[self.head]
 
     def whole(self) -> torch.Tensor:
         """The whole stage as one tensor (only for stages small enough to hold)."""

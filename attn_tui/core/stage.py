@@ -180,7 +180,7 @@ class Trace:
             self.filler(self, layer, head)
 
     def find(self, name: str, layer: int | None = None, head: int | None = None,
-             step: int | None = None) -> Stage | None:
+             step: int | None = None, module: str | None = None) -> Stage | None:
         """The stage `name` at the given place; an axis left None means "the first there is"."""
         if layer is not None or head is not None:
             self.fill(layer if layer is not None else 0 if self.layers > 1 else None, head)
@@ -188,20 +188,25 @@ class Trace:
             if place.name != name:
                 continue
             if (layer is None or place.layer in (None, layer)) and (head is None or place.head in (None, head)) \
-                    and (step is None or place.step in (None, step)):
+                    and (step is None or place.step in (None, step)) and (module is None or place.module == module):
                 return stage
         return None
 
-    def stage(self, name: str, layer: int | None = None, head: int | None = None, step: int | None = None) -> Stage:
+    def stage(self, name: str, layer: int | None = None, head: int | None = None, step: int | None = None,
+              module: str | None = None) -> Stage:
         """Like `find`, but a missing stage is a KeyError naming the place."""
-        found = self.find(name, layer, head, step)
+        found = self.find(name, layer, head, step, module)
         if found is None:
-            raise KeyError(Place(name, layer, head, step).key)
+            raise KeyError(Place(name, layer, head, step, module).key)
         return found
 
     def tensor(self, name: str, layer: int | None = None, head: int | None = None,
-               step: int | None = None) -> torch.Tensor:
-        return self.stage(name, layer, head, step).tensor
+               step: int | None = None, module: str | None = None) -> torch.Tensor:
+        return self.stage(name, layer, head, step, module).tensor
+
+    def modules(self) -> list[str | None]:
+        """The attention modules of the trace in order ([None] when there is only the one)."""
+        return list(dict.fromkeys(place.module for place in self.stages))
 
     def masking(self, stage: Stage) -> Masking | None:
         """The masking that shaped a stage: its own (masked), or its source's (the weights of a masked stage)."""

@@ -1,43 +1,54 @@
-"""Where the user is in a trace: a flat list of (stage, decoder step) positions and the bar's window.
+"""Where the user is in a trace: a flat list of (stage, decoder step, module) positions and the bar's window.
 
 A variant or a real model's head has one position per stage. A seq2seq decode repeats its
 stages once per decoder step, so stepping runs query … context of step t, then step t+1,
 and ends on the whole alignment; the stage bar shows only the current step's stages.
+Stages made once before the steps (an encoder's self-attention) come first. A block with
+several attentions (self and cross) lists each module's stages in turn.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
-Position = tuple[str, Optional[int]]  # (stage name, decoder step or None)
+
+class Position(NamedTuple):
+    name: str
+    step: Optional[int] = None  # a decoder step, or None
+    module: Optional[str] = None  # which attention of the block, or None when there is one
 
 
 def positions(trace: Trace) -> list[Position]:
     """Every place the arrows can go, in order (layer and head are chosen apart from these)."""
+    distinct = list(dict.fromkeys(Position(p.name, p.step, p.module) for p in trace.stages))
     steps = trace.steps()
     if not steps:
-        return [(name, None) for name in trace.names()]
-    per_step = list(dict.fromkeys(s.name for s in trace if s.step == 0))
-    after = list(dict.fromkeys(s.name for s in trace if s.step is None))
-    return [(name, t) for t in range(steps) for name in per_step] + [(name, None) for name in after]
+        return distinct
+    first_step = next(n for n, p in enumerate(distinct) if p.step is not None)
+    before = [p for p in distinct[:first_step] if p.step is None]
+    per_step = list(dict.fromkeys((p.name, p.module) for p in distinct if p.step == 0))
+    after = [p for p in distinct[first_step:] if p.step is None]
+    return before + [Position(name, t, module) for t in range(steps) for name, module in per_step] + after
 
 
 def bar_window(places: list[Position], index: int) -> list[int]:
     """The positions the stage bar lists (and the digits jump to) while at `index`.
 
     All of them for a single attention; for a decode, the current step's stages (the last
-    step's while on the alignment) followed by the stages that come after every step.
+    step's while on the alignment, the first's before the steps) with the stages that come
+    before and after every step.
     """
-    if not places or all(step is None for _, step in places):
+    if not places or all(p.step is None for p in places):
         return list(range(len(places)))
     index = max(0, min(index, len(places) - 1))
-    step = places[index][1]
+    step = places[index].step
     if step is None:
-        step = max(s for _, s in places if s is not None)
-    return [n for n, (_, s) in enumerate(places) if s == step or s is None]
+        stepped = [n for n, p in enumerate(places) if p.step is not None]
+        step = places[stepped[0] if index < stepped[0] else stepped[-1]].step
+    return [n for n, p in enumerate(places) if p.step == step or p.step is None]
 
 
 def same_place(places: list[Position], previous: Position | None) -> int | None:
@@ -46,10 +57,9 @@ def same_place(places: list[Position], previous: Position | None) -> int | None:
         return None
     if previous in places:
         return places.index(previous)
-    name, step = previous
-    candidates = [n for n, (other, s) in enumerate(places) if other == name]
+    candidates = [n for n, p in enumerate(places) if p.name == previous.name]
     if not candidates:
         return None
-    if step is None:
+    if previous.step is None:
         return candidates[0]  # from a single attention into a decode: its first step
-    return min(candidates, key=lambda n: abs((places[n][1] or 0) - step))
+    return min(candidates, key=lambda n: abs((places[n].step or 0) - (previous.step or 0)))

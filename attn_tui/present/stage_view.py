@@ -57,7 +57,7 @@ class StageView:
 
 
 def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, query: int,
-               step: int | None = None) -> StageView:
+               step: int | None = None, module: str | None = None) -> StageView:
     """The grid of one stage; 3-D stages are sliced at `query`, 1-D ones become a row.
 
     Nothing here walks the stage: its cells are read by the grid a block at a time, and
@@ -65,7 +65,7 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     """
     from attn_tui.core.values import stats_of
 
-    stage = trace.stage(name, layer, head, step)
+    stage = trace.stage(name, layer, head, step, module)
     stats = stats_of(trace, stage)
     axes = stage.axes
     prefix: tuple[int, ...] = ()

@@ -81,3 +81,21 @@ def test_sixteen_thousand_tokens_never_hold_a_whole_stage() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) < 700, f"peak {result.stdout.strip()} MB"
+
+
+def test_an_export_streams_past_the_screen_cache() -> None:
+    """Writing a lazy stage reads it in blocks that are neither cached nor push the screen's tiles out."""
+    import io
+
+    from attn_tui.core.export import write_trace_json
+    from attn_tui.core.lazy import TILE_CACHE_CELLS
+
+    trace = compute(sentence(TEXT, variant="scaled_dot", mask="causal"))
+    stage = trace.stage("weights")
+    assert isinstance(stage.data, LazyTensor)
+    family = stage.data.family
+    shown = stage.data[0:64, 0:256]
+    before = dict(family._cache)
+    write_trace_json(trace, io.StringIO(), [stage])
+    assert list(family._cache) == list(before) and family._cached_cells <= TILE_CACHE_CELLS
+    assert torch.equal(stage.data[0:64, 0:256], shown)

@@ -101,7 +101,7 @@ class Explorer(Vertical):
         self.places = positions(trace)
         found = same_place(self.places, previous)
         if found is None:
-            named = [n for n, (name, _) in enumerate(self.places) if name == first_stage]
+            named = [n for n, place in enumerate(self.places) if place.name == first_stage]
             found = named[0] if named else 0
         self.stage_index = found
         self.layer_index = min(self.layer_index, trace.layers - 1)
@@ -126,11 +126,11 @@ class Explorer(Vertical):
         trace = self.trace
         if trace is None or not self.places:
             return
-        name, step = self.places[self.stage_index]
+        place = self.places[self.stage_index]
         layer = self.layer_index if trace.layers > 1 else None
-        self.view = view = stage_view(trace, name, layer, self.head, self.energy_query, step)
+        self.view = view = stage_view(trace, place.name, layer, self.head, self.energy_query, place.step, place.module)
         window = bar_window(self.places, self.stage_index)
-        self.query_one(StageBar).show([self.places[n][0] for n in window], window.index(self.stage_index),
+        self.query_one(StageBar).show(self.stage_names(), window.index(self.stage_index),
                                       view.formula, view.shape, view.note,
                                       place_caption(trace, view, self.layer_index, self.head))
         heatmap = self.heatmap
@@ -172,7 +172,9 @@ class Explorer(Vertical):
     # ----- moving --------------------------------------------------------------------------
     def stage_names(self) -> list[str]:
         """The stage names the bar lists now (for a decode: the current step's, then the alignment)."""
-        return [self.places[n][0] for n in bar_window(self.places, self.stage_index)]
+        window = [self.places[n] for n in bar_window(self.places, self.stage_index)]
+        several = len({p.module for p in window}) > 1
+        return [f"{p.module}.{p.name}" if several and p.module else p.name for p in window]
 
     def go_to_place(self, index: int) -> None:
         if self.places:
@@ -254,8 +256,8 @@ class Explorer(Vertical):
                 "how much of each token's last-layer representation traces back to each input token, "
                 "through every layer and the residual path (r returns; click a cell for its value)")
         elif self.panel == "alignment":
-            name, step = self.places[self.stage_index]
-            title, grid = alignment_so_far(trace, name, step)
+            place = self.places[self.stage_index]
+            title, grid = alignment_so_far(trace, place.name, place.step)
             self.query_one("#alignment", MatrixPanel).show(
                 title, grid, "a row fills in when its step's weights are computed; → steps on (g returns)")
         elif self.panel == "params":
