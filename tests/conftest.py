@@ -25,3 +25,14 @@ def lookup_qkv():
     k = [[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]]
     v = [[1, 0], [10, 0], [100, 5], [1000, 6]]
     return q, k, v
+
+
+@pytest.fixture(autouse=True)
+def _english(monkeypatch: pytest.MonkeyPatch):
+    """Tests read English unless they switch; child processes get it through the environment."""
+    from attn_tui import i18n
+
+    monkeypatch.setenv("ATTN_TUI_LANG", "en")
+    i18n.set_language("en")
+    yield
+    i18n.set_language("en")

@@ -1,0 +1,138 @@
+"""Every string a user reads, in English or Korean, from gettext catalogs in attn_tui/locale.
+
+Strings are written in English where they are used, and marked:
+
+- `_("…")` translates now: a label drawn now;
+- `N_("…")` only marks: a constant, translated with `_` where it is drawn;
+- `pgettext("stage", "weights")`: a short word whose meaning depends on the context;
+- `Msg("… {name} …", name=…)` is translated each time it is read (`str(msg)`), so a warning
+  the worker made while the screen was in English reads in Korean after `t`, and an error
+  raised deep in the core reaches the command line in the user's language;
+- `Plural("{n} row", "{n} rows", n=…)` is a Msg that agrees with its count.
+
+The language is English unless ATTN_TUI_LANG, or the locale (LANGUAGE, LC_ALL,
+LC_MESSAGES, LANG), says Korean; the app switches it with `t`. Only the standard library
+is used, so every layer, torch-free ones included, may import this module.
+"""
+
+from __future__ import annotations
+
+import gettext
+import os
+from functools import cache
+from pathlib import Path
+
+DOMAIN = "attn_tui"
+LOCALE_DIR = Path(__file__).parent / "locale"
+LANGUAGES = ("en", "ko")
+
+
+def _from_environment() -> str:
+    chosen = os.environ.get("ATTN_TUI_LANG", "")
+    if chosen:
+        return "ko" if chosen.lower().startswith("ko") else "en"
+    for variable in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(variable, "")
+        if value:
+            return "ko" if value.split(":")[0].lower().startswith("ko") else "en"
+    return "en"
+
+
+_language = _from_environment()
+
+
+@cache
+def _catalog(language: str) -> gettext.NullTranslations:
+    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[language], fallback=True)
+
+
+def language() -> str:
+    return _language
+
+
+def set_language(language: str) -> None:
+    global _language
+    if language not in LANGUAGES:
+        raise ValueError(f"language {language!r}: choose one of {', '.join(LANGUAGES)}")
+    _language = language
+
+
+def _(message: str) -> str:
+    return _catalog(_language).gettext(message)
+
+
+def N_(message: str) -> str:  # noqa: N802  (the gettext name for "mark, translate later")
+    return message
+
+
+def pgettext(context: str, message: str) -> str:
+    return _catalog(_language).pgettext(context, message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return _catalog(_language).ngettext(singular, plural, n)
+
+
+class Msg:
+    """A message translated when it is read: `str(Msg("{n} keys", n=3))`.
+
+    Values may be Msgs themselves (translated in turn). Two Msgs are equal when their
+    English text and values are, so a trace's warnings can be deduplicated and compared
+    whatever the language on screen.
+    """
+
+    __slots__ = ("text", "values")
+
+    def __init__(self, text: str, /, **values: object) -> None:
+        self.text = text
+        self.values = values
+
+    def template(self) -> str:
+        return _(self.text)
+
+    def __str__(self) -> str:
+        template = self.template()
+        if not self.values:
+            return template
+        return template.format(**{k: str(v) if isinstance(v, Msg) else v for k, v in self.values.items()})
+
+    def english(self) -> str:
+        """The message in English, whatever the language on show (logs, exported files)."""
+        global _language
+        current, _language = _language, "en"
+        try:
+            return str(self)
+        finally:
+            _language = current
+
+    def _key(self) -> tuple[object, ...]:
+        return (type(self), self.text, tuple(sorted((k, repr(v)) for k, v in self.values.items())))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            return str(self) == other
+        return isinstance(other, Msg) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.text!r}{''.join(f', {k}={v!r}' for k, v in self.values.items())})"
+
+    def __contains__(self, part: str) -> bool:
+        return part in str(self)
+
+
+class Plural(Msg):
+    """A Msg in the singular or plural form its count `n` asks for (Korean has one form)."""
+
+    __slots__ = ("plural",)
+
+    def __init__(self, singular: str, plural: str, /, **values: object) -> None:
+        super().__init__(singular, **values)
+        self.plural = plural
+
+    def template(self) -> str:
+        count = self.values.get("n")
+        return ngettext(self.text, self.plural, count if isinstance(count, int) else 2)
+

@@ -1,0 +1,75 @@
+"""Korean everywhere: every marked string has a Korean entry, the compiled catalog is current,
+and messages are translated when they are read."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from attn_tui import i18n
+from attn_tui.i18n import Msg, Plural
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _catalog_tool():
+    spec = importlib.util.spec_from_file_location("catalog", ROOT / "tools" / "catalog.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["catalog"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_marked_string_has_korean_and_the_compiled_catalog_is_current() -> None:
+    pytest.importorskip("babel")
+    tool = _catalog_tool()
+    template, catalog = tool.extract(), tool.korean()
+    assert len(template) > 0
+    assert tool.missing(template, catalog) == [], "run python tools/catalog.py and write the Korean"
+    assert tool.COMPILED.read_bytes() == tool.compiled(catalog), "run python tools/catalog.py"
+
+
+def test_the_compiled_catalog_ships_inside_the_package() -> None:
+    assert (Path(i18n.__file__).parent / "locale" / "ko" / "LC_MESSAGES" / "attn_tui.mo").is_file()
+
+
+def test_a_message_is_translated_when_it_is_read_not_when_it_is_made() -> None:
+    message = Msg("{count} rows have nothing to attend to", count=3)
+    english = str(message)
+    i18n.set_language("ko")
+    korean = str(message)
+    assert english == "3 rows have nothing to attend to" and korean != english and "3" in korean
+    assert message.english() == english and i18n.language() == "ko"
+
+
+def test_plural_messages_agree_with_their_count() -> None:
+    assert str(Plural("{n} key", "{n} keys", n=1)) == "1 key"
+    assert str(Plural("{n} key", "{n} keys", n=4)) == "4 keys"
+
+
+def test_messages_compare_by_their_english_and_values() -> None:
+    assert Msg("{count} rows have nothing to attend to", count=3) == Msg("{count} rows have nothing to attend to",
+                                                                         count=3)
+    assert len({Msg("a {x}", x=1), Msg("a {x}", x=1), Msg("a {x}", x=2)}) == 2
+
+
+@pytest.mark.parametrize(("variables", "expected"), [
+    ({"ATTN_TUI_LANG": "ko"}, "ko"), ({"ATTN_TUI_LANG": "en", "LANG": "ko_KR.UTF-8"}, "en"),
+    ({"LANG": "ko_KR.UTF-8"}, "ko"), ({"LANGUAGE": "ko:en"}, "ko"), ({"LANG": "C.UTF-8"}, "en"), ({}, "en"),
+])
+def test_the_language_follows_the_environment(monkeypatch: pytest.MonkeyPatch, variables: dict[str, str],
+                                              expected: str) -> None:
+    for name in ("ATTN_TUI_LANG", "LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert i18n._from_environment() == expected
+
+
+def test_an_unknown_language_is_refused() -> None:
+    with pytest.raises(ValueError, match="choose one of en, ko"):
+        i18n.set_language("fr")
