@@ -38,11 +38,12 @@ def test_the_compiled_catalog_ships_inside_the_package() -> None:
 
 
 def test_a_message_is_translated_when_it_is_read_not_when_it_is_made() -> None:
-    message = Msg("{count} rows have nothing to attend to", count=3)
+    message = Msg("query {label} (row {row}) may attend to no key: with fill -inf its weights and output are zeros",
+                  label="'<pad>'", row=3)
     english = str(message)
     i18n.set_language("ko")
     korean = str(message)
-    assert english == "3 rows have nothing to attend to" and korean != english and "3" in korean
+    assert english.startswith("query '<pad>' (row 3) may attend") and korean != english and "3" in korean
     assert message.english() == english and i18n.language() == "ko"
 
 
@@ -52,8 +53,7 @@ def test_plural_messages_agree_with_their_count() -> None:
 
 
 def test_messages_compare_by_their_english_and_values() -> None:
-    assert Msg("{count} rows have nothing to attend to", count=3) == Msg("{count} rows have nothing to attend to",
-                                                                         count=3)
+    assert Msg("{n} rows", n=3) == Msg("{n} rows", n=3) and Msg("{n} rows", n=3) != Msg("{n} rows", n=4)
     assert len({Msg("a {x}", x=1), Msg("a {x}", x=1), Msg("a {x}", x=2)}) == 2
 
 

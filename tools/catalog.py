@@ -2,6 +2,7 @@
 
     python tools/catalog.py            # merge new strings into attn_tui/locale/ko/…/attn_tui.po, write the .mo
     python tools/catalog.py --check    # exit 1 when a marked string has no Korean, or the .mo is stale
+    python tools/catalog.py --merge ko.json   # add Korean from {"English": "한국어", "context\x04English": …}
 
 Strings are marked with `_`, `N_`, `pgettext`, `ngettext`, `Msg` and `Plural` (see attn_tui/i18n.py).
 Needs Babel (in the `test` extra).
@@ -79,6 +80,23 @@ def update() -> None:
         print(f"no Korean yet: {message!r}")
 
 
+def merge(path: Path) -> None:
+    """Write Korean for many strings at once; a key "context\x04English" sets a pgettext entry."""
+    import json
+
+    catalog = korean()
+    for key, string in json.loads(path.read_text(encoding="utf-8")).items():
+        context, _, message = key.rpartition("\x04")
+        found = catalog.get(message, context or None)
+        if found is None:
+            catalog.add(message, string, context=context or None)
+        else:
+            found.string, found.flags = string, found.flags - {"fuzzy"}
+    with KOREAN.open("wb") as handle:
+        write_po(handle, catalog, width=100, ignore_obsolete=True)
+    update()
+
+
 def check() -> int:
     template, catalog = extract(), korean()
     problems = [f"no Korean: {m!r}" for m in missing(template, catalog)]
@@ -91,4 +109,6 @@ def check() -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
-    sys.exit(check() if parser.parse_args().check else update())
+    parser.add_argument("--merge", type=Path, metavar="FILE.json")
+    args = parser.parse_args()
+    sys.exit(check() if args.check else merge(args.merge) if args.merge else update())

@@ -82,7 +82,8 @@ def heads(args: argparse.Namespace) -> int:
     rolled = rollout(weights, real)
     if args.format == "json":
         print(json.dumps({"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
-                          "heads": trace.heads, "warnings": list(trace.warnings), "stats": [vars(s) for s in stats],
+                          "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
+                          "stats": [vars(s) for s in stats],
                           "rollout": rolled.tolist()}, ensure_ascii=False))
     else:
         from attn_tui.render.model_table import print_model_summary

@@ -20,6 +20,7 @@ from attn_tui.core.masks import MaskSpec
 from attn_tui.core.ops import Masking, Op, Place, Softmax, WeightedSum
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.values import StageStats, fold_heads, fold_row_sums
+from attn_tui.i18n import Msg
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,13 @@ def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
 
 def _warn_empty_rows(trace: Trace, tail: Tail) -> None:
     for row in [] if tail.mask is None else tail.mask.empty_rows():
-        effect = ("its weights and output are zeros" if tail.fill == "-inf"
-                  else "its weights are uniform over all keys")
-        trace.warn(f"query {tail.query_axis.labels[row]!r} (row {row}) may attend to no key: with fill {tail.fill} "
-                   f"{effect}")
+        label = repr(tail.query_axis.labels[row])
+        if tail.fill == "-inf":
+            trace.warn(Msg("query {label} (row {row}) may attend to no key: with fill -inf its weights and output "
+                           "are zeros", label=label, row=row))
+        else:
+            trace.warn(Msg("query {label} (row {row}) may attend to no key: with fill {fill} its weights are "
+                           "uniform over all keys", label=label, row=row, fill=tail.fill))
 
 
 @dataclass(frozen=True)

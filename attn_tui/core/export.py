@@ -74,7 +74,7 @@ def _header(trace: Trace) -> dict[str, object]:
         "tokens": {"query": list(trace.query_tokens), "key": list(trace.key_tokens)},
         "mask_convention": "1 = may attend, 0 = masked (torch SDPA)",
         "mask": _mask(trace),
-        "warnings": list(trace.warnings),
+        "warnings": [str(w) for w in trace.warnings],
     }
 
 
@@ -156,7 +156,7 @@ def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = Non
     out.write(', "stages": [')
     for n, stage in enumerate(list(trace) if stages is None else stages):
         meta = {"name": stage.name, "key": stage.key, "layer": stage.layer, "head": stage.head, "step": stage.step,
-                "formula": stage.formula,
+                "formula": str(stage.formula),
                 "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
         out.write((", " if n else "") + _dumps(meta)[:-1] + ', "data": ')
         _write_tensor(stage.data, out)

@@ -17,6 +17,7 @@ from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import RunMeta
 from attn_tui.core.ops import Given, Masking, Op, Place, Softmax
+from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.core.values import StageStats
@@ -55,7 +56,7 @@ class Stage:
 
     place: Place
     data: torch.Tensor | LazyTensor
-    formula: str
+    formula: str | Msg  # the formula and its caption; a Msg reads in the language on show
     axes: tuple[Axis, ...]
     op: Op = Given("given as is")
 
@@ -130,7 +131,7 @@ class Trace:
     params: dict[str, torch.Tensor] = field(default_factory=dict)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)  # typed Q/K/V or X
     mask: MaskSpec | None = None  # the variant's mask (1 = may attend); None = nothing masked
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str | Msg] = field(default_factory=list)  # read with str(): a Msg in the language on show
     filler: Filler | None = field(default=None, repr=False)
     stats: dict[Place, StageStats] = field(default_factory=dict, repr=False)  # see core.values
 
@@ -144,7 +145,7 @@ class Trace:
         """Record a stage, lazy or whole."""
         self.stages[stage.place] = stage
 
-    def warn(self, message: str) -> None:
+    def warn(self, message: str | Msg) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
 

@@ -93,7 +93,7 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
                 special_rows=special if row_axis in TOKEN_AXES else frozenset(),
                 special_cols=special if col_axis.name in TOKEN_AXES else frozenset(),
                 stats=GridStats(*stats.finite_range, frozenset(stats.marks)))
-    return StageView(stage.place, grid, stage.formula, shape_line(stage), note, prefix, vector)
+    return StageView(stage.place, grid, str(stage.formula), shape_line(stage), note, prefix, vector)
 
 
 def _cells(data: torch.Tensor | LazyTensor) -> np.ndarray | TiledCells:

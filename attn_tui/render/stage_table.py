@@ -71,7 +71,7 @@ def stage_renderable(stage: Stage, stats: StageStats, mask: MaskSpec | None = No
     head += f" · step {stage.step}" if stage.step is not None else ""
     title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
-    parts: list[RenderableType] = [title, Text(stage.formula, style="italic")]
+    parts: list[RenderableType] = [title, Text(str(stage.formula), style="italic")]
     scale = Scale.fit(*stats.finite_range, probability=stage.name in ("weights", "alignment"))
     data = stage.data
     fit_cols = max(1, (width - LABEL - 1) // (CELL + 1))
@@ -117,4 +117,4 @@ def print_trace(trace: Trace, stages: list[Stage], console: Console | None = Non
         console.print()
         console.print(stage_renderable(stage, stats_of(trace, stage), trace.mask_of(stage), width))
     for warning in trace.warnings:
-        console.print(Text("warning: " + warning, style="yellow"))
+        console.print(Text(f"warning: {warning}", style="yellow"))

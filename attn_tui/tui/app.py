@@ -217,7 +217,7 @@ class AttnApp(App[int]):
             explorer.layer_index, explorer.head = shown.ask.layer, shown.ask.head  # a model's own first place
         explorer.show(shown, self.first_stage)
         self.first_stage = None
-        self._show_error(" · ".join([*trace.warnings, *([shown.notice] if shown.notice else [])]))
+        self._show_error(" · ".join(map(str, [*trace.warnings, *([shown.notice] if shown.notice else [])])))
         if shown.notice:
             self.notify(shown.notice, title="CUDA not available", severity="warning", timeout=10)
         self._show_pane_view()
@@ -288,7 +288,7 @@ class AttnApp(App[int]):
             kept = "  (showing the last valid result)" if self.shown is not None else ""
             self._show_error(f"✗ {message.error}{kept}")
         elif self.error.startswith("✗"):
-            self._show_error(" · ".join(self.trace.warnings) if self.trace is not None else "")
+            self._show_error(" · ".join(map(str, self.trace.warnings)) if self.trace is not None else "")
 
     def _apply_settings(self, settings: Settings) -> None:
         inputs = self.query_one(InputPane)
@@ -477,6 +477,9 @@ class AttnApp(App[int]):
         self.language = "ko" if self.language == "en" else "en"
 
     def watch_language(self, language: str) -> None:
+        from attn_tui import i18n
+
+        i18n.set_language(language)
         self.explorer.language = language
 
     def action_focus_heatmap(self) -> None:

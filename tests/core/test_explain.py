@@ -89,14 +89,23 @@ def test_samples_first_weights_cell(name: str) -> None:
     assert _close(arithmetic.total, arithmetic.expected)
 
 
-def test_every_stage_has_an_explanation_in_both_languages() -> None:
+def _in(language: str, stage: str, keys: tuple[str, ...]) -> str:
+    from attn_tui import i18n
     from attn_tui.present.explanations import explanation
 
+    i18n.set_language(language)
+    try:
+        return explanation(stage, keys)
+    finally:
+        i18n.set_language("en")
+
+
+def test_every_stage_has_an_explanation_in_both_languages() -> None:
     for key in REQUESTS:
         trace = compute(REQUESTS[key])
         for name in trace.names():
-            english = explanation(name, trace.meta.explains, "en")
-            korean = explanation(name, trace.meta.explains, "ko")
+            english = _in("en", name, trace.meta.explains)
+            korean = _in("ko", name, trace.meta.explains)
             assert english.count(".") >= 2 and any("\uac00" <= ch <= "\ud7a3" for ch in korean), name
 
 
@@ -127,10 +136,8 @@ def test_every_cell_of_a_real_model_layer_is_recomputed() -> None:
 
 
 def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
-    from attn_tui.present.explanations import explanation
-
     for stage in ("query", "key", "query_proj", "key_proj", "energy", "scores", "weights", "context", "alignment"):
         for language in ("en", "ko"):
-            assert explanation(stage, ("decoder", "additive"), language), stage
-    assert "decoder" in explanation("query", ("decoder", "general"), "en")
-    assert "v_a" in explanation("scores", ("decoder", "additive"), "en")
+            assert _in(language, stage, ("decoder", "additive")), stage
+    assert "decoder" in _in("en", "query", ("decoder", "general"))
+    assert "v_a" in _in("en", "scores", ("decoder", "additive"))

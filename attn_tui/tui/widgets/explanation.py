@@ -1,20 +1,21 @@
-"""The explanation panel: what the current stage does and why, in English or Korean."""
+"""The explanation panel: what the current stage does and why, in the language on show."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
+from attn_tui.i18n import _
 from attn_tui.present.explanations import explanation
 
 
 class Explanation(Static):
     """Two or three sentences for the stage; `t` switches the language."""
 
-    def show(self, stage: str, keys: tuple[str, ...], language: str) -> None:
+    def show(self, stage: str, keys: tuple[str, ...]) -> None:
         text = Text()
-        text.append("Why " if language == "en" else "설명 ", "bold")
-        text.append(f"{stage}", "bold yellow")
-        text.append("  (t: 한국어)" if language == "en" else "  (t: English)", "dim")
-        text.append("\n" + explanation(stage, keys, language))
+        text.append(_("Why") + " ", "bold")
+        text.append(stage, "bold yellow")
+        text.append("  " + _("(t: 한국어)"), "dim")
+        text.append("\n" + explanation(stage, keys))
         self.update(text)

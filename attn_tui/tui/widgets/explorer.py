@@ -167,7 +167,7 @@ class Explorer(Vertical):
 
     def _explain(self) -> None:
         if self.view is not None and self.trace is not None:
-            self.query_one(Explanation).show(self.view.name, self.trace.meta.explains, self.language)
+            self.query_one(Explanation).show(self.view.name, self.trace.meta.explains)
 
     # ----- moving --------------------------------------------------------------------------
     def stage_names(self) -> list[str]:
