@@ -81,8 +81,9 @@ class AttnApp(App[int]):
     language: reactive[str] = reactive("en", init=False)
 
     def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
-                 model: ModelInput | None = None, max_memory: int | None = None) -> None:
+                 model: ModelInput | None = None, max_memory: int | None = None, recorded: Any = None) -> None:
         super().__init__()
+        self.recorded = recorded  # a Trace recorded from the user's code: shown first, instead of computing
         variants = request or load_samples()[DEFAULT_SAMPLE].request
         self.wanted: Ask = model or variants  # what the user asks for now (may be in flight, or invalid)
         self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
@@ -162,6 +163,12 @@ class AttnApp(App[int]):
 
     def on_torch_ready(self, message: TorchReady) -> None:
         self.torch_ready = True
+        if self.recorded is not None:  # `attn-tui trace`: the trace exists already; editing a setting leaves it
+            self.generation += 1
+            self.post_message(TraceReady(self.generation, Shown(self.wanted, self.recorded)))
+            self.query_one(ModelPane).show_status(f"✓ {self.recorded.meta.title}")
+            self.recorded = None
+            return
         self._compute_wanted()
 
     def on_torch_failed(self, message: TorchFailed) -> None:
@@ -489,7 +496,8 @@ class AttnApp(App[int]):
         self.push_screen(HelpScreen(self.palette_bindings()))
 
 
-def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None) -> int:
-    """Run the app on `request` (None: the default sample), or on `model`, and return the exit code."""
-    result = AttnApp(request, model=model, max_memory=max_memory).run()
+def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None,
+            recorded: Any = None) -> int:
+    """Run the app on `request` (None: the default sample), on `model`, or on a `recorded` trace; the exit code."""
+    result = AttnApp(request, model=model, max_memory=max_memory, recorded=recorded).run()
     return 0 if result is None else int(result)

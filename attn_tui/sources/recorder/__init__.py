@@ -16,6 +16,20 @@ if TYPE_CHECKING:
     from attn_tui.sources.recorder.capture import Recorder
 
 
+_ACTIVE: list[Recording] = []  # the recordings whose block is running, innermost last
+
+
+def label(tokens: list[str] | tuple[str, ...], key_tokens: list[str] | tuple[str, ...] | None = None) -> None:
+    """Name the queries (and keys) of the attention being recorded; does nothing when nothing is recorded.
+
+    A script run by `attn-tui trace` calls this to show its words instead of q0, q1, …;
+    run by plain `python` it costs nothing.
+    """
+    for recording in _ACTIVE:
+        recording.tokens = tuple(str(t) for t in tokens)
+        recording.key_tokens = None if key_tokens is None else tuple(str(t) for t in key_tokens)
+
+
 class Recording:
     """`with Recording() as rec: model(x)` — afterwards `rec.trace` holds what the code computed.
 
@@ -36,10 +50,13 @@ class Recording:
 
     def __enter__(self) -> Recording:
         self.recorder.__enter__()
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
         self.recorder.__exit__(kind, exc, tb)
 
     @property

@@ -112,8 +112,7 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
     if not founds:
         if warnings:
             raise NoAttention(str(warnings[0]))
-        raise NoAttention(str(Msg("the code ran, but computed no attention (no softmax, scaled_dot_product_attention "
-                                  "or nn.MultiheadAttention was called)")))
+        raise NoAttention(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
     names = _module_names(founds)
     several = len(names) > 1
     scopes = list(names)

@@ -135,8 +135,8 @@ def is_user_file(filename: str) -> bool:
     global _ROOTS
     if _ROOTS is None:
         _ROOTS = _library_roots()
-    if filename.startswith("<") and not filename.startswith("<ipython"):
-        return False
+    if filename.startswith("<"):  # <stdin>, <string>, <console>, <ipython-input-…> are typed code; <frozen …> is not
+        return not filename.startswith("<frozen")
     real = os.path.realpath(filename)
     if real.startswith(os.path.realpath(_SAMPLES) + os.sep):
         return True
@@ -312,8 +312,8 @@ class Recorder(TorchFunctionMode):
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)
             self._link(node)
             self._track(out, node)
-            if name in ANCHORS and scope is not None:
-                self._anchor(node, scope)
+            if name in ANCHORS:
+                self._anchor(node, scope or Scope("attention", 0))
 
     def _link(self, node: Node) -> None:
         """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""

@@ -132,7 +132,8 @@ class Explorer(Vertical):
         window = bar_window(self.places, self.stage_index)
         self.query_one(StageBar).show(self.stage_names(), window.index(self.stage_index),
                                       view.formula, view.shape, view.note,
-                                      place_caption(trace, view, self.layer_index, self.head))
+                                      place_caption(trace, view, self.layer_index, self.head),
+                                      trace.stages[view.place].origin)
         heatmap = self.heatmap
         heatmap.show(view.grid)
         self._fit_panels()
@@ -159,7 +160,7 @@ class Explorer(Vertical):
         arithmetic = explain(trace, view.place, index)
         where = f"{view.name}[{', '.join(map(str, index))}]  {view.grid.row_labels[row]!r} × " \
                 f"{view.grid.col_labels[col]!r}"
-        self.query_one(Inspector).show(where, arithmetic)
+        self.query_one(Inspector).show(where, arithmetic, trace.stages[view.place].origin)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
         message.stop()

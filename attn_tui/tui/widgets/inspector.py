@@ -18,7 +18,7 @@ class Inspector(Static):
     Inspector { height: auto; }
     """
 
-    def show(self, where: str, arithmetic: Arithmetic) -> None:
+    def show(self, where: str, arithmetic: Arithmetic, origin: str | None = None) -> None:
         text = Text()
         text.append("Cell ", "bold")
         text.append(where, "bold yellow")
@@ -30,4 +30,8 @@ class Inspector(Static):
         matches = arithmetic.matches
         text.append("  ✓ matches" if matches else f"  ✗ recomputed {arithmetic.total:.6g}",
                     "green" if matches else "red")
+        if origin:  # a recorded stage: the user's line that made it
+            from attn_tui.tui.widgets.stage_bar import made_by
+
+            text.append("\n" + made_by(origin), "italic")
         self.update(text)

@@ -10,7 +10,7 @@ class StageBar(Static):
     """Breadcrumb (digits jump to a stage), current stage highlighted, formula and shape below."""
 
     def show(self, names: list[str], current: int, formula: str, shape: str, note: str,
-             head: str = "") -> None:
+             head: str = "", origin: str | None = None) -> None:
         text = Text()
         for n, name in enumerate(names):
             if n:
@@ -27,4 +27,14 @@ class StageBar(Static):
             text.append(f"   {head}", "magenta")
         if note:
             text.append(f"   {note}", "green")
+        if origin:  # a recorded stage: the line of the user's code that made it
+            text.append("\n")
+            text.append(made_by(origin), "italic")
         self.update(text)
+
+
+def made_by(origin: str) -> str:
+    """'made by attn.py:31: scores = …' in the language on show."""
+    from attn_tui.i18n import Msg
+
+    return str(Msg("made by {origin}", origin=origin))
