@@ -199,7 +199,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     serve = sub.add_parser("serve", help="serve the app to web browsers (needs attn-tui[web])",
                            description="Serve attn-tui to web browsers with textual-serve: each visitor gets "
                                        "their own app. Listens on 127.0.0.1 unless --host says otherwise.")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=_int_between(1, 65535), default=8000, help="port (default 8000)")
     serve.add_argument("--public-url", metavar="URL", help="the address browsers use, when it differs (a proxy)")
     _add_debug(serve, "")

@@ -49,7 +49,7 @@ class Recording:
         self._trace: Trace | None = None
 
     def __enter__(self) -> Recording:
-        self.recorder.__enter__()
+        self.recorder.__enter__()  # type: ignore[no-untyped-call]
         _ACTIVE.append(self)
         return self
 
@@ -57,7 +57,7 @@ class Recording:
                  tb: TracebackType | None) -> None:
         if self in _ACTIVE:
             _ACTIVE.remove(self)
-        self.recorder.__exit__(kind, exc, tb)
+        self.recorder.__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
 
     @property
     def trace(self) -> Trace:

@@ -30,7 +30,7 @@ from attn_tui.sources.recorder.found import (
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, unscaled
 from attn_tui.sources.recorder.recognise import (
     Chain,
-    Unrecognised,
+    UnrecognisedError,
     _rows_and_cols,
     describe_factor,
     energy_roles,
@@ -84,7 +84,7 @@ def from_softmax(weights: Node, found: Found) -> None:
     """Fill `found` with the roles of the attention around one recorded softmax."""
     source = weights.inputs[0]
     if not isinstance(source, Node):
-        raise Unrecognised("the softmax reads no recorded tensor")
+        raise UnrecognisedError("the softmax reads no recorded tensor")
     output = find_output(weights)
     if output is not None:
         product, left, values, out_index, dropped = output
@@ -134,14 +134,12 @@ def from_softmax(weights: Node, found: Found) -> None:
                                   "query" if one_sided else "input")
         k_name = operands.operand(k, "key_proj" if one_sided and k_proj else "key", "key", fused,
                                   "key" if one_sided else "input")
-        key_name = k_name
         value_name = _value(found, operands, flats["values"], (k, k_name))
         folded = q_name.endswith("_scaled") or k_name.endswith("_scaled")
         name = "scaled" if folded else "scores"
-        left, right = found.role(q_name), found.role(k_name)
         last = found.add(Role(name, flat(scores.values, order, n, keep), DotOp(q_name, k_name),
-                              scores.origin, Msg("S = {q}·{k}ᵀ: every query against every key", q=left.name,
-                                                 k=right.name), ("query", "key")))
+                              scores.origin, Msg("S = {q}·{k}ᵀ: every query against every key", q=q_name,
+                                                 k=k_name), ("query", "key")))
         found.kind = "general" if one_sided else "scaled_dot" if folded else "dot"
     elif kind == "reduce":
         assert energy is not None and vector is not None
@@ -167,8 +165,9 @@ def from_softmax(weights: Node, found: Found) -> None:
                                   ref.origin, Msg("S' = {source} · {factor}", source=last, factor=f"{detail:.4g}"),
                                   ("query", "key")))
         elif step == "masked":
-            allowed, fill = detail  # type: ignore[misc]
-            allowed = flat(allowed, order, n, keep)
+            assert isinstance(detail, tuple)
+            hidden_ok, fill = detail
+            allowed = flat(hidden_ok, order, n, keep)
             last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill), ref.origin,
                                   Msg("M = {source} where the mask allows, {fill} where it does not", source=last,
                                       fill=f"{fill:g}"), ("query", "key")))

@@ -33,7 +33,7 @@ from attn_tui.sources.recorder.capture import Node, Recorder, Scope
 from attn_tui.sources.recorder.found import Found, Role
 
 
-class NoAttention(Exception):
+class NoAttentionError(Exception):
     """The code ran, but computed no attention the recorder could lay out."""
 
 
@@ -51,8 +51,8 @@ def recognise(node: Node, found: Found) -> None:
 
 def found_calls(recorder: Recorder) -> tuple[list[Found], list[str | Msg]]:
     """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings."""
-    from attn_tui.sources.recorder.recognise import Unrecognised
-    from attn_tui.sources.recorder.refs import Unfollowable
+    from attn_tui.sources.recorder.recognise import UnrecognisedError
+    from attn_tui.sources.recorder.refs import UnfollowableError
 
     founds: list[Found] = []
     warnings: list[str | Msg] = []
@@ -66,7 +66,7 @@ def found_calls(recorder: Recorder) -> tuple[list[Found], list[str | Msg]]:
                 continue
             try:
                 recognise(node, found)
-            except (Unrecognised, Unfollowable, IndexError, RuntimeError, ValueError) as exc:
+            except (UnrecognisedError, UnfollowableError, IndexError, RuntimeError, ValueError) as exc:
                 warnings.append(Msg("{where}: an attention the recorder could not lay out ({reason})",
                                     where=str(node.origin or scope.name), reason=str(exc) or type(exc).__name__))
                 continue
@@ -107,12 +107,12 @@ def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str
 
 def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None = None,
           key_tokens: tuple[str, ...] | None = None) -> Trace:
-    """The trace of everything the recorder kept; NoAttention when there is nothing to show."""
+    """The trace of everything the recorder kept; NoAttentionError when there is nothing to show."""
     founds, warnings = found_calls(recorder)
     if not founds:
         if warnings:
-            raise NoAttention(str(warnings[0]))
-        raise NoAttention(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
+            raise NoAttentionError(str(warnings[0]))
+        raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
     names = _module_names(founds)
     several = len(names) > 1
     scopes = list(names)

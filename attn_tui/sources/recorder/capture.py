@@ -11,6 +11,7 @@ recorded values are the very numbers the code computed.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import sys
@@ -116,9 +117,8 @@ class Node:
 
 
 def _library_roots() -> tuple[str, ...]:
-    import attn_tui
-
-    roots = {os.path.dirname(torch.__file__), os.path.dirname(attn_tui.__file__)}
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # attn_tui/
+    roots = {os.path.dirname(torch.__file__), package}
     for key in ("stdlib", "platstdlib"):
         path = sysconfig.get_paths().get(key)
         if path:
@@ -170,10 +170,8 @@ class Recorder(TorchFunctionMode):
 
     def _track(self, tensor: torch.Tensor, node: Node) -> None:
         key = id(tensor)
-        try:
+        with contextlib.suppress(TypeError):  # a tensor that takes no weak reference is not tracked
             self._nodes[key] = (weakref.ref(tensor, self._forget(key)), node)
-        except TypeError:  # a tensor that takes no weak reference: not tracked
-            pass
 
     def node_of(self, tensor: torch.Tensor, scope: Scope | None, origin: Origin | None = None) -> Node:
         """The node of a tensor; one the recorder has not seen made (or that changed since) becomes a leaf."""
@@ -203,8 +201,8 @@ class Recorder(TorchFunctionMode):
         for module in modules:
             for name, param in module.named_parameters():
                 if param is tensor:
-                    self._names[id(tensor)] = name
-                    return name
+                    self._names[id(tensor)] = str(name)
+                    return str(name)
         return None
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:

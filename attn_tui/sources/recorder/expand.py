@@ -33,7 +33,7 @@ from attn_tui.sources.recorder.found import (
     WeightedSumOp,
 )
 from attn_tui.sources.recorder.operands import Operands, after_output
-from attn_tui.sources.recorder.recognise import MASK_AT, Unrecognised
+from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, resolve
 
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
@@ -59,7 +59,8 @@ def _softmax(masked: torch.Tensor) -> torch.Tensor:
     return weights.masked_fill(torch.isneginf(masked).all(dim=-1, keepdim=True), 0.0)
 
 
-def _mask_and_fill(mask: torch.Tensor | None, shape: tuple[int, ...]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+def _mask_and_fill(mask: torch.Tensor | None,
+                   shape: tuple[int, ...]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """A bool mask (True = may attend) and an additive float mask, as SDPA reads `attn_mask`."""
     if mask is None:
         return None, None
@@ -75,12 +76,13 @@ def from_sdpa(node: Node, found: Found) -> None:
     args = _arguments(node, SDPA_ARGS)
     q_node, k_node, v_node = args.get("query"), args.get("key"), args.get("value")
     if not all(isinstance(t, Node) for t in (q_node, k_node, v_node)):
-        raise Unrecognised("scaled_dot_product_attention read no recorded tensors")
+        raise UnrecognisedError("scaled_dot_product_attention read no recorded tensors")
     assert isinstance(q_node, Node) and isinstance(k_node, Node) and isinstance(v_node, Node)
     if args.get("enable_gqa") or float(args.get("dropout_p") or 0.0) > 0:
-        raise Unrecognised("scaled_dot_product_attention with dropout or grouped heads")
+        raise UnrecognisedError("scaled_dot_product_attention with dropout or grouped heads")
     q_ref, k_ref, v_ref = resolve(q_node), resolve(k_node), resolve(v_node)
-    batch_shape = torch.broadcast_shapes(q_ref.shape[:-2], k_ref.shape[:-2], v_ref.shape[:-2])
+    batch_shape = torch.broadcast_shapes(  # type: ignore[no-untyped-call]
+        q_ref.shape[:-2], k_ref.shape[:-2], v_ref.shape[:-2])
     q_ref = Ref(q_ref.node, q_ref.base, q_ref.index.expand(*batch_shape, *q_ref.shape[-2:]))
     k_ref = Ref(k_ref.node, k_ref.base, k_ref.index.expand(*batch_shape, *k_ref.shape[-2:]))
     v_ref = Ref(v_ref.node, v_ref.base, v_ref.index.expand(*batch_shape, *v_ref.shape[-2:]))
@@ -139,12 +141,12 @@ def from_mha(node: Node, found: Found) -> None:
     args = _arguments(node)
     for unsupported in ("bias_k", "bias_v", "static_k", "static_v"):
         if args.get(unsupported) is not None:
-            raise Unrecognised(f"MultiheadAttention with {unsupported}")
+            raise UnrecognisedError(f"MultiheadAttention with {unsupported}")
     if args.get("add_zero_attn"):
-        raise Unrecognised("MultiheadAttention with add_zero_attn")
+        raise UnrecognisedError("MultiheadAttention with add_zero_attn")
     query, key, value = args["query"], args["key"], args["value"]
     if not all(isinstance(t, Node) for t in (query, key, value)):
-        raise Unrecognised("MultiheadAttention read no recorded tensors")
+        raise UnrecognisedError("MultiheadAttention read no recorded tensors")
     heads = int(args["num_heads"])
     unbatched = query.value.dim() == 2
     refs = [resolve(t) for t in (query, key, value)]
@@ -179,15 +181,16 @@ def from_mha(node: Node, found: Found) -> None:
     sources = [input_role(q_in, "input"), input_role(k_in, "key_input"), input_role(v_in, "value_input")]
     offsets = tuple(h * head_dim for _ in range(batch) for h in range(heads))
     per_head = []
-    for (name, weight, bias, source_name, x) in (("query", w_q, b_q, sources[0], q_in), ("key", w_k, b_k, sources[1], k_in),
+    for (name, weight, bias, source_name, x) in (("query", w_q, b_q, sources[0], q_in),
+                                                 ("key", w_k, b_k, sources[1], k_in),
                                                  ("value", w_v, b_v, sources[2], v_in)):
         w_name = f"{prefix}W_{name[0]}"
         b_name = None if bias is None else f"{prefix}b_{name[0]}"
         found.params[w_name] = weight
         if bias is not None and b_name is not None:
             found.params[b_name] = bias
-        projected = F.linear(x.values, weight, bias)  # (B, n_rows, E)
-        data = projected.reshape(batch, -1, heads, head_dim).transpose(1, 2).reshape(batch * heads, -1, head_dim)
+        made = F.linear(x.values, weight, bias)  # (B, n_rows, E)
+        data = made.reshape(batch, -1, heads, head_dim).transpose(1, 2).reshape(batch * heads, -1, head_dim)
         per_head.append(data)
         found.add(Role(name, data, LinearOp(source_name, w_name, b_name, offsets), origin,
                        Msg("{role} = X·{weight}ᵀ + {bias} (this head's rows)", role=name, weight=w_name,
@@ -208,7 +211,7 @@ def from_mha(node: Node, found: Found) -> None:
     weights = _softmax(found.role(last).data.float()).to(scores.dtype)
     returned = node.returned[1] if node.returned is not None and len(node.returned) > 1 else None
     own = returned is not None and not args.get("average_attn_weights", True)
-    if own:
+    if own and returned is not None:
         weights = returned.reshape(batch * heads, length, keys)
     found.add(Role("weights", weights, SoftmaxOp(last), origin,
                    Msg("A = softmax(M) over keys: returned by MultiheadAttention") if own else
@@ -246,7 +249,7 @@ def _prefix(node: Any) -> str:
 
 
 def _mha_allowed(args: dict[str, Any], batch: int, heads: int, length: int, keys: int) -> torch.Tensor | None:
-    """(B·H, L, S) True = may attend, from key_padding_mask, attn_mask and is_causal as MultiheadAttention reads them."""
+    """(B·H, L, S) True = may attend: key_padding_mask, attn_mask and is_causal, as MultiheadAttention reads them."""
     allowed = torch.ones(batch, heads, length, keys, dtype=torch.bool)
     seen = False
     padding = _value(args.get("key_padding_mask"))

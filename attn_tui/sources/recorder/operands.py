@@ -16,7 +16,7 @@ import torch
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.found import ColumnsOp, ConcatOp, Found, GivenOp, LinearOp, Role, ScaleOp
-from attn_tui.sources.recorder.refs import Ref, Unfollowable, operand_ref, resolve
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, operand_ref, resolve
 
 SCALARS = ("mul", "div")
 
@@ -41,7 +41,7 @@ def scale_of(node: Node) -> tuple[Node, float] | None:
     a, b = node.inputs[0], node.inputs[1]
     if node.name == "div":
         c = scalar(b)
-        return (a, 1.0 / c) if isinstance(a, Node) and c not in (None, 0.0) else None  # type: ignore[operator]
+        return (a, 1.0 / c) if isinstance(a, Node) and c is not None and c != 0.0 else None
     for x, c in ((a, scalar(b)), (b, scalar(a))):
         if isinstance(x, Node) and c is not None and x.value.numel() > 1:
             return x, c
@@ -85,7 +85,7 @@ def projection(ref: Ref) -> Projection | None:
         return None
     try:
         inner = resolve(x)
-    except Unfollowable:
+    except UnfollowableError:
         return None
     in_features = x.value.shape[-1]
     source_rows = inner.index.reshape(-1, in_features)[rows[:, :, 0]]  # (n, R, in)
@@ -103,7 +103,7 @@ def unscaled(ref: Ref) -> tuple[Ref, float | None, Node | None]:
     x, factor = found
     try:
         return operand_ref(node, x, ref.index), factor, node
-    except Unfollowable:
+    except UnfollowableError:
         return ref, None, None
 
 
@@ -230,7 +230,7 @@ def after_output(found: Found, output: Ref, output_role: str) -> None:
             continue
         try:
             x = resolve(consumer.inputs[0])
-        except Unfollowable:
+        except UnfollowableError:
             continue
         if x.node is not node:
             continue

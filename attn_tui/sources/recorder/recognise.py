@@ -32,14 +32,14 @@ from attn_tui.sources.recorder.found import (
     WeightedSumOp,
 )
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, scale_of, unscaled
-from attn_tui.sources.recorder.refs import Ref, Unfollowable, operand_ref, resolve, unravel
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, operand_ref, resolve, unravel
 
 PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
 PASS = ("cast", "dropout", "contiguous", "clone")
 MASK_AT = -1e4  # an added value at or below this is a mask, not a bias
 
 
-class Unrecognised(Exception):
+class UnrecognisedError(Exception):
     """An attention the recogniser cannot lay out; the message says why."""
 
 
@@ -65,7 +65,7 @@ def bilinear(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
     left, right = resolve(a), resolve(b)
     li = left.index if left.index.dim() > 1 else left.index[None, :]
     ri = right.index if right.index.dim() > 1 else right.index[:, None]
-    batch = torch.broadcast_shapes(li.shape[:-2], ri.shape[:-2])
+    batch = torch.broadcast_shapes(li.shape[:-2], ri.shape[:-2])  # type: ignore[no-untyped-call]
     li = li.expand(*batch, *li.shape[-2:])
     ri = ri.expand(*batch, *ri.shape[-2:])
     out_index = torch.arange(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])
@@ -99,7 +99,7 @@ def _rows_and_cols(product: Node, positions: torch.Tensor) -> tuple[Ref, Ref]:
     """For score positions (…, L, S) in a product: the left rows (…, L, K) and right rows (…, S, K) they read."""
     found = bilinear(product)
     if found is None:
-        raise Unrecognised(f"{product.name} is not a product of two matrices")
+        raise UnrecognisedError(f"{product.name} is not a product of two matrices")
     left, right, out_index = found
     inverse = torch.empty(out_index.numel(), dtype=torch.long)
     inverse[out_index.reshape(-1)] = torch.arange(out_index.numel())
@@ -110,7 +110,7 @@ def _rows_and_cols(product: Node, positions: torch.Tensor) -> tuple[Ref, Ref]:
     i, j = where[-2], where[-1]
     if not (bool((batch == batch[..., :1, :1]).all()) and bool((i == i[..., :, :1]).all())
             and bool((j == j[..., :1, :]).all())):
-        raise Unrecognised("the scores are not one query per row and one key per column")
+        raise UnrecognisedError("the scores are not one query per row and one key per column")
     rows, width = left.index.shape[-2], left.index.shape[-1]
     left3 = left.index.reshape(-1, rows, width)
     right3 = right.index.reshape(-1, width, right.index.shape[-1]).transpose(1, 2)  # (B', N, K)
@@ -135,7 +135,7 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
                 continue
             try:
                 found = bilinear(consumer)
-            except Unfollowable:
+            except UnfollowableError:
                 continue
             if found is None:
                 continue
@@ -145,7 +145,7 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
                 dropped = left
                 try:
                     left = operand_ref(left.node, left.node.inputs[0], left.index)
-                except Unfollowable:
+                except UnfollowableError:
                     continue
             if left.node is weights:
                 return consumer, left, right, out_index, dropped
@@ -271,7 +271,7 @@ def reduce_energy(node: Node, ref: Ref) -> tuple[Ref, Node, Node | None] | None:
         hidden = node.inputs[0].value.shape[-1]
         energy = x.index.reshape(-1, hidden)[pos]
         bias = node.inputs[2] if len(node.inputs) > 2 and isinstance(node.inputs[2], Node) else None
-        return Ref(x.node, x.base, energy), node.inputs[1], bias  # type: ignore[return-value]
+        return Ref(x.node, x.base, energy), node.inputs[1], bias
     if node.name == "sum" and isinstance(node.inputs[0], Node):
         dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
         product = node.inputs[0]
@@ -302,7 +302,8 @@ def energy_roles(found: Found, operands: Operands, energy: Ref) -> tuple[str, st
             right = operand_ref(made, made.inputs[1], inner.index)
             for q, k in ((left, right), (right, left)):
                 if bool((q.index == q.index[..., :, :1, :]).all()) and bool((k.index == k.index[..., :1, :, :]).all()):
-                    q_rows, k_rows = Ref(q.node, q.base, q.index[..., :, 0, :]), Ref(k.node, k.base, k.index[..., 0, :, :])
+                    q_rows = Ref(q.node, q.base, q.index[..., :, 0, :])
+                    k_rows = Ref(k.node, k.base, k.index[..., 0, :, :])
                     qp = operands.operand(q_rows, "query_proj", "query", {}, "query")
                     kp = operands.operand(k_rows, "key_proj", "key", {}, "key")
                     name = found.add(Role("energy", energy.values, TanhOfSumOp(qp, kp), origin,
@@ -371,6 +372,6 @@ def fresh_name(found: Found, name: str) -> str:
     return found.fresh(re.sub(r"[^A-Za-z0-9_]", "_", name) or "step")
 
 
-__all__ = ["Chain", "DotOp", "MaskOp", "ReduceOp", "ScaleOp", "SoftmaxOp", "SumOp", "Unrecognised",
+__all__ = ["Chain", "DotOp", "MaskOp", "ReduceOp", "ScaleOp", "SoftmaxOp", "SumOp", "UnrecognisedError",
            "WeightedSumOp", "after_output", "bilinear", "energy_roles", "find_output", "projection",
            "reduce_energy", "softmax_dim", "unscaled"]

@@ -18,7 +18,7 @@ from attn_tui.sources.recorder.capture import Node, Origin
 MAX_INDEX = 1 << 24  # numbers a view may hold for the recogniser to follow it (int64 indices: 128 MiB)
 
 
-class Unfollowable(Exception):
+class UnfollowableError(Exception):
     """A view the recogniser cannot replay: what it reads is shown as given."""
 
 
@@ -68,7 +68,7 @@ def base_of(node: Node) -> Node:
     while node.is_view:
         source = node.inputs[0] if node.inputs and isinstance(node.inputs[0], Node) else None
         if source is None:
-            raise Unfollowable(node.name)
+            raise UnfollowableError(node.name)
         node = source
     return node
 
@@ -86,14 +86,14 @@ def resolve(node: Node) -> Ref:
     if not node.is_view:
         return whole(node)
     if node.value.numel() > MAX_INDEX:
-        raise Unfollowable(node.name)
+        raise UnfollowableError(node.name)
     source = node.inputs[0] if node.inputs and isinstance(node.inputs[0], Node) else None
     if source is None:
-        raise Unfollowable(node.name)
+        raise UnfollowableError(node.name)
     inner = resolve(source)
     index = replay(node, inner.index)
     if tuple(index.shape) != tuple(node.value.shape):
-        raise Unfollowable(node.name)
+        raise UnfollowableError(node.name)
     return Ref(inner.node, inner.base, index)
 
 
@@ -116,11 +116,11 @@ def replay(node: Node, index: torch.Tensor) -> torch.Tensor:
         else:
             out = getattr(torch.Tensor, name)(*args, **kwargs)
     except Exception as exc:
-        raise Unfollowable(node.name) from exc
+        raise UnfollowableError(node.name) from exc
     if isinstance(out, (tuple, list)):
         out = out[node.part or 0]
     if not isinstance(out, torch.Tensor):
-        raise Unfollowable(node.name)
+        raise UnfollowableError(node.name)
     return out
 
 

@@ -95,10 +95,10 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
-    from attn_tui.sources.recorder.build import NoAttention
+    from attn_tui.sources.recorder.build import NoAttentionError
 
     try:
         return recording.trace
-    except NoAttention as exc:
+    except NoAttentionError as exc:
         raise ScriptError(Msg("{script} ran, but no attention was recorded: {reason}", script=script.name,
                               reason=str(exc))) from None

@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.sources.recorder.build import NoAttention
+from attn_tui.sources.recorder.build import NoAttentionError
 from tests.sources.recorder import modules as m
 from tests.sources.recorder.test_parity import every_cell_matches
 
@@ -109,8 +109,8 @@ def test_a_fully_masked_row_of_the_codes_softmax_is_reported_not_silent() -> Non
 def test_nothing_to_show_is_an_error_that_says_so() -> None:
     with attn_tui.record() as rec:
         torch.ones(3) + 1
-    with pytest.raises(NoAttention, match="no softmax"):
-        rec.trace
+    with pytest.raises(NoAttentionError, match="no softmax"):
+        _ = rec.trace
 
 
 def test_recording_leaves_the_codes_results_alone() -> None:
