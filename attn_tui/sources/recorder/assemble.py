@@ -37,6 +37,7 @@ from attn_tui.sources.recorder.recognise import (
     find_output,
     reduce_energy,
     softmax_dim,
+    softmax_input,
 )
 from attn_tui.sources.recorder.refs import Ref, operand_ref
 
@@ -82,8 +83,8 @@ def flat_ref(ref: Ref, order: list[int], n_lead: int, keep: int | None = None) -
 
 def from_softmax(weights: Node, found: Found) -> None:
     """Fill `found` with the roles of the attention around one recorded softmax."""
-    source = weights.inputs[0]
-    if not isinstance(source, Node):
+    source = softmax_input(weights)
+    if source is None:
         raise UnrecognisedError("the softmax reads no recorded tensor")
     output = find_output(weights)
     if output is not None:
@@ -171,6 +172,11 @@ def from_softmax(weights: Node, found: Found) -> None:
             last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill), ref.origin,
                                   Msg("M = {source} where the mask allows, {fill} where it does not", source=last,
                                       fill=f"{fill:g}"), ("query", "key")))
+        elif step == "shifted":
+            last = found.add(Role(found.fresh("shifted"), data, GivenOp(Msg("the scores minus their row's largest "
+                                                                            "score: softmax is the same, exp cannot "
+                                                                            "overflow")), ref.origin,
+                                  Msg("{source} − max of its row", source=last), ("query", "key")))
         elif step == "biased":
             assert isinstance(detail, Ref)
             bias_name = found.add(Role(found.fresh("bias"), flat(detail.values, order, n, keep),

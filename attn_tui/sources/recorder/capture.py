@@ -116,6 +116,15 @@ class Node:
         return self.value._version != self.version
 
 
+def written_softmax(node: Node) -> bool:
+    """`e / e.sum(dim, keepdim=True)` with `e = exp(…)`: a softmax written out by hand."""
+    if node.name != "div" or len(node.inputs) < 2:
+        return False
+    top, bottom = node.inputs[0], node.inputs[1]
+    return (isinstance(top, Node) and isinstance(bottom, Node) and top.name == "exp" and bottom.name == "sum"
+            and bool(bottom.inputs) and bottom.inputs[0] is top)
+
+
 def _library_roots() -> tuple[str, ...]:
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # attn_tui/
     roots = {os.path.dirname(torch.__file__), package}
@@ -310,12 +319,12 @@ class Recorder(TorchFunctionMode):
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)
             self._link(node)
             self._track(out, node)
-            if name in ANCHORS:
+            if name in ANCHORS or written_softmax(node):
                 self._anchor(node, scope or Scope("attention", 0))
 
     def _link(self, node: Node) -> None:
         """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
-        if node.name in ANCHORS:
+        if node.name in ANCHORS or written_softmax(node):
             node.hops = 0
         for source in node.tensors():
             if source.hops is not None and source.hops < AFTER_HOPS:

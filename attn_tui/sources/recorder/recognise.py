@@ -43,8 +43,20 @@ class UnrecognisedError(Exception):
     """An attention the recogniser cannot lay out; the message says why."""
 
 
+def softmax_input(node: Node) -> Node | None:
+    """What a softmax reads (for one written out, `exp(x) / sum(exp(x))`, the x)."""
+    source = node.inputs[0] if node.inputs else None
+    if node.name == "div" and isinstance(source, Node):
+        source = source.inputs[0] if source.inputs else None
+    return source if isinstance(source, Node) else None
+
+
 def softmax_dim(node: Node) -> int:
+    if node.name == "div":  # written out: the dimension of the sum
+        node = node.inputs[1]
     dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
+    if isinstance(dim, (tuple, list)) and len(dim) == 1:
+        dim = dim[0]
     ndim = node.value.dim()
     if not isinstance(dim, int):  # softmax's legacy implicit dim
         dim = 0 if ndim in (0, 1, 3) else 1
@@ -195,6 +207,10 @@ class Chain:
                     ref = masked
                     continue
                 return "given", ref
+            if name == "sub" and len(tensors) >= 2 and isinstance(tensors[1], Node) and tensors[1].name in ("max", "amax"):
+                self.steps.append(("shifted", ref, None))  # x − max(x): softmax's stability shift
+                ref = operand_ref(node, tensors[0], pos)
+                continue
             if name in ("add", "sub") and len(tensors) >= 2 and all(isinstance(t, Node) for t in tensors[:2]):
                 step = self._added(node, ref)
                 if step is not None:
