@@ -207,7 +207,8 @@ class Chain:
                     ref = masked
                     continue
                 return "given", ref
-            if name == "sub" and len(tensors) >= 2 and isinstance(tensors[1], Node) and tensors[1].name in ("max", "amax"):
+            shift = tensors[1] if name == "sub" and len(tensors) >= 2 else None
+            if isinstance(shift, Node) and shift.name in ("max", "amax"):
                 self.steps.append(("shifted", ref, None))  # x − max(x): softmax's stability shift
                 ref = operand_ref(node, tensors[0], pos)
                 continue
