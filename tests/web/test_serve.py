@@ -177,3 +177,16 @@ def test_a_host_beyond_loopback_is_warned_about(tmp_path) -> None:
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=15)
+
+
+def test_a_port_in_use_is_one_line() -> None:
+    pytest.importorskip("textual_serve")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "attn_tui", "serve", "--port", str(port)], capture_output=True,
+                                text=True, timeout=60, env={**os.environ, "ATTN_TUI_LANG": "en"})
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith("attn-tui: error: ") and "address already in use" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -65,8 +65,8 @@ def _mask_and_fill(mask: torch.Tensor | None,
     if mask is None:
         return None, None
     if mask.dtype == torch.bool:
-        return mask.expand(shape), None
-    spread = mask.expand(shape)
+        return mask.expand(shape).cpu(), None
+    spread = mask.expand(shape).cpu()
     if bool(((spread == 0) | (spread <= MASK_AT)).all()):
         return spread == 0, spread
     return None, spread
@@ -116,13 +116,14 @@ def from_sdpa(node: Node, found: Found) -> None:
         causal = torch.ones(length, keys, dtype=torch.bool).tril().expand(shape)
         allowed = causal if allowed is None else allowed & causal
     if additive is not None and allowed is None:
-        bias = found.add(Role("bias", flat(additive, order, n), GivenOp(Msg("attn_mask, added to the scores")), origin,
+        bias = found.add(Role("bias", flat(additive, order, n).to(scaled.device), GivenOp(Msg("attn_mask, added to the scores")), origin,
                               Msg("B: the float attn_mask"), ("query", "key")))
         last = found.add(Role("biased", scaled + found.role(bias).data.to(scaled.dtype), SumOp(("scaled", bias)),
                               origin, Msg("S' + B"), ("query", "key")))
     elif allowed is not None:
         allowed_flat = flat(allowed, order, n)
-        masked = found.role(last).data.masked_fill(~allowed_flat, -math.inf)
+        data = found.role(last).data
+        masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
         last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf), origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
     found.add(Role("weights", _softmax(found.role(last).data.float()).to(scores.dtype), SoftmaxOp(last), origin,
@@ -205,7 +206,7 @@ def from_mha(node: Node, found: Found) -> None:
     allowed = _mha_allowed(args, batch, heads, length, keys)
     last = "scaled"
     if allowed is not None:
-        masked = (scores * factor).masked_fill(~allowed, -math.inf)
+        masked = (scores * factor).masked_fill(~allowed.to(scores.device), -math.inf)
         last = found.add(Role("masked", masked, MaskOp("scaled", allowed, -math.inf), origin,
                               Msg("M = S' where the masks allow, -∞ where they do not"), ("query", "key")))
     weights = _softmax(found.role(last).data.float()).to(scores.dtype)
@@ -254,12 +255,12 @@ def _mha_allowed(args: dict[str, Any], batch: int, heads: int, length: int, keys
     seen = False
     padding = _value(args.get("key_padding_mask"))
     if padding is not None:
-        pad = padding if padding.dtype == torch.bool else padding <= MASK_AT
+        pad = (padding if padding.dtype == torch.bool else padding <= MASK_AT).cpu()
         allowed &= ~pad.reshape(batch, 1, 1, keys)
         seen = True
     mask = _value(args.get("attn_mask"))
     if mask is not None:
-        hidden = mask if mask.dtype == torch.bool else mask <= MASK_AT
+        hidden = (mask if mask.dtype == torch.bool else mask <= MASK_AT).cpu()
         allowed &= ~hidden.reshape(-1, heads if hidden.dim() == 3 else 1, length, keys).expand_as(allowed) \
             if hidden.dim() == 3 else ~hidden.reshape(1, 1, length, keys)
         seen = True
