@@ -16,8 +16,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import attn_tui  # noqa: E402
-from tests.sources.recorder.modules import MultiHeadAttention  # noqa: E402
+import attn_tui
+from tests.sources.recorder.modules import MultiHeadAttention
 
 SIZES = (16, 128, 512)
 
@@ -40,16 +40,16 @@ def main() -> None:
         x = torch.randn(1, n, 64)
         mask = torch.tril(torch.ones(n, n))
 
-        def plain() -> None:
+        def plain(x: torch.Tensor = x, mask: torch.Tensor = mask) -> None:
             with torch.no_grad():
                 module(x, mask)
 
-        def recorded():
+        def recorded(x: torch.Tensor = x, mask: torch.Tensor = mask):
             with torch.no_grad(), attn_tui.record() as rec:
                 module(x, mask)
             return rec
 
-        def built() -> None:
+        def built(recorded=recorded) -> None:
             _ = recorded().trace
 
         base, rec_ms, total = median_ms(plain), median_ms(recorded), median_ms(built)

@@ -76,6 +76,8 @@ def server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=15)
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 @pytest.fixture
@@ -177,6 +179,7 @@ def test_a_host_beyond_loopback_is_warned_about(tmp_path) -> None:
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=15)
+        process.stderr.close()
 
 
 def test_a_port_in_use_is_one_line() -> None:

@@ -34,7 +34,7 @@ from attn_tui.sources.recorder.found import (
 )
 from attn_tui.sources.recorder.operands import Operands, after_output
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
-from attn_tui.sources.recorder.refs import Ref, resolve
+from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
 
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
@@ -81,7 +81,7 @@ def from_sdpa(node: Node, found: Found) -> None:
     if args.get("enable_gqa") or float(args.get("dropout_p") or 0.0) > 0:
         raise UnrecognisedError("scaled_dot_product_attention with dropout or grouped heads")
     q_ref, k_ref, v_ref = resolve(q_node), resolve(k_node), resolve(v_node)
-    batch_shape = torch.broadcast_shapes(  # type: ignore[no-untyped-call]
+    batch_shape = broadcast_shape(
         q_ref.shape[:-2], k_ref.shape[:-2], v_ref.shape[:-2])
     q_ref = Ref(q_ref.node, q_ref.base, q_ref.index.expand(*batch_shape, *q_ref.shape[-2:]))
     k_ref = Ref(k_ref.node, k_ref.base, k_ref.index.expand(*batch_shape, *k_ref.shape[-2:]))
@@ -116,7 +116,8 @@ def from_sdpa(node: Node, found: Found) -> None:
         causal = torch.ones(length, keys, dtype=torch.bool).tril().expand(shape)
         allowed = causal if allowed is None else allowed & causal
     if additive is not None and allowed is None:
-        bias = found.add(Role("bias", flat(additive, order, n).to(scaled.device), GivenOp(Msg("attn_mask, added to the scores")), origin,
+        bias = found.add(Role("bias", flat(additive, order, n).to(scaled.device),
+                              GivenOp(Msg("attn_mask, added to the scores")), origin,
                               Msg("B: the float attn_mask"), ("query", "key")))
         last = found.add(Role("biased", scaled + found.role(bias).data.to(scaled.dtype), SumOp(("scaled", bias)),
                               origin, Msg("S' + B"), ("query", "key")))

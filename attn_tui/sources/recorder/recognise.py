@@ -32,7 +32,7 @@ from attn_tui.sources.recorder.found import (
     WeightedSumOp,
 )
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, scale_of, unscaled
-from attn_tui.sources.recorder.refs import Ref, UnfollowableError, operand_ref, resolve, unravel
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, broadcast_shape, operand_ref, resolve, unravel
 
 PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
 PASS = ("cast", "dropout", "contiguous", "clone")
@@ -77,7 +77,7 @@ def bilinear(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
     left, right = resolve(a), resolve(b)
     li = left.index if left.index.dim() > 1 else left.index[None, :]
     ri = right.index if right.index.dim() > 1 else right.index[:, None]
-    batch = torch.broadcast_shapes(li.shape[:-2], ri.shape[:-2])  # type: ignore[no-untyped-call]
+    batch = broadcast_shape(li.shape[:-2], ri.shape[:-2])
     li = li.expand(*batch, *li.shape[-2:])
     ri = ri.expand(*batch, *ri.shape[-2:])
     out_index = torch.arange(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])

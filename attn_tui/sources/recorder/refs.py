@@ -137,6 +137,18 @@ def operand_ref(op: Node, operand: Node, positions: torch.Tensor) -> Ref:
     return inner.take(spread[positions.reshape(-1)].reshape(positions.shape))
 
 
+def broadcast_shape(*shapes: tuple[int, ...] | torch.Size) -> tuple[int, ...]:
+    """The shape several shapes broadcast to (torch.broadcast_shapes imports more than it needs here)."""
+    width = max((len(s) for s in shapes), default=0)
+    out = []
+    for dims in zip(*((1,) * (width - len(s)) + tuple(s) for s in shapes)):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise UnfollowableError(f"shapes {shapes} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def unravel(flat: torch.Tensor, shape: tuple[int, ...]) -> list[torch.Tensor]:
     """Flat positions → one index tensor per dimension of `shape`."""
     out = []

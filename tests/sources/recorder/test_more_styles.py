@@ -104,3 +104,15 @@ def test_transformer_layers_and_cross_attention() -> None:
     assert "key_input" in trace.names()  # the memory the decoder reads
     assert torch.equal(trace.tensor("projected", step=1, module="MultiheadAttention#2"), output[1])
     every_cell_matches(trace)
+
+
+def test_sdpa_with_a_float_bias_that_is_no_mask() -> None:
+    torch.manual_seed(2)
+    q, bias = torch.randn(2, 3, 4), torch.randn(3, 3)
+    with attn_tui.record() as rec:
+        output = F.scaled_dot_product_attention(q, q, q, attn_mask=bias)
+    trace = rec.trace
+    assert trace.names() == ["query", "key", "scores", "scaled", "bias", "biased", "weights", "output"]
+    assert torch.equal(trace.tensor("output", step=1), output[1])
+    assert torch.allclose(trace.tensor("weights", step=0), torch.softmax(q[0] @ q[0].T / 2 + bias, -1), atol=1e-6)
+    every_cell_matches(trace)
