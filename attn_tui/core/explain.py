@@ -35,12 +35,24 @@ class Arithmetic:
     lines: list[str] = field(default_factory=list)
     total: float = 0.0
     expected: float = 0.0
+    tolerance: float = 1e-4  # relative; wider for a stage kept in float16 or bfloat16 (see `tolerance_of`)
 
     @property
     def matches(self) -> bool:
         if math.isinf(self.total) or math.isinf(self.expected) or math.isnan(self.expected):
             return self.total == self.expected or (math.isnan(self.total) and math.isnan(self.expected))
-        return abs(self.total - self.expected) <= 1e-4 * max(1.0, abs(self.expected))
+        return abs(self.total - self.expected) <= self.tolerance * max(1.0, abs(self.expected))
+
+
+def tolerance_of(dtype: torch.dtype) -> float:
+    """How far a float64 recomputation may sit from a cell stored in `dtype`: its rounding, a few units of it.
+
+    A bfloat16 cell keeps 8 bits of mantissa; asking it to agree to 1e-4 would call
+    every half-precision model's arithmetic wrong.
+    """
+    if not dtype.is_floating_point:
+        return 1e-4
+    return max(1e-4, 4 * torch.finfo(dtype).eps)
 
 
 def fmt(x: float) -> str:
@@ -75,7 +87,7 @@ def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
     stage = trace.stages[place]
     title, lines, total = _EXPLAINERS[type(stage.op)](trace, stage, index)
-    return Arithmetic(title, lines, total, float(stage.data[index].double()))
+    return Arithmetic(title, lines, total, float(stage.data[index].double()), tolerance_of(stage.data.dtype))
 
 
 def _given(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -183,8 +195,8 @@ def _scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     s = float(source.data[index].double())
     total = s * op.factor
     cell = ",".join(map(str, index))
-    d_k = round(op.factor ** -2)
-    if math.isclose(op.factor, d_k ** -0.5, rel_tol=1e-6):
+    d_k = round(op.factor ** -2) if op.factor > 0 else 0  # a factor > 1 (a recorded `* 1.5`) is no 1/√d_k
+    if d_k > 0 and math.isclose(op.factor, d_k ** -0.5, rel_tol=1e-6):
         return (f"{stage.symbol}[{cell}] = {source.symbol}[{cell}] / √d_k",
                 [f"{fmt(s)} / √{d_k} = {fmt(s)} / {fmt(math.sqrt(d_k))}", f"= {fmt(total)}", f"({_(op.reason)})"],
                 total)

@@ -12,6 +12,7 @@ recorded values are the very numbers the code computed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import os
 import sys
@@ -28,11 +29,11 @@ from torch.overrides import TorchFunctionMode
 VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
          "getitem", "select", "narrow", "expand", "expand_as", "repeat", "flatten", "unflatten", "movedim",
          "moveaxis", "swapaxes", "swapdims", "view_as", "reshape_as", "chunk", "split", "unbind", "tensor_split",
-         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_"}
+         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_", "repeat_interleave"}
 CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
 OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "softmax", "add", "sub", "rsub", "mul",
        "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum", "amax", "max", "cat", "concat", "stack",
-       "setitem", "dropout", "scaled_dot_product_attention", "multi_head_attention_forward", "neg"}
+       "setitem", "dropout", "addmm", "scaled_dot_product_attention", "multi_head_attention_forward", "neg"}
 ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward"}
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
@@ -113,7 +114,16 @@ class Node:
 
     def stale(self) -> bool:
         """The code changed this tensor in place after it was recorded, without the recorder seeing it."""
-        return self.value._version != self.version
+        return version_of(self.value) != self.version
+
+
+def version_of(tensor: torch.Tensor) -> int:
+    """How many times a tensor was changed in place; -1 for a tensor made under `torch.inference_mode()`,
+    which keeps no count (its in-place changes are still seen, as calls, by the recorder)."""
+    try:
+        return int(tensor._version)
+    except RuntimeError:
+        return -1
 
 
 def written_softmax(node: Node) -> bool:
@@ -121,8 +131,12 @@ def written_softmax(node: Node) -> bool:
     if node.name != "div" or len(node.inputs) < 2:
         return False
     top, bottom = node.inputs[0], node.inputs[1]
-    return (isinstance(top, Node) and isinstance(bottom, Node) and top.name == "exp" and bottom.name == "sum"
-            and bool(bottom.inputs) and bottom.inputs[0] is top)
+    if not (isinstance(top, Node) and isinstance(bottom, Node) and top.name == "exp" and bottom.name == "sum"
+            and bool(bottom.inputs) and isinstance(bottom.inputs[0], Node)):
+        return False
+    summed = bottom.inputs[0]  # e itself, or a second exp of the same x: `exp(x) / exp(x).sum(-1, keepdim=True)`
+    return summed is top or (summed.name == "exp" and bool(summed.inputs) and bool(top.inputs)
+                             and summed.inputs[0] is top.inputs[0])
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -139,8 +153,13 @@ _ROOTS: tuple[str, ...] | None = None
 _SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
-    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library."""
+    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library.
+
+    Cached by file name: every recorded call asks this of every frame above it, and
+    `realpath` walks the file system each time (a loop of 10,000 calls took minutes).
+    """
     global _ROOTS
     if _ROOTS is None:
         _ROOTS = _library_roots()
@@ -185,13 +204,13 @@ class Recorder(TorchFunctionMode):
     def node_of(self, tensor: torch.Tensor, scope: Scope | None, origin: Origin | None = None) -> Node:
         """The node of a tensor; one the recorder has not seen made (or that changed since) becomes a leaf."""
         entry = self._nodes.get(id(tensor))
-        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
+        if entry is not None and entry[0]() is tensor and entry[1].version == version_of(tensor):
             return entry[1]
         is_param = isinstance(tensor, torch.nn.Parameter) or (tensor.requires_grad and tensor.is_leaf)
         value = tensor.detach()
         if is_param and value.numel() <= PARAM_CLONE:
             value = value.clone()
-        node = Node("leaf", value, origin=origin, version=value._version, is_param=is_param, scope=scope,
+        node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
                     param=self._param_name(tensor, scope) if is_param else None)
         self._track(tensor, node)
         return node
@@ -284,9 +303,9 @@ class Recorder(TorchFunctionMode):
         node = entry[1]
         while node.is_view and node.inputs and isinstance(node.inputs[0], Node):
             node = node.inputs[0]  # a view shares its base's numbers: keep the base's
-        if node.value._version == node.version:
+        if version_of(node.value) == node.version:
             node.value = node.value.clone()
-            node.version = node.value._version
+            node.version = version_of(node.value)
         return entry[1]
 
     def _record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
@@ -313,7 +332,7 @@ class Recorder(TorchFunctionMode):
             if not isinstance(out, torch.Tensor):
                 continue
             value = out.detach()
-            node = Node(name, value, wrapped, inputs_kwargs, origin, scope, value._version,
+            node = Node(name, value, wrapped, inputs_kwargs, origin, scope, version_of(value),
                         part=part if len(outputs) > 1 else None)
             if name == "multi_head_attention_forward":
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)

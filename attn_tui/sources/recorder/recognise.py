@@ -17,6 +17,7 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.contract import UnrecognisedError, bilinear, is_product, transposed
 from attn_tui.sources.recorder.found import (
     DotOp,
     Found,
@@ -31,16 +32,12 @@ from attn_tui.sources.recorder.found import (
     TanhOfSumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.fused import unfused
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, scale_of, unscaled
-from attn_tui.sources.recorder.refs import Ref, UnfollowableError, broadcast_shape, operand_ref, resolve, unravel
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
 
-PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
 PASS = ("cast", "dropout", "contiguous", "clone")
 MASK_AT = -1e4  # an added value at or below this is a mask, not a bias
-
-
-class UnrecognisedError(Exception):
-    """An attention the recogniser cannot lay out; the message says why."""
 
 
 def softmax_input(node: Node) -> Node | None:
@@ -63,78 +60,14 @@ def softmax_dim(node: Node) -> int:
     return dim % max(ndim, 1)
 
 
-# ----- products ---------------------------------------------------------------------------------
-def bilinear(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
-    """A product as (left (*b, M, K), right (*b, K, N), out_index (*b, M, N) into the node's value)."""
-    if node.name == "einsum":
-        return _einsum(node)
-    if node.name not in PRODUCTS:
-        return None
-    tensors = [a for a in node.inputs if isinstance(a, Node)]
-    if len(tensors) != 2:
-        return None
-    a, b = (tensors[1], tensors[0]) if node.name == "rmatmul" else (tensors[0], tensors[1])
-    left, right = resolve(a), resolve(b)
-    li = left.index if left.index.dim() > 1 else left.index[None, :]
-    ri = right.index if right.index.dim() > 1 else right.index[:, None]
-    batch = broadcast_shape(li.shape[:-2], ri.shape[:-2])
-    li = li.expand(*batch, *li.shape[-2:])
-    ri = ri.expand(*batch, *ri.shape[-2:])
-    out_index = torch.arange(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])
-    return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
-
-
-def _einsum(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
-    equation = node.inputs[0] if node.inputs and isinstance(node.inputs[0], str) else None
-    operands = [a for a in node.inputs[1:] for a in (a if isinstance(a, tuple) else (a,)) if isinstance(a, Node)]
-    if equation is None or len(operands) != 2 or "..." in equation or "->" not in equation:
-        return None
-    lhs, out = equation.replace(" ", "").split("->")
-    a, b = lhs.split(",")
-    contracted = [c for c in a if c in b and c not in out]
-    batch = [c for c in out if c in a and c in b]
-    m = [c for c in out if c in a and c not in b]
-    n = [c for c in out if c in b and c not in a]
-    if len(contracted) != 1 or len(m) != 1 or len(n) != 1 or len(set(a)) != len(a) or len(set(b)) != len(b) \
-            or set(a) != set(batch + m + contracted) or set(b) != set(batch + n + contracted):
-        return None
-    k = contracted
-    left, right = resolve(operands[0]), resolve(operands[1])
-    li = left.index.permute([a.index(c) for c in batch + m + k])
-    ri = right.index.permute([b.index(c) for c in batch + k + n])
-    out_index = torch.arange(node.value.numel()).reshape(node.value.shape).permute(
-        [out.index(c) for c in batch + m + n])
-    return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
-
-
-def _rows_and_cols(product: Node, positions: torch.Tensor) -> tuple[Ref, Ref]:
-    """For score positions (…, L, S) in a product: the left rows (…, L, K) and right rows (…, S, K) they read."""
-    found = bilinear(product)
-    if found is None:
-        raise UnrecognisedError(f"{product.name} is not a product of two matrices")
-    left, right, out_index = found
-    inverse = torch.empty(out_index.numel(), dtype=torch.long)
-    inverse[out_index.reshape(-1)] = torch.arange(out_index.numel())
-    where = unravel(inverse[positions], tuple(out_index.shape))
-    batch = torch.zeros_like(positions)
-    for size, part in zip(out_index.shape[:-2], where[:-2]):
-        batch = batch * size + part
-    i, j = where[-2], where[-1]
-    if not (bool((batch == batch[..., :1, :1]).all()) and bool((i == i[..., :, :1]).all())
-            and bool((j == j[..., :1, :]).all())):
-        raise UnrecognisedError("the scores are not one query per row and one key per column")
-    rows, width = left.index.shape[-2], left.index.shape[-1]
-    left3 = left.index.reshape(-1, rows, width)
-    right3 = right.index.reshape(-1, width, right.index.shape[-1]).transpose(1, 2)  # (B', N, K)
-    q = left3[batch[..., :, 0], i[..., :, 0]]  # (…, L, K)
-    k = right3[batch[..., 0, :], j[..., 0, :]]  # (…, S, K)
-    return Ref(left.node, left.base, q), Ref(right.node, right.base, k)
-
-
 # ----- the output side -------------------------------------------------------------------------
 def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None] | None:
     """The product of the weights with the values: (node, weights ref (*b, L, S) into the softmax's numbers,
-    values ref (*b, S, dv), output positions (*b, L, dv), the weights after a dropout or cast between them)."""
+    values ref (*b, S, dv), output positions (*b, L, dv), the weights after a dropout or cast between them).
+
+    The product may be `weights @ values`, `values.T @ weights`, or `(weights * values).sum(dim)`
+    (then the values must keep a dimension of their own: a sum against a mask is no output).
+    """
     queue, seen = [weights], set()
     while queue:
         node = queue.pop(0)
@@ -142,7 +75,7 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
             if id(consumer) in seen:
                 continue
             seen.add(id(consumer))
-            if consumer.is_view or consumer.name in PASS:
+            if consumer.is_view or consumer.name in PASS or consumer.name == "mul":
                 queue.append(consumer)
                 continue
             try:
@@ -151,16 +84,26 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
                 continue
             if found is None:
                 continue
-            left, right, out_index = found
-            dropped = None
-            if left.node is not weights and left.node is not None and left.node.name in PASS:
-                dropped = left
-                try:
-                    left = operand_ref(left.node, left.node.inputs[0], left.index)
-                except UnfollowableError:
+            for left, right, out_index in (found, transposed(found)):
+                if consumer.name == "sum" and right.index.shape[-1] == 1:
                     continue
-            if left.node is weights:
-                return consumer, left, right, out_index, dropped
+                on_left = _weights_side(left, weights)
+                if on_left is not None:
+                    return consumer, on_left[0], right, out_index, on_left[1]
+    return None
+
+
+def _weights_side(left: Ref, weights: Node) -> tuple[Ref, Ref | None] | None:
+    """`left` as a ref into the softmax's numbers (through a dropout or a cast), and the ref it had before."""
+    if left.node is weights:
+        return left, None
+    if left.node is not None and left.node.name in PASS and left.node.inputs and isinstance(left.node.inputs[0], Node):
+        try:
+            inner = operand_ref(left.node, left.node.inputs[0], left.index)
+        except UnfollowableError:
+            return None
+        if inner.node is weights:
+            return inner, left
     return None
 
 
@@ -170,12 +113,15 @@ def _mask_like(values: torch.Tensor) -> bool:
 
 
 def _fill(value: object) -> float | None:
+    """The one number a mask writes: a Python number, a tensor of one number, or `full_like(scores, -inf)`."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, Node) and value.value.numel() == 1:
-        return float(value.value.reshape(-1)[0])
+    if isinstance(value, Node) and value.value.numel() >= 1 and value.value.is_floating_point():
+        first = value.value.reshape(-1)[0]
+        if value.value.numel() == 1 or bool((value.value == first).all()):
+            return float(first)
     return None
 
 
@@ -223,10 +169,16 @@ class Chain:
                 self.steps.append(("scaled", ref, scaled[1]))
                 ref = operand_ref(node, scaled[0], pos)
                 continue
-            if name in PRODUCTS or name == "einsum":
-                return "product", ref
-            if name in ("linear", "sum"):
+            if name == "linear" or (name == "sum" and learned_vector(node)):
                 return "reduce", ref
+            if is_product(node):
+                return "product", ref
+            if name == "sum":
+                return "reduce", ref
+            unfolded = unfused(node)
+            if unfolded is not None:  # baddbmm: a product, a scale and a sum in one call, taken apart
+                ref = Ref(unfolded, unfolded.value, pos)
+                continue
             return "given", ref
         return "given", ref
 
@@ -280,6 +232,22 @@ def _view_back(node: Node, ref: Ref) -> Ref:
 
 
 # ----- the scores' makers ----------------------------------------------------------------------
+def learned_vector(node: Node) -> bool:
+    """`sum(v * energy, -1)` with v a parameter: a learned vector scoring energies, not a product of two inputs."""
+    product = node.inputs[0] if node.inputs else None
+    if not isinstance(product, Node) or product.name != "mul":
+        return False
+    hidden = product.value.shape[-1] if product.value.dim() else 0
+    for vector in product.inputs[:2]:
+        if isinstance(vector, Node) and vector.value.numel() == hidden:
+            try:
+                if base_of(vector).is_param:
+                    return True
+            except UnfollowableError:
+                continue
+    return False
+
+
 def reduce_energy(node: Node, ref: Ref) -> tuple[Ref, Node, Node | None] | None:
     """`Va(energy)` (a linear to one number), `sum(v * energy, -1)` or `energy @ v`: (energy (…, L, S, H), v, bias)."""
     pos = ref.index

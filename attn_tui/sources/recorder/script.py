@@ -86,6 +86,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         with redirect_stdout(sys.stderr) if quiet_stdout else nullcontext(), recording:
             runpy.run_path(absolute, run_name="__main__")
     except SystemExit as exc:
+        if isinstance(exc.code, str):  # sys.exit("message"): Python prints the message and exits with 1
+            raise ScriptError(Msg("{script} exited: {message}", script=script.name, message=_short(exc.code))) from None
         if exc.code not in (None, 0):
             raise ScriptError(Msg("{script} exited with status {code}", script=script.name, code=exc.code)) from None
     except KeyboardInterrupt:
