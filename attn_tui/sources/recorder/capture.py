@@ -41,6 +41,8 @@ RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
 PARAM_CLONE = 1 << 20  # parameters up to this many numbers are copied when used, so training cannot change them
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
+MODULE_SEARCH = 48  # frames above the user's line searched for the module that runs it
+MAX_DEPTH = 1000  # frames searched for the user's line at all (library code calling torch from deep inside)
 
 
 def func_name(func: Callable[..., Any]) -> str:
@@ -115,6 +117,12 @@ class Node:
     def stale(self) -> bool:
         """The code changed this tensor in place after it was recorded, without the recorder seeing it."""
         return version_of(self.value) != self.version
+
+
+def _learned(tensor: Any) -> bool:
+    """A parameter (or any tensor autograd learns: a leaf that requires grad)."""
+    return isinstance(tensor, torch.Tensor) and (isinstance(tensor, torch.nn.Parameter)
+                                                 or (tensor.requires_grad and tensor.is_leaf))
 
 
 def version_of(tensor: torch.Tensor) -> int:
@@ -206,7 +214,7 @@ class Recorder(TorchFunctionMode):
         entry = self._nodes.get(id(tensor))
         if entry is not None and entry[0]() is tensor and entry[1].version == version_of(tensor):
             return entry[1]
-        is_param = isinstance(tensor, torch.nn.Parameter) or (tensor.requires_grad and tensor.is_leaf)
+        is_param = _learned(tensor)
         value = tensor.detach()
         if is_param and value.numel() <= PARAM_CLONE:
             value = value.clone()
@@ -247,7 +255,12 @@ class Recorder(TorchFunctionMode):
         frame = sys._getframe(2)
         origin = None
         module_frame = function_frame = None
-        while frame is not None:
+        budget = MODULE_SEARCH  # frames looked at past the user's line: a deep recursion must not cost its depth
+        depth = 0
+        while frame is not None and budget > 0 and depth < MAX_DEPTH:
+            depth += 1
+            if origin is not None:
+                budget -= 1
             owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
             user = is_user_file(frame.f_code.co_filename)
             if module_frame is None and isinstance(owner, torch.nn.Module) and (
@@ -281,6 +294,10 @@ class Recorder(TorchFunctionMode):
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
             before = self._before_inplace(target)
+            if _learned(target):  # `p -= lr * p.grad`: a training step, not attention; the next use reads p anew
+                result = func(*args, **kwargs)
+                self._nodes.pop(id(target), None)
+                return result
         result = func(*args, **kwargs)
         plain = name.rstrip("_") if inplace and name != "setitem" else name
         if plain not in OPS and plain not in VIEWS and plain not in CASTS:

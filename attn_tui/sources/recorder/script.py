@@ -13,9 +13,9 @@ import runpy
 import sys
 import traceback
 from collections.abc import Sequence
-from contextlib import nullcontext, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.files import quoted
@@ -48,6 +48,30 @@ def sample_script(name: str) -> Path:
     return found[name]
 
 
+class _Tracked:
+    """The script's stdout or stderr, remembering whether it stopped mid-line (`input("name: ")`, a progress bar),
+    so that the one line that reports the script's end starts a line of its own."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.mid_line = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.mid_line = not text.endswith("\n")
+        written = self.stream.write(text)
+        return written if isinstance(written, int) else len(text)
+
+    def end_line(self) -> None:
+        if self.mid_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.mid_line = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def _short(text: str) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 1] + "…"
@@ -58,7 +82,8 @@ def describe_failure(exc: BaseException, script: Path) -> str:
     from attn_tui.sources.recorder.capture import is_user_file
 
     if isinstance(exc, SyntaxError):
-        where = f"{os.path.basename(exc.filename or str(script))}:{exc.lineno}"
+        line = f":{exc.lineno}" if exc.lineno else ""  # a file with a null byte has no line to name
+        where = f"{os.path.basename(exc.filename or str(script))}{line}"
         return f"{where}: SyntaxError: {_short(exc.msg)}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_user_file(f.filename)]
     frame = frames[-1] if frames else None
@@ -82,8 +107,9 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     sys.argv = [str(script), *args]
     sys.path.insert(0, os.path.dirname(absolute))
     recording = Recording(max_calls=max_calls, script=script.name)
+    out, err = _Tracked(sys.stderr if quiet_stdout else sys.stdout), _Tracked(sys.stderr)
     try:
-        with redirect_stdout(sys.stderr) if quiet_stdout else nullcontext(), recording:
+        with redirect_stdout(out), redirect_stderr(err), recording:
             runpy.run_path(absolute, run_name="__main__")
     except SystemExit as exc:
         if isinstance(exc.code, str):  # sys.exit("message"): Python prints the message and exits with 1
@@ -97,6 +123,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+        for stream in (out, err):
+            stream.end_line()
     from attn_tui.sources.recorder.build import NoAttentionError
 
     try:
