@@ -16,7 +16,7 @@ import torch
 from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import RunMeta
-from attn_tui.core.ops import Given, Masking, Op, Place, Softmax
+from attn_tui.core.ops import Given, Masking, Op, Place, Scale, Softmax
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
@@ -211,11 +211,18 @@ class Trace:
         return list(dict.fromkeys(place.module for place in self.stages))
 
     def masking(self, stage: Stage) -> Masking | None:
-        """The masking that shaped a stage: its own (masked), or its source's (the weights of a masked stage)."""
+        """The masking that shaped a stage: its own (masked), or its source's (the weights of a masked stage).
+
+        Recorded code may scale after it masks (`masked_fill(…) / 2`): a scaling keeps the mask of its source.
+        """
         op = stage.op
-        if isinstance(op, Softmax):
+        for _ in range(8):
+            if not isinstance(op, (Softmax, Scale)):
+                break
             source = self.stages.get(op.source)
-            op = source.op if source is not None else op
+            if source is None:
+                break
+            op = source.op
         return op if isinstance(op, Masking) else None
 
     def mask_of(self, stage: Stage) -> MaskSpec | None:

@@ -131,7 +131,8 @@ def test_ten_thousand_calls_keep_the_last_ones(capsys, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("import sys, torch\ndata = sys.stdin.read()\nq = torch.randn(2, 3)\nw = torch.softmax(q @ q.T, -1)\n", None),
     ("name = input('your name: ')\n", "hostile.py:1: EOFError"),
-    ("import torch\ndef f(x):\n    return f(torch.softmax(x, -1))\nf(torch.randn(2, 2))\n", "hostile.py:3: RecursionError"),
+    ("import torch\ndef f(x):\n    return f(torch.softmax(x, -1))\nf(torch.randn(2, 2))\n",
+     "hostile.py:3: RecursionError"),
 ])
 def test_stdin_and_deep_recursion_in_a_real_process(tmp_path: Path, text: str, expected: str | None) -> None:
     script = tmp_path / "hostile.py"

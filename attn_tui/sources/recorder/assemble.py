@@ -51,6 +51,8 @@ def from_softmax(weights: Node, found: Found) -> None:
     if weights.value.dim() == 0:
         raise UnrecognisedError("a softmax of a single number")
     output = find_output(weights)
+    if output is not None and output[1].shape[-1] != weights.value.shape[softmax_dim(weights)]:
+        output = None  # the product reads part of each softmax row (a sink dropped): the rows are shown whole instead
     if output is not None:
         product, left, values, out_index, dropped = output
         canonical = left.index  # (*b, L, S): positions in the softmax's numbers

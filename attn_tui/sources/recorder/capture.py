@@ -31,9 +31,10 @@ VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "
          "moveaxis", "swapaxes", "swapdims", "view_as", "reshape_as", "chunk", "split", "unbind", "tensor_split",
          "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_", "repeat_interleave"}
 CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
-OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "softmax", "add", "sub", "rsub", "mul",
-       "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum", "amax", "max", "cat", "concat", "stack",
-       "setitem", "dropout", "addmm", "scaled_dot_product_attention", "multi_head_attention_forward", "neg"}
+OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
+       "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
+       "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
+       "multi_head_attention_forward", "neg"}
 ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward"}
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
@@ -134,17 +135,34 @@ def version_of(tensor: torch.Tensor) -> int:
         return -1
 
 
+def written_parts(node: Node) -> tuple[Node, Node] | None:
+    """A softmax written out by hand, as (what it reads, the node that says over which dimension):
+    `exp(x) / exp(x).sum(dim, keepdim=True)` (one exp or two), `log_softmax(x, dim).exp()`,
+    `exp(x - logsumexp(x, dim, keepdim=True))`. None for anything else."""
+    first = node.inputs[0] if node.inputs and isinstance(node.inputs[0], Node) else None
+    if first is None:
+        return None
+    if node.name == "div" and len(node.inputs) >= 2 and isinstance(node.inputs[1], Node):
+        bottom = node.inputs[1]
+        summed = bottom.inputs[0] if bottom.inputs and isinstance(bottom.inputs[0], Node) else None
+        if first.name != "exp" or bottom.name != "sum" or summed is None or not first.inputs:
+            return None
+        same = summed is first or (summed.name == "exp" and bool(summed.inputs) and summed.inputs[0] is first.inputs[0])
+        x = first.inputs[0]
+        return (x, bottom) if same and isinstance(x, Node) else None
+    if node.name != "exp":
+        return None
+    if first.name == "log_softmax" and first.inputs and isinstance(first.inputs[0], Node):
+        return first.inputs[0], first
+    if first.name == "sub" and len(first.inputs) >= 2 and isinstance(first.inputs[1], Node):
+        x, lse = first.inputs[0], first.inputs[1]
+        if lse.name == "logsumexp" and isinstance(x, Node) and lse.inputs and lse.inputs[0] is x:
+            return x, lse
+    return None
+
+
 def written_softmax(node: Node) -> bool:
-    """`e / e.sum(dim, keepdim=True)` with `e = exp(…)`: a softmax written out by hand."""
-    if node.name != "div" or len(node.inputs) < 2:
-        return False
-    top, bottom = node.inputs[0], node.inputs[1]
-    if not (isinstance(top, Node) and isinstance(bottom, Node) and top.name == "exp" and bottom.name == "sum"
-            and bool(bottom.inputs) and isinstance(bottom.inputs[0], Node)):
-        return False
-    summed = bottom.inputs[0]  # e itself, or a second exp of the same x: `exp(x) / exp(x).sum(-1, keepdim=True)`
-    return summed is top or (summed.name == "exp" and bool(summed.inputs) and bool(top.inputs)
-                             and summed.inputs[0] is top.inputs[0])
+    return written_parts(node) is not None
 
 
 def _library_roots() -> tuple[str, ...]:

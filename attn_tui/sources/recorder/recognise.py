@@ -16,7 +16,7 @@ import re
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.capture import Node, written_parts
 from attn_tui.sources.recorder.contract import UnrecognisedError, bilinear, is_product, transposed
 from attn_tui.sources.recorder.found import (
     DotOp,
@@ -41,16 +41,18 @@ MASK_AT = -1e4  # an added value at or below this is a mask, not a bias
 
 
 def softmax_input(node: Node) -> Node | None:
-    """What a softmax reads (for one written out, `exp(x) / sum(exp(x))`, the x)."""
-    source = node.inputs[0] if node.inputs else None
-    if node.name == "div" and isinstance(source, Node):
-        source = source.inputs[0] if source.inputs else None
-    return source if isinstance(source, Node) else None
+    """What a softmax reads (for one written out, `exp(x) / sum(exp(x))` and the like, the x)."""
+    if node.name in ("softmax", "log_softmax"):
+        source = node.inputs[0] if node.inputs else None
+        return source if isinstance(source, Node) else None
+    parts = written_parts(node)
+    return None if parts is None else parts[0]
 
 
 def softmax_dim(node: Node) -> int:
-    if node.name == "div":  # written out: the dimension of the sum
-        node = node.inputs[1]
+    parts = written_parts(node)
+    if parts is not None:  # written out: the dimension of its sum (or log_softmax, logsumexp)
+        node = parts[1]
     dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
     if isinstance(dim, (tuple, list)) and len(dim) == 1:
         dim = dim[0]

@@ -327,3 +327,70 @@ def finfo_mask_attention(q, k, v, padding):
 def sdpa_gqa(q, k, v):
     """SDPA의 enable_gqa=True: 키/값 헤드가 쿼리 헤드보다 적다."""
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def annotated_attention(query, key, value, mask=None, dropout=None):
+    """하버드 주석 트랜스포머식 함수: mask == 0을 -1e9로, dropout은 있으면 적용."""
+    d_k = query.size(-1)
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = scores.softmax(dim=-1)
+    if dropout is not None:
+        p_attn = dropout(p_attn)
+    return torch.matmul(p_attn, value), p_attn
+
+
+class MultiHeadedAttention(nn.Module):
+    """Linear 4개를 ModuleList로, 리스트 컴프리헨션으로 q/k/v를 만들고 모듈 밖 함수가 어텐션을 계산."""
+
+    def __init__(self, h: int, d_model: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.d_k, self.h = d_model // h, h
+        self.linears = nn.ModuleList([nn.Linear(d_model, d_model) for _ in range(4)])
+        self.attn = None
+        self.dropout = nn.Dropout(p=dropout)
+
+    def forward(self, query, key, value, mask=None):
+        if mask is not None:
+            mask = mask.unsqueeze(1)  # 모든 헤드에 같은 마스크
+        nbatches = query.size(0)
+        query, key, value = [lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)
+                             for lin, x in zip(self.linears, (query, key, value))]
+        x, self.attn = annotated_attention(query, key, value, mask=mask, dropout=self.dropout)
+        x = x.transpose(1, 2).contiguous().view(nbatches, -1, self.h * self.d_k)
+        return self.linears[-1](x)
+
+
+class ConcatExpand(nn.Module):
+    """concat 점수: hidden을 expand로 늘려 cat, v는 bias 없는 Linear(hidden, 1)."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.W = nn.Linear(2 * hidden, hidden)
+        self.v = nn.Linear(hidden, 1, bias=False)
+
+    def forward(self, hidden, encoder_outputs):
+        src_len = encoder_outputs.size(1)
+        repeated = hidden.unsqueeze(1).expand(-1, src_len, -1)
+        energy = torch.tanh(self.W(torch.cat([repeated, encoder_outputs], dim=-1)))
+        attention = self.v(energy).squeeze(-1)
+        weights = F.softmax(attention, dim=-1)
+        return torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1), weights
+
+
+class BiGRUAttention(nn.Module):
+    """양방향 GRU 인코더 출력(2·hidden)에 Bahdanau, context는 einsum('bs,bsh->bh')."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.encoder = nn.GRU(3, hidden, batch_first=True, bidirectional=True)
+        self.Wa = nn.Linear(hidden, hidden)
+        self.Ua = nn.Linear(2 * hidden, hidden)
+        self.Va = nn.Linear(hidden, 1)
+
+    def forward(self, x, state):
+        outputs, _ = self.encoder(x)  # (batch, src_len, 2 * hidden)
+        energy = self.Va(torch.tanh(self.Wa(state).unsqueeze(1) + self.Ua(outputs))).squeeze(-1)
+        weights = torch.softmax(energy, dim=1)
+        return torch.einsum("bs,bsh->bh", weights, outputs), weights

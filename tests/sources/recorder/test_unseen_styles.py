@@ -443,3 +443,113 @@ def test_a_learned_per_head_temperature_is_shown_as_given() -> None:
     for h in range(2):
         assert torch.equal(trace.tensor("output", head=h), out[0, h])
     every_cell_matches(trace)
+
+
+def test_the_annotated_transformers_heads_from_a_list_comprehension() -> None:
+    torch.manual_seed(26)
+    module = mm.MultiHeadedAttention(2, 8).eval()
+    x = torch.randn(2, 4, 8)
+    mask = torch.ones(2, 1, 4)
+    mask[0, 0, 3] = 0
+    trace, out = recorded(module, x, x, x, mask)
+    assert trace.meta.modules == ("MultiHeadedAttention",) and trace.names() == SELF
+    assert trace.stage("key", head=1).op.weight == "linears.1.weight"
+    assert trace.stage("projected").op.weight == "linears.3.weight"
+    for b, h in itertools.product(range(2), range(2)):
+        assert torch.equal(trace.tensor("weights", head=h, step=b), module.attn[b, h])
+    for b in range(2):
+        assert torch.equal(trace.tensor("projected", step=b), out[b])
+    every_cell_matches(trace)
+
+
+def test_concat_scores_with_expand_and_a_linear_v() -> None:
+    torch.manual_seed(27)
+    module = mm.ConcatExpand(4)
+    hidden, outputs = torch.randn(2, 4), torch.randn(2, 5, 4)
+    trace, (context, weights) = recorded(module, hidden, outputs)
+    assert trace.names() == ["query", "key", "energy", "scores", "weights", "output"]
+    assert isinstance(trace.stage("energy").op, TanhOfPair) and trace.stage("scores").op.vector == "v.weight"
+    for b in range(2):
+        assert torch.equal(trace.tensor("output", step=b), context[b][None])
+        assert torch.equal(trace.tensor("weights", step=b), weights[b][None])
+    every_cell_matches(trace)
+
+
+def test_bahdanau_over_a_bidirectional_gru_with_an_einsum_context() -> None:
+    torch.manual_seed(28)
+    module = mm.BiGRUAttention(4)
+    x, state = torch.randn(2, 6, 3), torch.randn(2, 4)
+    trace, (context, weights) = recorded(module, x, state)
+    assert trace.names() == ["query", "query_proj", "key", "key_proj", "energy", "scores", "weights", "output"]
+    assert trace.tensor("key", step=0).shape == (6, 8)  # both directions of the encoder
+    for b in range(2):
+        assert torch.equal(trace.tensor("output", step=b), context[b][None])
+        assert torch.equal(trace.tensor("weights", step=b), weights[b][None])
+    every_cell_matches(trace)
+
+
+@pytest.mark.parametrize("form", ["log_softmax", "logsumexp", "two_exps"])
+def test_softmax_written_other_ways(form: str) -> None:
+    torch.manual_seed(29)
+    q, k, v = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
+    with attn_tui.record() as rec:
+        scores = q @ k.T
+        if form == "log_softmax":
+            weights = F.log_softmax(scores, dim=-1).exp()
+        elif form == "logsumexp":
+            weights = torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))
+        else:
+            weights = mm.softmax(scores)
+        out = weights @ v
+    trace = rec.trace
+    assert trace.names() == ["query", "key", "value", "scores", "weights", "output"]
+    assert torch.equal(trace["weights"], weights) and torch.equal(trace["output"], out)
+    every_cell_matches(trace)
+
+
+def test_weights_of_which_the_code_drops_a_column_are_shown_whole() -> None:
+    """softmax([scores | sink])[:, :-1] @ v: the weights the product reads are not softmax rows of their own."""
+    torch.manual_seed(30)
+    q, k, v = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
+    with attn_tui.record() as rec:
+        weights = torch.softmax(torch.cat([q @ k.T / 2, torch.zeros(3, 1)], dim=-1), -1)
+        weights[:, :-1] @ v
+    trace = rec.trace
+    assert trace.names() == ["scores", "weights"] and trace["weights"].shape == (3, 6)
+    assert torch.equal(trace["weights"], weights)
+    every_cell_matches(trace)
+
+
+def test_a_mask_before_the_scaling_is_no_overflow() -> None:
+    torch.manual_seed(31)
+    q = torch.randn(1, 6, 4)
+    band = (torch.arange(6)[None, :] - torch.arange(6)[:, None]).abs() <= 1
+    with attn_tui.record() as rec:
+        scores = (q @ q.transpose(1, 2)).masked_fill(~band, float("-inf"))
+        weights = F.softmax(scores / 2, dim=-1)
+        out = weights @ q
+    trace = rec.trace
+    assert trace.names() == ["query", "key", "scores", "masked", "scaled", "weights", "output"]
+    assert not trace.warnings and trace.mask_of(trace.stage("scaled")) is not None
+    assert torch.equal(trace["output"], out[0])
+    every_cell_matches(trace)
+
+
+def test_sdpa_in_a_module_called_three_times_gives_steps() -> None:
+    torch.manual_seed(32)
+    qkv, proj = nn.Linear(8, 24), nn.Linear(8, 8)
+
+    def block(x):
+        q, k, v = qkv(x).view(2, 3, 3, 2, 4).unbind(2)
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return proj(y.transpose(1, 2).reshape(2, 3, 8))
+
+    x = torch.randn(2, 3, 8)
+    with attn_tui.record() as rec:
+        outs = [block(x + t) for t in range(3)]
+    trace = rec.trace
+    assert trace.heads == 2 and trace.steps() == 6 and trace.meta.calls == (3,)
+    assert trace.names() == ["input", "qkv_proj", *SELF[1:]]
+    for t, b in itertools.product(range(3), range(2)):
+        assert torch.equal(trace.tensor("projected", step=2 * t + b), outs[t][b])
+    every_cell_matches(trace)
