@@ -197,6 +197,20 @@ def is_user_file(filename: str) -> bool:
     return not real.startswith(_ROOTS)
 
 
+_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def is_own_file(filename: str) -> bool:
+    """attn-tui's own code (its samples and this recorder excepted): what it computes is never the user's attention."""
+    real = os.path.realpath(filename)
+    return real.startswith(_PACKAGE) and not is_user_file(filename) and real != os.path.realpath(__file__)
+
+
+class _OwnCallError(Exception):
+    """The call was made by attn-tui itself (a trace built, a variant computed inside a recorded block)."""
+
+
 class Recorder(TorchFunctionMode):
     """Records the calls that can make attention while it is active (`with Recorder(): …`).
 
@@ -269,7 +283,10 @@ class Recorder(TorchFunctionMode):
     # ----- where a call comes from ----------------------------------------------------------
     @staticmethod
     def _where() -> tuple[Origin | None, Scope | None]:
-        """The user's line that made the call, and the attention module (or function) it ran in."""
+        """The user's line that made the call, and the attention module (or function) it ran in.
+
+        `_OwnCallError` when attn-tui itself made the call, from inside a recorded block.
+        """
         frame = sys._getframe(2)
         origin = None
         module_frame = function_frame = None
@@ -281,6 +298,8 @@ class Recorder(TorchFunctionMode):
                 budget -= 1
             owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
             user = is_user_file(frame.f_code.co_filename)
+            if origin is None and not user and is_own_file(frame.f_code.co_filename):
+                raise _OwnCallError
             if module_frame is None and isinstance(owner, torch.nn.Module) and (
                     user or "Attention" in type(owner).__name__):
                 module_frame = frame
@@ -349,7 +368,10 @@ class Recorder(TorchFunctionMode):
             if not isinstance(result, torch.Tensor) or (args and result is args[0]):
                 return
             name = "cast"
-        origin, scope = self._where()
+        try:
+            origin, scope = self._where()
+        except _OwnCallError:
+            return
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
             if before is None and name not in ("setitem", "masked_fill", "add", "sub", "mul", "div"):

@@ -553,3 +553,20 @@ def test_sdpa_in_a_module_called_three_times_gives_steps() -> None:
     for t, b in itertools.product(range(3), range(2)):
         assert torch.equal(trace.tensor("projected", step=2 * t + b), outs[t][b])
     every_cell_matches(trace)
+
+
+def test_attn_tuis_own_work_inside_a_recorded_block_is_not_recorded() -> None:
+    """Asking for the trace, showing it or computing a variant inside the block records none of attn-tui's own math."""
+    torch.manual_seed(33)
+    q = torch.randn(2, 3, 4)
+    with attn_tui.record() as outer:
+        with attn_tui.record() as inner:
+            out = F.scaled_dot_product_attention(q, q, q)
+            early = inner.trace
+            repr(early)
+            attn_tui.compute("a b c", variant="multihead", heads=2)
+        weights = torch.softmax(q @ q.transpose(1, 2), -1)
+    assert inner.trace.meta == early.meta and early.meta.calls == (1,)
+    assert torch.equal(early.tensor("output", step=1), out[1])
+    assert outer.trace.meta.calls == (2,)  # the SDPA and the softmax, both the code's own
+    assert torch.equal(outer.trace.tensor("weights", step=3), weights[1])
