@@ -110,6 +110,18 @@ _TEXT: dict[str, str] = {
     "dropped": N_(
         "The weights after dropout: in training mode some weights are set to 0 and the rest are scaled "
         "up, so the output uses these rather than the softmax itself."),
+    "reweighted": N_(
+        "The weights as the code changed them after the softmax (padding zeroed, NaN replaced, rows "
+        "renormalised): the values are summed with these, so the output follows them rather than the "
+        "softmax itself."),
+    "shifted": N_(
+        "The scores minus the largest score of their row. The softmax comes out the same, but exp can no "
+        "longer overflow: the code wrote the softmax out by hand and guarded it."),
+    "key_input": N_(
+        "The tensor the keys (and values) are projected from when it is not the queries' own input: the "
+        "encoder's output or the memory that a decoder reads in cross-attention."),
+    "value_input": N_(
+        "The tensor the values are projected from, when it is neither the queries' nor the keys' input."),
     "mean_weights": N_(
         "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
         "that average, as the module returned it."),

@@ -176,12 +176,19 @@ def _output(found: Found, operands: Operands, product: Node, values: str | None,
     weights = "weights"
     if dropped is not None:
         data = dropped.values
-        if not torch.equal(data, found.role(weights).data.to(data.dtype)):  # a cast to the model's dtype is no dropout
+        changed = not torch.equal(data, found.role(weights).data.to(data.dtype))  # a cast to the model's dtype is not
+        op = dropped.node.name if dropped.node is not None else "?"
+        if changed and op == "dropout":
             weights = found.add(Role("dropped", data, GivenOp(Msg("the weights after dropout (training mode)")),
                                      dropped.origin, Msg("A after dropout: the module was in training mode"),
                                      ("query", "key")))
             found.warnings.append(Msg("dropout changed the weights before the product with the values: the module "
                                       "was in training mode"))
+        elif changed:
+            weights = found.add(Role("reweighted", data, GivenOp(Msg("the weights as the code changed them after "
+                                                                     "the softmax (by {op})", op=op)),
+                                     dropped.origin, Msg("A': the weights the values are summed with"),
+                                     ("query", "key")))
     output = Ref(product, product.value, out_index)
     found.output = output
     found.add(Role("output", output.values, WeightedSumOp(weights, values), product.origin,

@@ -37,6 +37,7 @@ from attn_tui.sources.recorder.operands import Operands, after_output, param_nam
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
 
 PASS = ("cast", "dropout", "contiguous", "clone")
+AFTER_SOFTMAX = ("mul", "div", "masked_fill", "where", "nan_to_num")  # the weights changed cell by cell
 MASK_AT = -1e4  # an added value at or below this is a mask, not a bias
 
 
@@ -77,7 +78,7 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
             if id(consumer) in seen:
                 continue
             seen.add(id(consumer))
-            if consumer.is_view or consumer.name in PASS or consumer.name == "mul":
+            if consumer.is_view or consumer.name in PASS or consumer.name in AFTER_SOFTMAX:
                 queue.append(consumer)
                 continue
             try:
@@ -96,16 +97,38 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
 
 
 def _weights_side(left: Ref, weights: Node) -> tuple[Ref, Ref | None] | None:
-    """`left` as a ref into the softmax's numbers (through a dropout or a cast), and the ref it had before."""
+    """`left` as a ref into the softmax's numbers, and the ref it had before when something came between:
+    a dropout or a cast, or a change after the softmax (`masked_fill(pad, 0)`, `nan_to_num`, a renormalisation)."""
     if left.node is weights:
         return left, None
-    if left.node is not None and left.node.name in PASS and left.node.inputs and isinstance(left.node.inputs[0], Node):
+    ref = left
+    for _ in range(8):
+        node = ref.node
+        if node is None or (node.name not in PASS and node.name not in AFTER_SOFTMAX):
+            return None
+        main = _main_input(node)
+        if main is None:
+            return None
         try:
-            inner = operand_ref(left.node, left.node.inputs[0], left.index)
+            ref = operand_ref(node, main, ref.index)
         except UnfollowableError:
             return None
-        if inner.node is weights:
-            return inner, left
+        if ref.node is weights:
+            return ref, left
+    return None
+
+
+def _main_input(node: Node) -> Node | None:
+    """The input an elementwise change after the softmax changes: of the node's shape, not a mask, on the way back."""
+    candidates = [a for a in node.inputs[:3] if isinstance(a, Node) and a.value.shape == node.value.shape
+                  and a.value.dtype != torch.bool]
+    for candidate in candidates:
+        try:
+            made = base_of(candidate)
+        except UnfollowableError:
+            continue
+        if made.hops is not None and (made.hops == 0 or made.name in PASS or made.name in AFTER_SOFTMAX):
+            return candidate
     return None
 
 

@@ -570,3 +570,29 @@ def test_attn_tuis_own_work_inside_a_recorded_block_is_not_recorded() -> None:
     assert torch.equal(early.tensor("output", step=1), out[1])
     assert outer.trace.meta.calls == (2,)  # the SDPA and the softmax, both the code's own
     assert torch.equal(outer.trace.tensor("weights", step=3), weights[1])
+
+
+@pytest.mark.parametrize("change", ["masked_fill", "renormalise", "nan_to_num"])
+def test_weights_changed_after_the_softmax(change: str) -> None:
+    """Padding zeroed, rows renormalised, NaN replaced after the softmax: the output uses those weights."""
+    torch.manual_seed(34)
+    q, k, v = torch.randn(3, 4), torch.randn(5, 4), torch.randn(5, 2)
+    keep = torch.tensor([1.0, 1, 1, 0, 0])
+    with attn_tui.record() as rec:
+        weights = torch.softmax(q @ k.T, dim=-1)
+        if change == "masked_fill":
+            used = weights.masked_fill(keep == 0, 0.0)
+        elif change == "renormalise":
+            used = weights * keep
+            used = used / used.sum(dim=-1, keepdim=True)
+        else:
+            used = torch.nan_to_num(weights, nan=0.0)
+        out = used @ v
+    trace = rec.trace
+    expected = ["query", "key", "value", "scores", "weights", "output"]
+    if change != "nan_to_num":  # nothing to replace: the weights the values meet are the softmax itself
+        expected.insert(5, "reweighted")
+        assert torch.equal(trace["reweighted"], used)
+    assert trace.names() == expected
+    assert torch.equal(trace["weights"], weights) and torch.equal(trace["output"], out)
+    every_cell_matches(trace)
