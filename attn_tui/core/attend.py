@@ -33,7 +33,7 @@ class Tail:
     fill: str = "-inf"
     temperature: float = 1.0
     output: str = "output"  # "context" for a decoder's step
-    output_formula: str = "O = A·V: each row is a weighted sum of value rows"
+    output_formula: str | Msg = "O = A·V: each row is a weighted sum of value rows"
 
 
 def masked_formula(source: str, tail: Tail) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from attn_tui.i18n import Msg
+
 
 class AttnError(Exception):
     """Base of every error caused by input or settings (never by a bug).
@@ -14,7 +16,7 @@ class AttnError(Exception):
 class InputError(AttnError):
     """A typed matrix, sentence or file that cannot be read; points at line and column."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+    def __init__(self, message: str | Msg, line: int | None = None, column: int | None = None,
                  source: str | None = None) -> None:
         self.reason = message
         self.line = line

@@ -63,16 +63,24 @@ class TransformerRun:
 
 @dataclass(frozen=True)
 class DecoderRun:
-    """A trained encoder-decoder decoding one input, one output character per step."""
+    """A trained encoder-decoder decoding one input, one output character per step.
+
+    The GRU models have one attention (one layer, one head); the transformer has
+    `layers` encoder and decoder layers of `heads` heads each, all of them traced, so the
+    app's layer and head keys move through them without recomputing.
+    """
 
     model: str
-    attention: str  # additive | general
+    attention: str  # additive | general | scaled_dot
     input: str
     output: str
     steps: int
     target: str | None = None
     teacher_forcing: bool = False
     special_tokens: tuple[int, ...] = ()
+    layers: int = 1
+    heads: int = 1
+    arch: str = "gru"  # gru | transformer
 
     @property
     def title(self) -> str:
@@ -81,15 +89,9 @@ class DecoderRun:
         return f"{self.model} ({self.attention}) → {self.output}{target}"
 
     @property
-    def layers(self) -> int:
-        return 1
-
-    @property
-    def heads(self) -> int:
-        return 1
-
-    @property
     def explains(self) -> tuple[str, ...]:
+        if self.arch == "transformer":
+            return ("transformer-dates",)
         return ("decoder", self.attention)
 
 
