@@ -162,12 +162,18 @@ def build_parser() -> argparse.ArgumentParser:
     heads.add_argument("--format", choices=("table", "json"), default="table")
     _add_common(heads, "")
     train = sub.add_parser("train-seq2seq", help="train the date-normalising seq2seq model (CPU)",
-                           description="Train the GRU encoder-decoder on generated dates and save a checkpoint.")
-    train.add_argument("--attention", choices=("additive", "general"), default="additive")
-    train.add_argument("--epochs", type=_int_between(1, 1000), default=4)
-    train.add_argument("--steps", type=_int_between(1, 100_000), default=200, help="steps per epoch (default 200)")
+                           description="Train the GRU or the transformer encoder-decoder on generated dates and "
+                                       "save a checkpoint; the defaults reproduce the shipped one.")
+    train.add_argument("--arch", choices=("gru", "transformer"), default="gru")
+    train.add_argument("--attention", choices=("additive", "general"), default=None,
+                       help="the GRU's attention (default additive)")
+    train.add_argument("--epochs", type=_int_between(1, 1000), default=None,
+                       help="default 4 (GRU) or 6 (transformer)")
+    train.add_argument("--steps", type=_int_between(1, 100_000), default=None,
+                       help="steps per epoch (default 200 (GRU) or 300 (transformer))")
     train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
-    train.add_argument("--out", metavar="FILE", default=None, help="checkpoint path (default dates_ATTENTION.pt)")
+    train.add_argument("--out", metavar="FILE", default=None,
+                       help="checkpoint path (default dates_ATTENTION.pt, or dates_transformer.pt)")
     _add_debug(train, "")
     samples = sub.add_parser("samples", help="list the shipped samples")
     _add_debug(samples, "")

@@ -14,7 +14,8 @@ from attn_tui.core.files import check_text, quoted, read_stdin, read_text
 from attn_tui.core.inputs import parse_matrix
 from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
-from attn_tui.sources.names import DATE_MODELS
+from attn_tui.i18n import Msg
+from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
                    "temperature", "seed", "dtype")
@@ -37,7 +38,7 @@ def _set(value: object) -> bool:
     return value is not None and value is not False
 
 
-def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: str) -> None:
+def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: str | Msg) -> None:
     given = _given(args, names)
     if given:
         what = " ".join(flag(n) for n in given)
@@ -89,8 +90,10 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if args.model is not None and args.text is None and base is None:
         raise InputError("--model needs --text with the sentence to run through the model")
     name = args.model or (base.name if base else "")
-    if name in DATE_MODELS:
+    if name in GRU_DATE_MODELS:
         _refuse(args, ("layer", "head", "pad_to"), f"to {name}: it has one attention, not layers of heads")
+    if name in DATE_MODELS:
+        _refuse(args, ("pad_to",), Msg("to {name}: a date is read as it is, never padded", name=name))
         if getattr(args, "device", None) == "cuda":
             raise ConfigError(f"{name} runs on the CPU only: leave out --device cuda")
     else:
