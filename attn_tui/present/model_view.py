@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
+from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, as_array
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from attn_tui.core.stage import Trace
+    from attn_tui.core.stage import Stage, Trace
 
 
 @dataclass(frozen=True)
@@ -65,21 +66,44 @@ def summarise(trace: Trace) -> ModelSummary:
                         grid(as_array(rollout(weights, real))))
 
 
-def alignment_grid(trace: Trace, filled: int) -> Grid:
-    """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn."""
-    stage = trace.stage("alignment")
+def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
+    """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn.
+
+    For a decode with layers and heads (the transformer's cross-attention) it is the
+    alignment of `layer` and `head`, or with `head` None the layer's mean over heads.
+    """
+    stage = _alignment(trace, layer, head)
     return Grid(as_array(stage.tensor), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
                 probability=True, filled_rows=filled)
 
 
-def alignment_so_far(trace: Trace, name: str, step: int | None) -> tuple[str, Grid]:
+def _alignment(trace: Trace, layer: int | None, head: int | None) -> Stage:
+    if trace.layers == 1 and trace.heads == 1:
+        return trace.stage("alignment")
+    layer = layer or 0
+    if head is None:
+        return trace.stage("alignment_mean", layer)
+    return trace.stage("alignment", layer, head)
+
+
+def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | None = None,
+                     head: int | None = None, module: str | None = None) -> tuple[str, Grid]:
     """The title and grid of a decode's alignment while the user is at stage `name` of decoder `step`.
 
     A row fills in once its step's weights exist, so stepping through a decode draws the
-    alignment the way the decoder built it.
+    alignment the way the decoder built it. A transformer's step has weights in several
+    modules (`module`); only its cross-attention's fill the alignment.
     """
     steps = trace.steps()
-    filled = steps if step is None else step + (name in ("weights", "context"))
+    if step is None:  # the alignments come after every step; any other stage (the encoder's) before the first
+        filled = steps if name.startswith("alignment") else 0
+    else:
+        filled = step + (name in ("weights", "context", "output") and module in (None, "cross_attn"))
     meta = trace.meta
     what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
+    if trace.layers > 1 or trace.heads > 1:
+        return (str(Msg("cross-attention alignment so far, layer {layer}, {heads}: {filled} of {steps} decoder "
+                        "steps  {what}", layer=layer or 0, filled=filled, steps=steps, what=what,
+                        heads=Msg("mean of the heads") if head is None else Msg("head {head}", head=head))),
+                alignment_grid(trace, filled, layer, head))
     return f"alignment so far: {filled} of {steps} decoder steps  {what}", alignment_grid(trace, filled)

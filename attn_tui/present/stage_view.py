@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
+from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from attn_tui.core.stage import Stage, Trace
 
 TOKEN_AXES = ("query", "key", "token")
-PROBABILITIES = ("weights", "alignment")
+PROBABILITIES = ("weights", "alignment", "alignment_mean")
 PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
 SMALL_ROWS, SMALL_COLS = 32, 48  # the most cells of one head in the heads panel
 
@@ -111,9 +112,16 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     meta = trace.meta
     if isinstance(meta, DecoderRun):
         forced = "  teacher-forced" if meta.teacher_forcing else ""
+        where = ""
+        if meta.layers > 1 or meta.heads > 1:  # the transformer: which layer and head is on show
+            heads = str(Msg("mean of the heads")) if view.name == "alignment_mean" else str(Msg("head {head}",
+                                                                                                 head=head))
+            where = str(Msg("  layer {layer}, {heads}", layer=layer, heads=heads))
+            if view.place.module == "enc_attn":
+                return str(Msg("encoder self-attention, before the first decoder step")) + where
         if view.step is None:
-            return f"all {meta.steps} decoder steps → '{meta.output}'{forced}"
-        return f"decoder step {view.step + 1} of {meta.steps}: writes {trace.query_tokens[view.step]!r}{forced}"
+            return f"all {meta.steps} decoder steps → '{meta.output}'{forced}" + where
+        return f"decoder step {view.step + 1} of {meta.steps}: writes {trace.query_tokens[view.step]!r}{forced}" + where
     if trace.layers > 1:
         return f"{meta.title}  layer {layer} head {head}"
     return f"head {view.head} of {trace.heads}" if view.head is not None else ""

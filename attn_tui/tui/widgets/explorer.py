@@ -257,7 +257,8 @@ class Explorer(Vertical):
                 "through every layer and the residual path (r returns; click a cell for its value)")
         elif self.panel == "alignment":
             place = self.places[self.stage_index]
-            title, grid = alignment_so_far(trace, place.name, place.step)
+            head = None if place.name == "alignment_mean" else self.head  # a mean over heads, or the head's
+            title, grid = alignment_so_far(trace, place.name, place.step, self.layer_index, head, place.module)
             self.query_one("#alignment", MatrixPanel).show(
                 title, grid, "a row fills in when its step's weights are computed; → steps on (g returns)")
         elif self.panel == "params":
