@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--attention", choices=("additive", "general"), default=None,
                        help="the GRU's attention (default additive)")
     train.add_argument("--epochs", type=_int_between(1, 1000), default=None,
-                       help="default 4 (GRU) or 6 (transformer)")
+                       help="default 4 (GRU) or 12 (transformer)")
     train.add_argument("--steps", type=_int_between(1, 100_000), default=None,
                        help="steps per epoch (default 200 (GRU) or 300 (transformer))")
     train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)

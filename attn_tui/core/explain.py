@@ -290,7 +290,8 @@ def _mean(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     cell = ",".join(map(str, index))
     names = ", ".join(trace.stages[p].key for p in op.parts[:MAX_TERMS]) + (" …" if len(parts) > MAX_TERMS else "")
     return (f"{stage.symbol}[{cell}] = mean of {len(parts)} stages",
-            [names, f"({' + '.join(fmt(x) for x in parts[:MAX_TERMS])}) / {len(parts)}", f"= {fmt(total)}"], total)
+            [names, f"({' + '.join(fmt(x) for x in parts[:MAX_TERMS])}{' + …' if len(parts) > MAX_TERMS else ''})"
+                    f" / {len(parts)}", f"= {fmt(total)}"], total)
 
 
 _EXPLAINERS: dict[type, Explainer] = {

@@ -28,7 +28,7 @@ class TransformerConfig:
     d_ff: int = 128
     max_len: int = 64  # positions the sinusoidal table holds (inputs are at most 40 characters)
     dropout: float = 0.1
-    jitter: int = 0  # training only: each input's positions start at a random offset in 0…jitter
+    jitter: int = 8  # training only: each input's positions start at a random offset in 0…jitter
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
