@@ -33,15 +33,15 @@ class Tail:
     fill: str = "-inf"
     temperature: float = 1.0
     output: str = "output"  # "context" for a decoder's step
-    output_formula: str | Msg = "O = A·V: each row is a weighted sum of value rows"
+    output_formula: str | Msg = Msg("O = A·V: each row is a weighted sum of value rows")
 
 
-def masked_formula(source: str, tail: Tail) -> str:
+def masked_formula(source: str, tail: Tail) -> Msg:
     scaled = f"{source} / T (T = {tail.temperature:g})" if tail.temperature != 1 else source
     if tail.mask is None:
-        return f"M = {scaled}   (no mask)"
-    return (f"M = {scaled} where mask = 1, {tail.fill.replace('inf', '∞')} where mask = 0   "
-            f"(mask: {tail.mask.describe()}; 1 = may attend)")
+        return Msg("M = {scaled}   (no mask)", scaled=scaled)
+    return Msg("M = {scaled} where mask = 1, {fill} where mask = 0   (mask: {mask}; 1 = may attend)", scaled=scaled,
+               fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
 
 
 def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
@@ -66,7 +66,7 @@ def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
         source = trace.stages[at].symbol
         trace.add(Stage(at.at("masked"), masked[n], masked_formula(source, tail), qk,
                         Masking(at, tail.mask, tail.fill, tail.temperature)))
-        trace.add(Stage(at.at("weights"), weights[n], "A = softmax(M) over keys: each row sums to 1", qk,
+        trace.add(Stage(at.at("weights"), weights[n], WEIGHTS_FORMULA, qk,
                         Softmax(at.at("masked"))))
         trace.add(Stage(at.at(tail.output), output[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
@@ -85,12 +85,15 @@ def _warn_empty_rows(trace: Trace, tail: Tail) -> None:
                            "uniform over all keys", label=label, row=row, fill=tail.fill))
 
 
+WEIGHTS_FORMULA = Msg("A = softmax(M) over keys: each row sums to 1")
+
+
 @dataclass(frozen=True)
 class PreStage:
     """A stage before the mask, as a variant declares it: its name, formula, axes and op (given the place)."""
 
     name: str
-    formula: str
+    formula: str | Msg
     axes: tuple[Axis, ...]
     op: Callable[[Place], Op]
 
@@ -170,7 +173,7 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
         trace.put(Stage(at.at("masked"), LazyTensor(family, "masked", n, family.shape, dtype, values.device),
                         masked_formula(source, tail), qk, Masking(last, tail.mask, tail.fill, tail.temperature)))
         trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
-                        "A = softmax(M) over keys: each row sums to 1", qk, Softmax(at.at("masked"))))
+                        WEIGHTS_FORMULA, qk, Softmax(at.at("masked"))))
         trace.add(Stage(at.at(tail.output), outputs[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
         for name, found in stats.items():

@@ -14,6 +14,7 @@ import torch
 from attn_tui.core.errors import ConfigError, ShapeError
 from attn_tui.core.inputs import PAD_TOKEN, shape_text
 from attn_tui.core.settings import MASK_NAMES as MASK_KINDS
+from attn_tui.i18n import Join, Msg
 
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 
@@ -64,23 +65,23 @@ class MaskSpec:
             found += [start + int(i) for i in torch.nonzero(empty).flatten().tolist()]
         return found
 
-    def reasons(self, i: int, j: int) -> list[str]:
+    def reasons(self, i: int, j: int) -> list[Msg]:
         """Why query i may not attend key j (empty when it may)."""
         found = []
         if self.causal and j > i:
-            found.append(f"key {j} comes after query {i} (causal: no looking ahead)")
+            found.append(Msg("future key: key {j} comes after query {i} (causal: no looking ahead)", i=i, j=j))
         if self.padding is not None and bool(self.padding[j]):
-            found.append(f"key {j} is padding")
+            found.append(Msg("<pad> key: key {j} is padding", j=j))
         if self.custom is not None and not bool(self.custom[i, j]):
-            found.append("the custom mask holds 0 here")
+            found.append(Msg("custom: the custom mask holds 0 here"))
         if not found and self.dense is not None and not bool(self.dense[i, j]):
-            found.append("the model's own mask holds 0 here")
+            found.append(Msg("the model's own mask holds 0 here"))
         return found
 
-    def describe(self) -> str:
-        parts = (["causal"] if self.causal else []) + (["padding"] if self.padding is not None else []) + (
-            ["custom"] if self.custom is not None else [])
-        return " + ".join(parts) or "the model's own"
+    def describe(self) -> Msg:
+        parts = ([Msg("causal")] if self.causal else []) + ([Msg("padding")] if self.padding is not None else []) + (
+            [Msg("custom")] if self.custom is not None else [])
+        return Join(" + ", *parts) if parts else Msg("the model's own")
 
     def as_dict(self) -> dict[str, object]:
         """The parts, for an export that cannot hold the whole matrix."""
@@ -97,17 +98,18 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
     L ≠ S). Padding masks keys whose token is `<pad>` and the last `pad_keys` keys.
     """
     if kind not in MASK_KINDS:
-        raise ConfigError(f"unknown mask {kind!r}; choose one of {', '.join(MASK_KINDS)}")
+        raise ConfigError(Msg("unknown mask {kind}; choose one of {names}", kind=repr(kind),
+                              names=", ".join(MASK_KINDS)))
     n_keys = len(key_tokens)
     if pad_keys < 0 or pad_keys > n_keys:
-        raise ConfigError(f"--pad-keys {pad_keys} is outside 0..{n_keys} (there are {n_keys} keys)")
+        raise ConfigError(Msg("--pad-keys {n} is outside 0..{keys} (there are {keys} keys)", n=pad_keys, keys=n_keys))
     causal = "causal" in kind and n_keys > 1
     padding = padding_keys(key_tokens, pad_keys, device) if "padding" in kind else None
     padding = padding if padding is not None and bool(padding.any()) else None
     if custom is not None:
         if tuple(custom.shape) != (n_queries, n_keys):
-            raise ShapeError(f"the mask is {shape_text(tuple(custom.shape))} but the scores are "
-                             f"{shape_text((n_queries, n_keys))}: it needs one entry per query and key")
+            raise ShapeError(Msg("the mask is {mask} but the scores are {scores}: it needs one entry per query and key",
+                                 mask=shape_text(tuple(custom.shape)), scores=shape_text((n_queries, n_keys))))
         custom = custom.to(device=device, dtype=torch.bool)
         custom = None if bool(custom.all()) else custom
     if not causal and padding is None and custom is None:
@@ -129,8 +131,8 @@ def custom_mask(rows: list[list[float]]) -> torch.Tensor:
     for i, row in enumerate(rows, start=1):
         for j, value in enumerate(row, start=1):
             if value not in (0.0, 1.0):
-                raise ShapeError(f"the mask holds {value:g} at row {i}, column {j}: "
-                                 "use 1 where a query may attend and 0 where it may not")
+                raise ShapeError(Msg("the mask holds {value} at row {i}, column {j}: use 1 where a query may attend "
+                                     "and 0 where it may not", value=f"{value:g}", i=i, j=j))
     return torch.tensor(rows, dtype=torch.bool)
 
 
@@ -142,7 +144,7 @@ def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: str) -> torch.Tensor:
     """Scores with masked cells set to the fill, in at least float32 so -1e9 survives float16."""
     if fill not in FILLS:
-        raise ConfigError(f"unknown mask fill {fill!r}; choose -inf or -1e9")
+        raise ConfigError(Msg("unknown mask fill {fill}; choose -inf or -1e9", fill=repr(fill)))
     out = scores.to(softmax_dtype(scores.dtype))
     if mask is None:
         return out.clone() if out is scores else out

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead")
 # The choices of each setting, torch-free so the CLI and the app's first screen can offer them.
 MASK_NAMES = ("none", "causal", "padding", "causal+padding")
+PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
@@ -31,6 +32,7 @@ class Settings:
     device: str = "auto"
     dtype: str = "float32"
     temperature: float = 1.0  # divides the scores; 1 = the variant as written
+    projection: str = "learned"  # learned | identity (Q = K = V = X, as in a first attention lesson)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
-from attn_tui.i18n import Msg
+from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
 
 if TYPE_CHECKING:
@@ -69,12 +69,20 @@ def summarise(trace: Trace) -> ModelSummary:
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
     """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn.
 
-    For a decode with layers and heads (the transformer's cross-attention) it is the
-    alignment of `layer` and `head`, or with `head` None the layer's mean over heads.
+    Each row says what the step was fed and what it wrote (`1→1`); with a target, a row
+    whose output differs from the target's character is labelled in red. For a decode
+    with layers and heads (the transformer's cross-attention) it is the alignment of
+    `layer` and `head`, or with `head` None the layer's mean over heads.
     """
     stage = _alignment(trace, layer, head)
-    return Grid(as_array(stage.tensor), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
-                probability=True, filled_rows=filled)
+    rows = stage.axes[0].labels
+    meta = trace.meta
+    missed: frozenset[int] = frozenset()
+    if isinstance(meta, DecoderRun) and len(meta.fed) == len(rows):
+        missed = frozenset(t for t, written in enumerate(rows) if meta.missed(t, written))
+        rows = tuple(f"{fed}→{written}" for fed, written in zip(meta.fed, rows))
+    return Grid(as_array(stage.tensor), rows, stage.axes[1].labels, "output", "input", probability=True,
+                filled_rows=filled, miss_rows=missed)
 
 
 def _alignment(trace: Trace, layer: int | None, head: int | None) -> Stage:
@@ -106,4 +114,5 @@ def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | Non
                         "steps  {what}", layer=layer or 0, filled=filled, steps=steps, what=what,
                         heads=Msg("mean of the heads") if head is None else Msg("head {head}", head=head))),
                 alignment_grid(trace, filled, layer, head))
-    return f"alignment so far: {filled} of {steps} decoder steps  {what}", alignment_grid(trace, filled)
+    return (_("alignment so far: {filled} of {n} decoder steps").format(filled=filled, n=steps) + "  " + what,
+            alignment_grid(trace, filled))

@@ -23,7 +23,7 @@ from attn_tui.core.meta import DecoderRun
 from attn_tui.core.ops import Dot, Linear, Mean, Place, Scale, Stack
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.variants.scaled_dot import SCALE_REASON
-from attn_tui.i18n import N_, Msg
+from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
 from attn_tui.sources.dates import visible
@@ -103,11 +103,11 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
     cfg = model.cfg
     n, d_h = codec.MAX_INPUT, cfg.d_model // cfg.heads
     needed = Estimate()
-    needed.add("the model", sum(p.numel() for p in model.parameters()))
-    needed.add("encoder stages", cfg.layers * (cfg.heads * (4 * n * d_h + 3 * n * n) + n * cfg.d_model))
-    needed.add("decoder steps", codec.MAX_OUTPUT * cfg.layers * 2 * (cfg.heads * (4 * n * d_h + 3 * n)
+    needed.add(N_("the model"), sum(p.numel() for p in model.parameters()))
+    needed.add(N_("encoder stages"), cfg.layers * (cfg.heads * (4 * n * d_h + 3 * n * n) + n * cfg.d_model))
+    needed.add(N_("decoder steps"), codec.MAX_OUTPUT * cfg.layers * 2 * (cfg.heads * (4 * n * d_h + 3 * n)
                                                                      + 2 * n * cfg.d_model))
-    needed.check(memory_limit(max_memory), f"decoding with {name}")
+    needed.check(memory_limit(max_memory), Msg("decoding with {name}", name=name))
     if teacher_forcing and not target:
         raise InputError(Msg("teacher forcing needs a target date, e.g. 2026-11-22"))
     ids = codec.encode_input(text)
@@ -143,11 +143,14 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
     output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
     trace.query_tokens = out_tokens
     trace.meta = DecoderRun(name, "scaled_dot", text.strip(), output, len(produced), target, teacher_forcing,
-                            layers=cfg.layers, heads=cfg.heads, arch="transformer")
+                            fed=tuple(visible(codec.OUT_ITOS[i]) for i in fed[:len(produced)]), layers=cfg.layers,
+                            heads=cfg.heads, arch="transformer")
     if target is not None and output != target:
         differ = [n for n, (a, b) in enumerate(zip(output.ljust(len(target)), target.ljust(len(output)))) if a != b]
-        trace.warn(Msg("the output {output} differs from the target {target} at characters {where}",
-                       output=repr(output), target=repr(target), where=", ".join(map(str, differ[:12]))))
+        trace.warn(Plural("the output {output} differs from the target {target} at character {where}",
+                          "the output {output} differs from the target {target} at characters {where}",
+                          output=repr(output), target=repr(target), n=len(differ),
+                          where=", ".join(map(str, differ[:12]))))
     add_alignments(trace, len(produced), cfg.layers, cfg.heads, (Axis("query", out_tokens), in_axis))
     return trace
 

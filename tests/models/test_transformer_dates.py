@@ -118,7 +118,7 @@ def test_teacher_forcing_feeds_the_target_and_warns_where_it_differs(model: Date
     assert not torch.allclose(free.tensor("alignment", 1, 0, None, "cross_attn"),
                               forced.tensor("alignment", 1, 0, None, "cross_attn"))
     checked = decode_trace(model, "22 November 2026", target="2026-11-23")
-    assert checked.meta.output == "2026-11-22" and any("at characters 9" in str(w) for w in checked.warnings)
+    assert checked.meta.output == "2026-11-22" and any("at character 9" in str(w) for w in checked.warnings)
     with pytest.raises(InputError, match="needs a target"):
         decode_trace(model, "22 November 2026", teacher_forcing=True)
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from attn_tui.core.errors import InputError
+from attn_tui.i18n import Msg
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import NetConfig, Seq2Seq
 from attn_tui.models.seq2seq.transformer import ARCH as TRANSFORMER
@@ -148,7 +149,7 @@ def save(model: DateModel, path: Path, accuracy: float | None = None) -> None:
 def load(source: Path | bytes) -> DateModel:
     data = torch.load(io.BytesIO(source) if isinstance(source, bytes) else source, weights_only=True)
     if data["in_vocab"] != codec.IN_ITOS or data["out_vocab"] != codec.OUT_ITOS:
-        raise InputError("this checkpoint was trained with another alphabet than this version's")
+        raise InputError(Msg("this checkpoint was trained with another alphabet than this version's"))
     model: DateModel = (DateTransformer(TransformerConfig(**data["config"])) if data.get("arch") == TRANSFORMER
                         else Seq2Seq(NetConfig(**data["config"])))
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in data["state"].items()})
