@@ -74,7 +74,7 @@ def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: in
     with layers and heads (the transformer's cross-attention) it is the alignment of
     `layer` and `head`, or with `head` None the layer's mean over heads.
     """
-    stage = _alignment(trace, layer, head)
+    stage = alignment_stage(trace, layer, head)
     rows = stage.axes[0].labels
     meta = trace.meta
     missed: frozenset[int] = frozenset()
@@ -85,13 +85,23 @@ def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: in
                 filled_rows=filled, miss_rows=missed)
 
 
-def _alignment(trace: Trace, layer: int | None, head: int | None) -> Stage:
+def alignment_stage(trace: Trace, layer: int | None, head: int | None) -> Stage:
+    """The GRU's one alignment, or the transformer's cross-attention alignment of `layer` and `head`
+    (`head` None: the layer's mean over heads)."""
     if trace.layers == 1 and trace.heads == 1:
         return trace.stage("alignment")
     layer = layer or 0
     if head is None:
         return trace.stage("alignment_mean", layer)
     return trace.stage("alignment", layer, head)
+
+
+def filled_rows(trace: Trace, name: str, step: int | None, module: str | None = None) -> int:
+    """How many rows of the alignment exist at stage `name` of decoder `step`: the steps whose weights
+    (a transformer's: cross-attention's) have been computed."""
+    if step is None:  # the alignments come after every step; any other stage (the encoder's) before the first
+        return trace.steps() if name.startswith("alignment") else 0
+    return step + (name in ("weights", "context", "output") and module in (None, "cross_attn"))
 
 
 def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | None = None,
@@ -102,11 +112,7 @@ def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | Non
     alignment the way the decoder built it. A transformer's step has weights in several
     modules (`module`); only its cross-attention's fill the alignment.
     """
-    steps = trace.steps()
-    if step is None:  # the alignments come after every step; any other stage (the encoder's) before the first
-        filled = steps if name.startswith("alignment") else 0
-    else:
-        filled = step + (name in ("weights", "context", "output") and module in (None, "cross_attn"))
+    steps, filled = trace.steps(), filled_rows(trace, name, step, module)
     meta = trace.meta
     what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
     if trace.layers > 1 or trace.heads > 1:
