@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
            "qkv_proj": "QKV", "query_proj": "Q'", "key_proj": "K'", "energy": "E", "scores": "S", "scaled": "S'",
            "masked": "M", "weights": "A", "output": "O", "context": "c", "concat": "C", "projected": "Y",
-           "alignment": "A"}
+           "alignment": "A", "input": "X"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class Stage:
     formula: str | Msg  # the formula and its caption; a Msg reads in the language on show
     axes: tuple[Axis, ...]
     op: Op = Given("given as is")
+    origin: str | None = None  # the line of the user's code that made it ("attn.py:31: scores = …"), when recorded
 
     def __post_init__(self) -> None:
         if len(self.axes) != self.data.dim():

@@ -120,6 +120,27 @@ _TEXT: dict[str, str] = {
     "projected": N_(
         "A final learned matrix W_o mixes the heads' outputs together. This is the layer's result, with "
         "the same width as its input so layers can be stacked."),
+    # Stages of recorded code (attn-tui trace, attn_tui.record()) that the variants do not have.
+    "input": N_(
+        "The tensor the code handed to its projections, as it was at that call: the token vectors the "
+        "queries, keys and values are made from."),
+    "key_scaled": N_(
+        "The code scaled the keys by a number before the product, so the scores come out already scaled. "
+        "Dividing K by √d_k first or the product afterwards gives the same numbers up to rounding."),
+    "query_scaled": N_(
+        "The code scaled the queries by a number before the product (torch's own MultiheadAttention does "
+        "this), so the scores come out already scaled."),
+    "bias": N_(
+        "Something the code adds to the scores that is not a mask: a position bias, for example. It "
+        "shifts some scores up or down before the softmax."),
+    "biased": N_(
+        "The scores with the code's bias added: what the softmax (or the mask) reads next."),
+    "dropped": N_(
+        "The weights after dropout: in training mode some weights are set to 0 and the rest are scaled "
+        "up, so the output uses these rather than the softmax itself."),
+    "mean_weights": N_(
+        "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
+        "that average, as the module returned it."),
 }
 
 
