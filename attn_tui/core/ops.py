@@ -193,5 +193,12 @@ class Stack:
     parts: tuple[Place, ...]
 
 
+@dataclass(frozen=True)
+class Mean:
+    """Cell-wise mean of stages of the same shape (an alignment averaged over heads)."""
+
+    parts: tuple[Place, ...]
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
-           TanhOfSum, TanhOfPair, Reduce, Concat, Stack]
+           TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Mean]
