@@ -124,7 +124,14 @@ def from_softmax(weights: Node, found: Found) -> None:
                               scores.origin, Msg("S: the scores, as the code made them"), ("query", "key")))
     for step, ref, detail in reversed(chain.steps):
         data = lay.flat(ref.values, keep)
-        if step == "scaled":
+        if step == "scaled" and isinstance(detail, torch.Tensor):  # a number of its own for each slice: τ_h
+            factors = tuple(float(f) for f in lay.flat(detail, keep).reshape(-1))
+            last = found.add(Role(found.fresh("scaled"), data,
+                                  ScaleOp(last, factors, Msg("the code scales the scores of each head by a number "
+                                                             "of its own")),
+                                  ref.origin, Msg("S' = {source} · {factor}", source=last, factor="τ"),
+                                  ("query", "key")))
+        elif step == "scaled":
             assert isinstance(detail, float)
             if found.kind == "dot":
                 found.kind = "scaled_dot"

@@ -260,7 +260,7 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
     if isinstance(op, f.DotOp):
         return Dot(at(op.left, h), at(op.right, h))
     if isinstance(op, f.ScaleOp):
-        return Scale(at(op.source, h), op.factor, str(op.reason))
+        return Scale(at(op.source, h), op.factor if isinstance(op.factor, float) else op.factor[n], str(op.reason))
     if isinstance(op, f.MaskOp):
         allowed = None if op.allowed is None else op.allowed[n]
         spec = None if allowed is None or bool(allowed.all()) else MaskSpec(

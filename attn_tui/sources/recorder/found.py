@@ -47,7 +47,7 @@ class DotOp:
 @dataclass(frozen=True)
 class ScaleOp:
     source: str
-    factor: float
+    factor: float | tuple[float, ...]  # one number, or one per slice (a learned temperature per head)
     reason: str | Msg
 
 

@@ -128,8 +128,9 @@ def _merge_op(ops: list[RoleOp], prefixes: list[str], batch: int) -> RoleOp | No
             if not all(isinstance(v, str) for v in values):
                 return None
             changes[field.name] = tuple(prefixes[h] + values[h] for _ in range(batch) for h in range(heads))
-        elif field.name == "offsets":
-            changes[field.name] = tuple(values[h][b] for b in range(batch) for h in range(heads))
+        elif field.name == "offsets" or (field.name == "factor" and any(v != values[0] for v in values)):
+            per = [v if isinstance(v, tuple) else (v,) * batch for v in values]  # one per batch item of each head
+            changes[field.name] = tuple(per[h][b] for b in range(batch) for h in range(heads))
         elif kind is MaskOp and field.name == "allowed":
             if any(v is None for v in values):
                 return None

@@ -194,6 +194,11 @@ class Chain:
                 self.steps.append(("scaled", ref, scaled[1]))
                 ref = operand_ref(node, scaled[0], pos)
                 continue
+            per_slice = _per_slice_scale(node, pos)
+            if per_slice is not None:
+                self.steps.append(("scaled", ref, per_slice[1]))
+                ref = operand_ref(node, per_slice[0], pos)
+                continue
             if name == "linear" or (name == "sum" and learned_vector(node)):
                 return "reduce", ref
             if is_product(node):
@@ -248,6 +253,26 @@ class Chain:
         else:
             self.steps.append(("biased", ref, operand_ref(node, other, pos)))
         return operand_ref(node, source, pos)
+
+
+def _per_slice_scale(node: Node, pos: torch.Tensor) -> tuple[Node, torch.Tensor] | None:
+    """`scores * tau` (or `/ tau`) with tau one number per head or batch item, a learned temperature:
+    (the scores, the factors (*lead) at `pos` (*lead, L, S))."""
+    if node.name not in ("mul", "div") or len(node.inputs) < 2:
+        return None
+    a, b = node.inputs[0], node.inputs[1]
+    if not isinstance(a, Node) or not isinstance(b, Node) or not b.value.is_floating_point():
+        return None
+    pairs = [(a, b)] if node.name == "div" else [(a, b), (b, a)]
+    for x, tau in pairs:
+        if x.value.shape != node.value.shape or tau.value.numel() >= x.value.numel() or pos.dim() < 2:
+            continue
+        spread = _spread(node, tau, pos)  # (*lead, L, S)
+        if not bool((spread == spread[..., :1, :1]).all()) or not bool((spread != 0).all()):
+            continue
+        factors = spread[..., 0, 0]
+        return x, (1.0 / factors if node.name == "div" else factors)
+    return None
 
 
 def _view_back(node: Node, ref: Ref) -> Ref:

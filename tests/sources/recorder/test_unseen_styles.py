@@ -431,17 +431,35 @@ def test_what_cannot_be_laid_out_still_shows_its_scores_and_weights() -> None:
     every_cell_matches(trace)
 
 
-def test_a_learned_per_head_temperature_is_shown_as_given() -> None:
+def test_a_learned_temperature_per_head() -> None:
     torch.manual_seed(25)
     q, k, v = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 2)
     temperature = nn.Parameter(torch.tensor([1.0, 2.0]).view(2, 1, 1))
     with attn_tui.record() as rec:
-        weights = ((q @ k.transpose(-2, -1)) * temperature).softmax(-1)
+        weights = ((q @ k.transpose(-2, -1)) / temperature).softmax(-1)
         out = weights @ v
     trace = rec.trace
-    assert trace.names() == ["scores", "weights", "value", "output"] and trace.heads == 2
+    assert trace.names() == PLAIN and trace.heads == 2
+    assert [trace.stage("scaled", head=h).op.factor for h in range(2)] == [1.0, 0.5]
     for h in range(2):
         assert torch.equal(trace.tensor("output", head=h), out[0, h])
+        assert torch.equal(trace.tensor("weights", head=h), weights[0, h])
+    every_cell_matches(trace)
+
+
+def test_heads_split_by_stack_and_merged_by_cat() -> None:
+    torch.manual_seed(35)
+    wq, wk, wv, wo = (nn.Linear(8, 8) for _ in range(4))
+    x = torch.randn(2, 3, 8)
+    with attn_tui.record() as rec:
+        q, k, v = (torch.stack(w(x).split(4, dim=-1), dim=1) for w in (wq, wk, wv))
+        out = torch.softmax(q @ k.transpose(-2, -1) / 2, -1) @ v
+        projected = wo(torch.cat([out[:, 0], out[:, 1]], dim=-1))
+    trace = rec.trace
+    assert trace.names() == SELF[:5] + ["scaled", "weights", "output", "concat", "projected"]
+    assert trace.stage("value", head=1).op.offset == 4
+    for b in range(2):
+        assert torch.equal(trace.tensor("projected", step=b), projected[b])
     every_cell_matches(trace)
 
 
