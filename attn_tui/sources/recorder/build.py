@@ -129,7 +129,23 @@ def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str
 
 def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None = None,
           key_tokens: tuple[str, ...] | None = None) -> Trace:
-    """The trace of everything the recorder kept; NoAttentionError when there is nothing to show."""
+    """The trace of everything the recorder kept; NoAttentionError when there is nothing to show.
+
+    A failure of the recorder itself is a NoAttentionError too, with one line saying what failed:
+    the user's notebook gets a message, not the recorder's traceback (it stays chained, for --debug).
+    """
+    try:
+        return _build(recorder, script, tokens, key_tokens)
+    except NoAttentionError:
+        raise
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise NoAttentionError(str(Msg("the recorder could not lay out what the code computed ({reason})",
+                                       reason=" ".join(reason.split())[:160]))) from exc
+
+
+def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
+           key_tokens: tuple[str, ...] | None) -> Trace:
     founds, warnings = found_calls(recorder)
     if not founds:
         if warnings:

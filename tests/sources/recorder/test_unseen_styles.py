@@ -614,3 +614,18 @@ def test_weights_changed_after_the_softmax(change: str) -> None:
     assert trace.names() == expected
     assert torch.equal(trace["weights"], weights) and torch.equal(trace["output"], out)
     every_cell_matches(trace)
+
+
+def test_a_failure_of_the_recorder_itself_is_one_clear_error(monkeypatch) -> None:
+    from attn_tui.sources.recorder import build
+    from attn_tui.sources.recorder.build import NoAttentionError
+
+    def broken(*args, **kwargs):
+        raise IndexError("index 7 is out of bounds")
+
+    monkeypatch.setattr(build, "_add_slice", broken)
+    q = torch.randn(3, 4)
+    with attn_tui.record() as rec:
+        torch.softmax(q @ q.T, -1) @ q
+    with pytest.raises(NoAttentionError, match=r"could not lay out what the code computed \(IndexError: index 7"):
+        _ = rec.trace
