@@ -1,11 +1,13 @@
 """From one recorded softmax to named stages: walk back to the scores, forward to the output.
 
 Backwards from the softmax's input: masks (`masked_fill`, `where`, `scores[mask] = …`, an
-added mask), scaling by a number, then what made the scores: a product of queries and
-keys (`matmul`, `bmm`, `@`, `einsum`), or a learned vector on an energy (`Va(tanh(…))`,
-`sum(v * energy)`). Forwards from the weights: the product with the values, then the
-heads side by side and a projection. Whatever is not recognised stays, under its own
-name, as given; what is recognised gets the core op the inspector can recompute.
+added mask), scaling by a number (or by one per head), then what made the scores: a
+product of queries and keys in any spelling (`contract.py`; `baddbmm` taken apart by
+`fused.py`), or a learned vector on an energy (`Va(tanh(…))`, `sum(v * energy)`).
+Forwards from the weights, through what the code changed after the softmax: the product
+with the values, then the heads side by side and a projection. Whatever is not
+recognised stays, under its own name, as given; what is recognised gets the core op the
+inspector can recompute.
 """
 
 from __future__ import annotations
