@@ -249,6 +249,9 @@ class Chain:
         if node.name != "add":
             return None
         source, other = (a, b) if a.value.numel() >= b.value.numel() else (b, a)
+        if a.value.numel() == b.value.numel() and _mask_like(_spread(node, a, pos)) \
+                and not _mask_like(_spread(node, b, pos)):
+            source, other = b, a  # `mask + scores`, the mask as large as the scores
         spread = _spread(node, other, pos)
         if _mask_like(spread):
             self.steps.append(("masked", ref, (spread == 0, float(spread.min()))))

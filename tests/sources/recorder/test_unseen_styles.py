@@ -629,3 +629,17 @@ def test_a_failure_of_the_recorder_itself_is_one_clear_error(monkeypatch) -> Non
         torch.softmax(q @ q.T, -1) @ q
     with pytest.raises(NoAttentionError, match=r"could not lay out what the code computed \(IndexError: index 7"):
         _ = rec.trace
+
+
+def test_a_full_size_mask_added_on_the_left() -> None:
+    torch.manual_seed(36)
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(2, 3, 2)
+    mask = torch.zeros(2, 3, 3).masked_fill(torch.ones(3, 3, dtype=torch.bool).triu(1), -1e9)
+    with attn_tui.record() as rec:
+        weights = F.softmax(mask + q @ k.transpose(1, 2), dim=-1)
+        out = weights @ v
+    trace = rec.trace
+    assert trace.names() == ["query", "key", "value", "scores", "masked", "weights", "output"]
+    assert torch.equal(trace.tensor("scores", step=1), (q @ k.transpose(1, 2))[1])
+    assert torch.equal(trace.tensor("output", step=1), out[1])
+    every_cell_matches(trace)
