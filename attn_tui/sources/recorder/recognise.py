@@ -196,6 +196,11 @@ class Chain:
                 self.steps.append(("scaled", ref, scaled[1]))
                 ref = operand_ref(node, scaled[0], pos)
                 continue
+            gated = _gate(node, pos)
+            if gated is not None and self.steps and self.steps[-1][0] == "masked" \
+                    and torch.equal(self.steps[-1][2][0], gated[1]):  # type: ignore[index]
+                ref = operand_ref(node, gated[0], pos)  # `scores * mask + (1 - mask) * -1e9`: one masking
+                continue
             per_slice = _per_slice_scale(node, pos)
             if per_slice is not None:
                 self.steps.append(("scaled", ref, per_slice[1]))
@@ -258,6 +263,18 @@ class Chain:
         else:
             self.steps.append(("biased", ref, operand_ref(node, other, pos)))
         return operand_ref(node, source, pos)
+
+
+def _gate(node: Node, pos: torch.Tensor) -> tuple[Node, torch.Tensor] | None:
+    """`x * mask` with a mask of 0 and 1: (x, where the mask is 1, at `pos`)."""
+    if node.name != "mul" or len(node.inputs) < 2:
+        return None
+    for x, gate in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        if isinstance(x, Node) and isinstance(gate, Node) and x.value.shape == node.value.shape:
+            spread = _spread(node, gate, pos)
+            if bool(((spread == 0) | (spread == 1)).all()):
+                return x, spread == 1
+    return None
 
 
 def _per_slice_scale(node: Node, pos: torch.Tensor) -> tuple[Node, torch.Tensor] | None:

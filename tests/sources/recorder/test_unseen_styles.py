@@ -643,3 +643,19 @@ def test_a_full_size_mask_added_on_the_left() -> None:
     assert torch.equal(trace.tensor("scores", step=1), (q @ k.transpose(1, 2))[1])
     assert torch.equal(trace.tensor("output", step=1), out[1])
     every_cell_matches(trace)
+
+
+def test_a_mask_written_as_a_product_and_a_sum() -> None:
+    """`scores * mask + (1 - mask) * -1e9`: one masking, of the scores themselves."""
+    torch.manual_seed(37)
+    q, k, v = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 2)
+    mask = torch.ones(3, 3).tril()
+    with attn_tui.record() as rec:
+        scores = q @ k.T / 2
+        scores = scores * mask + (1 - mask) * -1e9
+        out = F.softmax(scores, dim=-1) @ v
+    trace = rec.trace
+    assert trace.names() == ["query", "key", "value", "scores", "scaled", "masked", "weights", "output"]
+    assert torch.equal(trace.stage("masked").op.mask.allowed, mask.bool())
+    assert torch.equal(trace["output"], out)
+    every_cell_matches(trace)
