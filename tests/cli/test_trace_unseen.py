@@ -120,7 +120,11 @@ def test_ten_thousand_calls_keep_the_last_ones(capsys, tmp_path: Path) -> None:
             w = torch.softmax(q @ q.T / 2, dim=-1)
             o = w @ q
     '''), encoding="utf-8")
-    code, out, err = run_cli(capsys, "trace", "--format", "json", "--max-calls", "8", str(script))
+    threads = torch.get_num_threads()  # the script sets one thread (its calls are tiny): put it back after
+    try:
+        code, out, err = run_cli(capsys, "trace", "--format", "json", "--max-calls", "8", str(script))
+    finally:
+        torch.set_num_threads(threads)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["settings"]["calls"] == [10000] and doc["settings"]["shown"] == [8]
