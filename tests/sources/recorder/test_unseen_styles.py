@@ -583,11 +583,13 @@ def test_attn_tuis_own_work_inside_a_recorded_block_is_not_recorded() -> None:
             early = inner.trace
             repr(early)
             attn_tui.compute("a b c", variant="multihead", heads=2)
+            F.scaled_dot_product_attention(q, q, q)
         weights = torch.softmax(q @ q.transpose(1, 2), -1)
-    assert inner.trace.meta == early.meta and early.meta.calls == (1,)
+    assert early.meta.calls == (1,) and inner.trace.meta.calls == (2,)  # asked early: what ran so far
     assert torch.equal(early.tensor("output", step=1), out[1])
-    assert outer.trace.meta.calls == (2,)  # the SDPA and the softmax, both the code's own
-    assert torch.equal(outer.trace.tensor("weights", step=3), weights[1])
+    assert outer.trace.meta.modules == ("test_attn_tuis_own_work_inside_a_recorded_block_is_not_recorded",)
+    assert outer.trace.meta.calls == (3,)  # two SDPA calls and the softmax, all the code's own
+    assert torch.equal(outer.trace.tensor("weights", step=5), weights[1])
 
 
 @pytest.mark.parametrize("change", ["masked_fill", "renormalise", "nan_to_num"])
