@@ -12,14 +12,16 @@ from dataclasses import replace
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, read_stdin, read_text
 from attn_tui.core.inputs import parse_matrix
-from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.settings import SLIDING_MASKS, MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
+from attn_tui.i18n import Msg
 from attn_tui.sources.names import DATE_MODELS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
-                   "temperature", "seed", "dtype")
+                   "temperature", "seed", "dtype", "kv_heads", "rope_base", "window", "tile")
 _SETTING_NAMES = ("variant", "mask", "mask_fill", "pad_keys", "heads", "dim", "positional", "seed", "device",
-                  "dtype", "temperature")
+                  "dtype", "temperature", "kv_heads", "rope_base", "window", "tile")
+OWN_OPTIONS = ("kv_heads", "rope_base", "tile")  # read by the variants that list them in their `options`
 MATRIX_OPTIONS = ("q", "k", "v", "x")
 MAX_TEXT = 1_000_000  # characters of a sentence; the token budget refuses far less
 
@@ -169,10 +171,19 @@ def check_applies(args: argparse.Namespace, request: Request) -> None:
     typed = isinstance(source, MatrixInput)
     if typed and variant.takes_x:
         raise InputError(f"{s.variant} projects Q, K and V itself: give --x or --text instead of --q/--k/--v")
-    if args.heads is not None and not variant.takes_x:
-        raise ConfigError(f"--heads does not apply to {s.variant}: only multihead has several heads")
-    if getattr(args, "head", None) is not None and not variant.takes_x:
-        raise ConfigError(f"--head does not apply to {s.variant}: only multihead (or --model) has several heads")
+    several = ", ".join(name for name, v in VARIANTS.items() if v.has_heads)
+    if args.heads is not None and not variant.has_heads:
+        raise ConfigError(f"--heads does not apply to {s.variant}: it has one head (several: {several})")
+    if getattr(args, "head", None) is not None and not variant.has_heads:
+        raise ConfigError(f"--head does not apply to {s.variant}: it has one head (several: {several}, or --model)")
+    for name in OWN_OPTIONS:
+        if getattr(args, name, None) is not None and name not in variant.options:
+            owners = ", ".join(n for n, v in VARIANTS.items() if name in v.options)
+            raise ConfigError(Msg("{option} does not apply to {variant}: only {owners} read it", option=flag(name),
+                                  variant=s.variant, owners=owners))
+    if getattr(args, "window", None) is not None and s.mask not in SLIDING_MASKS:
+        raise ConfigError(Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",
+                              mask=repr(s.mask)))
     if args.dim is not None and not isinstance(source, SentenceInput) and not variant.uses_hidden:
         raise ConfigError(f"--dim does not apply to {s.variant} on typed matrices: their width is what was typed "
                           "(--dim sets the width of a sentence's embedding, or the hidden size of additive "

@@ -72,6 +72,8 @@ Explainer = Callable[[Trace, Stage, tuple[int, ...]], Explained]
 
 def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
+    import attn_tui.core.explain_modern  # noqa: F401  (registers its explainers on first use)
+
     stage = trace.stages[place]
     title, lines, total = _EXPLAINERS[type(stage.op)](trace, stage, index)
     return Arithmetic(title, lines, total, float(stage.data[index].double()))
@@ -142,11 +144,11 @@ def _columns(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Columns)
     i, j = index
-    source = trace.stages[op.source]
-    value = float(source.data[i, op.offset + j].double())
+    value = float(trace.operand(op.source)[i, op.offset + j].double())
+    source = op.source if isinstance(op.source, str) else trace.stages[op.source].name
     head = f" of head {stage.head}" if stage.head is not None else ""
     return (f"{stage.name}{head} [{i},{j}]",
-            [f"column {j}{head} is column {op.offset + j} of {source.name}", f"= {fmt(value)}"], value)
+            [f"column {j}{head} is column {op.offset + j} of {source}", f"= {fmt(value)}"], value)
 
 
 def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -201,9 +203,13 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i, j = index
     row = _floats(trace.stages[op.source].data[i])
     finite = [x for x in row if not math.isinf(x)]
-    if not finite:
+    if not finite and op.sink is None:
         return (f"A[{i},{j}]", ["every key of this row is masked with -∞:",
                                 "the row has nothing to attend to, so its weights are 0 (as SDPA returns)"], 0.0)
+    if op.sink is not None:
+        from attn_tui.core.explain_modern import sink_softmax
+
+        return sink_softmax(trace, stage, index)
     top = max(finite)
     exps = [0.0 if math.isinf(x) else math.exp(x - top) for x in row]
     denom = math.fsum(exps)
@@ -288,3 +294,7 @@ _EXPLAINERS: dict[type, Explainer] = {
     ops.WeightedSum: _weighted_sum, ops.TanhOfSum: _tanh_of_sum, ops.TanhOfPair: _tanh_of_pair,
     ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack,
 }
+
+def register(op: type, explainer: Explainer) -> None:
+    """Add the explainer of an op kind (core.explain_modern registers today's ops: rotation, bias, sink, tiles)."""
+    _EXPLAINERS[op] = explainer

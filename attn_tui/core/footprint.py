@@ -10,6 +10,7 @@ from attn_tui.core.budget import Estimate, json_numbers
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
 from attn_tui.core.variants import VARIANTS, Sizes
+from attn_tui.i18n import Msg
 
 MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
 MAX_TOKENS = 16384  # queries or keys
@@ -59,10 +60,17 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
         if count > MAX_TOKENS:
             raise ConfigError(f"{count:,} {what}; attn-tui shows at most {MAX_TOKENS:,}: shorten the input")
     hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
-    heads = s.heads if variant.takes_x else 1
+    heads = s.heads if variant.has_heads else 1
     if not 1 <= heads <= MAX_HEADS:
         raise ConfigError(f"--heads {heads}: attn-tui shows 1 to {MAX_HEADS} heads")
-    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads), inputs
+    if not variant.lazy and n_q * n_k > LAZY_CELLS:
+        raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
+                              "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
+                              variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
+    kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
+    if not 1 <= kv_heads <= MAX_HEADS:
+        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=MAX_HEADS))
+    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, kv_heads, max(1, s.tile)), inputs
 
 
 def lazy_parts(z: Sizes) -> dict[str, int]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
+from attn_tui.i18n import _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
         (spec.shape[0], spec.shape[1]), lambda r0, r1, c0, c1: (~spec.tile(slice(r0, r1), slice(c0, c1))).cpu().numpy(),
         dtype=bool)
     if name == "weights":
-        note = row_sums_note(stats.row_deviation, stats.empty_rows)
+        note = row_sums_note(stats.row_deviation, stats.empty_rows, sink=bool(getattr(stage.op, "sink", None)))
     special = frozenset(trace.meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
     grid = Grid(_cells(data[None, :] if vector else data), tuple(rows), tuple(col_axis.labels), row_axis,
@@ -114,18 +115,38 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
         if view.step is None:
             return f"all {meta.steps} decoder steps → '{meta.output}'{forced}"
         return f"decoder step {view.step + 1} of {meta.steps}: writes {trace.query_tokens[view.step]!r}{forced}"
+    if view.step is not None:  # flash: a step is a tile of keys
+        return tile_caption(trace, view.step)
+    kv: tuple[int, ...] = getattr(meta, "kv_map", ())
+    if kv and view.head is not None:
+        shared = _("reads key/value head {kv}").format(kv=kv[view.head])
+        if trace.layers > 1:
+            return f"{meta.title}  layer {layer} head {head}  ({shared})"
+        return f"head {view.head} of {trace.heads}  ({shared})"
     if trace.layers > 1:
         return f"{meta.title}  layer {layer} head {head}"
     return f"head {view.head} of {trace.heads}" if view.head is not None else ""
+
+
+def tile_caption(trace: Trace, step: int) -> str:
+    """Which tile of keys a flash step is: its number and the keys it reads."""
+    keys = trace.stage("tile_scores", step=step).axes[1].labels
+    first = sum(len(trace.stage("tile_scores", step=t).axes[1].labels) for t in range(step))
+    return _("key tile {n} of {tiles}: keys {first}…{last} ({labels})").format(
+        n=step + 1, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
 
 
 def shape_line(stage: Stage) -> str:
     return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(a.name for a in stage.axes) + ")"
 
 
-def row_sums_note(deviation: float, empty: list[int]) -> str:
-    """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked)."""
-    text = f"rows sum to 1 (±{deviation:.0e})"
+def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str:
+    """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked).
+
+    With a sink the rows sum to 1 − p_sink: what the sink took is the rest.
+    """
+    text = _("rows sum to 1 − p_sink (±{deviation})").format(deviation=f"{deviation:.0e}") if sink else \
+        f"rows sum to 1 (±{deviation:.0e})"
     if empty:
         shown = ", ".join(map(str, empty[:8])) + (f", … ({len(empty)} rows)" if len(empty) > 8 else "")
         text += f"; rows [{shown}] sum to 0: they may attend to nothing"
@@ -142,8 +163,9 @@ def heads_grids(trace: Trace, view: StageView, query: int) -> tuple[list[tuple[s
         note = "only multihead has several heads" if trace.heads == 1 else "this stage is shared by all heads"
         return [(view.name, small(view.grid))], 0, note
     place = view.place
-    grids = [(f"head {h}", small(stage_view(trace, view.name, place.layer, h, query, place.step).grid))
-             for h in range(trace.heads)]
+    kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())
+    grids = [(f"head {h}" + (f" · kv {kv[h]}" if kv else ""),
+              small(stage_view(trace, view.name, place.layer, h, query, place.step).grid)) for h in range(trace.heads)]
     sampled = grids[0][1].rows < view.grid.rows or grids[0][1].cols < view.grid.cols
     return grids, view.head, "every head drawn from evenly spaced rows and columns" if sampled else ""
 

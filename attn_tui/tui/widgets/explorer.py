@@ -16,10 +16,13 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
+from attn_tui.core.meta import DecoderRun
+from attn_tui.present.kv_sharing import kv_sharing
 from attn_tui.present.model_view import alignment_so_far
 from attn_tui.present.positions import Position, bar_window, positions, same_place
 from attn_tui.present.stage_view import StageView, heads_grids, param_grids, place_caption, stage_view
 from attn_tui.render.heatmap import grid_scale
+from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.legend import legend
 from attn_tui.tui.messages import CursorMoved, PanelChanged
 from attn_tui.tui.widgets.explanation import Explanation
@@ -107,7 +110,7 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.summary is not None, "rollout": shown.summary is not None,
-                "alignment": trace.steps() > 0, "heads": True, "params": True, STAGES: True}
+                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
         self.render_place()
@@ -239,7 +242,7 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.summary is not None:
             return "model_grid"
-        if self.trace is not None and self.trace.steps():
+        if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"
 
@@ -266,4 +269,6 @@ class Explorer(Vertical):
                                            "" if grids else "this input has no learned parameters (typed Q, K, V)")
         else:
             grids, current, note = heads_grids(trace, view, self.energy_query)
-            self.query_one(HeadsGrid).show(f"{view.name}: all heads (g returns to the heatmap)", grids, current, note)
+            sharing = kv_sharing(trace, self.head)  # grouped-query heads: which key/value head each reads
+            self.query_one(HeadsGrid).show(f"{view.name}: all heads (g returns to the heatmap)", grids, current, note,
+                                           None if sharing is None else sharing_block(sharing))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.columns import Columns
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -36,13 +36,17 @@ class HeadsGrid(VerticalScroll, inherit_bindings=False):
     ]
 
     titles: list[str] = []
+    extra: RenderableType | None = None  # drawn above the blocks: which key/value head each query head reads
 
     def compose(self) -> ComposeResult:
         yield Static("", id="heads-grid-body")
 
-    def show(self, title: str, grids: list[tuple[str, Grid]], current: int, note: str = "") -> None:
+    def show(self, title: str, grids: list[tuple[str, Grid]], current: int, note: str = "",
+             extra: RenderableType | None = None) -> None:
         self.titles = [name for name, _ in grids]  # what is on show, for tests and the palette
+        self.extra = extra
         blocks = [_block(name, grid, n == current) for n, (name, grid) in enumerate(grids)]
         header = Text(title, style="bold")
-        parts = [header] + ([Text(note, style="dim")] if note else []) + [Columns(blocks, padding=(1, 2))]
+        parts: list[RenderableType] = [header, *([Text(note, style="dim")] if note else [])]
+        parts += ([extra] if extra is not None else []) + [Columns(blocks, padding=(1, 2))]
         self.query_one("#heads-grid-body", Static).update(Group(*parts))
