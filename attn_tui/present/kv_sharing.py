@@ -56,7 +56,11 @@ class KvSharing:
 
 def kv_sharing(trace: Trace, current: int = 0) -> KvSharing | None:
     """The sharing of a grouped-query trace (None when every head has its own keys and values, or one head)."""
-    mapping: tuple[int, ...] = getattr(trace.meta, "kv_map", ())
+    return sharing_of(getattr(trace.meta, "kv_map", ()), current)
+
+
+def sharing_of(mapping: tuple[int, ...], current: int = 0) -> KvSharing | None:
+    """The sharing a query-head → key/value-head map describes (None for an empty map)."""
     if not mapping:
         return None
     groups = tuple(KvGroup(kv, tuple(h for h, g in enumerate(mapping) if g == kv))

@@ -40,6 +40,7 @@ class ModelSummary:
     heads: int
     cells: tuple[HeadCell, ...]  # layer-major
     rollout: Grid
+    kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
@@ -62,7 +63,7 @@ def summarise(trace: Trace) -> ModelSummary:
     cells = tuple(HeadCell(s.layer, s.head, grid(as_array(weights[s.layer, s.head]), hidden), s.entropy,
                            s.max_weight, s.first_token_share) for s in head_stats(weights, real))
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid(as_array(rollout(weights, real))))
+                        grid(as_array(rollout(weights, real))), getattr(trace.meta, "kv_map", ()))
 
 
 def alignment_grid(trace: Trace, filled: int) -> Grid:
