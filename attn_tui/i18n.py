@@ -4,7 +4,8 @@ Strings are written in English where they are used, and marked:
 
 - `_("…")` translates now: a label drawn now;
 - `N_("…")` only marks: a constant, translated with `_` where it is drawn;
-- `pgettext("stage", "weights")`: a short word whose meaning depends on the context;
+- `pgettext("stage", "weights")`: a short word whose meaning depends on the context
+  (`NP_("stage", "weights")` marks one to be translated later);
 - `Msg("… {name} …", name=…)` is translated each time it is read (`str(msg)`), so a warning
   the worker made while the screen was in English reads in Korean after `t`, and an error
   raised deep in the core reaches the command line in the user's language;
@@ -62,6 +63,10 @@ def _(message: str) -> str:
 
 
 def N_(message: str) -> str:  # noqa: N802  (the gettext name for "mark, translate later")
+    return message
+
+
+def NP_(context: str, message: str) -> str:  # noqa: N802  (marks a context string, translated later)
     return message
 
 
@@ -136,3 +141,19 @@ class Plural(Msg):
         count = self.values.get("n")
         return ngettext(self.text, self.plural, count if isinstance(count, int) else 2)
 
+
+
+class Join(Msg):
+    """Parts joined by a separator, each read in the language on show: `Join(" + ", Msg("causal"), …)`."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, separator: str, *parts: str | Msg) -> None:
+        super().__init__(separator)
+        self.parts = parts
+
+    def __str__(self) -> str:
+        return self.text.join(str(part) for part in self.parts)
+
+    def _key(self) -> tuple[object, ...]:
+        return (type(self), self.text, tuple(repr(p) for p in self.parts))

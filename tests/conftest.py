@@ -28,11 +28,13 @@ def lookup_qkv():
 
 
 @pytest.fixture(autouse=True)
-def _english(monkeypatch: pytest.MonkeyPatch):
-    """Tests read English unless they switch; child processes get it through the environment."""
+def _english(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """Tests read English unless they switch (child processes get it through the environment), and keep
+    any saved session in their own folder, never the user's."""
     from attn_tui import i18n
 
     monkeypatch.setenv("ATTN_TUI_LANG", "en")
+    monkeypatch.setenv("ATTN_TUI_STATE_DIR", str(tmp_path / "state"))
     i18n.set_language("en")
     yield
     i18n.set_language("en")

@@ -73,3 +73,22 @@ def test_the_language_follows_the_environment(monkeypatch: pytest.MonkeyPatch, v
 def test_an_unknown_language_is_refused() -> None:
     with pytest.raises(ValueError, match="choose one of en, ko"):
         i18n.set_language("fr")
+
+
+def test_every_translation_keeps_the_placeholders_of_its_english() -> None:
+    """A Korean entry that drops or renames a {placeholder} would fail at run time, or show the wrong value."""
+    import re
+
+    pytest.importorskip("babel")
+    tool = _catalog_tool()
+    name = re.compile(r"\{(\w+)")
+    for message in tool.korean():
+        if not message.id:
+            continue
+        ids = message.id if isinstance(message.id, tuple) else (message.id,)
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        wanted = set().union(*(name.findall(i) for i in ids))
+        for string in strings:
+            assert set(name.findall(string)) == wanted, (message.id, string)
+            if len(ids) > 1:  # a plural entry written whole, not cut to its first character
+                assert len(string) > 1, (message.id, string)

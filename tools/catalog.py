@@ -15,28 +15,40 @@ import io
 import sys
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - 3.10 only
+    import tomli as tomllib
+
 from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_dir
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
 PACKAGE = ROOT / "attn_tui"
 LOCALE = PACKAGE / "locale"
 KOREAN = LOCALE / "ko" / "LC_MESSAGES" / "attn_tui.po"
 COMPILED = KOREAN.with_suffix(".mo")
-KEYWORDS = {"_": None, "N_": None, "Msg": None, "Plural": (1, 2), "ngettext": (1, 2), "pgettext": ((1, "c"), 2)}
+KEYWORDS = {"_": None, "N_": None, "Msg": None, "Plural": (1, 2), "ngettext": (1, 2), "pgettext": ((1, "c"), 2),
+            "NP_": ((1, "c"), 2)}
 METHODS = [("**.py", "python")]
 HEADER = ("# Korean messages of attn-tui, written by its developers.\n"
           "# Merged and compiled by tools/catalog.py; the English is in the code.")
 
 
 def extract() -> Catalog:
-    """Every marked string of the package, with where it is used."""
+    """Every marked string of the package, and the samples' descriptions and notes, with where they are used."""
     template = Catalog(project="attn-tui", fuzzy=False)
     for filename, lineno, message, comments, context in extract_from_dir(
             str(PACKAGE), METHODS, keywords=KEYWORDS, comment_tags=("TRANSLATORS:",), strip_comment_tags=True):
         template.add(message, None, [(f"attn_tui/{filename}", lineno)], auto_comments=comments, context=context)
+    for path in sorted(SAMPLES.glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        for key in ("description", "notes"):
+            if data.get(key):
+                template.add(data[key], None, [(f"samples/{path.name}", 0)])
     return template
 
 
@@ -90,8 +102,9 @@ def merge(path: Path) -> None:
         found = catalog.get(message, context or None)
         if found is None:
             catalog.add(message, string, context=context or None)
-        else:
-            found.string, found.flags = string, found.flags - {"fuzzy"}
+        else:  # Korean has one plural form: a plural entry holds it as a one-element tuple
+            found.string = (string,) if found.pluralizable else string
+            found.flags = found.flags - {"fuzzy"}
     with KOREAN.open("wb") as handle:
         write_po(handle, catalog, width=100, ignore_obsolete=True)
     update()

@@ -9,6 +9,7 @@ from pathlib import Path
 from attn_tui.cli.request import Reader, model_input, variant_request
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file
+from attn_tui.i18n import Msg, Plural, _
 from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS
 
 
@@ -18,11 +19,12 @@ def samples(args: argparse.Namespace) -> int:
     found = load_samples()
     width = max(len(name) for name in found)
     for name, sample in found.items():
-        print(f"{name:<{width}}  {sample.description}")
+        print(f"{name:<{width}}  {_(sample.description)}")
     return 0
 
 
 def stages(args: argparse.Namespace) -> int:
+    out = _output(args)
     model = model_input(args)
     if model is not None:
         from attn_tui.sources.registry import trace_for
@@ -32,12 +34,13 @@ def stages(args: argparse.Namespace) -> int:
     else:
         request = variant_request(args, Reader())
         if request is None:
-            raise InputError("give an input: --text, --sample, --q/--k/--v or --x")
+            raise InputError(Msg("give an input: --text, --sample, --q/--k/--v or --x"))
         from attn_tui.core.budget import memory_limit
         from attn_tui.core.footprint import estimate
 
         # Before torch is imported: a request over budget is refused in milliseconds.
-        estimate(request, json_output=args.format == "json").check(memory_limit(args.max_memory), "this request")
+        estimate(request, json_output=args.format == "json").check(memory_limit(args.max_memory),
+                                                                   Msg("this request"))
         from attn_tui.core.engine import compute
 
         trace = compute(request, args.max_memory)
@@ -45,18 +48,44 @@ def stages(args: argparse.Namespace) -> int:
     from attn_tui.core.export import select_stages
 
     chosen = select_stages(trace, args.stage, layer, head)
-    if args.format == "json":
+    if out is not None:
+        from attn_tui.core.export import export
+
+        written = export(trace, chosen, args.format, out, True if args.params else None)
+        print(str(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=len(chosen),
+                         path=str(written))))  # whole: the person needs to find it
+    elif args.format == "json":
         from attn_tui.core.export import write_trace_json
 
         write_trace_json(trace, sys.stdout, chosen, True if args.params else None)
         sys.stdout.write("\n")
+    elif args.format == "csv":
+        from attn_tui.core.export import write_csv
+
+        if len(chosen) != 1:
+            raise ConfigError(Msg("csv printed here holds one stage, and {n} were chosen: name one with --stage "
+                                  "(and --head), or write them all with --out FOLDER", n=len(chosen)))
+        write_csv(chosen[0], sys.stdout)
     else:
-        if args.params:
-            raise ConfigError("--params applies to --format json")
         from attn_tui.render.stage_table import print_trace
 
         print_trace(trace, chosen)
     return 0
+
+
+def _output(args: argparse.Namespace) -> Path | None:
+    """Where `stages` writes (None: standard output), checked before anything is computed."""
+    if args.params and args.format != "json":
+        raise ConfigError(Msg("--params applies to --format json"))
+    if args.out is None:
+        if args.format == "npz":
+            raise ConfigError(Msg("--format npz writes a binary file: name it with --out FILE.npz"))
+        return None
+    if args.format == "table":
+        raise ConfigError(Msg("--out writes json, csv or npz: add --format json, csv or npz"))
+    if args.format == "csv" and Path(args.out).is_dir():
+        return Path(args.out)
+    return writable_file(Path(args.out), Msg("the output"))
 
 
 def heads(args: argparse.Namespace) -> int:
@@ -67,10 +96,10 @@ def heads(args: argparse.Namespace) -> int:
     check_text(args.model, "--model")
     check_text(args.text, "--text")
     if not args.text.strip():
-        raise InputError("the sentence is empty: type at least one word")
+        raise InputError(Msg("the sentence is empty: type at least one word"))
     if args.model in DATE_MODELS:
-        raise InputError(f"{args.model} has one attention, not layers of heads: "
-                         f"use `attn-tui stages --model {args.model}`")
+        raise InputError(Msg("{model} has one attention, not layers of heads: use `attn-tui stages --model {model}`",
+                             model=args.model))
     from attn_tui.core.summary import head_stats, real_keys, rollout, stack
     from attn_tui.sources.registry import trace_for
 
@@ -98,20 +127,22 @@ def heads(args: argparse.Namespace) -> int:
 
             print(sharing_text(sharing))
         for warning in trace.warnings:
-            print(f"warning: {warning}")
+            print(_("warning: {warning}").format(warning=warning))
     return 0
 
 
 def train(args: argparse.Namespace) -> int:
     if args.out == "-":
-        raise InputError("--out - : a checkpoint is written to a file, not to standard output")
-    out = writable_file(Path(args.out if args.out is not None else f"dates_{args.attention}.pt"), "the checkpoint")
+        raise InputError(Msg("--out - : a checkpoint is written to a file, not to standard output"))
+    out = writable_file(Path(args.out if args.out is not None else f"dates_{args.attention}.pt"),
+                        Msg("the checkpoint"))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_tui.models.seq2seq import train as trainer
 
-    columns = (TextColumn("[bold]training[/] {task.fields[attention]}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("loss {task.fields[loss]:.4f}  held-out {task.fields[acc]}"), TimeElapsedColumn())
+    columns = (TextColumn("[bold]" + _("training") + "[/] {task.fields[attention]}"), BarColumn(),
+               MofNCompleteColumn(), TextColumn(_("loss") + " {task.fields[loss]:.4f}  " + _("held-out") +
+                                                " {task.fields[acc]}"), TimeElapsedColumn())
     with Progress(*columns) as bar:
         task = bar.add_task("train", total=args.epochs * args.steps, attention=args.attention, loss=0.0, acc="–")
 
@@ -123,7 +154,8 @@ def train(args: argparse.Namespace) -> int:
 
         model, accuracy = trainer.train(args.attention, args.epochs, args.steps, seed=args.seed, on_step=report)
     trainer.save(model, out, accuracy)
-    print(f"held-out exact match {accuracy:.2%}; saved {quoted(str(out))} ({out.stat().st_size / 1024:.0f} KiB)")
+    print(_("held-out exact match {accuracy}; saved {path} ({kib} KiB)").format(
+        accuracy=f"{accuracy:.2%}", path=quoted(str(out)), kib=f"{out.stat().st_size / 1024:.0f}"))
     return 0
 
 
@@ -142,10 +174,15 @@ def app(args: argparse.Namespace) -> int:
         from attn_tui.core.budget import memory_limit
         from attn_tui.core.footprint import estimate
 
-        estimate(request).check(memory_limit(args.max_memory), "this request")
+        estimate(request).check(memory_limit(args.max_memory), Msg("this request"))
     from attn_tui.tui.app import run_app
 
-    return run_app(request, model, args.max_memory)
+    first_stage = None
+    if args.sample is not None:
+        from attn_tui.core.samples import get_sample
+
+        first_stage = get_sample(args.sample).stage
+    return run_app(request, model, args.max_memory, fresh=args.fresh, first_stage=first_stage)
 
 
 COMMANDS = {None: app, "stages": stages, "heads": heads, "train-seq2seq": train, "samples": samples}

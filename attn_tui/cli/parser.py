@@ -15,27 +15,36 @@ from typing import NoReturn
 from attn_tui import __version__
 from attn_tui.core.files import QUOTE_LIMIT
 from attn_tui.core.footprint import MAX_HEADS
-from attn_tui.core.settings import DEVICE_NAMES, DTYPE_NAMES, FILL_NAMES, MASK_NAMES, VARIANT_NAMES
+from attn_tui.core.settings import (
+    DEVICE_NAMES,
+    DTYPE_NAMES,
+    FILL_NAMES,
+    MASK_NAMES,
+    PROJECTION_NAMES,
+    VARIANT_NAMES,
+)
+from attn_tui.i18n import Msg, _
 from attn_tui.present.text import printable
 from attn_tui.sources.names import MODEL_NAMES
 
 TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
 _DASH_VALUE_OPTIONS = ("--mask-fill",)  # values that start with '-' (argparse would take -inf for an option)
 _ANYWHERE = ("debug", "max_memory")
+FORMATS = ("table", "json", "csv", "npz")
 MAX_LINE = 240  # an error line longer than this is cut: one short line, whatever the input
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 _QUOTED = re.compile(rf"'[^']{{{QUOTE_LIMIT},}}'")  # a long quoted value in a message (argparse quotes whole)
 
 
-def one_line(message: str, limit: int = MAX_LINE) -> str:
+def one_line(message: str | Msg, limit: int = MAX_LINE) -> str:
     """A message as one line of at most `limit` characters, no quoted value longer than ~60, no control bytes."""
     text = printable(" ".join(str(message).split()))
     text = _QUOTED.sub(lambda m: m.group(0)[:QUOTE_LIMIT - 1] + "…" + m.group(0)[-1], text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def fail(message: str, prog: str = "attn-tui") -> NoReturn:
-    prefix = f"{prog}: error: "
+def fail(message: str | Msg, prog: str = "attn-tui") -> NoReturn:
+    prefix = f"{prog}: {_('error')}: "
     print(prefix + one_line(message, MAX_LINE - len(prefix)), file=sys.stderr)
     raise SystemExit(2)
 
@@ -52,10 +61,11 @@ def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         if not _WHOLE.fullmatch(text.strip()):  # plain ASCII digits: no '1_0', no other scripts' digits
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:30]!r}")
+            raise argparse.ArgumentTypeError(_("expected a whole number, got {text}").format(text=repr(text[:30])))
         value = int(text)
         if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"must be between {minimum} and {maximum:,}, got {text[:30]}")
+            raise argparse.ArgumentTypeError(_("must be between {lo} and {hi}, got {text}").format(
+                lo=minimum, hi=f"{maximum:,}", text=text[:30]))
         return value
 
     parse.__name__ = "whole number"
@@ -69,9 +79,9 @@ def _temperature(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text[:30]!r}") from None
+        raise argparse.ArgumentTypeError(_("expected a number, got {text}").format(text=repr(text[:30]))) from None
     if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text[:30]}")
+        raise argparse.ArgumentTypeError(_("must be a positive finite number, got {text}").format(text=text[:30]))
     return value
 
 
@@ -79,9 +89,9 @@ def _rope_base(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text[:30]!r}") from None
+        raise argparse.ArgumentTypeError(_("expected a number, got {text}").format(text=repr(text[:30]))) from None
     if not 1 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 1, got {text[:30]}")
+        raise argparse.ArgumentTypeError(_("must be a finite number above 1, got {text}").format(text=text[:30]))
     return value
 
 
@@ -97,97 +107,106 @@ def _memory(text: str) -> int:
 
 def _add_common(p: argparse.ArgumentParser, prefix: str) -> None:
     p.add_argument("--max-memory", type=_memory, metavar="SIZE", dest=f"{prefix}max_memory",
-                   help="refuse requests that would need more memory (e.g. 2G; default: a share of what is free)")
+                   help=_("refuse requests that would need more memory (e.g. 2G; default: a share of what is free)"))
     _add_debug(p, prefix)
 
 
 def _add_debug(p: argparse.ArgumentParser, prefix: str) -> None:
     p.add_argument("--debug", action="store_true", dest=f"{prefix}debug",
-                   help="on an unexpected error, print the traceback")
+                   help=_("on an unexpected error, print the traceback"))
 
 
 def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     """Options shared by the app and `stages`; all default to None so a sample's own win."""
-    src = p.add_argument_group("input (one of)")
-    src.add_argument("--text", dest=f"{prefix}text", help="a sentence, split on whitespace (<pad> marks padding)")
-    src.add_argument("--sample", dest=f"{prefix}sample", help="a shipped sample by name (see `attn-tui samples`)")
-    for name, about in (("q", "typed Q matrix (- reads standard input)"), ("k", "typed K matrix"),
-                        ("v", "typed V matrix"), ("x", "typed X matrix (token vectors, self-attention)")):
+    src = p.add_argument_group(_("input (one of)"))
+    src.add_argument("--text", dest=f"{prefix}text", help=_("a sentence, split on whitespace (<pad> marks padding)"))
+    src.add_argument("--sample", dest=f"{prefix}sample", help=_("a shipped sample by name (see `attn-tui samples`)"))
+    for name, about in (("q", _("typed Q matrix (- reads standard input; rows may be named, e.g. '나는: 1 0')")),
+                        ("k", _("typed K matrix")), ("v", _("typed V matrix")),
+                        ("x", _("typed X matrix: token vectors (an embedding table) for any variant"))):
         src.add_argument(f"--{name}", dest=f"{prefix}{name}", metavar="FILE", help=about)
-    opt = p.add_argument_group("settings of the attention variants")
+    opt = p.add_argument_group(_("settings of the attention variants"))
     opt.add_argument("--variant", choices=VARIANT_NAMES, dest=f"{prefix}variant")
+    opt.add_argument("--projection", choices=PROJECTION_NAMES, dest=f"{prefix}projection",
+                     help=_("from a sentence or X: learned (seeded) W_q, W_k, W_v, or identity (Q = K = V = X)"))
     opt.add_argument("--mask", choices=MASK_NAMES, dest=f"{prefix}mask")
     opt.add_argument("--mask-file", metavar="FILE", dest=f"{prefix}mask_file",
-                     help="custom 0/1 mask, 1 = may attend (ANDed with --mask)")
+                     help=_("custom 0/1 mask, 1 = may attend (ANDed with --mask)"))
     opt.add_argument("--pad-keys", type=_non_negative, metavar="N", dest=f"{prefix}pad_keys",
-                     help="treat the last N keys as padding")
+                     help=_("treat the last N keys as padding"))
     opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",
-                     help="value written into masked scores (default -inf)")
+                     help=_("value written into masked scores (default -inf)"))
     opt.add_argument("--heads", type=_int_between(1, MAX_HEADS), dest=f"{prefix}heads",
-                     help="heads for multihead, gqa, alibi and sink (must divide the width)")
+                     help=_("heads for multihead, gqa, alibi and sink (must divide the width)"))
     opt.add_argument("--kv-heads", type=_int_between(1, MAX_HEADS), metavar="K", dest=f"{prefix}kv_heads",
-                     help="gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)")
+                     help=_("gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)"))
     opt.add_argument("--rope-base", type=_rope_base, metavar="BASE", dest=f"{prefix}rope_base",
-                     help="rope: θ_i = BASE^(−2i/d) (default 10000)")
+                     help=_("rope: θ_i = BASE^(−2i/d) (default 10000)"))
     opt.add_argument("--window", type=_int_between(1, 100_000), metavar="W", dest=f"{prefix}window",
-                     help="sliding masks: query i sees keys i−W < j ≤ i (default 3)")
+                     help=_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"))
     opt.add_argument("--tile", type=_int_between(1, 100_000), metavar="T", dest=f"{prefix}tile",
-                     help="flash: keys per tile of the online softmax (default 4)")
+                     help=_("flash: keys per tile of the online softmax (default 4)"))
     opt.add_argument("--dim", type=_positive, dest=f"{prefix}dim",
-                     help="model dimension for sentences; hidden size for additive/concat")
+                     help=_("model dimension for sentences; hidden size for additive/concat"))
     opt.add_argument("--positional", action="store_const", const=True, dest=f"{prefix}positional",
-                     help="add sinusoidal positions")
+                     help=_("add sinusoidal positions"))
     opt.add_argument("--temperature", type=_temperature, dest=f"{prefix}temperature",
-                     help="divides the scores (default 1)")
+                     help=_("divides the scores (default 1)"))
     opt.add_argument("--seed", type=_int_between(-(2**62), 2**62), dest=f"{prefix}seed")
     opt.add_argument("--device", choices=DEVICE_NAMES, dest=f"{prefix}device")
     opt.add_argument("--dtype", choices=DTYPE_NAMES, dest=f"{prefix}dtype")
-    real = p.add_argument_group("real or trained model")
+    real = p.add_argument_group(_("real or trained model"))
     real.add_argument("--model", metavar="NAME_OR_PATH", dest=f"{prefix}model",
-                      help=f"{', '.join(MODEL_NAMES)}, a local model folder, or a cached id")
+                      help=_("{names}, a local model folder, or a cached id").format(names=", ".join(MODEL_NAMES)))
     real.add_argument("--layer", type=_non_negative, metavar="L", dest=f"{prefix}layer",
-                      help="a transformer's layer (default 0)")
+                      help=_("a transformer's layer (default 0)"))
     real.add_argument("--head", type=_non_negative, metavar="H", dest=f"{prefix}head",
-                      help="multihead or a transformer: the head (default 0)")
+                      help=_("multihead or a transformer: the head (default 0)"))
     real.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N", dest=f"{prefix}pad_to",
-                      help="a transformer: pad the tokenised text to N tokens")
+                      help=_("a transformer: pad the tokenised text to N tokens"))
     real.add_argument("--target", metavar="DATE", dest=f"{prefix}target",
-                      help="a date model: the expected output, e.g. 2026-11-22")
+                      help=_("a date model: the expected output, e.g. 2026-11-22"))
     real.add_argument("--teacher-forcing", action="store_true", default=None, dest=f"{prefix}teacher_forcing",
-                      help="a date model: feed the target's characters instead of the model's own")
+                      help=_("a date model: feed the target's characters instead of the model's own"))
     _add_common(p, prefix)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="attn-tui", description="Watch attention compute itself, stage by stage.")
+    parser = _Parser(prog="attn-tui", description=_("Watch attention compute itself, stage by stage."))
     parser.add_argument("--version", action="version", version=f"attn-tui {__version__}")
+    parser.add_argument("--fresh", action="store_true", dest=f"{TOP}fresh",
+                        help=_("the app: start from the defaults, ignoring the saved session"))
     _add_input_options(parser, TOP)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    stages = sub.add_parser("stages", help="print every stage headless (table or JSON)",
-                            description="Compute a trace and print its stages.")
+    stages = sub.add_parser("stages", help=_("print every stage headless (table, JSON, CSV or .npz)"),
+                            description=_("Compute a trace and print its stages."))
     _add_input_options(stages)
-    stages.add_argument("--stage", metavar="NAME", help="print only this stage")
-    stages.add_argument("--format", choices=("table", "json"), default="table")
+    stages.add_argument("--stage", metavar="NAME", help=_("print only this stage"))
+    stages.add_argument("--format", choices=FORMATS, default="table",
+                        help=_("table or json print to the terminal; csv prints one stage; npz needs --out"))
+    stages.add_argument("--out", metavar="FILE", help=_("write to FILE instead of printing (json, csv, npz)"))
     stages.add_argument("--params", action="store_true",
-                        help="JSON: include every learned parameter (always included when they are small)")
-    heads = sub.add_parser("heads", help="a real model at a glance: per-head statistics and rollout",
-                           description="Entropy, largest weight and first-token share of every layer and "
-                                       "head, plus attention rollout across layers.")
+                        help=_("JSON: include every learned parameter (always included when they are small)"))
+    heads = sub.add_parser("heads", help=_("a real model at a glance: per-head statistics and rollout"),
+                           description=_("Entropy, largest weight and first-token share of every layer and head, "
+                                         "plus attention rollout across layers."))
     heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
     heads.add_argument("--text", required=True)
     heads.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N")
     heads.add_argument("--device", choices=DEVICE_NAMES)
     heads.add_argument("--format", choices=("table", "json"), default="table")
     _add_common(heads, "")
-    train = sub.add_parser("train-seq2seq", help="train the date-normalising seq2seq model (CPU)",
-                           description="Train the GRU encoder-decoder on generated dates and save a checkpoint.")
+    train = sub.add_parser("train-seq2seq", help=_("train the date-normalising seq2seq model (CPU)"),
+                           description=_("Train the GRU encoder-decoder on generated dates and save a checkpoint."))
     train.add_argument("--attention", choices=("additive", "general"), default="additive")
     train.add_argument("--epochs", type=_int_between(1, 1000), default=4)
-    train.add_argument("--steps", type=_int_between(1, 100_000), default=200, help="steps per epoch (default 200)")
+    train.add_argument("--steps", type=_int_between(1, 100_000), default=200,
+                       help=_("steps per epoch (default 200)"))
     train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
-    train.add_argument("--out", metavar="FILE", default=None, help="checkpoint path (default dates_ATTENTION.pt)")
+    train.add_argument("--out", metavar="FILE", default=None,
+                       help=_("checkpoint path (default dates_ATTENTION.pt)"))
     _add_debug(train, "")
-    samples = sub.add_parser("samples", help="list the shipped samples")
+    samples = sub.add_parser("samples", help=_("list the shipped samples"))
     _add_debug(samples, "")
     return parser
 
@@ -220,12 +239,18 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
             if not _set(top[name]):
                 continue
             if not hasattr(args, name):
-                fail(f"--{name.replace('_', '-')} does not apply to {args.command}")
+                fail(Msg("--{option} does not apply to {command}", option=name.replace("_", "-"),
+                         command=args.command))
             if not _set(getattr(args, name)):
                 setattr(args, name, top[name])
+        alien = [name for name in given if not hasattr(args, name)]
+        if alien:
+            fail(Msg("--{option} does not apply to {command}", option=alien[0].replace("_", "-"),
+                     command=args.command))
         if given:
             options = " ".join("--" + name.replace("_", "-") for name in given)
-            fail(f"{options} must come after the subcommand: attn-tui {args.command} {options} …")
+            fail(Msg("{options} must come after the subcommand: attn-tui {command} {options} …", options=options,
+                     command=args.command))
     else:
         for name, value in top.items():
             setattr(args, name, value)

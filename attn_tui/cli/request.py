@@ -9,19 +9,19 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from attn_tui.core.applies import not_applying
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, read_stdin, read_text
-from attn_tui.core.inputs import parse_matrix
-from attn_tui.core.settings import SLIDING_MASKS, MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.inputs import Parsed, parse_rows
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
-from attn_tui.i18n import Msg
+from attn_tui.i18n import Join, Msg, Plural
 from attn_tui.sources.names import DATE_MODELS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
-                   "temperature", "seed", "dtype", "kv_heads", "rope_base", "window", "tile")
+                   "temperature", "seed", "dtype", "projection", "kv_heads", "rope_base", "window", "tile")
 _SETTING_NAMES = ("variant", "mask", "mask_fill", "pad_keys", "heads", "dim", "positional", "seed", "device",
-                  "dtype", "temperature", "kv_heads", "rope_base", "window", "tile")
-OWN_OPTIONS = ("kv_heads", "rope_base", "tile")  # read by the variants that list them in their `options`
+                  "dtype", "temperature", "projection", "kv_heads", "rope_base", "window", "tile")
 MATRIX_OPTIONS = ("q", "k", "v", "x")
 MAX_TEXT = 1_000_000  # characters of a sentence; the token budget refuses far less
 
@@ -39,11 +39,11 @@ def _set(value: object) -> bool:
     return value is not None and value is not False
 
 
-def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: str) -> None:
+def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: Msg) -> None:
     given = _given(args, names)
     if given:
-        what = " ".join(flag(n) for n in given)
-        raise ConfigError(f"{what} {'does' if len(given) == 1 else 'do'} not apply {reason}")
+        raise ConfigError(Plural("{options} does not apply {reason}", "{options} do not apply {reason}",
+                                 options=" ".join(flag(n) for n in given), n=len(given), reason=reason))
 
 
 class Reader:
@@ -52,25 +52,26 @@ class Reader:
     def __init__(self) -> None:
         self.stdin_used: list[str] = []
 
-    def text(self, path: str, what: str) -> str:
+    def text(self, path: str, what: str | Msg) -> str:
         if path == "-":
-            self.stdin_used.append(what)
+            self.stdin_used.append(str(what))
             if len(self.stdin_used) > 1:
-                raise InputError(f"only one input can come from standard input ({' and '.join(self.stdin_used)} "
-                                 "asked)")
+                raise InputError(Msg("only one input can come from standard input ({inputs} asked)",
+                                     inputs=", ".join(self.stdin_used)))
             return read_stdin(what)
         return read_text(path, what)
 
-    def matrix(self, path: str, name: str) -> list[list[float]]:
-        """A matrix from a file; parse errors name line and column, never the file's content."""
-        return parse_matrix(self.text(path, name), f"{name} ({'standard input' if path == '-' else path})",
-                            echo=False)
+    def matrix(self, path: str, name: str | Msg) -> Parsed:
+        """A matrix (and its row names) from a file; parse errors name line and column, never the file's content."""
+        where = Msg("standard input") if path == "-" else path
+        return parse_rows(self.text(path, name), Join(" ", name, Join("", "(", where, ")")), echo=False)
 
 
 def _sentence(text: str, what: str = "--text") -> str:
     check_text(text, what)
     if len(text) > MAX_TEXT:
-        raise InputError(f"{what} is {len(text):,} characters long; attn-tui reads at most {MAX_TEXT:,}")
+        raise InputError(Msg("{what} is {n} characters long; attn-tui reads at most {max}", what=what,
+                             n=f"{len(text):,}", max=f"{MAX_TEXT:,}"))
     return text
 
 
@@ -81,22 +82,24 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
         from attn_tui.core.samples import get_sample
 
         if args.model is not None:
-            raise InputError("--sample cannot be combined with --model: a sample names its own model and text")
+            raise InputError(Msg("--sample cannot be combined with --model: a sample names its own model and text"))
         base = get_sample(args.sample).model
     if args.model is None and base is None:
         return None
     check_text(args.model or "", "--model")
-    _refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, "to a model (they set the attention variants); "
-            "a model reads --text")
+    _refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, Msg("to a model (they set the attention variants); a model "
+                                                        "reads --text"))
     if args.model is not None and args.text is None and base is None:
-        raise InputError("--model needs --text with the sentence to run through the model")
+        raise InputError(Msg("--model needs --text with the sentence to run through the model"))
     name = args.model or (base.name if base else "")
     if name in DATE_MODELS:
-        _refuse(args, ("layer", "head", "pad_to"), f"to {name}: it has one attention, not layers of heads")
+        _refuse(args, ("layer", "head", "pad_to"), Msg("to {name}: it has one attention, not layers of heads",
+                                                       name=name))
         if getattr(args, "device", None) == "cuda":
-            raise ConfigError(f"{name} runs on the CPU only: leave out --device cuda")
+            raise ConfigError(Msg("{name} runs on the CPU only: leave out --device cuda", name=name))
     else:
-        _refuse(args, ("target", "teacher_forcing"), f"to {quoted(name)}: teacher forcing is for the date models")
+        _refuse(args, ("target", "teacher_forcing"), Msg("to {name}: teacher forcing is for the date models",
+                                                         name=quoted(name)))
     given = {"name": args.model, "text": None if args.text is None else _sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
@@ -105,40 +108,43 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
         from attn_tui.models.seq2seq.codec import check_target
 
         if not args.target:
-            raise InputError("--target is empty; targets look like 2026-11-22")
+            raise InputError(Msg("--target is empty; targets look like 2026-11-22"))
         check_target(args.target)
     model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
     if model.teacher_forcing and not model.target:
-        raise InputError("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22")
+        raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))
     return model
 
 
 def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> Request | None:
     """The Request the options describe; None when no input was named (the app's default sample)."""
     reader = reader or Reader()
-    _refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), "to the attention variants (only to --model)")
+    _refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), Msg("to the attention variants (only to "
+                                                                         "--model)"))
     given = [name for name in ("text", "sample", "q", "k", "v", "x") if getattr(args, name) is not None]
     base: Request | None = None
     if args.sample is not None:
         from attn_tui.core.samples import get_sample
 
         if len(given) > 1:
-            raise InputError("--sample cannot be combined with --text, --q/--k/--v or --x")
+            raise InputError(Msg("--sample cannot be combined with --text, --q/--k/--v or --x"))
         base = get_sample(args.sample).request
     elif args.text is not None:
         if len(given) > 1:
-            raise InputError("--text cannot be combined with --q/--k/--v or --x")
+            raise InputError(Msg("--text cannot be combined with --q/--k/--v or --x"))
         base = Request(SentenceInput(_sentence(args.text)))
     elif args.x is not None:
         if len(given) > 1:
-            raise InputError("--x cannot be combined with --q/--k/--v")
-        base = Request(XInput(reader.matrix(args.x, "X")))
+            raise InputError(Msg("--x cannot be combined with --q/--k/--v"))
+        x = reader.matrix(args.x, "X")
+        base = Request(XInput(x.rows, x.labels("x")))
     elif any(getattr(args, n) is not None for n in ("q", "k", "v")):
         missing = [f"--{n}" for n in ("q", "k", "v") if getattr(args, n) is None]
         if missing:
-            raise InputError(f"typed matrices need --q, --k and --v; missing {' and '.join(missing)}")
+            raise InputError(Msg("typed matrices need --q, --k and --v; missing {missing}",
+                                 missing=", ".join(missing)))
         q, k, v = (reader.matrix(getattr(args, n), n.upper()) for n in "qkv")
-        base = Request(MatrixInput(q, k, v))
+        base = Request(MatrixInput(q.rows, k.rows, v.rows, q.labels("q"), k.labels("k") or v.labels("k")))
     if base is None:
         if _given(args, VARIANT_OPTIONS):
             return _default_with(args, reader)
@@ -158,7 +164,7 @@ def _with_options(args: argparse.Namespace, base: Request, reader: Reader) -> Re
     settings: Settings = replace(base.settings, **overrides)
     custom = base.custom_mask
     if args.mask_file is not None:
-        custom = reader.matrix(args.mask_file, "the mask")
+        custom = reader.matrix(args.mask_file, Msg("the mask")).rows
     request = Request(base.source, settings, custom)
     check_applies(args, request)
     return request
@@ -166,35 +172,10 @@ def _with_options(args: argparse.Namespace, base: Request, reader: Reader) -> Re
 
 def check_applies(args: argparse.Namespace, request: Request) -> None:
     """Refuse each given option that would change nothing for this variant and input."""
-    s, source = request.settings, request.source
-    variant = VARIANTS[s.variant]
-    typed = isinstance(source, MatrixInput)
-    if typed and variant.takes_x:
-        raise InputError(f"{s.variant} projects Q, K and V itself: give --x or --text instead of --q/--k/--v")
-    several = ", ".join(name for name, v in VARIANTS.items() if v.has_heads)
-    if args.heads is not None and not variant.has_heads:
-        raise ConfigError(f"--heads does not apply to {s.variant}: it has one head (several: {several})")
-    if getattr(args, "head", None) is not None and not variant.has_heads:
-        raise ConfigError(f"--head does not apply to {s.variant}: it has one head (several: {several}, or --model)")
-    for name in OWN_OPTIONS:
-        if getattr(args, name, None) is not None and name not in variant.options:
-            owners = ", ".join(n for n, v in VARIANTS.items() if name in v.options)
-            raise ConfigError(Msg("{option} does not apply to {variant}: only {owners} read it", option=flag(name),
-                                  variant=s.variant, owners=owners))
-    if getattr(args, "window", None) is not None and s.mask not in SLIDING_MASKS:
-        raise ConfigError(Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",
-                              mask=repr(s.mask)))
-    if args.dim is not None and not isinstance(source, SentenceInput) and not variant.uses_hidden:
-        raise ConfigError(f"--dim does not apply to {s.variant} on typed matrices: their width is what was typed "
-                          "(--dim sets the width of a sentence's embedding, or the hidden size of additive "
-                          "and concat)")
-    if args.positional and typed:
-        raise ConfigError("--positional does not apply to typed Q, K, V: positions are added to token vectors "
-                          "(give --text or --x)")
-    if args.seed is not None and typed and not variant.learned:
-        raise ConfigError(f"--seed does not apply to {s.variant} on typed Q, K, V: nothing is learned or seeded")
-    masking = s.mask != "none" or request.custom_mask is not None
-    if args.mask_fill is not None and not masking:
-        raise ConfigError("--mask-fill does not apply without a mask: add --mask or --mask-file")
-    if args.pad_keys and "padding" not in s.mask:
-        raise ConfigError(f"--pad-keys needs a padding mask (--mask padding or causal+padding), not {s.mask!r}")
+    s = request.settings
+    if isinstance(request.source, MatrixInput) and VARIANTS[s.variant].takes_x:
+        raise InputError(Msg("{variant} projects Q, K and V itself: give --x or --text instead of --q/--k/--v",
+                             variant=s.variant))
+    given = {name for name in _SETTING_NAMES if _set(getattr(args, name, None))}
+    for problem in not_applying(request, given | ({"head"} if getattr(args, "head", None) is not None else set())):
+        raise ConfigError(problem)

@@ -37,17 +37,17 @@ class Tail:
     fill: str = "-inf"
     temperature: float = 1.0
     output: str = "output"  # "context" for a decoder's step
-    output_formula: str = "O = A·V: each row is a weighted sum of value rows"
+    output_formula: str | Msg = Msg("O = A·V: each row is a weighted sum of value rows")
     sink: torch.Tensor | None = None  # (heads,) a learned logit per head that joins each row's softmax
     sink_name: str = "sink"  # the parameter the sink logits are
 
 
-def masked_formula(source: str, tail: Tail) -> str:
+def masked_formula(source: str, tail: Tail) -> Msg:
     scaled = f"{source} / T (T = {tail.temperature:g})" if tail.temperature != 1 else source
     if tail.mask is None:
-        return f"M = {scaled}   (no mask)"
-    return (f"M = {scaled} where mask = 1, {tail.fill.replace('inf', '∞')} where mask = 0   "
-            f"(mask: {tail.mask.describe()}; 1 = may attend)")
+        return Msg("M = {scaled}   (no mask)", scaled=scaled)
+    return Msg("M = {scaled} where mask = 1, {fill} where mask = 0   (mask: {mask}; 1 = may attend)", scaled=scaled,
+               fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
 
 
 def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
@@ -79,7 +79,7 @@ def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
         trace.add(Stage(at.at("masked"), masked[n], masked_formula(source, tail), qk,
                         Masking(at, tail.mask, tail.fill, tail.temperature)))
         if sink_mass is None:
-            trace.add(Stage(at.at("weights"), weights[n], "A = softmax(M) over keys: each row sums to 1", qk,
+            trace.add(Stage(at.at("weights"), weights[n], WEIGHTS_FORMULA, qk,
                             Softmax(at.at("masked"))))
         else:
             trace.add(Stage(at.at("weights"), weights[n], SINK_WEIGHTS, qk,
@@ -104,6 +104,9 @@ def warn_empty_rows(trace: Trace, tail: Tail) -> None:
         else:
             trace.warn(Msg("query {label} (row {row}) may attend to no key: with fill {fill} its weights are "
                            "uniform over all keys", label=label, row=row, fill=tail.fill))
+
+
+WEIGHTS_FORMULA = Msg("A = softmax(M) over keys: each row sums to 1")
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,7 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
                         masked_formula(source, tail), qk, Masking(last, tail.mask, tail.fill, tail.temperature)))
         if sink_mass is None:
             trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
-                            "A = softmax(M) over keys: each row sums to 1", qk, Softmax(at.at("masked"))))
+                            WEIGHTS_FORMULA, qk, Softmax(at.at("masked"))))
         else:
             trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
                             SINK_WEIGHTS, qk, Softmax(at.at("masked"), tail.sink_name, n)))

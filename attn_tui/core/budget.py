@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from attn_tui.core.errors import ConfigError
+from attn_tui.i18n import N_, Msg
 
 DEFAULT_FRACTION = 0.4  # of the memory available when the request is made
 FALLBACK_LIMIT = 2 * 1024**3  # when nothing about the machine can be read
@@ -38,10 +39,10 @@ def parse_size(text: str, what: str = "--max-memory") -> int:
     """'512M', '2G', '1.5GB', '4096' (bytes) → bytes; an error a person can read otherwise."""
     match = _SIZE.match(text)
     if match is None or len(match.group(1)) > 20:
-        raise ConfigError(f"{what} expects a size such as 512M or 2G, not {text[:30]!r}")
+        raise ConfigError(Msg("{what} expects a size such as 512M or 2G, not {text}", what=what, text=repr(text[:30])))
     value = float(match.group(1)) * _UNITS[match.group(2).lower()]
     if not 1024**2 <= value <= 2**60:
-        raise ConfigError(f"{what} must be between 1M and 1024P")
+        raise ConfigError(Msg("{what} must be between 1M and 1024P", what=what))
     return int(value)
 
 
@@ -117,17 +118,18 @@ class Estimate:
         return sum(self.parts.values())
 
     def largest(self) -> tuple[str, int]:
-        return max(self.parts.items(), key=lambda item: item[1]) if self.parts else ("nothing", 0)
+        return max(self.parts.items(), key=lambda item: item[1]) if self.parts else (N_("nothing"), 0)
 
-    def check(self, limit: int, what: str) -> None:
+    def check(self, limit: int, what: str | Msg) -> None:
         """Raise BudgetError when the total is over `limit`, naming the figure, the part and the limit."""
         if self.total > limit:
             part, size = self.largest()
-            raise BudgetError(f"{what} would need about {format_bytes(self.total)} of memory (the largest part, "
-                              f"{part}, {format_bytes(size)}); the limit is {format_bytes(limit)}: shorten the "
-                              "input, lower the sizes, or raise --max-memory")
+            raise BudgetError(Msg("{what} would need about {total} of memory (the largest part, {part}, {size}); the "
+                                  "limit is {limit}: shorten the input, lower the sizes, or raise --max-memory",
+                                  what=what, total=format_bytes(self.total), part=Msg(part), size=format_bytes(size),
+                                  limit=format_bytes(limit)))
 
 
 def json_numbers(estimate: Estimate, numbers: int) -> None:
     """The JSON text of `numbers` printed values, as the output will be written."""
-    estimate.add("JSON text", numbers, JSON_BYTES_PER_NUMBER)
+    estimate.add(N_("JSON text"), numbers, JSON_BYTES_PER_NUMBER)

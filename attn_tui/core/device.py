@@ -6,6 +6,7 @@ import torch
 
 from attn_tui.core.errors import DeviceError
 from attn_tui.core.settings import DEVICE_NAMES as DEVICES
+from attn_tui.i18n import Msg, Plural
 
 DTYPES = {
     "float32": torch.float32,
@@ -23,18 +24,22 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cpu")
     if name == "cuda" or name.startswith("cuda:"):
         if not torch.cuda.is_available():
-            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
-            raise DeviceError(f"CUDA was asked for but none is available (torch {torch.__version__}, "
-                              f"{build}); choose the cpu or auto device")
+            build = Msg("a CPU-only build") if torch.version.cuda is None else Msg("built for CUDA {version}",
+                                                                                 version=torch.version.cuda)
+            raise DeviceError(Msg("CUDA was asked for but none is available (torch {torch}, {build}); choose the cpu "
+                                  "or auto device", torch=torch.__version__, build=build))
         index = int(name.partition(":")[2] or 0)
         if index >= torch.cuda.device_count():
-            raise DeviceError(f"{name} was asked for but only {torch.cuda.device_count()} CUDA device(s) exist")
+            raise DeviceError(Plural("{name} was asked for but only {n} CUDA device exists",
+                                     "{name} was asked for but only {n} CUDA devices exist", name=name,
+                                     n=torch.cuda.device_count()))
         return torch.device(name)
-    raise DeviceError(f"unknown device {name!r}; choose one of {', '.join(DEVICES)}")
+    raise DeviceError(Msg("unknown device {name}; choose one of {names}", name=repr(name), names=", ".join(DEVICES)))
 
 
 def resolve_dtype(name: str) -> torch.dtype:
     try:
         return DTYPES[name]
     except KeyError:
-        raise DeviceError(f"unknown dtype {name!r}; choose one of {', '.join(DTYPES)}") from None
+        raise DeviceError(Msg("unknown dtype {name}; choose one of {names}", name=repr(name),
+                              names=", ".join(DTYPES))) from None

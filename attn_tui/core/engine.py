@@ -16,7 +16,7 @@ from attn_tui.core.footprint import LAZY_CELLS, estimate
 from attn_tui.core.inputs import PAD_TOKEN, check_qkv_shapes, tokenize
 from attn_tui.core.lazy import PreTile
 from attn_tui.core.meta import VariantRun
-from attn_tui.core.ops import Columns, Given, Linear, Lookup, Op, Operand, Place, Sinusoid, Sum
+from attn_tui.core.ops import Columns, Given, Identity, Linear, Lookup, Op, Operand, Place, Sinusoid, Sum
 from attn_tui.core.params import ParamFactory
 from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
@@ -69,8 +69,8 @@ def compute(request: Request, max_memory: int | None = None, lazy: bool | None =
     """
     s = request.settings
     if not math.isfinite(s.temperature) or s.temperature <= 0:
-        raise ConfigError(f"temperature must be a positive number, not {s.temperature:g}")
-    estimate(request).check(memory_limit(max_memory), "this request")
+        raise ConfigError(Msg("temperature must be a positive number, not {t}", t=f"{s.temperature:g}"))
+    estimate(request).check(memory_limit(max_memory), Msg("this request"))
     device, dtype = resolve_device(s.device), resolve_dtype(s.dtype)
     trace = Trace(VariantRun(s), (), (), str(device), s.dtype)
     params = ParamFactory(s.seed, dtype, device, trace.params)
@@ -88,12 +88,13 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     x_source: Operand = "X"
     if isinstance(source, MatrixInput):
         if variant.takes_x:
-            raise InputError(f"{s.variant} projects Q, K and V itself: give one X matrix (--x) or a sentence")
+            raise InputError(Msg("{variant} projects Q, K and V itself: give one X matrix (--x) or a sentence",
+                                 variant=s.variant))
         q, k, v = (_tensor(m, dtype, device, name) for m, name in ((source.q, "Q"), (source.k, "K"), (source.v, "V")))
         check_qkv_shapes((q.shape[0], q.shape[1]), (k.shape[0], k.shape[1]), (v.shape[0], v.shape[1]),
                          variant.same_width)
-        q_tokens = _labels(source.query_tokens, q.shape[0], "q", "query tokens")
-        k_tokens = _labels(source.key_tokens, k.shape[0], "k", "key tokens")
+        q_tokens = _labels(source.query_tokens, q.shape[0], "q")
+        k_tokens = _labels(source.key_tokens, k.shape[0], "k")
         trace.inputs = {"Q": q, "K": k, "V": v}
     else:
         if isinstance(source, SentenceInput):
@@ -101,7 +102,7 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
             x, x_source = _embed(trace, params, tokens, s.dim or DEFAULT_DIM, dtype, device)
         else:
             x = _tensor(source.x, dtype, device, "X")  # (N, d_model)
-            tokens = _labels(source.tokens, x.shape[0], "x", "tokens")
+            tokens = _labels(source.tokens, x.shape[0], "x")
             trace.inputs = {"X": x}
         if s.positional:
             x, x_source = _add_positional(trace, x, x_source, tokens)
@@ -111,8 +112,9 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device, s.window)
     trace.mask = mask
     if s.mask != "none" and mask is None and custom is None:
-        trace.warn(f"the {s.mask} mask masks nothing here (no <pad> keys, no --pad-keys)"
-                   if "padding" in s.mask and "causal" not in s.mask else f"the {s.mask} mask masks nothing here")
+        trace.warn(Msg("the {mask} mask masks nothing here (no <pad> keys, no --pad-keys)", mask=s.mask)
+                   if "padding" in s.mask and "causal" not in s.mask
+                   else Msg("the {mask} mask masks nothing here", mask=s.mask))
     tail = Tail(Axis("query", q_tokens), Axis("key", k_tokens), mask, s.mask_fill, s.temperature)
     if lazy is None:
         lazy = len(q_tokens) * len(k_tokens) > LAZY_CELLS
@@ -123,7 +125,10 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     heads = s.heads if variant.per_head else 1
     if not isinstance(source, MatrixInput):
         d = x.shape[1]
-        given = {name: x @ params.weight(f"W_{name[0]}", d, d).T for name in ("query", "key", "value")}  # (N, d)
+        if s.projection == "identity":
+            given = {name: x for name in ("query", "key", "value")}  # (N, d): Q = K = V = X
+        else:
+            given = {name: x @ params.weight(f"W_{name[0]}", d, d).T for name in ("query", "key", "value")}  # (N, d)
     else:
         given = {"query": q, "key": k, "value": v}
     if heads > 1:
@@ -131,14 +136,17 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
         return
     for name, axis in (("query", tail.query_axis), ("key", tail.key_axis), ("value", tail.key_axis)):
         letter, tensor = name[0].upper(), given[name]
-        if not isinstance(source, MatrixInput):
+        if isinstance(source, MatrixInput):
+            what = Msg("typed: one row per query") if name == "query" else Msg("typed: one row per key")
+            trace.add(Stage(Place(name), tensor, Msg("{letter}: {what}", letter=letter, what=what),
+                            (axis, dim_axis(tensor.shape[1])), Given(what)))
+        elif s.projection == "identity":
+            trace.add(Stage(Place(name), tensor, Msg("{letter} = X: the identity projection, nothing learned",
+                                                     letter=letter), (axis, dim_axis(d)), Identity(x_source)))
+        else:
             weight = f"W_{name[0]}"
             trace.add(Stage(Place(name), tensor, f"{letter} = X·{weight}ᵀ", (axis, dim_axis(d)),
                             Linear(x_source, weight)))
-        else:
-            what = "one row per query" if name == "query" else "one row per key"
-            trace.add(Stage(Place(name), tensor, f"{letter}: typed, {what}", (axis, dim_axis(tensor.shape[1])),
-                            Given(f"typed: {what}")))
     variant.run(ctx, *(trace.tensor(n) for n in ("query", "key", "value")))
 
 
@@ -161,11 +169,19 @@ def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed
         letter = name[0].upper()
         for h in range(heads):
             span = f"{h * d_h}…{(h + 1) * d_h - 1}"
-            op: Op = Columns(letter, h * d_h) if typed else Linear(ctx.source, f"W_{name[0]}", offset=h * d_h)
-            formula = (Msg("{letter}_{h} = {letter}[:, {span}]: head {h}'s columns of the typed {letter}",
-                           letter=letter, h=h, span=span) if typed else
-                       Msg("{letter}_{h} = X·W_{lower}ᵀ, columns {span}: head {h}'s share", letter=letter, h=h,
-                           span=span, lower=name[0]))
+            op: Op
+            if typed:
+                op = Columns(letter, h * d_h)
+                formula = Msg("{letter}_{h} = {letter}[:, {span}]: head {h}'s columns of the typed {letter}",
+                              letter=letter, h=h, span=span)
+            elif ctx.settings.projection == "identity":
+                op = Columns(ctx.source, h * d_h)
+                formula = Msg("{letter}_{h} = X[:, {span}]: head {h}'s columns of X (the identity projection)",
+                              letter=letter, h=h, span=span)
+            else:
+                op = Linear(ctx.source, f"W_{name[0]}", offset=h * d_h)
+                formula = Msg("{letter}_{h} = X·W_{lower}ᵀ, columns {span}: head {h}'s share", letter=letter, h=h,
+                              span=span, lower=name[0])
             trace.add(Stage(Place(name, head=h), split[name][h], formula, (axis, dim_axis(d_h)), op))
     VARIANTS[ctx.settings.variant].run(ctx, split["query"], split["key"], split["value"])
 
@@ -175,16 +191,18 @@ def _tensor(rows: list[list[float]], dtype: torch.dtype, device: torch.device, n
     tensor = torch.tensor(rows, dtype=torch.float64).to(dtype=dtype, device=device)
     if not bool(torch.isfinite(tensor).all()):
         limit = torch.finfo(dtype).max
-        raise InputError(f"{name} holds a number beyond {str(dtype).replace('torch.', '')}'s range (largest "
-                         f"{limit:.4g}): choose a wider --dtype, such as float64")
+        raise InputError(Msg("{name} holds a number beyond {dtype}'s range (largest {limit}): choose a wider --dtype, "
+                             "such as float64", name=name, dtype=str(dtype).replace("torch.", ""),
+                             limit=f"{limit:.4g}"))
     return tensor
 
 
-def _labels(given: tuple[str, ...] | None, n: int, prefix: str, what: str) -> tuple[str, ...]:
+def _labels(given: tuple[str, ...] | None, n: int, prefix: str) -> tuple[str, ...]:
+    """The typed row names, or `prefix` + index; names given for other rows than typed are an error."""
     if given is None:
         return tuple(f"{prefix}{i}" for i in range(n))
     if len(given) != n:
-        raise InputError(f"{len(given)} {what} given for {n} rows")
+        raise InputError(Msg("{given} names given for {n} rows", given=len(given), n=n))
     return tuple(given)
 
 
@@ -197,7 +215,7 @@ def _embed(trace: Trace, params: ParamFactory, tokens: tuple[str, ...], dim: int
     rows = tuple(index[t] for t in tokens)
     x = torch.nn.functional.embedding(torch.tensor(rows, device=device), table)  # (L, dim)
     place = Place("embedding")
-    trace.add(Stage(place, x, "X = Embedding(tokens): one seeded row per distinct token",
+    trace.add(Stage(place, x, Msg("X = Embedding(tokens): one seeded row per distinct token"),
                     (Axis("token", tokens), dim_axis(dim)), Lookup("embedding", rows)))
     return x, place
 
@@ -209,8 +227,8 @@ def _add_positional(trace: Trace, x: torch.Tensor, source: Operand,
     trace.add(Stage(Place("positional"), pe, positional.FORMULA,
                     (Axis("position", tuple(map(str, range(len(tokens))))), dims), Sinusoid()))
     if isinstance(source, str):  # typed X: record it as a stage so the sum can name both parts
-        trace.add(Stage(Place("embedding"), x, "X: typed, one row per token", (Axis("token", tokens), dims),
-                        Given("typed: one row per token")))
+        trace.add(Stage(Place("embedding"), x, Msg("X: typed, one row per token"), (Axis("token", tokens), dims),
+                        Given(Msg("typed: one row per token"))))
         source = Place("embedding")
     place = Place("embedded_pos")
     trace.add(Stage(place, x + pe, "X = Embedding(tokens) + PE", (Axis("token", tokens), dims),

@@ -18,6 +18,7 @@ from attn_tui.core import ops
 from attn_tui.core.masks import FILLS
 from attn_tui.core.ops import Place
 from attn_tui.core.stage import Stage, Trace
+from attn_tui.i18n import _
 
 MAX_TERMS = 8  # terms written out before the rest are summarised as "…"
 
@@ -58,7 +59,7 @@ def _sum_terms(pairs: list[tuple[float, float]], a: str, b: str) -> tuple[list[s
     """Lines for Σ a_m·b_m and the float64 sum; long sums show the first terms then '…'."""
     total = math.fsum(x * y for x, y in pairs)
     shown = [f"{fmt(x)}·{fmt(y)}" for x, y in pairs[:MAX_TERMS]]
-    more = f" + … ({len(pairs) - MAX_TERMS} more)" if len(pairs) > MAX_TERMS else ""
+    more = " + … " + _("({n} more)").format(n=len(pairs) - MAX_TERMS) if len(pairs) > MAX_TERMS else ""
     return [f"Σ_m {a}[m]·{b}[m] =", "  " + " + ".join(shown) + more, f"  = {fmt(total)}"], total
 
 
@@ -83,7 +84,7 @@ def _given(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Given)
     value = float(stage.data[index].double())
-    return f"{stage.symbol}{list(index)}", [op.what, f"= {fmt(value)}"], value
+    return f"{stage.symbol}{list(index)}", [str(op.what), f"= {fmt(value)}"], value
 
 
 def _lookup(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -92,9 +93,11 @@ def _lookup(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i, j = index
     token, row = trace.query_tokens[i], op.rows[i]
     value = float(trace.params[op.table][row, j].double())
-    return (f"X[{i},{j}] for token {token!r}",
-            [f"row {row} of the seeded table (vocabulary entry {token!r}), column {j}",
-             "the same word always gets the same row" + ("; <pad> is the zero row" if token == "<pad>" else ""),
+    return (_("X[{i},{j}] for token {token}").format(i=i, j=j, token=repr(token)),
+            [_("row {row} of the seeded table (vocabulary entry {token}), column {j}").format(
+                row=row, token=repr(token), j=j),
+             _("the same word always gets the same row; <pad> is the zero row") if token == "<pad>"
+             else _("the same word always gets the same row"),
              f"= {fmt(value)}"], value)
 
 
@@ -140,15 +143,29 @@ def _linear(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     return title, lines, total
 
 
+def _identity(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Identity)
+    i, j = index
+    source = _name(trace, op.source)
+    value = float(trace.operand(op.source)[i, j].double())
+    return (f"{stage.symbol}[{i},{j}] = {source}[{i},{j}]",
+            [_("identity projection: {symbol} = {source}, nothing learned").format(symbol=stage.symbol, source=source),
+             f"= {fmt(value)}"], value)
+
+
 def _columns(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Columns)
     i, j = index
     value = float(trace.operand(op.source)[i, op.offset + j].double())
     source = op.source if isinstance(op.source, str) else trace.stages[op.source].name
-    head = f" of head {stage.head}" if stage.head is not None else ""
-    return (f"{stage.name}{head} [{i},{j}]",
-            [f"column {j}{head} is column {op.offset + j} of {source}", f"= {fmt(value)}"], value)
+    if stage.head is None:
+        return (f"{stage.name} [{i},{j}]", [_("column {j} is column {col} of {source}").format(
+            j=j, col=op.offset + j, source=source), f"= {fmt(value)}"], value)
+    return (_("{name} of head {head} [{i},{j}]").format(name=stage.name, head=stage.head, i=i, j=j),
+            [_("column {j} of head {head} is column {col} of {source}").format(
+                j=j, head=stage.head, col=op.offset + j, source=source), f"= {fmt(value)}"], value)
 
 
 def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -171,9 +188,10 @@ def _scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     d_k = round(op.factor ** -2)
     if math.isclose(op.factor, d_k ** -0.5, rel_tol=1e-6):
         return (f"{stage.symbol}[{cell}] = {source.symbol}[{cell}] / √d_k",
-                [f"{fmt(s)} / √{d_k} = {fmt(s)} / {fmt(math.sqrt(d_k))}", f"= {fmt(total)}", f"({op.reason})"], total)
+                [f"{fmt(s)} / √{d_k} = {fmt(s)} / {fmt(math.sqrt(d_k))}", f"= {fmt(total)}", f"({_(op.reason)})"],
+                total)
     return (f"{stage.symbol}[{cell}] = {source.symbol}[{cell}] · {fmt(op.factor)}",
-            [f"{fmt(s)} · {fmt(op.factor)}", f"= {fmt(total)}", f"({op.reason})"], total)
+            [f"{fmt(s)} · {fmt(op.factor)}", f"= {fmt(total)}", f"({_(op.reason)})"], total)
 
 
 def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -183,17 +201,18 @@ def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     source = trace.stages[op.source]
     before = float(source.data[i, j].double())
     allowed = op.mask is None or bool(op.mask.tile(slice(i, i + 1), slice(j, j + 1))[0, 0])
-    lines = [f"mask[{i},{j}] = {int(allowed)}   (1 = may attend)"]
+    lines = [_("mask[{i},{j}] = {allowed}   (1 = may attend)").format(i=i, j=j, allowed=int(allowed))]
     if op.temperature != 1:
-        lines.append(f"divided by the temperature: {fmt(before)} / {op.temperature:g}")
+        lines.append(_("divided by the temperature: {score} / {t}").format(score=fmt(before), t=f"{op.temperature:g}"))
     if allowed:
         total = before / op.temperature
-        lines.append(f"kept: {fmt(total)}")
+        lines.append(_("kept: {value}").format(value=fmt(total)))
     else:
         total = FILLS[op.fill]
         assert op.mask is not None
-        lines += [f"masked: {reason}" for reason in op.mask.reasons(i, j)]
-        lines.append(f"the score {fmt(before / op.temperature)} is replaced by the fill {op.fill}")
+        lines += [_("masked, {reason}").format(reason=reason) for reason in op.mask.reasons(i, j)]
+        lines.append(_("the score {score} is replaced by the fill {fill}").format(score=fmt(before / op.temperature),
+                                                                                  fill=op.fill))
     return f"M[{i},{j}]", lines, total
 
 
@@ -203,13 +222,13 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i, j = index
     row = _floats(trace.stages[op.source].data[i])
     finite = [x for x in row if not math.isinf(x)]
-    if not finite and op.sink is None:
-        return (f"A[{i},{j}]", ["every key of this row is masked with -∞:",
-                                "the row has nothing to attend to, so its weights are 0 (as SDPA returns)"], 0.0)
     if op.sink is not None:
         from attn_tui.core.explain_modern import sink_softmax
 
         return sink_softmax(trace, stage, index)
+    if not finite:
+        return (f"A[{i},{j}]", [_("every key of this row is masked with -∞:"),
+                                _("the row has nothing to attend to, so its weights are 0 (as SDPA returns)")], 0.0)
     top = max(finite)
     exps = [0.0 if math.isinf(x) else math.exp(x - top) for x in row]
     denom = math.fsum(exps)
@@ -217,7 +236,7 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     shown = " + ".join(fmt(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
     m = trace.stages[op.source].symbol
     return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / Σ_k exp({m}[{i},k] − max)",
-            [f"max of row {i} = {fmt(top)}", f"exp({fmt(row[j])} − {fmt(top)}) = {fmt(exps[j])}",
+            [_("max of row {i} = {top}").format(i=i, top=fmt(top)), f"exp({fmt(row[j])} − {fmt(top)}) = {fmt(exps[j])}",
              f"Σ_k = {shown} = {fmt(denom)}", f"{fmt(exps[j])} / {fmt(denom)} = {fmt(total)}"], total)
 
 
@@ -228,7 +247,8 @@ def _weighted_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     weights, values = trace.stages[op.weights], trace.stages[op.values]
     lines, total = _sum_terms(list(zip(_floats(weights.data[i]), _floats(values.data[:, j]))),
                               f"{weights.symbol}[{i}]", f"{values.symbol}[:,{j}]")
-    lines[0] = f"Σ_k {weights.symbol}[{i},k]·{values.symbol}[k,{j}]  (weights × column {j} of the values) ="
+    lines[0] = f"Σ_k {weights.symbol}[{i},k]·{values.symbol}[k,{j}]  " + _(
+        "(weights × column {j} of the values)").format(j=j) + " ="
     return f"{stage.symbol}[{i},{j}] = Σ_k {weights.symbol}[{i},k] {values.symbol}[k,{j}]", lines, total
 
 
@@ -274,7 +294,8 @@ def _concat(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     part, col = divmod(j, width)
     source = trace.stages[op.parts[part]]
     value = float(source.data[i, col].double())
-    return (f"C[{i},{j}]", [f"column {j} = column {col} of {source.key}", f"= {fmt(value)}"], value)
+    return (f"C[{i},{j}]", [_("column {j} = column {col} of {source}").format(j=j, col=col, source=source.key),
+                            f"= {fmt(value)}"], value)
 
 
 def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -284,16 +305,21 @@ def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     source = trace.stages[op.parts[row]]
     value = float(source.data[0, j].double())
     return (f"{stage.symbol}[{row},{j}] = α_{row},{j}",
-            [f"row {row} is the weights of decoder step {row} (output {trace.query_tokens[row]!r})",
-             f"weight on input {j} ({trace.key_tokens[j]!r}) = {fmt(value)}"], value)
+            [_("row {row} is the weights of decoder step {row} (output {token})").format(
+                row=row, token=repr(trace.query_tokens[row])),
+             _("weight on input {j} ({token}) = {value}").format(j=j, token=repr(trace.key_tokens[j]),
+                                                                 value=fmt(value))],
+            value)
 
 
 _EXPLAINERS: dict[type, Explainer] = {
     ops.Given: _given, ops.Lookup: _lookup, ops.Sinusoid: _sinusoid, ops.Sum: _sum, ops.Linear: _linear,
+    ops.Identity: _identity,
     ops.Columns: _columns, ops.Dot: _dot, ops.Scale: _scale, ops.Masking: _masking, ops.Softmax: _softmax,
     ops.WeightedSum: _weighted_sum, ops.TanhOfSum: _tanh_of_sum, ops.TanhOfPair: _tanh_of_pair,
     ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack,
 }
+
 
 def register(op: type, explainer: Explainer) -> None:
     """Add the explainer of an op kind (core.explain_modern registers today's ops: rotation, bias, sink, tiles)."""

@@ -25,6 +25,7 @@ from attn_tui.core.files import quoted
 from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.meta import TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
+from attn_tui.i18n import Msg
 
 BLOCK_CELLS = 1 << 16  # values converted to Python numbers (or float64) at a time while writing
 SMALL_PARAMS = 20_000  # numbers; parameters beyond this go into the JSON only when asked
@@ -44,8 +45,9 @@ def select_stages(trace: Trace, name: str | None = None, layer: int | None = Non
     """The stages to print: all, one name, one layer and head; unknown names list the valid ones."""
     if head is not None and not 0 <= head < trace.heads:
         if trace.heads == 1:
-            raise ConfigError(f"--head applies to several heads; {trace.meta.title} has one")
-        raise ConfigError(f"--head {head} is out of range: there are {trace.heads} heads (0…{trace.heads - 1})")
+            raise ConfigError(Msg("--head applies to several heads; {title} has one", title=trace.meta.title))
+        raise ConfigError(Msg("--head {head} is out of range: there are {n} heads (0…{last})", head=head,
+                              n=trace.heads, last=trace.heads - 1))
     if layer is not None or head is not None:
         trace.fill(layer, head)
     stages = [s for s in trace
@@ -53,8 +55,8 @@ def select_stages(trace: Trace, name: str | None = None, layer: int | None = Non
     if name is not None:
         names = list(dict.fromkeys(s.name for s in stages))
         if name not in names:
-            raise ConfigError(f"{trace.meta.title} has no stage {quoted(name)} here; "
-                              f"its stages are: {', '.join(names)}")
+            raise ConfigError(Msg("{title} has no stage {name} here; its stages are: {names}", title=trace.meta.title,
+                                  name=quoted(name), names=", ".join(names)))
         stages = [s for s in stages if s.name == name]
     return stages
 
@@ -223,3 +225,33 @@ def stage_to_csv(stage: Stage) -> str:
     buffer = io.StringIO()
     write_csv(stage, buffer)
     return buffer.getvalue()
+
+
+def file_name(stage: Stage) -> str:
+    """A stage's key as a file name (`blocks.0.attn.weights@h1.csv`), safe on every file system."""
+    return "".join(c if c.isalnum() or c in "._@-" else "_" for c in stage.key)
+
+
+def export(trace: Trace, stages: list[Stage], fmt: str, path: Path, params: bool | None = None) -> Path:
+    """Write `stages` of `trace` to `path` as json, npz or csv; what was written is returned.
+
+    CSV holds one matrix: one stage goes to `path` itself, several to a folder `path` with
+    one file per stage. JSON and .npz hold any number of stages in one file.
+    """
+    if fmt == "json":
+        with path.open("w", encoding="utf-8") as out:
+            write_trace_json(trace, out, stages, params)
+            out.write("\n")
+    elif fmt == "npz":
+        write_npz(stages, path)
+    elif fmt == "csv" and len(stages) == 1:
+        with path.open("w", encoding="utf-8", newline="") as out:
+            write_csv(stages[0], out)
+    elif fmt == "csv":
+        path.mkdir(exist_ok=True)
+        for stage in stages:
+            with (path / (file_name(stage) + ".csv")).open("w", encoding="utf-8", newline="") as out:
+                write_csv(stage, out)
+    else:
+        raise ConfigError(Msg("unknown format {fmt}; choose json, npz or csv", fmt=repr(fmt)))
+    return path

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from attn_tui.core.errors import InputError
+from attn_tui.i18n import N_, Msg
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a typed matrix, mask or target is never this large
 QUOTE_LIMIT = 60  # characters of user input an error line may quote
@@ -30,45 +31,47 @@ def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in ((stat.S_ISDIR, N_("a directory")), (stat.S_ISFIFO, N_("a FIFO (named pipe)")),
+                       (stat.S_ISCHR, N_("a character device")), (stat.S_ISBLK, N_("a block device")),
+                       (stat.S_ISSOCK, N_("a socket"))):
         if test(mode):
             return name
-    return "not a regular file"
+    return N_("not a regular file")
 
 
-def regular_file(path: str | Path, what: str) -> Path:
+def regular_file(path: str | Path, what: str | Msg) -> Path:
     """`path` if it names an existing regular file; an InputError naming the problem otherwise."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise InputError(f"cannot read {what}: no file {quoted(str(path))}") from None
+        raise InputError(Msg("cannot read {what}: no file {path}", what=what, path=quoted(str(path)))) from None
     except OSError as exc:
-        raise InputError(f"cannot read {what} from {quoted(str(path))}: {exc.strerror or exc}") from None
+        raise InputError(Msg("cannot read {what} from {path}: {reason}", what=what, path=quoted(str(path)),
+                             reason=exc.strerror or exc)) from None
     if not stat.S_ISREG(mode):
-        raise InputError(f"cannot read {what} from {quoted(str(path))}: it is {_kind(mode)}, not a file")
+        raise InputError(Msg("cannot read {what} from {path}: it is {kind}, not a file", what=what,
+                             path=quoted(str(path)), kind=Msg(_kind(mode))))
     return Path(path)
 
 
-def _read_capped(stream: IO[bytes], limit: int, what: str, where: str) -> bytes:
+def _read_capped(stream: IO[bytes], limit: int, what: str | Msg, where: str | Msg) -> bytes:
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise InputError(f"{what} from {where} is larger than {limit // (1024 * 1024)} MB; "
-                         "attn-tui reads at most that much")
+        raise InputError(Msg("{what} from {where} is larger than {mb} MB; attn-tui reads at most that much",
+                             what=what, where=where, mb=limit // (1024 * 1024)))
     return data
 
 
-def _decode(data: bytes, what: str, where: str) -> str:
+def _decode(data: bytes, what: str | Msg, where: str | Msg) -> str:
     if b"\0" in data:
-        raise InputError(f"{what} from {where} is binary (it holds NUL bytes), not text")
+        raise InputError(Msg("{what} from {where} is binary (it holds NUL bytes), not text", what=what, where=where))
     try:
         return data.decode("utf-8-sig")  # a byte-order mark some editors write is not part of the text
     except UnicodeDecodeError:
-        raise InputError(f"{what} from {where} is not UTF-8 text") from None
+        raise InputError(Msg("{what} from {where} is not UTF-8 text", what=what, where=where)) from None
 
 
-def read_text(path: str | Path, what: str, limit: int = MAX_FILE_BYTES) -> str:
+def read_text(path: str | Path, what: str | Msg, limit: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of a regular file of at most `limit` bytes.
 
     Opened with O_NONBLOCK after the type check, so even a file swapped for a FIFO in
@@ -80,19 +83,22 @@ def read_text(path: str | Path, what: str, limit: int = MAX_FILE_BYTES) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as stream:
             if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                raise InputError(f"cannot read {what} from {where}: not a regular file")
+                raise InputError(Msg("cannot read {what} from {path}: it is {kind}, not a file", what=what,
+                                     path=where, kind=Msg(_kind(os.fstat(stream.fileno()).st_mode))))
             data = _read_capped(stream, limit, what, where)
     except OSError as exc:
-        raise InputError(f"cannot read {what} from {where}: {exc.strerror or exc}") from None
+        raise InputError(Msg("cannot read {what} from {path}: {reason}", what=what, path=where,
+                             reason=exc.strerror or exc)) from None
     return _decode(data, what, where)
 
 
-def read_stdin(what: str, limit: int = MAX_FILE_BYTES) -> str:
+def read_stdin(what: str | Msg, limit: int = MAX_FILE_BYTES) -> str:
     """Standard input as UTF-8 text, with the same cap as a file."""
-    return _decode(_read_capped(sys.stdin.buffer, limit, what, "standard input"), what, "standard input")
+    where = Msg("standard input")
+    return _decode(_read_capped(sys.stdin.buffer, limit, what, where), what, where)
 
 
-def writable_file(path: str | Path, what: str) -> Path:
+def writable_file(path: str | Path, what: str | Msg) -> Path:
     """`path` if a file may be written there: absent, or a regular file, in an existing directory."""
     target = Path(path)
     try:
@@ -100,21 +106,25 @@ def writable_file(path: str | Path, what: str) -> Path:
     except FileNotFoundError:
         mode = None
     except OSError as exc:
-        raise InputError(f"cannot write {what} to {quoted(str(path))}: {exc.strerror or exc}") from None
+        raise InputError(Msg("cannot write {what} to {path}: {reason}", what=what, path=quoted(str(path)),
+                             reason=exc.strerror or exc)) from None
     if mode is not None and not stat.S_ISREG(mode):
-        raise InputError(f"cannot write {what} to {quoted(str(path))}: it is {_kind(mode)}, not a file")
+        raise InputError(Msg("cannot write {what} to {path}: it is {kind}, not a file", what=what,
+                             path=quoted(str(path)), kind=Msg(_kind(mode))))
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
-        raise InputError(f"cannot write {what} to {quoted(str(path))}: no directory {quoted(str(parent))}")
+        raise InputError(Msg("cannot write {what} to {path}: no directory {parent}", what=what,
+                             path=quoted(str(path)), parent=quoted(str(parent))))
     if not os.access(parent, os.W_OK) or (mode is not None and not os.access(target, os.W_OK)):
-        raise InputError(f"cannot write {what} to {quoted(str(path))}: permission denied")
+        raise InputError(Msg("cannot write {what} to {path}: permission denied", what=what, path=quoted(str(path))))
     return target
 
 
-def check_text(text: str, what: str) -> str:
+def check_text(text: str, what: str | Msg) -> str:
     """Refuse text that holds undecodable bytes (argv decoded with surrogateescape) or NULs."""
     bad = _UNSAFE.search(text)
     if bad is not None:
-        reason = "a NUL character" if bad.group(0) == "\0" else "bytes that are not valid UTF-8"
-        raise InputError(f"{what} holds {reason}")
+        if bad.group(0) == "\0":
+            raise InputError(Msg("{what} holds a NUL character", what=what))
+        raise InputError(Msg("{what} holds bytes that are not valid UTF-8", what=what))
     return text

@@ -10,7 +10,7 @@ from attn_tui.core.budget import Estimate, json_numbers
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
 from attn_tui.core.variants import VARIANTS, Sizes
-from attn_tui.i18n import Msg
+from attn_tui.i18n import N_, Msg
 
 MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
 MAX_TOKENS = 16384  # queries or keys
@@ -23,7 +23,8 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 def _width(rows: list[list[float]], name: str) -> int:
     width = len(rows[0]) if rows else 0
     if width > MAX_DIM:
-        raise ConfigError(f"{name} is {width} numbers wide; attn-tui shows widths up to {MAX_DIM}")
+        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
+                              width=width, max=MAX_DIM))
     return width
 
 
@@ -32,9 +33,10 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
     s = request.settings
     variant = VARIANTS.get(s.variant)
     if variant is None:
-        raise ConfigError(f"unknown variant {s.variant!r}; choose one of {', '.join(VARIANTS)}")
+        raise ConfigError(Msg("unknown variant {name}; choose one of {names}", name=repr(s.variant),
+                              names=", ".join(VARIANTS)))
     if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
-        raise ConfigError(f"--dim must be between 1 and {MAX_DIM}, not {s.dim}")
+        raise ConfigError(Msg("--dim must be between 1 and {max}, not {dim}", max=MAX_DIM, dim=s.dim))
     source = request.source
     if isinstance(source, MatrixInput):
         n_q, n_k = len(source.q), len(source.k)
@@ -45,7 +47,7 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
             words = source.text.split()
             n = len(words)
             if n == 0:
-                raise InputError("the sentence is empty: type at least one word")
+                raise InputError(Msg("the sentence is empty: type at least one word"))
             d = s.dim or DEFAULT_DIM
             inputs = len(set(words)) * d + n * d  # the embedding table and X
         else:
@@ -56,13 +58,14 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
             inputs += 3 * d * d + 3 * n * d  # W_q, W_k, W_v and the projections
         n_q = n_k = n
         d_q = d_k = d_v = d
-    for count, what in ((n_q, "queries"), (n_k, "keys")):
+    for count, what in ((n_q, N_("{count} queries; attn-tui shows at most {max}: shorten the input")),
+                        (n_k, N_("{count} keys; attn-tui shows at most {max}: shorten the input"))):
         if count > MAX_TOKENS:
-            raise ConfigError(f"{count:,} {what}; attn-tui shows at most {MAX_TOKENS:,}: shorten the input")
+            raise ConfigError(Msg(what, count=f"{count:,}", max=f"{MAX_TOKENS:,}"))
     hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
     heads = s.heads if variant.has_heads else 1
     if not 1 <= heads <= MAX_HEADS:
-        raise ConfigError(f"--heads {heads}: attn-tui shows 1 to {MAX_HEADS} heads")
+        raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=MAX_HEADS))
     if not variant.lazy and n_q * n_k > LAZY_CELLS:
         raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
                               "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
@@ -76,8 +79,8 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
 def lazy_parts(z: Sizes) -> dict[str, int]:
     """What a lazy score family holds: the streaming pass's blocks, the tiles on screen, each row's lse."""
     block = PASS_ROWS * z.keys * z.heads
-    return {"score stages": 8 * block + z.heads * z.queries, "energy": 2 * block * z.hidden,
-            "pairs [q; k]": block * (z.d_q + z.d_k)}
+    return {N_("score stages"): 8 * block + z.heads * z.queries, N_("energy"): 2 * block * z.hidden,
+            N_("pairs [q; k]"): block * (z.d_q + z.d_k)}
 
 
 def estimate(request: Request, json_output: bool = False) -> Estimate:
@@ -88,13 +91,13 @@ def estimate(request: Request, json_output: bool = False) -> Estimate:
     if sizes.queries * sizes.keys > LAZY_CELLS:  # the score family is streamed: a block of rows at a time
         footprint = footprint | {k: v for k, v in lazy_parts(sizes).items() if k in footprint}
     found = Estimate()
-    found.add("inputs", inputs, itemsize)
+    found.add(N_("inputs"), inputs, itemsize)
     for part, numbers in footprint.items():
         # The score family runs in at least float32 from the mask on.
         found.add(part, numbers, max(itemsize, 4) if part == "score stages" else itemsize)
-    found.add("working memory", max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
+    found.add(N_("working memory"), max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
     if sizes.queries * sizes.keys <= LAZY_CELLS:  # a lazy mask is computed tile by tile
-        found.add("mask", sizes.queries * sizes.keys, 1)
+        found.add(N_("mask"), sizes.queries * sizes.keys, 1)
     if json_output:
         json_numbers(found, inputs + sum(footprint.values()))
     return found

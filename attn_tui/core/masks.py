@@ -14,7 +14,7 @@ import torch
 from attn_tui.core.errors import ConfigError, ShapeError
 from attn_tui.core.inputs import PAD_TOKEN, shape_text
 from attn_tui.core.settings import MASK_NAMES as MASK_KINDS
-from attn_tui.i18n import Msg
+from attn_tui.i18n import Join, Msg
 
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 
@@ -81,29 +81,30 @@ class MaskSpec:
             found += [start + int(i) for i in torch.nonzero(empty).flatten().tolist()]
         return found
 
-    def reasons(self, i: int, j: int) -> list[str]:
+    def reasons(self, i: int, j: int) -> list[Msg]:
         """Why query i may not attend key j (empty when it may); i and j count from this spec's origin."""
         i, j = i + self.origin[0], j + self.origin[1]
         found = []
         if self.causal and j > i:
-            found.append(str(Msg("key {j} comes after query {i} (causal: no looking ahead)", i=i, j=j)))
+            found.append(Msg("future key: key {j} comes after query {i} (causal: no looking ahead)", i=i, j=j))
         if self.window is not None and j <= i - self.window:
-            found.append(str(Msg("key {j} is {gap} positions before query {i}: outside the sliding window of "
-                                 "{window} (query i sees keys i − {window} < j ≤ i)", i=i, j=j, gap=i - j,
-                                 window=self.window)))
+            found.append(Msg("sliding window: key {j} is {gap} positions before query {i}, outside the window of "
+                             "{window} (query i sees keys i − {window} < j ≤ i)", i=i, j=j, gap=i - j,
+                             window=self.window))
         if self.padding is not None and bool(self.padding[j]):
-            found.append(str(Msg("key {j} is padding", j=j)))
+            found.append(Msg("<pad> key: key {j} is padding", j=j))
         if self.custom is not None and not bool(self.custom[i, j]):
-            found.append(str(Msg("the custom mask holds 0 here")))
+            found.append(Msg("custom: the custom mask holds 0 here"))
         if not found and self.dense is not None and not bool(self.dense[i, j]):
-            found.append(str(Msg("the model's own mask holds 0 here")))
+            found.append(Msg("the model's own mask holds 0 here"))
         return found
 
-    def describe(self) -> str:
-        sliding = [f"sliding window {self.window}"] if self.window is not None else []
-        parts = (["causal"] if self.causal and not sliding else []) + sliding + (
-            ["padding"] if self.padding is not None else []) + (["custom"] if self.custom is not None else [])
-        return " + ".join(parts) or "the model's own"
+    def describe(self) -> Msg:
+        sliding = [Msg("sliding window {window}", window=self.window)] if self.window is not None else []
+        parts = ([Msg("causal")] if self.causal and not sliding else []) + sliding + (
+            [Msg("padding")] if self.padding is not None else []) + (
+            [Msg("custom")] if self.custom is not None else [])
+        return Join(" + ", *parts) if parts else Msg("the model's own")
 
     def as_dict(self) -> dict[str, object]:
         """The parts, for an export that cannot hold the whole matrix."""
@@ -123,10 +124,11 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
     the last `pad_keys` keys.
     """
     if kind not in MASK_KINDS:
-        raise ConfigError(f"unknown mask {kind!r}; choose one of {', '.join(MASK_KINDS)}")
+        raise ConfigError(Msg("unknown mask {kind}; choose one of {names}", kind=repr(kind),
+                              names=", ".join(MASK_KINDS)))
     n_keys = len(key_tokens)
     if pad_keys < 0 or pad_keys > n_keys:
-        raise ConfigError(f"--pad-keys {pad_keys} is outside 0..{n_keys} (there are {n_keys} keys)")
+        raise ConfigError(Msg("--pad-keys {n} is outside 0..{keys} (there are {keys} keys)", n=pad_keys, keys=n_keys))
     sliding = kind.startswith("sliding")
     if sliding and (window is None or window < 1):
         raise ConfigError(Msg("--window must be a whole number of at least 1, not {window}", window=window))
@@ -136,8 +138,8 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
     padding = padding if padding is not None and bool(padding.any()) else None
     if custom is not None:
         if tuple(custom.shape) != (n_queries, n_keys):
-            raise ShapeError(f"the mask is {shape_text(tuple(custom.shape))} but the scores are "
-                             f"{shape_text((n_queries, n_keys))}: it needs one entry per query and key")
+            raise ShapeError(Msg("the mask is {mask} but the scores are {scores}: it needs one entry per query and key",
+                                 mask=shape_text(tuple(custom.shape)), scores=shape_text((n_queries, n_keys))))
         custom = custom.to(device=device, dtype=torch.bool)
         custom = None if bool(custom.all()) else custom
     if not causal and kept_window is None and padding is None and custom is None:
@@ -159,8 +161,8 @@ def custom_mask(rows: list[list[float]]) -> torch.Tensor:
     for i, row in enumerate(rows, start=1):
         for j, value in enumerate(row, start=1):
             if value not in (0.0, 1.0):
-                raise ShapeError(f"the mask holds {value:g} at row {i}, column {j}: "
-                                 "use 1 where a query may attend and 0 where it may not")
+                raise ShapeError(Msg("the mask holds {value} at row {i}, column {j}: use 1 where a query may attend "
+                                     "and 0 where it may not", value=f"{value:g}", i=i, j=j))
     return torch.tensor(rows, dtype=torch.bool)
 
 
@@ -172,7 +174,7 @@ def softmax_dtype(dtype: torch.dtype) -> torch.dtype:
 def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None, fill: str) -> torch.Tensor:
     """Scores with masked cells set to the fill, in at least float32 so -1e9 survives float16."""
     if fill not in FILLS:
-        raise ConfigError(f"unknown mask fill {fill!r}; choose -inf or -1e9")
+        raise ConfigError(Msg("unknown mask fill {fill}; choose -inf or -1e9", fill=repr(fill)))
     out = scores.to(softmax_dtype(scores.dtype))
     if mask is None:
         return out.clone() if out is scores else out

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from attn_tui.core.settings import Settings
+from attn_tui.i18n import Msg
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,24 @@ class DecoderRun:
     target: str | None = None
     teacher_forcing: bool = False
     special_tokens: tuple[int, ...] = ()
+    fed: tuple[str, ...] = ()  # the character fed into each step: <s>, then the target's (forced) or its own
+
+    def missed(self, step: int, written: str) -> bool:
+        """Step `step` wrote `written` where the target has another character (or none)."""
+        if self.target is None:
+            return False
+        wanted = self.target[step] if step < len(self.target) else "</s>"
+        return written != wanted
 
     @property
     def title(self) -> str:
-        target = "" if self.target is None else (f", target {self.target} "
-                                                 f"{'matched' if self.output == self.target else 'missed'}")
-        return f"{self.model} ({self.attention}) → {self.output}{target}"
+        if self.target is None:
+            return f"{self.model} ({self.attention}) → {self.output}"
+        if self.output == self.target:
+            return str(Msg("{model} ({attention}) → {output}, target {target} matched", model=self.model,
+                           attention=self.attention, output=self.output, target=self.target))
+        return str(Msg("{model} ({attention}) → {output}, target {target} missed", model=self.model,
+                       attention=self.attention, output=self.output, target=self.target))
 
     @property
     def layers(self) -> int:

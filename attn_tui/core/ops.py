@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
+from attn_tui.i18n import Msg
+
 if TYPE_CHECKING:
     from attn_tui.core.masks import MaskSpec
 
@@ -54,7 +56,7 @@ Operand = Union[Place, str]  # a stage, or the name of an input ("X") of the tra
 class Given:
     """Typed, or computed by a network that is not attention: the value is shown as it is."""
 
-    what: str
+    what: str | Msg
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,13 @@ class Linear:
     weight: str
     bias: str | None = None
     offset: int = 0
+
+
+@dataclass(frozen=True)
+class Identity:
+    """out[i, j] = source[i, j]: the identity projection (Q = K = V = X), as a first attention lesson has it."""
+
+    source: Operand
 
 
 @dataclass(frozen=True)
@@ -280,6 +289,6 @@ class Normalise:
     denominator: Place
 
 
-Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Columns, Dot, Scale, Masking, Softmax, WeightedSum, TanhOfSum,
-           TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax, Rescale,
-           Denominator, Accumulate, Normalise]
+Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
+           TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
+           Rescale, Denominator, Accumulate, Normalise]

@@ -15,6 +15,7 @@ from pathlib import Path
 from attn_tui.core.errors import InputError
 from attn_tui.core.files import quoted
 from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.i18n import Msg
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,11 +28,15 @@ DEFAULT_SAMPLE = "korean"  # what the app opens on when no input is named
 
 @dataclass(frozen=True)
 class Sample:
+    """A shipped input. `description` and `notes` are English; the catalogs hold their Korean
+    (tools/catalog.py extracts them from the TOML files), so show them through `_`."""
+
     name: str
     description: str
     request: Request
     notes: str = ""
     model: ModelInput | None = None  # set when the sample runs a real or trained model
+    stage: str | None = None  # the stage the app opens on (None: the first of the pipeline)
 
 
 def samples_dir() -> Path:
@@ -44,10 +49,10 @@ def parse_sample(text: str, origin: str) -> Sample:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", source=origin) from None
+        raise InputError(Msg("not valid TOML: {reason}", reason=exc), source=origin) from None
     for key in ("name", "description"):
         if not isinstance(data.get(key), str):
-            raise InputError(f"needs a string '{key}'", source=origin)
+            raise InputError(Msg("needs a string '{key}'", key=key), source=origin)
     settings = {k: data[k] for k in _SETTING_KEYS & data.keys()}
     try:
         settings_obj = Settings(**settings)
@@ -61,15 +66,18 @@ def parse_sample(text: str, origin: str) -> Sample:
         source = MatrixInput(data["q"], data["k"], data["v"], _tokens(data.get("query_tokens")),
                              _tokens(data.get("key_tokens")))
     else:
-        raise InputError("needs 'text', 'x', or all of 'q', 'k' and 'v'", source=origin)
+        raise InputError(Msg("needs 'text', 'x', or all of 'q', 'k' and 'v'"), source=origin)
     model = None
     if "model" in data:
         if "text" not in data:
-            raise InputError("a model sample needs 'text'", source=origin)
+            raise InputError(Msg("a model sample needs 'text'"), source=origin)
         keys = {"layer", "head", "pad_to", "target", "teacher_forcing"} & data.keys()
         model = ModelInput(data["model"], data["text"], **{k: data[k] for k in keys})
+    stage = data.get("stage")
+    if stage is not None and not isinstance(stage, str):
+        raise InputError(Msg("'stage' must be a stage name"), source=origin)
     return Sample(data["name"], data["description"], Request(source, settings_obj, data.get("mask_matrix")),
-                  data.get("notes", ""), model)
+                  data.get("notes", ""), model, stage)
 
 
 def _tokens(value: list[str] | None) -> tuple[str, ...] | None:
@@ -89,5 +97,5 @@ def load_samples() -> dict[str, Sample]:
 def get_sample(name: str) -> Sample:
     samples = load_samples()
     if name not in samples:
-        raise InputError(f"no sample called {quoted(name)}; `attn-tui samples` lists them")
+        raise InputError(Msg("no sample called {name}; `attn-tui samples` lists them", name=quoted(name)))
     return samples[name]

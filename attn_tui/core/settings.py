@@ -12,6 +12,7 @@ VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihea
 # The choices of each setting, torch-free so the CLI and the app's first screen can offer them.
 MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
 SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
+PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
@@ -33,6 +34,7 @@ class Settings:
     device: str = "auto"
     dtype: str = "float32"
     temperature: float = 1.0  # divides the scores; 1 = the variant as written
+    projection: str = "learned"  # learned | identity (Q = K = V = X, as in a first attention lesson)
     rope_base: float = 10000.0  # rope: θ_i = base^(−2i/d)
     kv_heads: int = 1  # gqa: key/value heads shared by the query heads (1 = multi-query)
     window: int = 3  # sliding masks: query i sees keys i − window < j ≤ i

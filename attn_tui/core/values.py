@@ -15,6 +15,7 @@ import torch
 
 from attn_tui.core.ops import Masking, RunningMax, Softmax
 from attn_tui.core.stage import Stage, Trace
+from attn_tui.i18n import Msg, Plural
 
 
 @dataclass
@@ -124,21 +125,25 @@ def check_values(trace: Trace) -> None:
         if temperature != 1 and stats.zero and stats.lo <= stats.hi and isinstance(stage.op, Masking):
             source = stats_of(trace, trace.stages[stage.op.source])
             if not source.zero:
-                trace.warn(f"stage {stage.key}: dividing by the temperature {temperature:g} underflowed every "
-                           "score to 0, so the weights are uniform")
+                trace.warn(Msg("stage {stage}: dividing by the temperature {temperature} underflowed every score to 0, "
+                               "so the weights are uniform", stage=stage.key, temperature=f"{temperature:g}"))
         # A running max is −∞ until its row has seen a key it may attend: that is the online softmax's start.
         n_inf = stats.posinf + (0 if isinstance(stage.op, RunningMax) else stats.neginf)
         if n_inf:
             dtype = stage.data.dtype
             limit = torch.finfo(dtype).max if dtype.is_floating_point else math.inf
-            cause = (f"dividing by the temperature {temperature:g} overflowed {dtype}" if temperature != 1
-                     else f"{dtype} overflowed (its largest finite value is {limit:.4g})")
-            trace.warn(f"stage {stage.key} has {n_inf} infinite value{'s' * (n_inf != 1)}: {cause}")
+            cause = (Msg("dividing by the temperature {temperature} overflowed {dtype}", temperature=f"{temperature:g}",
+                         dtype=dtype) if temperature != 1
+                     else Msg("{dtype} overflowed (its largest finite value is {limit})", dtype=dtype,
+                              limit=f"{limit:.4g}"))
+            trace.warn(Plural("stage {stage} has {n} infinite value: {cause}", "stage {stage} has {n} infinite values: "
+                              "{cause}", stage=stage.key, n=n_inf, cause=cause))
             overflowed = overflowed or stage.key
         if stats.nan:
-            cause = (f"they follow from the infinite values of stage {overflowed}" if overflowed
-                     else "an undefined operation such as ∞ − ∞ or 0·∞")
-            trace.warn(f"stage {stage.key} has {stats.nan} NaN value{'s' * (stats.nan != 1)}: {cause}")
+            cause = (Msg("they follow from the infinite values of stage {stage}", stage=overflowed) if overflowed
+                     else Msg("an undefined operation such as ∞ − ∞ or 0·∞"))
+            trace.warn(Plural("stage {stage} has {n} NaN value: {cause}", "stage {stage} has {n} NaN values: {cause}",
+                              stage=stage.key, n=stats.nan, cause=cause))
 
 
 def fold_heads(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor | None = None,

@@ -116,6 +116,8 @@ class Grid:
     special_rows: frozenset[int] = frozenset()  # labels drawn dimmed: a model's special tokens
     special_cols: frozenset[int] = frozenset()
     stats: GridStats | None = None  # precomputed range and marks; None: worked out from the (small) values
+    pad_cols: frozenset[int] = frozenset()  # keys the padding mask hides: their labels are struck through
+    miss_rows: frozenset[int] = frozenset()  # a decoder's outputs that differ from the target: labels in red
 
     def __post_init__(self) -> None:
         import numpy as np  # not at import time: the app's first frame needs no numpy

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
+from attn_tui.i18n import _
 from attn_tui.present.grid import Grid, as_array
 
 if TYPE_CHECKING:
@@ -67,10 +68,20 @@ def summarise(trace: Trace) -> ModelSummary:
 
 
 def alignment_grid(trace: Trace, filled: int) -> Grid:
-    """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn."""
+    """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn.
+
+    Each row says what the step was fed and what it wrote (`1→1`); with a target, a row
+    whose output differs from the target's character is labelled in red.
+    """
     stage = trace.stage("alignment")
-    return Grid(as_array(stage.tensor), stage.axes[0].labels, stage.axes[1].labels, "output", "input",
-                probability=True, filled_rows=filled)
+    rows = stage.axes[0].labels
+    meta = trace.meta
+    missed: frozenset[int] = frozenset()
+    if isinstance(meta, DecoderRun) and len(meta.fed) == len(rows):
+        missed = frozenset(t for t, written in enumerate(rows) if meta.missed(t, written))
+        rows = tuple(f"{fed}→{written}" for fed, written in zip(meta.fed, rows))
+    return Grid(as_array(stage.tensor), rows, stage.axes[1].labels, "output", "input", probability=True,
+                filled_rows=filled, miss_rows=missed)
 
 
 def alignment_so_far(trace: Trace, name: str, step: int | None) -> tuple[str, Grid]:
@@ -83,4 +94,5 @@ def alignment_so_far(trace: Trace, name: str, step: int | None) -> tuple[str, Gr
     filled = steps if step is None else step + (name in ("weights", "context"))
     meta = trace.meta
     what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
-    return f"alignment so far: {filled} of {steps} decoder steps  {what}", alignment_grid(trace, filled)
+    return (_("alignment so far: {filled} of {n} decoder steps").format(filled=filled, n=steps) + "  " + what,
+            alignment_grid(trace, filled))

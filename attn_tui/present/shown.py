@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from attn_tui.i18n import Msg
+
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
     from attn_tui.present.model_view import ModelSummary
@@ -18,7 +20,7 @@ class Shown:
     ask: Ask
     trace: Trace
     summary: ModelSummary | None = None  # a transformer's layer × head grid and rollout
-    notice: str | None = None  # e.g. CUDA was asked for but the CPU was used
+    notice: Msg | None = None  # e.g. CUDA was asked for but the CPU was used
 
 
 def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
@@ -34,14 +36,14 @@ def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
     from attn_tui.present.model_view import summarise
     from attn_tui.sources.registry import trace_for
 
-    notice = None
+    notice: Msg | None = None
     try:
         trace = trace_for(ask, max_memory)
     except DeviceError as exc:
         device = ask.settings.device if isinstance(ask, Request) else ask.device
         if not device.startswith("cuda"):
             raise
-        notice = f"{exc} — computing on the CPU instead"
+        notice = Msg("{reason} — computing on the CPU instead", reason=exc.message)
         cpu = (replace(ask, settings=replace(ask.settings, device="cpu")) if isinstance(ask, Request)
                else replace(ask, device="cpu"))
         trace = trace_for(cpu, max_memory)

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
+from attn_tui.present.titles import axis_title
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
     from attn_tui.core.lazy import LazyTensor
+    from attn_tui.core.masks import MaskSpec
     from attn_tui.core.ops import Place
     from attn_tui.core.stage import Stage, Trace
 
@@ -75,8 +77,8 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     if stage.data.dim() == 3:
         query = max(0, min(query, stage.shape[0] - 1))
         prefix = (query,)
-        note = (f"query {query} {axes[0].labels[query]!r} (, . change it): "
-                f"rows {axes[1].name}s, columns {axes[2].name}")
+        note = _("query {i} {token} (, . change it): rows {rows}, columns {cols}").format(
+            i=query, token=repr(axes[0].labels[query]), rows=axis_title(axes[1].name), cols=axis_title(axes[2].name))
         data, axes = stage.row(query), axes[1:]  # (S, hidden): one query's energy
     vector = data.dim() == 1
     rows: tuple[str, ...] = ("",) if vector else axes[0].labels
@@ -87,14 +89,25 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
         dtype=bool)
     if name == "weights":
         note = row_sums_note(stats.row_deviation, stats.empty_rows, sink=bool(getattr(stage.op, "sink", None)))
-    special = frozenset(trace.meta.special_tokens)  # a real model's [CLS], [SEP], …
+    meta = trace.meta
+    special = frozenset(meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
+    missed = frozenset({0}) if (isinstance(meta, DecoderRun) and step is not None and row_axis == "query"
+                                and meta.missed(step, rows[0])) else frozenset()
     grid = Grid(_cells(data[None, :] if vector else data), tuple(rows), tuple(col_axis.labels), row_axis,
                 col_axis.name, masked, probability=name in PROBABILITIES,
                 special_rows=special if row_axis in TOKEN_AXES else frozenset(),
                 special_cols=special if col_axis.name in TOKEN_AXES else frozenset(),
-                stats=GridStats(*stats.finite_range, frozenset(stats.marks)))
+                stats=GridStats(*stats.finite_range, frozenset(stats.marks)),
+                pad_cols=_pad_cols(spec, col_axis.name), miss_rows=missed)
     return StageView(stage.place, grid, str(stage.formula), shape_line(stage), note, prefix, vector)
+
+
+def _pad_cols(spec: MaskSpec | None, axis: str) -> frozenset[int]:
+    """Keys the padding mask hides (their labels are struck through on a key axis)."""
+    if spec is None or spec.padding is None or axis != "key":
+        return frozenset()
+    return frozenset(int(j) for j in spec.padding.nonzero().flatten().tolist())
 
 
 def _cells(data: torch.Tensor | LazyTensor) -> np.ndarray | TiledCells:
@@ -111,21 +124,30 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     """What the stage bar says about the place: the layer and head, or the decoder step and its output."""
     meta = trace.meta
     if isinstance(meta, DecoderRun):
-        forced = "  teacher-forced" if meta.teacher_forcing else ""
+        forced = "  " + _("teacher-forced") if meta.teacher_forcing else ""
         if view.step is None:
-            return f"all {meta.steps} decoder steps → '{meta.output}'{forced}"
-        return f"decoder step {view.step + 1} of {meta.steps}: writes {trace.query_tokens[view.step]!r}{forced}"
+            return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced
+        written = trace.query_tokens[view.step]
+        caption = _("decoder step {t} of {n}: fed {fed}, writes {token}").format(
+            t=view.step + 1, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
+            token=repr(written))
+        if meta.target is not None:
+            wanted = meta.target[view.step] if view.step < len(meta.target) else "</s>"
+            caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
+                               else _("target {token} ✗")).format(token=repr(wanted))
+        return caption + forced
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv: tuple[int, ...] = getattr(meta, "kv_map", ())
     if kv and view.head is not None:
         shared = _("reads key/value head {kv}").format(kv=kv[view.head])
         if trace.layers > 1:
-            return f"{meta.title}  layer {layer} head {head}  ({shared})"
-        return f"head {view.head} of {trace.heads}  ({shared})"
+            return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head) + \
+                f"  ({shared})"
+        return _("head {head} of {n}").format(head=view.head, n=trace.heads) + f"  ({shared})"
     if trace.layers > 1:
-        return f"{meta.title}  layer {layer} head {head}"
-    return f"head {view.head} of {trace.heads}" if view.head is not None else ""
+        return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head)
+    return _("head {head} of {n}").format(head=view.head, n=trace.heads) if view.head is not None else ""
 
 
 def tile_caption(trace: Trace, step: int) -> str:
@@ -137,7 +159,7 @@ def tile_caption(trace: Trace, step: int) -> str:
 
 
 def shape_line(stage: Stage) -> str:
-    return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(a.name for a in stage.axes) + ")"
+    return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(axis_title(a.name) for a in stage.axes) + ")"
 
 
 def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str:
@@ -145,29 +167,49 @@ def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str
 
     With a sink the rows sum to 1 − p_sink: what the sink took is the rest.
     """
-    text = _("rows sum to 1 − p_sink (±{deviation})").format(deviation=f"{deviation:.0e}") if sink else \
-        f"rows sum to 1 (±{deviation:.0e})"
+    text = (_("rows sum to 1 − p_sink (±{deviation})") if sink else _("rows sum to 1 (±{deviation})")).format(
+        deviation=f"{deviation:.0e}")
     if empty:
-        shown = ", ".join(map(str, empty[:8])) + (f", … ({len(empty)} rows)" if len(empty) > 8 else "")
-        text += f"; rows [{shown}] sum to 0: they may attend to nothing"
+        shown = ", ".join(map(str, empty[:8])) + (", … " + _("({n} rows)").format(n=len(empty)) if len(empty) > 8
+                                                  else "")
+        text += "; " + _("rows [{rows}] sum to 0: they may attend to nothing").format(rows=shown)
     return text
 
 
-def heads_grids(trace: Trace, view: StageView, query: int) -> tuple[list[tuple[str, Grid]], int, str]:
-    """The stage on show for every head of its layer (titles, grids), the index to highlight, and a note.
+@dataclass(frozen=True)
+class HeadsPanel:
+    """The stage on show for every head of its layer: titled small grids, the one to highlight, a note,
+    and the colour range they share (None: each head on its own range)."""
 
-    A head larger than SMALL_ROWS × SMALL_COLS is drawn from evenly spaced rows and columns,
-    read through the stage (for a lazy stage: only those rows are computed).
+    grids: list[tuple[str, Grid]]
+    current: int
+    note: str
+    shared: tuple[float, float] | None
+    probability: bool
+
+
+def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) -> HeadsPanel:
+    """Every head of the stage on show, on one colour scale unless `shared` is False.
+
+    One scale is what makes heads comparable: weights on the fixed 0…1 of a probability,
+    other stages on the range of all heads together. A head larger than SMALL_ROWS ×
+    SMALL_COLS is drawn from evenly spaced rows and columns, read through the stage (for
+    a lazy stage: only those rows are computed).
     """
+    probability = view.grid.probability
     if view.head is None:
-        note = "only multihead has several heads" if trace.heads == 1 else "this stage is shared by all heads"
-        return [(view.name, small(view.grid))], 0, note
+        note = _("only multihead has several heads") if trace.heads == 1 else _("this stage is shared by all heads")
+        return HeadsPanel([(view.name, small(view.grid))], 0, note, view.grid.finite_range() if shared else None,
+                          probability)
     place = view.place
-    kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())
-    grids = [(f"head {h}" + (f" · kv {kv[h]}" if kv else ""),
-              small(stage_view(trace, view.name, place.layer, h, query, place.step).grid)) for h in range(trace.heads)]
+    views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module) for h in range(trace.heads)]
+    kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())  # grouped-query: the key/value head each head reads
+    grids = [(_("head {h}").format(h=h) + (f" · kv {kv[h]}" if kv else ""), small(v.grid)) for h, v in enumerate(views)]
     sampled = grids[0][1].rows < view.grid.rows or grids[0][1].cols < view.grid.cols
-    return grids, view.head, "every head drawn from evenly spaced rows and columns" if sampled else ""
+    ranges = [v.grid.finite_range() for v in views]
+    together = (0.0, 1.0) if probability else (min(lo for lo, _hi in ranges), max(hi for _lo, hi in ranges))
+    return HeadsPanel(grids, view.head, _("every head drawn from evenly spaced rows and columns") if sampled else "",
+                      together if shared else None, probability)
 
 
 def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
@@ -199,7 +241,8 @@ def overview(tensor: torch.Tensor, rows: int = PARAM_ROWS, cols: int = PARAM_COL
         return t, ""
     shape = (min(rows, t.shape[0]), min(cols, t.shape[1]))
     small = F.adaptive_avg_pool2d(t[None, None], shape)[0, 0]  # (rows, cols)
-    return small, f" (block means, {t.shape[0] / shape[0]:.3g}×{t.shape[1] / shape[1]:.3g} values a cell)"
+    return small, " " + _("(block means, {rows}×{cols} values a cell)").format(rows=f"{t.shape[0] / shape[0]:.3g}",
+                                                                              cols=f"{t.shape[1] / shape[1]:.3g}")
 
 
 def param_grids(trace: Trace) -> list[tuple[str, Grid]]:

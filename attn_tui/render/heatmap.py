@@ -1,37 +1,50 @@
-"""Heatmap lines as Rich segments: labelled value cells, or dense half-blocks for large matrices.
+"""Heatmap lines as Rich segments: one matrix row per terminal line, every row and visible column labelled.
 
 Everything works one terminal line at a time and only on the columns asked for, so a
 widget can draw what is visible and nothing else. Widths are terminal cells
 (`rich.cells`), never characters: Korean tokens are two cells wide.
+
+Two kinds of cell: values (the number on its colour) when the columns are few enough,
+colour only (one to five cells wide) when they are not. Either way each row has its
+label; column labels go in a header of one or two lines, placed greedily where they fit,
+the cursor's column always first and whole.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from rich.cells import cell_len, set_cell_size
-from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 
 from attn_tui.present.grid import Grid
+from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 
 if TYPE_CHECKING:
     import numpy as np
-from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 
-DENSE_AT = 33  # a matrix with this many rows or columns is drawn in half-blocks
+VALUES_UP_TO = 32  # columns drawn with their values (more: colour only)
 VALUE_WIDTH = 6  # narrower cells show colour only
 MAX_CELL_WIDTH = 9
-MAX_LABEL_WIDTH = 12
+MAX_LABEL_WIDTH = 12  # cells of a row label; the inspector shows the whole token
+MAX_HEADER_LABEL = 12  # cells of a column label placed in the header
 HATCH = "░"
 LABEL_STYLE = Style(color="grey70")
 CURSOR_LABEL_STYLE = Style(color="black", bgcolor="yellow", bold=True)
 SPECIAL_LABEL_STYLE = Style(color="grey50", italic=True)  # a model's [CLS], [SEP], <|endoftext|>
+PAD_LABEL_STYLE = Style(color="grey42", strike=True)  # a key that the padding mask hides
+MISS_LABEL_STYLE = Style(color="bright_red", bold=True)  # a decoder output that differs from its target
 CURSOR_STYLE = Style(bold=True, reverse=True)
-CURSOR_COLOR = Color.from_rgb(255, 255, 255)
+
+
+@lru_cache(maxsize=16)
+def widest(labels: tuple[str, ...]) -> int:
+    """Terminal cells of the widest label (measured once per set of labels: stages share their axes)."""
+    return max([cell_len(t) for t in labels] + [1])
 
 
 def grid_scale(grid: Grid) -> Scale:
@@ -42,15 +55,15 @@ def grid_scale(grid: Grid) -> Scale:
 
 @dataclass(frozen=True)
 class Layout:
-    """How a grid is laid out in cells: label column, cell width, header and data lines."""
+    """How a grid is laid out in cells: label column, cell width, header lines, data lines, number format."""
 
-    dense: bool
     label_width: int
     cell_width: int
     header_height: int
     lines: int
     show_values: bool
     cols: int
+    digits: int | None = None  # decimals every value of the stage is written with (None: each its own)
 
     @property
     def width(self) -> int:
@@ -61,19 +74,29 @@ class Layout:
         return self.cols * self.cell_width
 
 
+def stage_digits(lo: float, hi: float, width: int) -> int | None:
+    """One precision for a whole stage: the most decimals with which its largest finite value fits `width`."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or width < 1:
+        return None
+    biggest = max(abs(lo), abs(hi))
+    whole = len(str(int(biggest))) + (1 if min(lo, hi) < 0 else 0)
+    digits = width - whole - 1  # the point takes one cell
+    return max(0, min(3, digits)) if digits >= 0 else None
+
+
 def layout_for(grid: Grid, available: int) -> Layout:
-    """Values mode when the matrix is small enough, dense half-blocks otherwise.
+    """Values when the columns are few enough to read, colour only otherwise; always one row per line.
 
     Values mode widens cells to fit the longest column label, narrows them to colour
     only when that keeps the whole matrix in view, and scrolls when even that cannot.
     """
-    if max(grid.rows, grid.cols) >= DENSE_AT:
-        label = len(str(max(grid.rows - 1, 0))) + 2
-        return Layout(True, label, 1, 1, (grid.rows + 1) // 2, False, grid.cols)
-    label = min(MAX_LABEL_WIDTH, max([cell_len(t) for t in grid.row_labels] + [1])) + 1
-    longest = max([cell_len(t) for t in grid.col_labels] + [1]) + 1
-    ideal = max(VALUE_WIDTH, min(MAX_CELL_WIDTH, longest))
+    label = min(MAX_LABEL_WIDTH, widest(grid.row_labels)) + 1
     cols = max(1, grid.cols)
+    if grid.cols > VALUES_UP_TO:
+        width = max(1, min(VALUE_WIDTH - 1, (available - label) // cols))
+        return Layout(label, width, 2, grid.rows, False, grid.cols)
+    longest = widest(grid.col_labels) + 1
+    ideal = max(VALUE_WIDTH, min(MAX_CELL_WIDTH, longest))
     fit = (available - label) // cols
     if fit >= ideal:
         width = ideal
@@ -83,41 +106,96 @@ def layout_for(grid: Grid, available: int) -> Layout:
         width = fit  # colour only, but the whole matrix in view
     else:
         width = VALUE_WIDTH  # too many columns even for colour: scroll instead
-    return Layout(False, label, width, 1, grid.rows, width >= VALUE_WIDTH, grid.cols)
+    values = width >= VALUE_WIDTH
+    header = 1 if longest <= width else 2  # a second line carries whole labels where they fit
+    lo, hi = grid.finite_range()
+    return Layout(label, width, header, grid.rows, values, grid.cols,
+                  stage_digits(lo, hi, width - 1) if values else None)
 
 
 def _fit(text: str, width: int, align: str) -> str:
-    """Text padded or cut to exactly `width` cells."""
+    """Text padded or cut to exactly `width` cells; a cut is marked with '…'."""
+    if width <= 0:
+        return ""
     if cell_len(text) > width:
-        return set_cell_size(text, width)
+        return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
     pad = width - cell_len(text)
     if align == "right":
         return " " * pad + text
+    if align == "left":
+        return text + " " * pad
     left = pad // 2
     return " " * left + text + " " * (pad - left)
 
 
-def header_segments(grid: Grid, layout: Layout, first: int, last: int, cursor_col: int | None) -> list[Segment]:
-    """Column labels for columns first..last-1 (values mode) or tick marks (dense mode)."""
-    segments: list[Segment] = []
-    if layout.dense:
-        text = "".join("│" if j % 10 == 0 else ("┊" if j % 5 == 0 else " ") for j in range(first, last))
-        marks = list(text)
+def _label_style(grid: Grid, index: int, axis: str, cursor: bool) -> Style:
+    if cursor:
+        return CURSOR_LABEL_STYLE
+    if axis == "col":
+        if index in grid.pad_cols:
+            return PAD_LABEL_STYLE
+        return SPECIAL_LABEL_STYLE if index in grid.special_cols else LABEL_STYLE
+    if index in grid.miss_rows:
+        return MISS_LABEL_STYLE
+    return SPECIAL_LABEL_STYLE if index in grid.special_rows else LABEL_STYLE
+
+
+def header_lines(grid: Grid, layout: Layout, first: int, last: int, cursor_col: int | None) -> list[list[Segment]]:
+    """The header's lines for columns first..last-1, each exactly (last - first) cells wide.
+
+    Values mode writes every column's label in its cell (cut to fit) and, when a label
+    was cut, the whole label of the cursor's column (and others where they fit) on a
+    second line. Colour mode places whole labels greedily at their column, on two lines,
+    the cursor's first; a column whose label found no room shows a tick.
+    """
+    width = (last - first) * layout.cell_width
+    lines: list[list[tuple[int, str, Style]]] = [[] for _ in range(layout.header_height)]
+    free = [[True] * width for _ in range(layout.header_height)]
+    if layout.show_values:
         for j in range(first, last):
-            if j % 10 == 0:
-                label = str(j)
-                for n, ch in enumerate(label):
-                    if j - first + n < len(marks):
-                        marks[j - first + n] = ch
-        for n, ch in enumerate(marks):
-            style = CURSOR_LABEL_STYLE if cursor_col == first + n else LABEL_STYLE
-            segments.append(Segment(ch, style))
-        return segments
-    for j in range(first, last):
-        style = CURSOR_LABEL_STYLE if j == cursor_col else (
-            SPECIAL_LABEL_STYLE if j in grid.special_cols else LABEL_STYLE)
-        segments.append(Segment(_fit(grid.col_labels[j], layout.cell_width - 1, "center") + " ", style))
-    return segments
+            text = _fit(grid.col_labels[j], layout.cell_width - 1, "center") + " "
+            lines[0].append(((j - first) * layout.cell_width, text, _label_style(grid, j, "col", j == cursor_col)))
+        free[0] = [False] * width
+    order = ([cursor_col] if cursor_col is not None and first <= cursor_col < last else []) + [
+        j for j in range(first, last) if j != cursor_col]
+    for j in order:
+        label = grid.col_labels[j]
+        if layout.show_values and cell_len(label) + 1 <= layout.cell_width:
+            continue  # already whole in its cell
+        text = _fit(label, min(MAX_HEADER_LABEL, cell_len(label)), "left")
+        x = (j - first) * layout.cell_width
+        span = cell_len(text) + (1 if j != cursor_col else 0)  # a gap after each label but the cursor's
+        x = min(x, max(0, width - cell_len(text)))
+        for n in range(layout.header_height):
+            if all(free[n][x:x + span]) and x + cell_len(text) <= width:
+                lines[n].append((x, text, _label_style(grid, j, "col", j == cursor_col)))
+                for k in range(x, min(width, x + span)):
+                    free[n][k] = False
+                break
+    return [_segments(placed, width, free[n] if not layout.show_values or n else None, first, layout)
+            for n, placed in enumerate(lines)]
+
+
+def _segments(placed: list[tuple[int, str, Style]], width: int, free: list[bool] | None, first: int,
+              layout: Layout) -> list[Segment]:
+    """Placed labels on a line of `width` cells; free cells get a tick every fifth column in colour mode."""
+    placed.sort(key=lambda item: item[0])
+    out: list[Segment] = []
+    x = 0
+    for start, text, style in placed:
+        if start > x:
+            out.append(Segment(_ticks(x, start, first, layout, free), LABEL_STYLE))
+        out.append(Segment(text, style))
+        x = start + cell_len(text)
+    if x < width:
+        out.append(Segment(_ticks(x, width, first, layout, free), LABEL_STYLE))
+    return out
+
+
+def _ticks(x0: int, x1: int, first: int, layout: Layout, free: list[bool] | None) -> str:
+    if free is None or layout.show_values or layout.cell_width > 1:
+        return " " * (x1 - x0)
+    return "".join("┊" if (first + x) % 5 == 0 and free[x] else " " for x in range(x0, x1))
 
 
 def corner_segment(grid: Grid, layout: Layout) -> Segment:
@@ -126,29 +204,35 @@ def corner_segment(grid: Grid, layout: Layout) -> Segment:
 
 
 def label_segment(grid: Grid, layout: Layout, line: int, cursor_row: int | None) -> Segment:
-    """The row label of a data line; dense lines carry two rows and show the first index."""
-    if layout.dense:
-        top = line * 2
-        hit = cursor_row is not None and cursor_row in (top, top + 1)
-        text = _fit(str(top), layout.label_width - 1, "right") + " "
-        return Segment(text, CURSOR_LABEL_STYLE if hit else LABEL_STYLE)
-    style = CURSOR_LABEL_STYLE if line == cursor_row else (
-        SPECIAL_LABEL_STYLE if line in grid.special_rows else LABEL_STYLE)
+    """The row label of a data line, cut to the label column (the inspector names it whole)."""
+    style = _label_style(grid, line, "row", line == cursor_row)
     return Segment(_fit(grid.row_labels[line], layout.label_width - 1, "right") + " ", style)
 
 
+def format_cell(value: float, width: int, digits: int | None) -> str:
+    """A value in a cell of `width` cells, at the stage's precision when it fits (fills, ∞ and NaN apart)."""
+    if digits is not None and math.isfinite(value):
+        text = f"{value:.{digits}f}"
+        if len(text) <= width:
+            return text
+    return format_value(value, width)
+
+
 def cell_segment(value: float, masked: bool, blank: bool, scale: Scale, layout: Layout, cursor: bool) -> Segment:
-    """One values-mode cell: its colour, its value when wide enough, hatching when masked."""
+    """One cell: its colour, its value when wide enough, hatching when masked."""
     width = layout.cell_width
     if blank:
         return Segment("·".center(width) if cursor else " " * width, CURSOR_STYLE if cursor else LABEL_STYLE)
     if masked:
-        text = format_value(value, width - 2) if layout.show_values else ""
+        text = format_cell(value, width - 2, layout.digits) if layout.show_values else ""
         pad = width - cell_len(text)
         cell = HATCH * (pad // 2) + text + HATCH * (pad - pad // 2)
         return Segment(cell, MASKED_STYLE + CURSOR_STYLE if cursor else MASKED_STYLE)
     style = scale.style(value)
-    text = _fit(format_value(value, width - 1), width - 1, "right") + " " if layout.show_values else " " * width
+    if layout.show_values:
+        text = _fit(format_cell(value, width - 1, layout.digits), width - 1, "right") + " "
+    else:
+        text = ("▶" + " " * (width - 1)) if cursor else " " * width
     if cursor:
         text = "▶" + text[1:] if text.startswith(" ") else text
         return Segment(text, _cursor_style(style))
@@ -160,53 +244,26 @@ def _cursor_style(style: Style) -> Style:
     return style + CURSOR_STYLE
 
 
-@lru_cache(maxsize=4096)
-def _half_style(top: Color | None, bottom: Color | None) -> Style:
-    return Style(color=top, bgcolor=bottom)
-
-
-def _colors(values: np.ndarray, hidden: np.ndarray | None, blank: bool, scale: Scale) -> list[Color | None]:
-    if blank:
-        return [None] * len(values)
-    return [MASKED_STYLE.bgcolor if hidden is not None and hidden[n] else scale.style(float(v)).bgcolor
-            for n, v in enumerate(values)]
-
-
 def line_segments(grid: Grid, scale: Scale, layout: Layout, line: int, first: int, last: int,
                   cursor: tuple[int, int] | None) -> list[Segment]:
     """Matrix cells of one data line for columns first..last-1 (no label); reads only those cells."""
-    if not layout.dense:
-        values = grid.block(line, line + 1, first, last)[0]
-        hidden = grid.masked_block(line, line + 1, first, last)
-        blank = grid.is_blank(line)
-        return [cell_segment(float(values[n]), hidden is not None and bool(hidden[0, n]), blank, scale, layout,
-                             cursor == (line, first + n)) for n in range(last - first)]
-    top, bottom = line * 2, min(line * 2 + 2, grid.rows)
-    values = grid.block(top, bottom, first, last)  # (1 or 2, cols)
-    hidden = grid.masked_block(top, bottom, first, last)
-    rows = [_colors(values[r], None if hidden is None else hidden[r], grid.is_blank(top + r), scale)
-            for r in range(values.shape[0])]
-    if len(rows) == 1:
-        rows.append([None] * (last - first))
-    segments = []
-    for n in range(last - first):
-        if hidden is not None and bool(hidden[:, n].all()):
-            segments.append(Segment(HATCH, MASKED_STYLE))
-            continue
-        top_color, bottom_color = rows[0][n], rows[1][n]
-        if cursor is not None and cursor[1] == first + n:
-            if cursor[0] == top:
-                top_color = CURSOR_COLOR
-            elif cursor[0] == top + 1:
-                bottom_color = CURSOR_COLOR
-        segments.append(Segment("▀", _half_style(top_color, bottom_color)))
-    return segments
+    values: np.ndarray = grid.block(line, line + 1, first, last)[0]
+    hidden = grid.masked_block(line, line + 1, first, last)
+    blank = grid.is_blank(line)
+    return [cell_segment(float(values[n]), hidden is not None and bool(hidden[0, n]), blank, scale, layout,
+                         cursor == (line, first + n)) for n in range(last - first)]
 
 
-def block_lines(grid: Grid, cell_width: int = 2) -> list[list[Segment]]:
-    """The whole matrix as colour blocks, no labels: for the small multiples of the heads grid."""
-    scale = grid_scale(grid)
-    dense = grid.rows > 12
-    layout = Layout(dense, 0, 1 if dense else cell_width, 0, (grid.rows + 1) // 2 if dense else grid.rows,
-                    False, grid.cols)
-    return [line_segments(grid, scale, layout, n, 0, grid.cols, None) for n in range(layout.lines)]
+def small_multiple(grid: Grid, scale: Scale, label_width: int = 6) -> list[list[Segment]]:
+    """A whole small grid with its token labels, for the heads panel: two header lines, then one line per row.
+
+    The scale is given, so every head can share one (weights on 0…1) or keep its own.
+    Cells are as wide as a few columns allow, so more column labels find room.
+    """
+    cell_width = 3 if grid.cols <= 12 else 2 if grid.cols <= 24 else 1
+    layout = Layout(label_width + 1, cell_width, 2, grid.rows, False, grid.cols)
+    lines = [[Segment(" " * layout.label_width)] + line for line in header_lines(grid, layout, 0, grid.cols, None)]
+    for row in range(grid.rows):
+        lines.append([label_segment(grid, layout, row, None),
+                      *line_segments(grid, scale, layout, row, 0, grid.cols, None)])
+    return lines

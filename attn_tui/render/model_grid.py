@@ -12,11 +12,13 @@ from typing import Any
 
 from rich import box
 from rich.console import Group
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from attn_tui.present.grid import Grid
-from attn_tui.render.heatmap import Layout, grid_scale, line_segments
+from attn_tui.render.colors import MASKED_STYLE
+from attn_tui.render.heatmap import grid_scale
 
 CURRENT_STYLE = "bold black on yellow"
 CAPTION_WIDTH = 5  # "e1.23"
@@ -24,11 +26,18 @@ LABEL_WIDTH = 4  # "L11" and its padding
 
 
 def half_block_lines(grid: Grid) -> list[Text]:
-    """The matrix as ▀ cells, two rows a line, no labels."""
+    """A thumbnail: the matrix as ▀ cells, two rows a line, no labels (the heatmap itself names every token)."""
     scale = grid_scale(grid)
-    layout = Layout(True, 0, 1, 0, (grid.rows + 1) // 2, False, grid.cols)
-    lines = (line_segments(grid, scale, layout, n, 0, grid.cols, None) for n in range(layout.lines))
-    return [Text.assemble(*((seg.text, seg.style or "") for seg in line), no_wrap=True) for line in lines]
+    values, hidden = grid.values, grid.masked_block(0, grid.rows, 0, grid.cols)
+    lines = []
+    for top in range(0, grid.rows, 2):
+        text = Text(no_wrap=True)
+        for j in range(grid.cols):
+            colors = [MASKED_STYLE.bgcolor if hidden is not None and hidden[r, j] else scale.style(values[r, j]).bgcolor
+                      for r in range(top, min(top + 2, grid.rows))]
+            text.append("▀", Style(color=colors[0], bgcolor=colors[1] if len(colors) > 1 else None))
+        lines.append(text)
+    return lines
 
 
 def captions(cell: Any) -> list[str]:

@@ -12,6 +12,7 @@ from attn_tui.core.ops import Place
 from attn_tui.core.stage import Axis, Stage
 from attn_tui.core.summary import ROLLOUT_FORMULA, HeadStats
 from attn_tui.core.values import StageStats
+from attn_tui.i18n import _
 from attn_tui.render.colors import Scale
 from attn_tui.render.stage_table import stage_renderable
 
@@ -21,7 +22,7 @@ def stats_table(stats: list[HeadStats], layers: int, heads: int, field: str, tit
     values = torch.tensor([getattr(s, field) for s in stats]).reshape(layers, heads)
     scale = Scale.fit(float(values.min()), float(values.max()))
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), title_justify="left")
-    table.add_column("layer", justify="right")
+    table.add_column(_("layer"), justify="right")
     for h in range(heads):
         table.add_column(f"h{h}", justify="right", width=5)
     for layer in range(layers):
@@ -34,10 +35,11 @@ def print_model_summary(name: str, tokens: tuple[str, ...], stats: list[HeadStat
                         layers: int, heads: int, console: Console | None = None) -> None:
     console = console or Console()
     console.print(Text.assemble(("attn-tui ", "bold"), (name, "bold magenta"),
-                                f"  {layers} layers × {heads} heads  {len(tokens)} tokens"))
-    console.print(stats_table(stats, layers, heads, "entropy", "mean entropy (nats): low = focused"))
-    console.print(stats_table(stats, layers, heads, "max_weight", "largest weight"))
-    console.print(stats_table(stats, layers, heads, "first_token_share", "share of attention on the first token"))
+                                "  " + _("{layers} layers × {heads} heads  {n} tokens").format(
+                                    layers=layers, heads=heads, n=len(tokens))))
+    console.print(stats_table(stats, layers, heads, "entropy", _("mean entropy (nats): low = focused")))
+    console.print(stats_table(stats, layers, heads, "max_weight", _("largest weight")))
+    console.print(stats_table(stats, layers, heads, "first_token_share", _("share of attention on the first token")))
     axis_q, axis_k = Axis("query", tokens), Axis("key", tokens)
     stage = Stage(Place("rollout"), rolled, ROLLOUT_FORMULA, (axis_q, axis_k))
     console.print()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from attn_tui.core.meta import DecoderRun
+from attn_tui.i18n import _
 from attn_tui.present.text import printable
 
 if TYPE_CHECKING:
@@ -21,12 +22,15 @@ def model_note(trace: Trace) -> Text:
     note = Text(f"{printable(meta.title if not isinstance(meta, DecoderRun) else meta.model)} ", style="dim")
     if isinstance(meta, DecoderRun):
         note.append("→ ")
-        note.append(meta.output, "bold green")
+        for step, ch in enumerate(meta.output):
+            note.append(ch, "bold red" if meta.missed(step, ch) else "bold green")
+        if meta.target is not None:
+            note.append("   " + _("target {target}").format(target=meta.target), "dim")
         if meta.teacher_forcing:
-            note.append(f"   (teacher forcing on {meta.target})", "magenta")
+            note.append("   " + _("(teacher forcing on {target})").format(target=meta.target), "magenta")
         return note
     special = set(meta.special_tokens)
-    note.append("tokens: ")
+    note.append(_("tokens:") + " ")
     for n, token in enumerate(trace.query_tokens[:MAX_TOKENS_SHOWN]):
         shown = printable(token)
         note.append(shown if n in special else f" {shown} ", "dim italic" if n in special else "reverse")

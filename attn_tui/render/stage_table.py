@@ -11,7 +11,9 @@ from rich.text import Text
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.core.values import StageStats, stats_of
+from attn_tui.i18n import _
 from attn_tui.present.text import printable
+from attn_tui.present.titles import axis_title
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 from attn_tui.render.labels import fit_label
 
@@ -36,9 +38,9 @@ def _matrix_table(values: torch.Tensor, total: tuple[int, int], row_labels: tupl
     cols = range(n_cols) if n_cols <= fit_cols else range(fit_cols - 1)
     rows = range(min(n_rows, MAX_ROWS))
     if len(cols) < n_cols:
-        notes.append(f"showing {len(cols)} of {n_cols} columns")
+        notes.append(_("showing {n} of {total} columns").format(n=len(cols), total=n_cols))
     if len(rows) < n_rows:
-        notes.append(f"showing {len(rows)} of {n_rows} rows")
+        notes.append(_("showing {n} of {total} rows").format(n=len(rows), total=n_rows))
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False, show_edge=False, collapse_padding=True)
     table.add_column("", width=LABEL, no_wrap=True, style="bold")
     for j in cols:
@@ -67,8 +69,8 @@ def stage_renderable(stage: Stage, stats: StageStats, mask: MaskSpec | None = No
     `stats` gives the colour range (finite, unmasked cells: the app's range) and the row
     sums; `mask` marks the masked cells.
     """
-    head = f" · head {stage.head}" if stage.head is not None else ""
-    head += f" · step {stage.step}" if stage.step is not None else ""
+    head = " · " + _("head {h}").format(h=stage.head) if stage.head is not None else ""
+    head += " · " + _("step {t}").format(t=stage.step) if stage.step is not None else ""
     title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
     parts: list[RenderableType] = [title, Text(str(stage.formula), style="italic")]
@@ -85,18 +87,20 @@ def stage_renderable(stage: Stage, stats: StageStats, mask: MaskSpec | None = No
         parts.append(table)
     else:  # (L, S, hidden): one slice per query
         for i in range(min(stage.shape[0], MAX_SLICES)):
-            parts.append(Text(f"{stage.axes[0].name} {printable(stage.axes[0].labels[i])}:", style="bold"))
+            parts.append(Text(f"{axis_title(stage.axes[0].name)} {printable(stage.axes[0].labels[i])}:", style="bold"))
             table, notes = _matrix_table(data[i, :MAX_ROWS, :fit_cols], (stage.shape[1], stage.shape[2]),
                                          stage.axes[1].labels, stage.axes[2].labels, scale, None, width)
             parts.append(table)
         if stage.shape[0] > MAX_SLICES:
-            notes.append(f"showing {MAX_SLICES} of {stage.shape[0]} query slices")
+            notes.append(_("showing {n} of {total} query slices").format(n=MAX_SLICES, total=stage.shape[0]))
     if stage.name == "weights":
-        empty = f"; rows {stats.empty_rows[:8]} sum to 0 (nothing to attend)" if stats.empty_rows else ""
-        parts.append(Text(f"row sums: 1 within {stats.row_deviation:.1e} for every row that may attend"
-                          f"{empty}", style="dim"))
-    legend = f"scale {scale.lo:.3g} … {scale.hi:.3g}" + ("  masked cells dimmed" if stats.masked else "")
-    parts.append(Text(legend + ("; " + "; ".join(notes) + " (--format json has all)" if notes else ""),
+        empty = "; " + _("rows {rows} sum to 0 (nothing to attend)").format(rows=stats.empty_rows[:8]) \
+            if stats.empty_rows else ""
+        parts.append(Text(_("row sums: 1 within {deviation} for every row that may attend").format(
+            deviation=f"{stats.row_deviation:.1e}") + empty, style="dim"))
+    legend = _("scale {lo} … {hi}").format(lo=f"{scale.lo:.3g}", hi=f"{scale.hi:.3g}") + (
+        "  " + _("masked cells in their own colour") if stats.masked else "")
+    parts.append(Text(legend + ("; " + "; ".join(notes) + " " + _("(--format json has all)") if notes else ""),
                       style="dim"))
     return Group(*parts)
 
@@ -108,13 +112,13 @@ def print_trace(trace: Trace, stages: list[Stage], console: Console | None = Non
     layers = {s.layer for s in stages if s.layer is not None}
     heads = {s.head for s in stages if s.head is not None}
     if len(layers) == 1 and len(heads) == 1:
-        what += f" layer {layers.pop()} head {heads.pop()}"
-    head = Text.assemble(("attn-tui ", "bold"), (printable(what), "bold magenta"),
-                         f"  device {trace.device}  dtype {trace.dtype}  "
-                         f"queries {len(trace.query_tokens)}  keys {len(trace.key_tokens)}")
+        what += " " + _("layer {layer} head {head}").format(layer=layers.pop(), head=heads.pop())
+    head = Text.assemble(("attn-tui ", "bold"), (printable(what), "bold magenta"), "  " + _(
+        "device {device}  dtype {dtype}  queries {queries}  keys {keys}").format(
+        device=trace.device, dtype=trace.dtype, queries=len(trace.query_tokens), keys=len(trace.key_tokens)))
     console.print(head)
     for stage in stages:
         console.print()
         console.print(stage_renderable(stage, stats_of(trace, stage), trace.mask_of(stage), width))
     for warning in trace.warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"))
+        console.print(Text(_("warning: {warning}").format(warning=warning), style="yellow"))

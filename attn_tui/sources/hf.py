@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from attn_tui.core.meta import TransformerRun
 from attn_tui.core.ops import Linear, Place
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.i18n import N_, Msg
 from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, resolve, weights_bytes
 
 
@@ -67,13 +69,13 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     folder = Path(resolve(name))
     check_folder(folder)
     needed = Estimate()
-    needed.add("weights", weights_bytes(folder), 1)
-    needed.check(memory_limit(max_memory), f"loading {quoted(name)}")
+    needed.add(N_("weights"), weights_bytes(folder), 1)
+    needed.check(memory_limit(max_memory), Msg("loading {name}", name=quoted(name)))
     try:
         import transformers
         from transformers import AutoConfig, AutoModel, AutoTokenizer
     except ImportError:
-        raise ModelError(f"real models need transformers: {INSTALL_HINT}") from None
+        raise ModelError(Msg("real models need transformers: {hint}", hint=INSTALL_HINT)) from None
     transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # no notices on stderr
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
@@ -83,21 +85,21 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
             model = AutoModel.from_pretrained(folder, config=config, attn_implementation="eager",
                                               trust_remote_code=False, weights_only=True).to(device).eval()
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if "weights_only" in first:
-            first = "its weights file holds pickled objects, not only tensors, and is refused (use safetensors)"
-        raise ModelError(f"cannot load {quoted(name)}: {first[:120]}") from None
+        first: str | Msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+        if "weights_only" in str(first):
+            first = Msg("its weights file holds pickled objects, not only tensors, and is refused (use safetensors)")
+        raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(name), reason=first)) from None
     cfg = model.config
     if int(getattr(cfg, "num_hidden_layers", 0) or 0) < 1 or int(getattr(cfg, "num_attention_heads", 0) or 0) < 1:
-        raise ModelError(f"{quoted(name)} has no attention layers to trace (num_hidden_layers or "
-                         "num_attention_heads is 0)")
+        raise ModelError(Msg("{name} has no attention layers to trace (num_hidden_layers or num_attention_heads is "
+                             "0)", name=quoted(name)))
     if hasattr(model, "encoder") and hasattr(model.encoder, "layer"):
         family, causal = "bert", False
     elif hasattr(model, "h") and hasattr(model.h[0], "attn"):
         family, causal = "gpt2", True
     else:
-        raise ModelError(f"{quoted(name)} is a {cfg.model_type} model; supported are BERT-style encoders "
-                         "and GPT-2-style decoders")
+        raise ModelError(Msg("{name} is a {kind} model; supported are BERT-style encoders and GPT-2-style decoders",
+                             name=quoted(name), kind=cfg.model_type))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
@@ -117,15 +119,19 @@ class ModelRun:
     attentions: tuple[torch.Tensor, ...]  # each (heads, N, N): the model's own weights
     mask: torch.Tensor  # (N, N) bool, True = may attend
     padding: torch.Tensor | None  # (N,) bool, True = a padding key; None when there is none
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Msg, ...] = ()
+
+
+_HANGUL = re.compile("[\uac00-\ud7a3]")  # composed syllables, as typed
+_JAMO = re.compile("[\u1100-\u11ff\u3130-\u318f]")  # letters: what an uncased BERT vocabulary's NFD leaves
 
 
 def run_estimate(loaded: LoadedModel, tokens: int) -> Estimate:
     """What one forward pass with every attention and hidden state returned will hold."""
     found = Estimate()
-    found.add("attention weights", 2 * loaded.layers * loaded.heads * tokens * tokens)
-    found.add("hidden states", 4 * (loaded.layers + 1) * tokens * loaded.width)
-    found.add("one head's stages", 6 * tokens * tokens)
+    found.add(N_("attention weights"), 2 * loaded.layers * loaded.heads * tokens * tokens)
+    found.add(N_("hidden states"), 4 * (loaded.layers + 1) * tokens * loaded.width)
+    found.add(N_("one head's stages"), 6 * tokens * tokens)
     return found
 
 
@@ -135,29 +141,32 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     A text longer than the model's positions is cut to fit, with a warning; the run's
     memory is checked against the budget before the forward pass.
     """
-    check_text(text, "the text")
+    check_text(text, Msg("the text"))
     if not text.strip():
-        raise ConfigError("the sentence is empty: type at least one word")
+        raise ConfigError(Msg("the sentence is empty: type at least one word"))
     tok = loaded.tokenizer
     if pad_to is not None and pad_to > loaded.positions:
-        raise ConfigError(f"--pad-to {pad_to} is more than {loaded.name} reads ({loaded.positions} tokens)")
-    warnings: list[str] = []
+        raise ConfigError(Msg("--pad-to {n} is more than {model} reads ({positions} tokens)", n=pad_to,
+                              model=loaded.name, positions=loaded.positions))
+    warnings: list[Msg] = []
     try:
         full = len(tok(text, add_special_tokens=True)["input_ids"])
         if pad_to is not None and pad_to < full:
-            raise ConfigError(f"--pad-to {pad_to} is fewer than the text's {full} tokens: padding never cuts")
+            raise ConfigError(Msg("--pad-to {n} is fewer than the text's {full} tokens: padding never cuts", n=pad_to,
+                                  full=full))
         if full > loaded.positions:
-            warnings.append(f"the text is {full} tokens; {loaded.name} reads at most {loaded.positions}, "
-                            "so the rest was cut")
+            warnings.append(Msg("the text is {full} tokens; {model} reads at most {positions}, so the rest was cut",
+                                full=full, model=loaded.name, positions=loaded.positions))
         enc = tok(text, return_tensors="pt", truncation=True, max_length=pad_to or loaded.positions,
                   padding="max_length" if pad_to else False)
     except AttnError:
         raise
     except Exception as exc:
-        raise InputError(f"{loaded.name}'s tokenizer cannot read this text: {str(exc).splitlines()[0][:80]}"
-                         ) from None
+        raise InputError(Msg("{model}'s tokenizer cannot read this text: {reason}", model=loaded.name,
+                             reason=str(exc).splitlines()[0][:80])) from None
     n = int(enc["input_ids"].shape[1])
-    run_estimate(loaded, n).check(memory_limit(max_memory), f"running {loaded.name} on {n} tokens")
+    run_estimate(loaded, n).check(memory_limit(max_memory), Msg("running {model} on {n} tokens", model=loaded.name,
+                                                                n=n))
     device = next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
     with torch.no_grad():
@@ -175,8 +184,13 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     unknown = tok.unk_token_id
     words = [t for n, t in enumerate(ids) if n not in special]
     if unknown is not None and words and sum(t == unknown for t in words) * 2 > len(words):
-        warnings.append(f"{loaded.name}'s tokenizer knows few of these words: "
-                        f"{sum(t == unknown for t in words)} of {len(words)} tokens are {tok.unk_token}")
+        warnings.append(Msg("{model}'s tokenizer knows few of these words: {unknown} of {n} tokens are {unk}",
+                            model=loaded.name, unknown=sum(t == unknown for t in words), n=len(words),
+                            unk=tok.unk_token))
+    if _HANGUL.search(text) and any(_JAMO.search(t) for t in raw):
+        warnings.append(Msg("{model}'s vocabulary breaks Korean syllables into jamo (separate letters such as ㅎ ㅏ "
+                            "ㄱ): its tokens are pieces of letters, not words, so read its Korean attention with care",
+                            model=loaded.name))
     return ModelRun(loaded, tokens, special, tuple(h[0] for h in out.hidden_states),
                     tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings))
 
@@ -226,9 +240,11 @@ def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
     """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
     loaded = run_.loaded
     if not 0 <= layer < loaded.layers:
-        raise ConfigError(f"--layer {layer} is out of range: {loaded.name} has layers 0…{loaded.layers - 1}")
+        raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
+                              model=loaded.name, last=loaded.layers - 1))
     if not 0 <= head < loaded.heads:
-        raise ConfigError(f"--head {head} is out of range: {loaded.name} has heads 0…{loaded.heads - 1}")
+        raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
+                              model=loaded.name, last=loaded.heads - 1))
     model = loaded.model
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special)
     n = len(run_.tokens)
@@ -262,7 +278,8 @@ def _fill(run_: ModelRun, trace: Trace, layer: int | None) -> None:
             projected[name] = full.view(n, heads, d_h).transpose(0, 1)  # (heads, N, d_h): views
             for h in range(heads):
                 trace.add(Stage(Place(name, layer, h), projected[name][h],
-                                f"{part.upper()}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {lw.source})",
+                                Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})",
+                                    letter=part.upper(), part=part, h=h, source=lw.source),
                                 (axes[name], dim_axis(d_h)),
                                 Linear(block + "X", block + f"W_{part}", block + f"b_{part}", h * d_h)))
         stages, factor = scaled_stages((tokens, axes["key"]), d_h, lw.scaling)

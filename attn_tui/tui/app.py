@@ -1,61 +1,62 @@
-"""The attn-tui app: what is asked, what is on show, and the one worker that turns the first into the second.
+"""The attn-tui app: what is asked, what is on show, and the workers that turn the first into the second.
 
 torch is imported in a worker thread so the first frame appears at once; every ask (a
 variant on an input, or a model on a sentence) goes through the same exclusive thread
-worker, which posts back one `TraceReady` or one `ComputeFailed`. Where the user is in
-the trace lives in the Explorer; the app forwards the keys.
+worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
+worker of its own. Where the user is in the trace lives in the Explorer; the keys that
+move there are in actions.py; what is typed, loaded and undone, in editing.py.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
+from attn_tui import i18n
 from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
-from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings
-from attn_tui.core.variants import VARIANTS
+from attn_tui.core.settings import ModelInput, Request
+from attn_tui.i18n import Msg, _
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
-from attn_tui.sources.names import DATE_MODELS
+from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import set_classes
+from attn_tui.tui.editing import OWN, EditingActions, source_key
 from attn_tui.tui.messages import (
+    CompareFailed,
+    CompareReady,
     ComputeFailed,
-    ModelChosen,
+    ExportDone,
+    ExportFailed,
     PanelChanged,
-    SampleChosen,
-    SettingsEdited,
-    SettingsRejected,
-    SourceEdited,
-    TargetEdited,
     TorchFailed,
     TorchReady,
     TraceReady,
 )
-from attn_tui.tui.screens.help import HelpScreen
 from attn_tui.tui.widgets.explorer import Explorer
+from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 
 if TYPE_CHECKING:
     from textual.command import Provider
 
+    from attn_tui.present.compare import Comparison
+    from attn_tui.tui.screens.export import ExportAsk
+
 MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
 NARROW = 80  # below this width the left column gives up some of its room
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
-OWN = ""  # the key of the attention variants among the kept asks
-DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
 
 
 def palette_commands() -> type[Provider]:
@@ -65,11 +66,7 @@ def palette_commands() -> type[Provider]:
     return AttnCommands
 
 
-def source_key(ask: Ask) -> str:
-    return ask.name if isinstance(ask, ModelInput) else OWN
-
-
-class AttnApp(App[int]):
+class AttnApp(EditingActions, NavigationActions, App[int]):
     """Model and input panes on the left, the explorer on the right, around one ask and what is on show."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
@@ -81,20 +78,30 @@ class AttnApp(App[int]):
     language: reactive[str] = reactive("en", init=False)
 
     def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
-                 model: ModelInput | None = None, max_memory: int | None = None) -> None:
+                 model: ModelInput | None = None, max_memory: int | None = None, fresh: bool = True,
+                 first_stage: str | None = None) -> None:
         super().__init__()
-        variants = request or load_samples()[DEFAULT_SAMPLE].request
+        sample = load_samples()[DEFAULT_SAMPLE]
+        variants = request or sample.request
         self.wanted: Ask = model or variants  # what the user asks for now (may be in flight, or invalid)
         self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
+        self.given = request is not None or model is not None  # the command line named an input
+        self.fresh = fresh  # False: put back the saved session (the command line's `attn-tui` does)
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
-        self.first_stage: str | None = "weights"  # where the first trace opens
+        self.first_stage = first_stage if self.given else sample.stage  # where the first trace opens
         self.generation = 0  # of the latest ask sent to the worker
         self.shown_generation = 0  # of the latest result (trace or error) handled
+        self.b_generation = 0  # of the latest B asked for in compare mode
         self.torch_ready = False
         self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
-        self.error = ""
+        self.error_parts: list[str | Msg] = []  # the error line, kept as messages so `t` translates it
+        self.error_joiner = " · "
+        self.comparison: Comparison | None = None
+        self.undo_stack: list[Any] = []
         self._player: Any = None
+        self._save_timer: Any = None
+        self.set_reactive(AttnApp.language, i18n.language())
 
     # ----- layout and start-up -------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -103,8 +110,12 @@ class AttnApp(App[int]):
                 yield ModelPane(self.variants.settings, id="model")
                 yield InputPane(id="inputs")
             yield Explorer(id="right")
-        yield Static(f"terminal too small\nattn-tui needs at least {MIN_SIZE[0]}×{MIN_SIZE[1]}", id="too-small")
-        yield Footer()
+        yield Static(self._too_small_text(), id="too-small")
+        yield LocalFooter()
+
+    @staticmethod
+    def _too_small_text() -> str:
+        return _("terminal too small\nattn-tui needs at least {w}×{h}").format(w=MIN_SIZE[0], h=MIN_SIZE[1])
 
     @property
     def explorer(self) -> Explorer:
@@ -132,15 +143,21 @@ class AttnApp(App[int]):
         return self.explorer.heatmap.cursor
 
     def on_mount(self) -> None:
-        self._show_ask(self.wanted)
+        self.explorer.language = self.language
+        if not self.fresh:
+            self.restore_session()
+        self.show_ask(self.wanted)
         self.explorer.heatmap.focus()
         self._fit_screen(self.size.width, self.size.height)
         # After the first frame is painted: torch's import holds the GIL for seconds and would delay it.
         self.call_after_refresh(self._load_torch)
 
-    def notify(self, message: str, *, markup: bool = False, **options: Any) -> None:
+    def on_unmount(self) -> None:
+        self.save_session()  # what save_soon took and has not written yet
+
+    def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None:
         """Notifications carry user text (sample notes, model paths, errors): never read as markup."""
-        super().notify(message, markup=markup, **options)
+        super().notify(str(message), markup=markup, **options)
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_screen(event.size.width, event.size.height)
@@ -156,33 +173,34 @@ class AttnApp(App[int]):
             import attn_tui.core.engine
             import attn_tui.core.explain  # noqa: F401  (torch, and the engine on top of it)
         except Exception as exc:
-            self.post_message(TorchFailed(f"torch could not be imported: {exc}"))
+            self.post_message(TorchFailed(str(Msg("torch could not be imported: {reason}", reason=exc))))
             return
         self.post_message(TorchReady(time.perf_counter() - start))
 
     def on_torch_ready(self, message: TorchReady) -> None:
         self.torch_ready = True
-        self._compute_wanted()
+        self.compute_wanted()
 
     def on_torch_failed(self, message: TorchFailed) -> None:
-        self._show_error(message.error)
+        self.show_error([message.error])
 
     # ----- computing: one path for every source --------------------------------------------
     def ask(self, ask: Ask) -> None:
         """Ask for `ask`: remember it as its source's latest, and compute it."""
         self.wanted = ask
         self.kept[source_key(ask)] = ask
-        self._compute_wanted()
+        self.show_applicable()
+        self.compute_wanted()
 
-    def _compute_wanted(self) -> None:
+    def compute_wanted(self) -> None:
         if not self.torch_ready:
             return
         self.generation += 1
         wanted = self.wanted
         loading = isinstance(wanted, ModelInput) and wanted.name not in self.loaded_models
         self.explorer.heatmap.loading = loading
-        self.query_one(ModelPane).show_status(f"loading {wanted.name}…" if isinstance(wanted, ModelInput) and loading
-                                              else "")
+        self.query_one(ModelPane).show_status(_("loading {model}…").format(model=wanted.name)
+                                              if isinstance(wanted, ModelInput) and loading else "")
         self._compute(self.wanted, self.generation)
 
     @work(thread=True, exclusive=True, group="compute")
@@ -193,7 +211,7 @@ class AttnApp(App[int]):
         try:
             self.post_message(TraceReady(generation, run_ask(ask, self.max_memory)))
         except AttnError as exc:
-            self.post_message(ComputeFailed(generation, ask, str(exc)))
+            self.post_message(ComputeFailed(generation, ask, exc.message))
         except Exception as exc:
             self.post_message(ComputeFailed(generation, ask, describe(exc)))
 
@@ -206,67 +224,63 @@ class AttnApp(App[int]):
     def watch_shown(self, old: Shown | None, shown: Shown | None) -> None:
         if shown is None:
             return
-        self._settled(shown.ask)
+        self.settled(shown.ask)
         trace = shown.trace
         if isinstance(shown.ask, ModelInput):
             self.loaded_models.add(shown.ask.name)
-            self.query_one(ModelPane).show_status(f"✓ {trace.meta.title}, {trace.layers}×{trace.heads} heads"
-                                                  if trace.layers > 1 else f"✓ {trace.steps()} decoder steps")
+            self.query_one(ModelPane).show_status(
+                _("✓ {model}, {layers}×{heads} heads").format(model=trace.meta.title, layers=trace.layers,
+                                                              heads=trace.heads) if trace.layers > 1
+                else _("✓ {n} decoder steps").format(n=trace.steps()))
         explorer = self.explorer
         if isinstance(shown.ask, ModelInput) and (old is None or source_key(old.ask) != shown.ask.name):
             explorer.layer_index, explorer.head = shown.ask.layer, shown.ask.head  # a model's own first place
         explorer.show(shown, self.first_stage)
         self.first_stage = None
-        self._show_error(" · ".join(map(str, [*trace.warnings, *([shown.notice] if shown.notice else [])])))
+        self.show_error([*trace.warnings, *([shown.notice] if shown.notice else [])])
         if shown.notice:
-            self.notify(shown.notice, title="CUDA not available", severity="warning", timeout=10)
+            self.notify(shown.notice, title=_("CUDA not available"), severity="warning", timeout=10)
         self._show_pane_view()
+        if self.comparison is not None:
+            self.compute_b()
+        self.save_soon()
 
     def on_compute_failed(self, message: ComputeFailed) -> None:
         if message.generation != self.generation:
             return
         self.shown_generation = message.generation
-        self._settled(message.ask)
-        kept = "  (showing the last valid result)" if self.shown is not None else ""
-        self._show_error(f"✗ {message.error}{kept}")
+        self.settled(message.ask)
+        self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])],
+                        "")
         failed = message.ask
         if isinstance(failed, ModelInput):
-            self.query_one(ModelPane).show_status(f"✗ could not open {failed.name[:40]}"
+            self.query_one(ModelPane).show_status(_("✗ could not open {model}").format(model=failed.name[:40])
                                                   if failed.name not in self.loaded_models else "")
         if isinstance(failed, ModelInput) and failed.name not in self.loaded_models:
             # A model that cannot be opened: say so loudly and go back to what was shown.
-            self.notify(message.error, title=f"cannot open {failed.name[:60]}", severity="error", timeout=10)
+            self.notify(message.error, title=_("cannot open {model}").format(model=failed.name[:60]),
+                        severity="error", timeout=10)
             self.kept.pop(failed.name, None)
             back = self.shown.ask if self.shown is not None else self.kept[OWN]
             self.wanted = back
-            self._show_ask(back, matrices=False)
+            self.show_ask(back, matrices=False)
             if self.shown is None:
-                self._compute_wanted()
+                self.compute_wanted()
 
-    def _settled(self, ask: Ask) -> None:
+    def settled(self, ask: Ask) -> None:
         """A computation ended: the loading indicator goes."""
         self.explorer.heatmap.loading = False
         if not isinstance(ask, ModelInput):
             self.query_one(ModelPane).show_status("")
 
-    def _show_error(self, text: str) -> None:
-        self.error = text
-        self.explorer.show_error(text)
+    def show_error(self, parts: list[str | Msg], joiner: str = " · ") -> None:
+        """The explorer's error line, kept as its parts so that `t` reads it again in the other language."""
+        self.error_parts, self.error_joiner = list(parts), joiner
+        self.explorer.show_error(self.error)
 
-    def _show_ask(self, ask: Ask, matrices: bool = True) -> None:
-        """Put an ask into the panes without posting edits back; the matrix editors only when `matrices`."""
-        inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
-        model = ask if isinstance(ask, ModelInput) else None
-        inputs.model_mode = model is not None
-        inputs.multihead = VARIANTS[self.variants.settings.variant].takes_x
-        pane.show_model(model)
-        if model is not None:
-            inputs.show_sentence(model.text)
-        elif matrices:
-            inputs.load(ask.source)  # type: ignore[union-attr]
-        else:
-            source = ask.source  # type: ignore[union-attr]
-            inputs.show_sentence(source.text if isinstance(source, SentenceInput) else inputs.sentence)
+    @property
+    def error(self) -> str:
+        return self.error_joiner.join(str(p) for p in self.error_parts)
 
     def _show_pane_view(self) -> None:
         """The model pane's head (and layer) line and the device the trace ran on."""
@@ -279,217 +293,150 @@ class AttnApp(App[int]):
         if isinstance(self.wanted, ModelInput):
             self.query_one(InputPane).show_model_tokens(trace)
 
-    # ----- edits from the panes ------------------------------------------------------------
-    def on_settings_edited(self, message: SettingsEdited) -> None:
-        self._apply_settings(message.settings)
-
-    def on_settings_rejected(self, message: SettingsRejected) -> None:
-        if message.error:
-            kept = "  (showing the last valid result)" if self.shown is not None else ""
-            self._show_error(f"✗ {message.error}{kept}")
-        elif self.error.startswith("✗"):
-            self._show_error(" · ".join(map(str, self.trace.warnings)) if self.trace is not None else "")
-
-    def _apply_settings(self, settings: Settings) -> None:
-        inputs = self.query_one(InputPane)
-        inputs.multihead = VARIANTS[settings.variant].takes_x
-        source = self.variants.source
-        if inputs.multihead and isinstance(source, MatrixInput):
-            source = inputs.matrix_source(x=True) or source
-        request = Request(source, settings, self.variants.custom_mask)
-        if inputs.multihead and isinstance(source, MatrixInput):
-            self.kept[OWN] = self.wanted = request
-            self.generation += 1  # whatever is in flight is no longer wanted
-            self.shown_generation = self.generation
-            self._show_error("✗ multihead projects Q, K and V itself: type token vectors in the X editor "
-                             "(Matrices tab) or a sentence  (showing the last valid result)")
-            return
-        self.ask(request)
-
-    def on_source_edited(self, message: SourceEdited) -> None:
-        if isinstance(self.wanted, ModelInput):
-            if not isinstance(message.source, SentenceInput):
-                self._show_error(f"✗ {self.wanted.name} reads a sentence: type it in the Sentence tab "
-                                 "(or pick 'variants' in the model pane for typed matrices)")
-                return
-            self.ask(replace(self.wanted, text=message.source.text))
-            return
-        self.ask(Request(message.source, self.variants.settings, None))
-
-    def on_sample_chosen(self, message: SampleChosen) -> None:
-        self.load_sample(message.name)
-
-    def load_sample(self, name: str) -> None:
-        """Load a sample whole: its input, variant, mask and every other setting."""
-        sample = load_samples()[name]
-        self.kept[OWN] = sample.request
-        self.query_one(ModelPane).show(sample.request.settings)
-        ask: Ask = sample.model or sample.request
-        self._show_ask(ask)
-        if sample.model is not None:
-            self.query_one(InputPane).load(sample.request.source)
-            self.query_one(InputPane).show_sentence(sample.model.text)
-        self.notify(sample.notes or sample.description, title=f"sample {name}", timeout=4)
-        self.ask(ask)
-
-    def set_variant(self, variant: str) -> None:
-        settings = replace(self.variants.settings, variant=variant)
-        if isinstance(self.wanted, ModelInput):
-            self.choose_model(None)
-        self.query_one(ModelPane).show(settings)
-        self._apply_settings(settings)
-
-    def on_model_chosen(self, message: ModelChosen) -> None:
-        self.choose_model(message.name)
-
-    def choose_model(self, name: str | None) -> None:
-        """Switch to a model by name or path (None: back to the variants).
-
-        Each source keeps its own ask, and switching back restores it; a date model
-        starts on a date, a transformer on the sentence typed for the variants. The
-        matrix editors are never touched.
-        """
-        inputs = self.query_one(InputPane)
-        current = self.wanted
-        if isinstance(current, ModelInput):
-            self.kept[current.name] = replace(current, text=inputs.sentence)
-        elif isinstance(current.source, SentenceInput):
-            self.kept[OWN] = replace(current, source=SentenceInput(inputs.sentence))
-        if name is None:
-            ask: Ask = self.kept[OWN]
-        else:
-            kept = self.kept.get(name)
-            if isinstance(kept, ModelInput):
-                ask = kept
-            else:
-                sample = load_samples()[DATE_SAMPLE].model
-                text = sample.text if name in DATE_MODELS and sample is not None else (
-                    inputs.sentence if isinstance(self.variants.source, SentenceInput) else "the cat sat on the mat")
-                ask = ModelInput(name, text, device=self.variants.settings.device)
-        self._show_ask(ask, matrices=False)
-        self.ask(ask)
-
-    def on_target_edited(self, message: TargetEdited) -> None:
-        if isinstance(self.wanted, ModelInput) and self.wanted.name in DATE_MODELS:
-            self.ask(replace(self.wanted, target=message.target, teacher_forcing=message.teacher_forcing))
-
     def on_panel_changed(self, message: PanelChanged) -> None:
         self.query_one("#main").set_class(message.full_width, "-full")
 
-    # ----- keys ----------------------------------------------------------------------------
-    def palette_bindings(self) -> list[Binding]:
-        return list(APP_BINDINGS)
+    # ----- compare mode --------------------------------------------------------------------
+    def action_compare(self) -> None:
+        """c: choose one setting to change and see A, B and B − A; c again leaves."""
+        from attn_tui.present.compare import comparisons
+        from attn_tui.tui.screens.choose import ChoiceScreen
 
-    def stage_names(self) -> list[str]:
-        return self.explorer.stage_names()
-
-    def go_to_stage(self, index: int) -> None:
-        self.explorer.go_to_stage(index)
-
-    def action_next_stage(self) -> None:
-        self.explorer.go_to_place(self.explorer.stage_index + 1)
-
-    def action_prev_stage(self) -> None:
-        self.explorer.go_to_place(self.explorer.stage_index - 1)
-
-    def action_first_stage(self) -> None:
-        self.explorer.go_to_place(0)
-
-    def action_last_stage(self) -> None:
-        self.explorer.go_to_place(len(self.explorer.places) - 1)
-
-    def action_stage(self, index: int) -> None:
-        if index < len(self.stage_names()):
-            self.explorer.go_to_stage(index)
-
-    def action_play(self) -> None:
-        """Start or stop stepping through the stages (and decoder steps) at a steady pace."""
-        if self._player is not None:
-            self._stop_playing()
+        if self.comparison is not None:
+            self.end_compare()
             return
-        explorer = self.explorer
-        if explorer.stage_index >= len(explorer.places) - 1:
-            explorer.go_to_place(0)
-        self._player = self.set_interval(self.play_interval, self._advance)
-        self.notify("playing: space stops", timeout=2)
-
-    @property
-    def playing(self) -> bool:
-        return self._player is not None
-
-    def _advance(self) -> None:
-        explorer = self.explorer
-        if explorer.stage_index >= len(explorer.places) - 1:
-            self._stop_playing()
-        else:
-            explorer.go_to_place(explorer.stage_index + 1)
-
-    def _stop_playing(self) -> None:
-        if self._player is not None:
-            self._player.stop()
-            self._player = None
-
-    def action_cursor(self, d_row: int, d_col: int) -> None:
-        self.explorer.heatmap.move_cursor_by(d_row, d_col)
-
-    def action_query(self, step: int) -> None:
-        self.explorer.change_query(step)
-
-    def action_next_head(self) -> None:
-        self._change_head(1)
-
-    def action_prev_head(self) -> None:
-        self._change_head(-1)
-
-    def _change_head(self, step: int) -> None:
-        if self.explorer.change_head(step):
-            self._show_pane_view()
-        else:
-            self.notify("only multihead and real transformers have several heads", timeout=3)
-
-    def action_next_layer(self) -> None:
-        self._change_layer(1)
-
-    def action_prev_layer(self) -> None:
-        self._change_layer(-1)
-
-    def _change_layer(self, step: int) -> None:
-        if self.explorer.change_layer(step):
-            self._show_pane_view()
-        else:
-            self.notify("only a real transformer has layers: pick minilm in the model pane", timeout=3)
-
-    def action_toggle_grid(self) -> None:
-        explorer = self.explorer
-        whole = ("heads", "model_grid", "alignment")
-        explorer.toggle_panel(explorer.panel if explorer.panel in whole else explorer.grid_panel())
-
-    def action_toggle_rollout(self) -> None:
-        if self.shown is None or self.shown.summary is None:
-            self.notify("attention rollout needs a real transformer: pick minilm in the model pane", timeout=3)
+        if self.trace is None:
             return
-        self.explorer.toggle_panel("rollout")
+        options = comparisons(self.wanted, self.trace.heads, self.explorer.head)
+        self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
+                                      [(str(c.title), c) for c in options]), self.start_compare)
 
-    def action_toggle_params(self) -> None:
-        self.explorer.toggle_panel("params")
+    def start_compare(self, comparison: Comparison | None) -> None:
+        if comparison is None:
+            return
+        self.comparison = comparison
+        if comparison.head is not None:
+            self.explorer.show_b(comparison, None)
+        else:
+            self.compute_b()
 
+    def end_compare(self) -> None:
+        self.comparison = None
+        self.b_generation += 1  # whatever B is in flight is no longer wanted
+        self.explorer.end_compare()
+
+    def compute_b(self) -> None:
+        comparison = self.comparison
+        if comparison is None or not self.torch_ready:
+            return
+        if comparison.head is not None:
+            self.explorer.show_b(comparison, None)
+            return
+        self.b_generation += 1
+        self._compute_b(comparison.b_ask(self.wanted), self.b_generation)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def _compute_b(self, ask: Ask, generation: int) -> None:
+        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.present.shown import run_ask
+
+        try:
+            self.post_message(CompareReady(generation, run_ask(ask, self.max_memory)))
+        except AttnError as exc:
+            self.post_message(CompareFailed(generation, exc.message))
+        except Exception as exc:
+            self.post_message(CompareFailed(generation, describe(exc)))
+
+    def on_compare_ready(self, message: CompareReady) -> None:
+        if message.generation == self.b_generation and self.comparison is not None:
+            self.explorer.show_b(self.comparison, message.shown)
+
+    def on_compare_failed(self, message: CompareFailed) -> None:
+        if message.generation == self.b_generation:
+            self.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
+            self.end_compare()
+
+    # ----- export --------------------------------------------------------------------------
+    def action_export(self) -> None:
+        from attn_tui.core.export import file_name
+        from attn_tui.tui.screens.export import ExportScreen
+
+        trace, view = self.trace, self.view
+        if trace is None or view is None:
+            self.notify(_("nothing to export yet"), timeout=3)
+            return
+        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), Path.cwd()), self.export)
+
+    def export(self, ask: ExportAsk | None) -> None:
+        if ask is None:
+            return
+        if ask.what == "screen":
+            self.call_after_refresh(self._save_screen, ask.path)
+            return
+        self._export(ask)
+
+    def _save_screen(self, path: Path) -> None:
+        from attn_tui.core.errors import AttnError
+        from attn_tui.core.files import writable_file
+
+        try:
+            writable_file(path, Msg("the screenshot"))
+            written = self.save_screenshot(filename=path.name, path=str(path.parent))
+        except (AttnError, OSError) as exc:
+            self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
+            return
+        self.notify(_("saved the screen to {path}").format(path=written), timeout=8)
+
+    @work(thread=True, exclusive=True, group="export")
+    def _export(self, ask: ExportAsk) -> None:
+        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.core.export import export
+        from attn_tui.core.files import writable_file
+
+        trace, view = self.trace, self.view
+        assert trace is not None and view is not None
+        try:
+            if ask.what == "trace":
+                for layer in range(trace.layers if trace.layers > 1 else 0):
+                    trace.fill(layer, None)
+                stages = list(trace)
+            else:
+                stages = [trace.stages[view.place]]
+            if not (ask.fmt == "csv" and len(stages) > 1):
+                writable_file(ask.path, Msg("the export"))
+            export(trace, stages, ask.fmt, ask.path)
+        except AttnError as exc:
+            self.post_message(ExportFailed(exc.message))
+            return
+        except Exception as exc:
+            self.post_message(ExportFailed(describe(exc)))
+            return
+        self.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
+
+    def on_export_done(self, message: ExportDone) -> None:
+        self.notify(Msg("wrote {n} stages to {path}", n=message.stages, path=message.path), title=_("exported"),
+                    timeout=10)
+
+    def on_export_failed(self, message: ExportFailed) -> None:
+        self.notify(message.error, title=_("export failed"), severity="error", timeout=10)
+
+    # ----- language ------------------------------------------------------------------------
     def action_toggle_language(self) -> None:
         self.language = "ko" if self.language == "en" else "en"
 
     def watch_language(self, language: str) -> None:
-        from attn_tui import i18n
-
         i18n.set_language(language)
+        self.query_one(ModelPane).relabel()
+        self.query_one(InputPane).relabel()
+        self.query_one(LocalFooter).refresh(recompose=True)
+        self.query_one("#too-small", Static).update(self._too_small_text())
         self.explorer.language = language
-
-    def action_focus_heatmap(self) -> None:
-        self.explorer.heatmap.focus()
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.palette_bindings()))
+        self.explorer.show_error(self.error)
+        self.save_soon()
 
 
-def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None) -> int:
-    """Run the app on `request` (None: the default sample), or on `model`, and return the exit code."""
-    result = AttnApp(request, model=model, max_memory=max_memory).run()
+def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None,
+            fresh: bool = False, first_stage: str | None = None) -> int:
+    """Run the app on `request` (None: the saved session, else the default sample), or on `model`."""
+    result = AttnApp(request, model=model, max_memory=max_memory, fresh=fresh, first_stage=first_stage).run()
     return 0 if result is None else int(result)

@@ -10,6 +10,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from attn_tui.core.samples import load_samples
 from attn_tui.core.settings import VARIANT_NAMES
+from attn_tui.i18n import _
+from attn_tui.tui.screens.help import key_text
 from attn_tui.tui.widgets.model_pane import MODELS
 
 if TYPE_CHECKING:
@@ -23,16 +25,20 @@ class AttnCommands(Provider):
         app = cast("AttnApp", self.app)
         found: list[tuple[str, Callable[[], object], str]] = []
         for binding in app.palette_bindings():
-            found.append((binding.description, partial(app.run_action, binding.action),
-                          f"key: {binding.key}"))
-        for n, name in enumerate(app.stage_names()):
-            found.append((f"Go to stage: {name}", partial(app.go_to_stage, n), f"stage {n + 1}"))
+            found.append((_(binding.description), partial(app.run_action, binding.action),
+                          _("key: {key}").format(key=key_text(binding.key))))
+        for n, (name, title) in enumerate(zip(app.stage_names(), app.explorer.stage_titles())):
+            found.append((_("Go to stage: {name}").format(name=title if title == name else f"{title} ({name})"),
+                          partial(app.go_to_stage, n), _("stage {n}").format(n=n + 1)))
         for name, sample in load_samples().items():
-            found.append((f"Load sample: {name}", partial(app.load_sample, name), sample.description))
+            found.append((_("Load sample: {name}").format(name=name), partial(app.load_sample, name),
+                          _(sample.description)))
         for variant in VARIANT_NAMES:
-            found.append((f"Variant: {variant}", partial(app.set_variant, variant), "recompute"))
+            found.append((_("Variant: {variant}").format(variant=variant), partial(app.set_variant, variant),
+                          _("recompute")))
         for model in MODELS:
-            found.append((f"Model: {model}", partial(app.choose_model, model), "run a real or trained model"))
+            found.append((_("Model: {model}").format(model=model), partial(app.choose_model, model),
+                          _("run a real or trained model")))
         return found
 
     async def discover(self) -> Hits:

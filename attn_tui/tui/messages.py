@@ -6,11 +6,12 @@ Small dataclasses so a worker thread can post them safely and a test can read th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from attn_tui.core.settings import MatrixInput, SentenceInput, Settings, XInput
+from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.present.shown import Shown
@@ -45,7 +46,7 @@ class ComputeFailed(Message):
 
     generation: int
     ask: Ask
-    error: str
+    error: str | Msg
 
 
 @dataclass
@@ -82,6 +83,11 @@ class CursorMoved(Message):
 
     row: int
     col: int
+    heatmap: Any = None  # the heatmap whose cursor moved
+
+    @property
+    def control(self) -> Any:
+        return self.heatmap
 
 
 @dataclass
@@ -105,3 +111,37 @@ class PanelChanged(Message):
 
     panel: str
     full_width: bool
+
+
+@dataclass
+class CompareReady(Message):
+    """B of compare mode was computed (generation: which B was asked last)."""
+
+    generation: int
+    shown: Shown
+
+
+@dataclass
+class CompareFailed(Message):
+    """B of compare mode could not be computed; the error is written for the user."""
+
+    generation: int
+    error: str | Msg
+
+
+@dataclass
+class ExportDone(Message):
+    """An export was written; the path is what the notice shows."""
+
+    path: str
+    stages: int
+
+
+@dataclass
+class ExportFailed(Message):
+    error: str | Msg
+
+
+@dataclass
+class InputTyped(Message):
+    """Something was typed in the input pane, valid or not: the session keeps it."""

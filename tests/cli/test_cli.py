@@ -95,7 +95,7 @@ def test_samples_command_lists_every_sample(capsys) -> None:
     (["stages", "--text", "a", "--heads", "0"], "must be between 1 and"),
     (["stages", "--text", "a", "--variant", "multihead", "--seed", "x"], "expected a whole number"),
     (["stages", "--q", "/no/such/file", "--k", "x", "--v", "y"], "cannot read Q: no file '/no/such/file'"),
-    (["stages", "--q", "/dev/null"], "missing --k and --v"),
+    (["stages", "--q", "/dev/null"], "missing --k, --v"),
     (["stages", "--text", "a b", "--variant", "multihead", "--heads", "3"], "--heads 3 does not divide"),
     (["stages", "--text", "a b", "--variant", "dot", "--stage", "scaled"], "has no stage 'scaled'"),
     (["stages", "--text", "a b", "--head", "1"], "--head does not apply to scaled_dot"),

@@ -82,7 +82,7 @@ def test_masks_build_the_sdpa_convention() -> None:
     both = masks.build_mask("causal+padding", ("a", "b", "c"), 3, pad_keys=1)
     assert both.allowed.tolist() == [[True, False, False], [True, True, False], [True, True, False]]
     assert both.describe() == "causal + padding" and both.reasons(0, 2) == [
-        "key 2 comes after query 0 (causal: no looking ahead)", "key 2 is padding"]
+        "future key: key 2 comes after query 0 (causal: no looking ahead)", "<pad> key: key 2 is padding"]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])

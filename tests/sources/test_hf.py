@@ -123,3 +123,10 @@ def test_cli_heads_summary_json(capsys) -> None:
     rolled = torch.tensor(doc["rollout"])
     assert rolled.shape == (7, 7) and torch.all(rolled[:, 5:] == 0)  # padding keeps no share
     assert torch.allclose(rolled.sum(-1), torch.ones(7), atol=1e-5)
+
+
+def test_minilm_warns_when_its_vocabulary_breaks_korean_into_jamo(minilm: hf.LoadedModel) -> None:
+    korean = hf.run(minilm, "나는 학교에 간다")
+    assert any("jamo" in str(w) for w in korean.warnings)
+    assert any("\u1100" <= ch <= "\u11ff" for token in korean.tokens for ch in token)  # the letters themselves
+    assert not any("jamo" in str(w) for w in hf.run(minilm, "the cat sat on the mat").warnings)

@@ -28,8 +28,8 @@ class RecordingApp(AttnApp):
         super().__init__(*args, **kwargs)
         self.notices: list[Notice] = []
 
-    def notify(self, message: str, *, markup: bool = False, **options: Any) -> None:  # type: ignore[override]
-        self.notices.append(Notice(message, str(options.get("title", "")), str(options.get("severity", ""))))
+    def notify(self, message: Any, *, markup: bool = False, **options: Any) -> None:
+        self.notices.append(Notice(str(message), str(options.get("title", "")), str(options.get("severity", ""))))
         super().notify(message, markup=markup, **options)
 
 

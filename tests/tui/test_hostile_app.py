@@ -102,7 +102,7 @@ async def test_a_rejected_setting_is_said_where_it_cannot_scroll_away() -> None:
 @pytest.mark.slow
 async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
     from attn_tui.core.settings import Request, SentenceInput, Settings
-    from attn_tui.present.stage_view import SMALL_COLS, SMALL_ROWS, heads_grids
+    from attn_tui.present.stage_view import SMALL_COLS, SMALL_ROWS, heads_panel
     from tests.tui.helpers import RecordingApp
 
     text = " ".join(f"w{i % 97}" for i in range(3000))
@@ -113,5 +113,6 @@ async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
         await pilot.press("g")
         await pilot.pause()
         assert app.query_one(HeadsGrid).titles == ["head 0", "head 1", "head 2", "head 3"]
-        grids, _, note = heads_grids(app.trace, app.view, 0)
-        assert all(g.rows <= SMALL_ROWS and g.cols <= SMALL_COLS for _, g in grids) and "evenly spaced" in note
+        panel = heads_panel(app.trace, app.view, 0)
+        assert all(g.rows <= SMALL_ROWS and g.cols <= SMALL_COLS for _, g in panel.grids)
+        assert "evenly spaced" in panel.note and panel.shared == (0.0, 1.0)

@@ -111,7 +111,7 @@ async def test_samples_tab_enter_loads_a_sample() -> None:
         await settle(pilot)
         assert app.trace.meta.title == "additive" and app.trace.meta.settings.mask == "padding"
         assert app.query_one("#set-variant").value == "additive"
-        assert app.query_one("#edit-Q", TextArea).text.startswith("0.9 0.1")
+        assert app.query_one("#edit-Q", TextArea).text.startswith("I: 0.9 0.1")  # rows carry their tokens
         assert app.trace.key_tokens[0] == "나는"
 
 
@@ -142,10 +142,13 @@ async def test_dense_mode_for_the_long_paragraph() -> None:
     app = sample_app("long_paragraph")
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
+        await pilot.press("8")  # weights
         heatmap = app.query_one(Heatmap)
-        assert len(app.trace.query_tokens) >= 64
-        assert heatmap.layout_info.dense
-        assert heatmap.virtual_size.height == 1 + 35
+        n = len(app.trace.query_tokens)
+        assert n >= 64
+        lay = heatmap.layout_info
+        assert not lay.show_values and lay.lines == n  # colour cells, one row a line, every row labelled
+        assert heatmap.virtual_size.height == lay.header_height + n
         await pilot.press(*["down"] * 30)
         assert app.cursor[0] == 30 and heatmap.scroll_offset.y > 0
 

@@ -70,6 +70,7 @@ async def test_the_heads_panel_of_gqa_shows_which_query_heads_share_a_key_value_
     app = sample_app("gqa_korean")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        app.go_to_stage(app.stage_names().index("weights"))
         await pilot.press("]", "]", "]", "]")  # query head 4: key/value head 1
         await pilot.press("g")
         await pilot.pause()

@@ -40,12 +40,13 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
         await settle(pilot)
         assert isinstance(app.trace.meta, TransformerRun)
         assert app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
-        assert app.view.name == "weights"
+        assert app.view.name == "query"  # the first stage of the head's pipeline
+        app.go_to_stage(app.stage_names().index("weights"))
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
         assert app.view.grid.special_rows == frozenset({0, 4}) == app.view.grid.special_cols
-        assert "2 of 6" in str(app.query_one("#layer-view").render())
-        assert "5 of 12" in str(app.query_one("#head-view").render())
+        assert "2 / 6" in str(app.query_one("#layer-view").render())
+        assert "5 / 12" in str(app.query_one("#head-view").render())
         assert "[CLS]" in str(app.query_one("#tokens").render())
         assert "layer 2 head 5" in str(app.query_one("#stage-bar").render())
 
@@ -54,6 +55,7 @@ async def test_brackets_change_the_head_and_braces_the_layer() -> None:
     app = model_app("minilm", TEXT)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        app.go_to_stage(app.stage_names().index("weights"))
         await pilot.press("right_square_bracket")
         await settle(pilot)
         assert (app.explorer.layer_index, app.explorer.head) == (0, 1)
@@ -204,7 +206,7 @@ def test_the_command_line_opens_the_app_on_a_model(monkeypatch) -> None:
 
     seen = {}
     monkeypatch.setattr("attn_tui.tui.app.run_app",
-                        lambda request, model, max_memory=None: seen.update(model=model) or 0)
+                        lambda request, model, max_memory=None, **_options: seen.update(model=model) or 0)
     assert cli.main(["--model", "minilm", "--text", TEXT, "--layer", "2", "--head", "4"]) == 0
     assert (seen["model"].name, seen["model"].layer, seen["model"].head) == ("minilm", 2, 4)
     cli.main(["--sample", "dates_korean"])

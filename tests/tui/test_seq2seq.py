@@ -145,3 +145,25 @@ async def test_help_lists_the_model_keys() -> None:
         table = app.screen.query(Static).last().content
         keys = list(table.columns[0].cells)
         assert "{" in keys and "}" in keys and "r" in keys
+
+
+async def test_teacher_forcing_shows_fed_written_and_target_and_marks_misses_red() -> None:
+    from attn_tui.present.model_view import alignment_grid
+    from attn_tui.render.heatmap import MISS_LABEL_STYLE, label_segment, layout_for
+
+    app = model_app("seq2seq-dates", "Nov 22, 2026", target="2026-11-23", teacher_forcing=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        meta = app.trace.meta
+        assert meta.fed[:3] == ("<s>", "2", "0")  # forced: the target's characters, after <s>
+        grid = alignment_grid(app.trace, app.trace.steps())
+        assert grid.row_labels[0] == "<s>→2" and grid.row_labels[1] == "2→0"
+        missed = {t for t, ch in enumerate(app.trace.query_tokens) if meta.missed(t, ch)}
+        assert missed == set(grid.miss_rows) and 9 in missed  # the model writes 2, the target says 3
+        lay = layout_for(grid, 100)
+        assert label_segment(grid, lay, 9, None).style == MISS_LABEL_STYLE
+        assert label_segment(grid, lay, 0, None).style != MISS_LABEL_STYLE
+        note = str(app.query_one("#tokens").render())
+        assert "target 2026-11-23" in note
+        caption = app.query_one("#stage-bar").render()
+        assert "fed '<s>'" in str(caption) and "target '2' ✓" in str(caption)

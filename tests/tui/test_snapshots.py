@@ -51,9 +51,38 @@ def test_inspector_on_a_weights_cell(snap_compare) -> None:
                         run_before=_at_stage("weights", "down", "shift+right"))
 
 
-def test_dense_mode_long_paragraph(snap_compare) -> None:
+def test_dense_mode_long_paragraph_with_every_token_labelled(snap_compare) -> None:
     assert snap_compare(sample_app("long_paragraph"), terminal_size=(100, 32),
-                        run_before=_at_stage("weights", *["down"] * 12))
+                        run_before=_at_stage("weights", *["down"] * 12, *["shift+right"] * 9))
+
+
+def test_heads_grid_each_head_on_its_own_range(snap_compare) -> None:
+    assert snap_compare(sample_app("multihead_korean"), terminal_size=(120, 40),
+                        run_before=_at_stage("scores", "g", "s"))
+
+
+def test_masked_cell_inspector_says_why(snap_compare) -> None:
+    assert snap_compare(sample_app("korean_padded", mask="causal+padding"), terminal_size=(120, 40),
+                        run_before=_at_stage("masked", "shift+right", "shift+right"))
+
+
+def test_compare_fill_minus_inf_against_minus_1e9(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        from tests.tui.test_compare import _compare
+
+        await settle(pilot)
+        pilot.app.go_to_stage(pilot.app.stage_names().index("masked"))
+        await _compare(pilot, "fill")
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean_padded", mask="causal+padding"), terminal_size=(130, 40),
+                        run_before=run_before)
+
+
+def test_korean_mode(snap_compare) -> None:
+    assert snap_compare(sample_app("korean"), terminal_size=(120, 40),
+                        run_before=_at_stage("weights", "t", "down"))
 
 
 def test_matrices_tab_with_a_malformed_matrix(snap_compare) -> None:

@@ -14,6 +14,7 @@ import torch
 from attn_tui.core.attend import PreStage
 from attn_tui.core.ops import Linear, Place, Reduce, TanhOfSum
 from attn_tui.core.stage import Stage, dim_axis
+from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
@@ -25,9 +26,9 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     w_a = ctx.params.weight("W_a", hidden, q.shape[1])  # (H, d_q)
     u_a = ctx.params.weight("U_a", hidden, k.shape[1])  # (H, d_k)
     v_a = ctx.params.normal("v_a", hidden, std=hidden**-0.5)  # (H,)
-    qp = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, "W_a q_i for every query", (ctx.query_axis, hid),
+    qp = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, Msg("W_a q_i for every query"), (ctx.query_axis, hid),
                              Linear(Place("query"), "W_a")))  # (L, H)
-    kp = ctx.trace.add(Stage(Place("key_proj"), k @ u_a.T, "U_a k_j for every key", (ctx.key_axis, hid),
+    kp = ctx.trace.add(Stage(Place("key_proj"), k @ u_a.T, Msg("U_a k_j for every key"), (ctx.key_axis, hid),
                              Linear(Place("key"), "U_a")))  # (S, H)
 
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:

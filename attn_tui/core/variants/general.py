@@ -13,6 +13,7 @@ import torch
 from attn_tui.core.attend import PreStage
 from attn_tui.core.ops import Dot, Linear, Place
 from attn_tui.core.stage import Stage, dim_axis
+from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     w_a = ctx.params.weight("W_a", k.shape[1], q.shape[1])  # (d_k, d_q)
-    query_proj = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, "Q' = Q·W_aᵀ: row i is W_a q_i",
+    query_proj = ctx.trace.add(Stage(Place("query_proj"), q @ w_a.T, Msg("Q' = Q·W_aᵀ: row i is W_a q_i"),
                                      (ctx.query_axis, dim_axis(k.shape[1])), Linear(Place("query"), "W_a")))  # (L, d_k)
 
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:

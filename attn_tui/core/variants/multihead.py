@@ -18,6 +18,7 @@ from attn_tui.core.meta import VariantRun
 from attn_tui.core.ops import Columns, Concat, Linear, Place
 from attn_tui.core.stage import Axis, Stage, dim_axis
 from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.i18n import Join, Msg
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     n, d_model = x.shape
     if heads < 1 or d_model % heads:
-        raise ConfigError(f"--heads {heads} does not divide the model dimension {d_model}")
+        raise ConfigError(Msg("--heads {heads} does not divide the model dimension {d}", heads=heads, d=d_model))
     d_h = d_model // heads
     tokens, trace = ctx.query_axis, ctx.trace
     assert isinstance(trace.meta, VariantRun)
@@ -40,17 +41,17 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     per_head = qkv.view(n, 3, heads, d_h).permute(1, 2, 0, 3)  # (3, heads, N, d_h): views, no copies
     head_dims = dim_axis(d_h)
     for h in range(heads):
-        span = f"columns {h * d_h}…{(h + 1) * d_h - 1}"
+        span = Msg("columns {first}…{last}", first=h * d_h, last=(h + 1) * d_h - 1)
         for part, (name, axis) in enumerate((("query", tokens), ("key", ctx.key_axis), ("value", ctx.key_axis))):
             letter = name[0].upper()
-            trace.add(Stage(Place(name, head=h), per_head[part, h], f"{letter}_{h} = {letter}[:, {span}]",
+            trace.add(Stage(Place(name, head=h), per_head[part, h], Join("", f"{letter}_{h} = {letter}[:, ", span, "]"),
                             (axis, head_dims), Columns(Place("qkv_proj"), part * d_model + h * d_h)))
     stages, factor = scaled_stages(ctx.qk_axes, d_h)
     outputs = score_family(trace, ctx.tail, scaled_pre(per_head[0], per_head[1], factor), stages, "scaled",
                            per_head[2], [Place("scores", head=h) for h in range(heads)],
                            [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (heads, N, d_h)
     concat = trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, d_model),
-                             "C = [O_0 | O_1 | … ]: the heads' outputs side by side", (tokens, dim_axis(d_model)),
+                             Msg("C = [O_0 | O_1 | … ]: the heads' outputs side by side"), (tokens, dim_axis(d_model)),
                              Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, d)
     trace.add(Stage(Place("projected"), concat @ w_o.T + b_o, "Y = C·W_oᵀ + b_o", (tokens, dim_axis(d_model)),
                     Linear(Place("concat"), "W_o", "b_o")))

@@ -15,11 +15,12 @@ from attn_tui.core.attend import PreStage
 from attn_tui.core.lazy import PreTile
 from attn_tui.core.ops import Dot, Scale
 from attn_tui.core.stage import Axis
+from attn_tui.i18n import N_, Msg
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
 
-SCALE_REASON = "keeps the scores near unit variance so softmax does not saturate"
+SCALE_REASON = N_("keeps the scores near unit variance so softmax does not saturate")
 
 
 def scaled_pre(q: torch.Tensor, k: torch.Tensor, factor: float) -> PreTile:
@@ -33,10 +34,12 @@ def scaled_pre(q: torch.Tensor, k: torch.Tensor, factor: float) -> PreTile:
 
 def scaled_stages(axes: tuple[Axis, Axis], d_k: int, scale: float | None = None) -> tuple[list[PreStage], float]:
     """The scores and scaled stages, and the factor: 1/√d_k, or a model's own `scale`."""
+    formula: str | Msg
     if scale is None:
         factor, formula = 1 / math.sqrt(d_k), f"S' = S / √d_k   (d_k = {d_k}, √d_k = {math.sqrt(d_k):.4g})"
     else:
-        factor, formula = scale, f"S' = S · {scale:.4g}   (the model's own scaling, d_k = {d_k})"
+        factor, formula = scale, Msg("S' = S · {scale}   (the model's own scaling, d_k = {d_k})",
+                                     scale=f"{scale:.4g}", d_k=d_k)
     return [PreStage("scores", "S = Q·Kᵀ: S[i,j] = q_i·k_j", axes, lambda at: Dot(at.at("query"), at.at("key"))),
             PreStage("scaled", formula, axes, lambda at: Scale(at.at("scores"), factor, SCALE_REASON))], factor
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.core.errors import InputError
 from attn_tui.core.files import check_text
+from attn_tui.i18n import Msg
 from attn_tui.models.seq2seq.dates import END, INPUT_CHARS, OUTPUT_CHARS, PAD, START
 
 if TYPE_CHECKING:
@@ -21,16 +22,18 @@ MAX_OUTPUT = 12
 
 def encode_input(text: str) -> list[int]:
     """Input characters → ids; refuses empty input and characters the model never saw."""
-    check_text(text, "the date")
+    check_text(text, Msg("the date"))
     text = text.strip()
     if not text:
-        raise InputError("the date is empty: type a date such as 22 November 2026")
+        raise InputError(Msg("the date is empty: type a date such as 22 November 2026"))
     if len(text) > MAX_INPUT:
-        raise InputError(f"the date is {len(text)} characters long; the model reads at most {MAX_INPUT}")
+        raise InputError(Msg("the date is {n} characters long; the model reads at most {max}", n=len(text),
+                             max=MAX_INPUT))
     for column, ch in enumerate(text, start=1):
         if ch not in IN_STOI:
-            raise InputError(f"column {column}: the model has never seen the character {ch!r}; it knows digits, "
-                             "English month and weekday names, 년 월 일 요일, spaces and , . / - ( ) '")
+            raise InputError(Msg("column {column}: the model has never seen the character {ch}; it knows digits, "
+                                 "English month and weekday names, 년 월 일 요일, spaces and , . / - ( ) '",
+                                 column=column, ch=repr(ch)))
     return [IN_STOI[c] for c in text]
 
 
@@ -43,11 +46,12 @@ def encode_target(text: str) -> list[int]:
 def check_target(text: str) -> None:
     """Refuse a target the decoder could never write (torch-free: the command line checks before loading)."""
     if len(text) > MAX_OUTPUT - 1:
-        raise InputError(f"the target is {len(text)} characters long; the model writes at most {MAX_OUTPUT - 1} "
-                         "(targets look like 2026-11-22)")
+        raise InputError(Msg("the target is {n} characters long; the model writes at most {max} (targets look like "
+                             "2026-11-22)", n=len(text), max=MAX_OUTPUT - 1))
     for column, ch in enumerate(text, start=1):
         if ch not in OUT_STOI:
-            raise InputError(f"target column {column}: {ch!r} is not a digit or '-'; targets look like 2026-11-22")
+            raise InputError(Msg("target column {column}: {ch} is not a digit or '-'; targets look like 2026-11-22",
+                                 column=column, ch=repr(ch)))
 
 
 def batch(pairs: list[tuple[str, str]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from attn_tui.core.errors import InputError
+from attn_tui.i18n import Msg
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import NetConfig, Seq2Seq
 
@@ -111,7 +112,7 @@ def save(model: Seq2Seq, path: Path, accuracy: float | None = None) -> None:
 def load(source: Path | bytes) -> Seq2Seq:
     data = torch.load(io.BytesIO(source) if isinstance(source, bytes) else source, weights_only=True)
     if data["in_vocab"] != codec.IN_ITOS or data["out_vocab"] != codec.OUT_ITOS:
-        raise InputError("this checkpoint was trained with another alphabet than this version's")
+        raise InputError(Msg("this checkpoint was trained with another alphabet than this version's"))
     model = Seq2Seq(NetConfig(**data["config"]))
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in data["state"].items()})
     return model.eval()

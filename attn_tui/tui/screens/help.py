@@ -9,17 +9,25 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from attn_tui.i18n import N_, _
+
 NOTES = (
-    "Arrows: ← → step through the stages (as h / l do); ↑ ↓ move the cell cursor between rows;",
-    "shift+arrows move the cursor in any direction; a mouse click puts it on a cell.",
-    "Typing in a text field keeps its keys (arrows move the text cursor there): press Esc or",
-    "click the heatmap to come back. The mask shown is torch's convention: 1 = may attend.",
-    "Real models (model pane, or --model): [ ] change the head, { } the layer, g shows every head,",
-    "r the attention rollout. The seq2seq date model: → steps through each decoder step's stages.",
+    N_("Arrows: ← → step through the stages (as h / l do); ↑ ↓ move the cell cursor between rows; shift+arrows "
+       "move the cursor in any direction; a mouse click puts it on a cell, and a click on a stage's name in the "
+       "stage bar jumps there."),
+    N_("Typing in a text field keeps its keys (arrows move the text cursor there): press Esc or click the heatmap "
+       "to come back. i, Q, K, V, X and m jump straight to the sentence, an editor or the model pane."),
+    N_("Masks use torch's convention: 1 = may attend. On the masked stage x masks or unmasks the cell under the "
+       "cursor (a custom mask, ANDed with the mask kind); rows may be named in the editors, e.g. '<pad>: 0 0 0'."),
+    N_("c compares the stage with one setting changed (A, B and B − A, one cursor); e exports the stage, the "
+       "trace or the screen; ctrl+z undoes loading a sample or a mask edit. Your settings and typing are kept "
+       "for the next start (attn-tui --fresh ignores them)."),
+    N_("Real models (model pane, or --model): [ ] change the head, { } the layer, g shows every head, r the "
+       "attention rollout. The seq2seq date model: → steps through each decoder step's stages."),
 )
 
 
-def _key_text(key: str) -> str:
+def key_text(key: str) -> str:
     names = {"left": "←", "right": "→", "up": "↑", "down": "↓", "question_mark": "?",
              "left_square_bracket": "[", "right_square_bracket": "]", "space": "space",
              "left_curly_bracket": "{", "right_curly_bracket": "}",
@@ -33,13 +41,14 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen #help-body {
-        width: 80%; max-width: 90; height: 90%; border: round $accent; background: $surface; padding: 0 1;
+        width: 80%; max-width: 100; height: 90%; border: round $accent; background: $surface; padding: 0 1;
     }
     HelpScreen .hint { color: $text-muted; }
+    HelpScreen #help-notes { margin: 0 0 1 0; }
     """
 
     BINDINGS = [
-        Binding("escape,q,question_mark,f1", "close", "Close help", id="help.close"),
+        Binding("escape,q,question_mark,f1", "close", N_("Close help"), id="help.close"),
     ]
 
     def __init__(self, bindings: list[Binding]) -> None:
@@ -47,21 +56,21 @@ class HelpScreen(ModalScreen[None]):
         self.bindings_shown = bindings
 
     def compose(self) -> ComposeResult:
-        table = Table(title="attn-tui keys", expand=True, show_edge=False)
-        table.add_column("key", style="bold yellow", no_wrap=True)
-        table.add_column("does")
+        table = Table(title=_("attn-tui keys"), expand=True, show_edge=False)
+        table.add_column(_("key"), style="bold yellow", no_wrap=True)
+        table.add_column(_("does"))
         digits_done = False
         for b in self.bindings_shown:
             if (b.id or "").startswith("stage.jump"):
                 if not digits_done:
-                    table.add_row("1 … 9, 0", "Jump to stage 1 … 10 (numbered in the stage bar)")
+                    table.add_row("1 … 9, 0", _("Jump to stage 1 … 10 (numbered in the stage bar)"))
                     digits_done = True
                 continue
-            table.add_row(_key_text(b.key), b.description + (f": {b.tooltip}" if b.tooltip else ""))
-        table.add_row("ctrl+p", "Command palette: every action, stage, sample and variant by name")
+            table.add_row(key_text(b.key), _(b.description) + (f": {_(b.tooltip)}" if b.tooltip else ""))
+        table.add_row("ctrl+p", _("Command palette: every action, stage, sample and variant by name"))
         with VerticalScroll(id="help-body"):
-            yield Static("Esc, q, ? or F1 closes this screen.", classes="hint")
-            yield Static("\n".join(NOTES), id="help-notes")
+            yield Static(_("Esc, q, ? or F1 closes this screen."), classes="hint")
+            yield Static("\n".join("• " + _(note) for note in NOTES), id="help-notes")
             yield Static(table)
 
     def action_close(self) -> None:

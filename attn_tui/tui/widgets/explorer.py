@@ -3,7 +3,8 @@
 It owns the position (stage, decoder step, layer, head, the energy's query, the panel
 on show); the app hands it what is on show and forwards the navigation keys. Every
 kind of trace goes through the same code: a layer or a decoder step is just another
-axis of the trace's places.
+axis of the trace's places. In compare mode it also holds B (the same ask with one
+setting changed) and draws A, B and B − A with one cursor.
 """
 
 from __future__ import annotations
@@ -17,39 +18,42 @@ from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
 from attn_tui.core.meta import DecoderRun
-from attn_tui.present.kv_sharing import kv_sharing
-from attn_tui.present.model_view import alignment_so_far
+from attn_tui.i18n import _
 from attn_tui.present.positions import Position, bar_window, positions, same_place
-from attn_tui.present.stage_view import StageView, heads_grids, param_grids, place_caption, stage_view
+from attn_tui.present.stage_view import StageView, place_caption, stage_view
+from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
-from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.legend import legend
 from attn_tui.tui.messages import CursorMoved, PanelChanged
+from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.explanation import Explanation
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.heatmap import Heatmap
 from attn_tui.tui.widgets.inspector import Inspector
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.model_grid import ModelGrid
+from attn_tui.tui.widgets.panels import draw_compare, draw_panel
 from attn_tui.tui.widgets.scroll import QuietScroll
 from attn_tui.tui.widgets.stage_bar import StageBar
 
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
+    from attn_tui.present.compare import Comparison
     from attn_tui.present.shown import Shown
 
 STAGES = "heatmap"  # the panel of the stages themselves
 PANEL_WIDGETS = {STAGES: "heatmap", "heads": "heads-grid", "params": "heads-grid", "model_grid": "model-grid",
-                 "rollout": "rollout", "alignment": "alignment"}
-FULL_WIDTH = ("model_grid",)
+                 "rollout": "rollout", "alignment": "alignment", "compare": "compare"}
+FULL_WIDTH = ("model_grid", "compare")
+WHOLE = ("model_grid", "rollout", "alignment")  # panels that take the inspector's room too
 
 
 class Explorer(Vertical):
-    """Stage bar, error line, the panel on show (heatmap, heads, params, model grid, rollout, alignment),
-    legend, inspector and explanation."""
+    """Stage bar, error line, the panel on show (heatmap, heads, params, model grid, rollout, alignment,
+    compare), legend, inspector and explanation."""
 
     DEFAULT_CSS = """
-    Explorer #stage-bar { height: auto; max-height: 6; }
+    Explorer #stage-bar { height: auto; max-height: 7; }
     Explorer #error { display: none; width: 100%; color: $warning; height: auto; max-height: 3; }
     Explorer #error.-shown { display: block; }
     Explorer #panels { height: 2fr; }
@@ -57,6 +61,7 @@ class Explorer(Vertical):
     Explorer #legend { height: 1; }
     Explorer.-whole #legend, Explorer.-whole #bottom { display: none; }
     Explorer.-whole #panels { height: 1fr; }
+    Explorer.-comparing #legend { display: none; }
     """
 
     language: reactive[str] = reactive("en", init=False)
@@ -71,9 +76,13 @@ class Explorer(Vertical):
         self.energy_query = 0  # the query whose energy slice is shown
         self.panel = STAGES
         self.view: StageView | None = None
+        self.shared_scale = True  # the heads panel: one colour scale for every head
+        self.comparison: Comparison | None = None
+        self.shown_b: Shown | None = None  # B's computation (a head comparison reads A's trace)
+        self.view_b: StageView | None = None
 
     def compose(self) -> ComposeResult:
-        yield StageBar("loading torch…", id="stage-bar")
+        yield StageBar(_("loading torch…"), id="stage-bar")
         yield Label("", id="error")
         with ContentSwitcher(initial="heatmap", id="panels"):
             yield Heatmap(id="heatmap")
@@ -81,6 +90,7 @@ class Explorer(Vertical):
             yield ModelGrid(id="model-grid")
             yield MatrixPanel(id="rollout")
             yield MatrixPanel(id="alignment")
+            yield CompareView(id="compare")
         yield Static("", id="legend")
         with Horizontal(id="bottom"):
             with QuietScroll(id="inspector-box"):
@@ -93,7 +103,14 @@ class Explorer(Vertical):
 
     @property
     def heatmap(self) -> Heatmap:
+        """The heatmap the cursor lives in: the stage's own, or A's when comparing."""
+        if self.panel == "compare":
+            return self.query_one(CompareView).heatmap("a")
         return self.query_one("#heatmap", Heatmap)
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        return self.heatmap.cursor
 
     # ----- what is on show -----------------------------------------------------------------
     def show(self, shown: Shown, first_stage: str | None = None) -> None:
@@ -110,10 +127,28 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.summary is not None, "rollout": shown.summary is not None,
-                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True}
+                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True,
+                "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
         self.render_place()
+
+    def forget_place(self) -> None:
+        """The next trace opens at its first stage (or the one asked for), not where the user was."""
+        self.view = None
+
+    def show_b(self, comparison: Comparison, shown_b: Shown | None) -> None:
+        """Compare with B: `shown_b` is B's computation (None: a head comparison, read from A's trace)."""
+        self.comparison, self.shown_b = comparison, shown_b
+        if self.panel != "compare":
+            self.switch_panel("compare")
+        else:
+            self.render_place()
+
+    def end_compare(self) -> None:
+        self.comparison, self.shown_b, self.view_b = None, None, None
+        if self.panel == "compare":
+            self.switch_panel(STAGES)
 
     def show_error(self, text: str) -> None:
         label = self.query_one("#error", Label)
@@ -121,8 +156,9 @@ class Explorer(Vertical):
         label.set_class(bool(text), "-shown")
 
     def watch_language(self) -> None:
+        self.query_one(HeadsGrid).refresh()
         if self.view is not None:
-            self._explain()
+            self.render_place()
 
     def render_place(self) -> None:
         """Draw the stage at the current place, and the panel on show if it is not the heatmap."""
@@ -133,40 +169,54 @@ class Explorer(Vertical):
         layer = self.layer_index if trace.layers > 1 else None
         self.view = view = stage_view(trace, place.name, layer, self.head, self.energy_query, place.step, place.module)
         window = bar_window(self.places, self.stage_index)
-        self.query_one(StageBar).show(self.stage_names(), window.index(self.stage_index),
-                                      view.formula, view.shape, view.note,
-                                      place_caption(trace, view, self.layer_index, self.head))
-        heatmap = self.heatmap
-        heatmap.show(view.grid)
+        stage = trace.stages[view.place]
+        origin = getattr(stage, "origin", None) or ""
+        self.query_one(StageBar).show(self.stage_titles(), window.index(self.stage_index), view.formula, view.shape,
+                                      view.note, place_caption(trace, view, self.layer_index, self.head), origin)
+        if self.panel != "compare":
+            self.query_one("#heatmap", Heatmap).show(view.grid)
         self._fit_panels()
         lo, hi = view.grid.finite_range()
-        masking = trace.masking(trace.stages[view.place])
+        masking = trace.masking(stage)
         self.query_one("#legend", Static).update(legend(grid_scale(view.grid), lo, hi, view.grid.marks(),
                                                         masking.fill if masking is not None else "-inf"))
         self._explain()
-        if self.panel != STAGES:
-            self._draw_panel()
+        if self.panel == "compare":
+            self.view_b = draw_compare(self, view)
+            self._fit_panels()
+        elif self.panel != STAGES:
+            draw_panel(self, view)
         self.show_cell()
 
     def show_cell(self) -> None:
-        """The inspector: the arithmetic of the cell under the cursor."""
+        """The inspector: the arithmetic of the cell under the cursor (A's and B's when comparing)."""
         from attn_tui.core.explain import explain
 
         view, trace = self.view, self.trace
         if view is None or trace is None:
             return
         row, col = self.heatmap.cursor
+        row, col = min(row, view.grid.rows - 1), min(col, view.grid.cols - 1)
         if view.grid.row_axis in ("query", "token"):
             self.energy_query = row
         index = view.index(row, col)
         arithmetic = explain(trace, view.place, index)
         where = f"{view.name}[{', '.join(map(str, index))}]  {view.grid.row_labels[row]!r} × " \
                 f"{view.grid.col_labels[col]!r}"
-        self.query_one(Inspector).show(where, arithmetic)
+        other = None
+        if self.panel == "compare" and self.comparison is not None and self.view_b is not None:
+            b_trace = trace if self.shown_b is None else self.shown_b.trace
+            b_view = self.view_b
+            if row < b_view.grid.rows and col < b_view.grid.cols:
+                other = (f"A: {self.comparison.a_label}", f"B: {self.comparison.b_label}",
+                         explain(b_trace, b_view.place, b_view.index(row, col)))
+        origin = getattr(trace.stages[view.place], "origin", None) or ""
+        self.query_one(Inspector).show(where, arithmetic, other, origin)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
         message.stop()
-        self.show_cell()
+        if message.heatmap is self.heatmap:
+            self.show_cell()
 
     def _explain(self) -> None:
         if self.view is not None and self.trace is not None:
@@ -179,13 +229,19 @@ class Explorer(Vertical):
         several = len({p.module for p in window}) > 1
         return [f"{p.module}.{p.name}" if several and p.module else p.name for p in window]
 
+    def stage_titles(self) -> list[str]:
+        """The bar's names in the language on show."""
+        window = [self.places[n] for n in bar_window(self.places, self.stage_index)]
+        several = len({p.module for p in window}) > 1
+        return [f"{p.module}.{stage_title(p.name)}" if several and p.module else stage_title(p.name) for p in window]
+
     def go_to_place(self, index: int) -> None:
         if self.places:
             self.stage_index = max(0, min(index, len(self.places) - 1))
             self.render_place()
 
     def go_to_stage(self, index: int) -> None:
-        """Jump to stage `index` of the bar (what the digits and the palette name)."""
+        """Jump to stage `index` of the bar (what the digits, clicks and the palette name)."""
         window = bar_window(self.places, self.stage_index)
         if window:
             self.go_to_place(window[max(0, min(index, len(window) - 1))])
@@ -218,25 +274,46 @@ class Explorer(Vertical):
             self.heatmap.cursor = (min(self.energy_query, self.view.grid.rows - 1), self.heatmap.cursor[1])
         self.render_place()
 
+    def move_cursor_by(self, d_row: int, d_col: int) -> None:
+        self.heatmap.move_cursor_by(d_row, d_col)
+
     # ----- panels --------------------------------------------------------------------------
     def toggle_panel(self, panel: str) -> None:
         self.switch_panel(STAGES if self.panel == panel else panel)
 
+    def toggle_scale(self) -> None:
+        """Heads panel: one colour scale for all heads, or each head on its own range."""
+        self.shared_scale = not self.shared_scale
+        if self.panel == "heads":
+            self.render_place()
+
     def switch_panel(self, panel: str) -> None:
+        cursor = self.heatmap.cursor
         self.panel = panel
         self.query_one("#panels", ContentSwitcher).current = PANEL_WIDGETS[panel]
-        self.set_class(panel in ("model_grid", "rollout", "alignment"), "-whole")
+        self.set_class(panel in WHOLE, "-whole")
+        self.set_class(panel == "compare", "-comparing")
         self._fit_panels()
         self.post_message(PanelChanged(panel, panel in FULL_WIDTH))
-        focus = {"rollout": "#rollout-map", "alignment": "#alignment-map"}.get(panel, "#" + PANEL_WIDGETS[panel])
+        focus = {"rollout": "#rollout-map", "alignment": "#alignment-map", "compare": "#compare-a-map"}.get(
+            panel, "#" + PANEL_WIDGETS[panel])
         self.query_one(focus).focus()
+        if panel in (STAGES, "compare"):
+            self.heatmap.cursor = cursor  # one cursor, whichever heatmap shows it
         if self.trace is not None:
             self.render_place()
 
     def _fit_panels(self) -> None:
         """The heatmap is no taller than its matrix, so the inspector gets the rest; other panels fill."""
         switcher = self.query_one("#panels", ContentSwitcher)
-        switcher.styles.max_height = self.heatmap.styles.max_height if self.panel == STAGES else None
+        own = self.query_one("#heatmap", Heatmap)
+        if self.panel == STAGES:
+            switcher.styles.max_height = own.styles.max_height
+        elif self.panel == "compare":
+            tallest = self.query_one(CompareView).tallest()
+            switcher.styles.max_height = None if tallest is None else tallest + 2  # a title and a legend line
+        else:
+            switcher.styles.max_height = None
 
     def grid_panel(self) -> str:
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
@@ -245,30 +322,3 @@ class Explorer(Vertical):
         if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"
-
-    def _draw_panel(self) -> None:
-        trace, view, shown = self.trace, self.view, self.shown
-        assert trace is not None and view is not None and shown is not None
-        if self.panel == "model_grid" and shown.summary is not None:
-            self.query_one(ModelGrid).show(shown.summary, self.layer_index, self.head)
-        elif self.panel == "rollout" and shown.summary is not None:
-            from attn_tui.core.summary import ROLLOUT_FORMULA
-
-            self.query_one("#rollout", MatrixPanel).show(
-                ROLLOUT_FORMULA, shown.summary.rollout,
-                "how much of each token's last-layer representation traces back to each input token, "
-                "through every layer and the residual path (r returns; click a cell for its value)")
-        elif self.panel == "alignment":
-            place = self.places[self.stage_index]
-            title, grid = alignment_so_far(trace, place.name, place.step)
-            self.query_one("#alignment", MatrixPanel).show(
-                title, grid, "a row fills in when its step's weights are computed; → steps on (g returns)")
-        elif self.panel == "params":
-            grids = param_grids(trace)
-            self.query_one(HeadsGrid).show("learned parameters (seeded; p returns to the heatmap)", grids, -1,
-                                           "" if grids else "this input has no learned parameters (typed Q, K, V)")
-        else:
-            grids, current, note = heads_grids(trace, view, self.energy_query)
-            sharing = kv_sharing(trace, self.head)  # grouped-query heads: which key/value head each reads
-            self.query_one(HeadsGrid).show(f"{view.name}: all heads (g returns to the heatmap)", grids, current, note,
-                                           None if sharing is None else sharing_block(sharing))

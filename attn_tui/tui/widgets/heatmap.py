@@ -1,8 +1,9 @@
 """The heatmap: a Line API ScrollView, so a frame costs the visible cells, not the whole matrix.
 
-Column labels stay on the first line and row labels in the first columns while the
-matrix scrolls under them. The heatmap owns its cell cursor: a move repaints only the
-lines the cursor left and entered (and the header), and posts `CursorMoved`.
+Column labels stay in the header lines and row labels in the first columns while the
+matrix scrolls under them; every row is labelled, and so is the cursor's column, always.
+The heatmap owns its cell cursor: a move repaints only the lines the cursor left and
+entered (and the header), and posts `CursorMoved`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from attn_tui.render.heatmap import (
     Layout,
     corner_segment,
     grid_scale,
-    header_segments,
+    header_lines,
     label_segment,
     layout_for,
     line_segments,
@@ -59,6 +60,7 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self.lines_built = 0  # strips built since creation: what a repaint really cost
         self._scale: Scale | None = None
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        self._header_memo: tuple[tuple[object, ...], list[list[Segment]]] | None = None
 
     def show(self, grid: Grid) -> None:
         """Take a new grid (new stage, head or data); the cursor stays where it was, inside the grid."""
@@ -67,6 +69,13 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self.cursor = (max(0, min(self.cursor[0], grid.rows - 1)), max(0, min(self.cursor[1], grid.cols - 1)))
         self._relayout()
 
+    def clear(self, message: str) -> None:
+        """No grid: a message in its place (compare mode's B without the stage)."""
+        self.grid, self.layout_info, self.message = None, None, message
+        self._cache.clear()
+        self.virtual_size = Size(0, 1)
+        self.refresh()
+
     def move_cursor(self, row: int, col: int) -> None:
         """Put the cursor on a cell (clamped), repaint what changed, keep it in view, and say so."""
         if self.grid is None:
@@ -74,17 +83,15 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         new = (max(0, min(row, self.grid.rows - 1)), max(0, min(col, self.grid.cols - 1)))
         old, self.cursor = self.cursor, new
         if self.layout_info is not None:
-            for line in {self._line_of(old[0]), self._line_of(new[0])}:
-                self.refresh_line(self.layout_info.header_height + line)
+            scroll_y = self.scroll_offset.y
+            for row in {old[0], new[0]}:
+                self.refresh_line(self.layout_info.header_height + row - scroll_y)
             self.refresh(Region(0, 0, self.size.width, self.layout_info.header_height))
         self._scroll_to_cursor()
-        self.post_message(CursorMoved(*new))
+        self.post_message(CursorMoved(*new, self))
 
     def move_cursor_by(self, d_row: int, d_col: int) -> None:
         self.move_cursor(self.cursor[0] + d_row, self.cursor[1] + d_col)
-
-    def _line_of(self, row: int) -> int:
-        return row // 2 if self.layout_info is not None and self.layout_info.dense else row
 
     def _relayout(self) -> None:
         self._cache.clear()
@@ -104,7 +111,7 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
             return
         row, col = self.cursor
         x = lay.label_width + col * lay.cell_width
-        region = Region(x, lay.header_height + self._line_of(row), lay.cell_width, 1)
+        region = Region(x, lay.header_height + row, lay.cell_width, 1)
         self.scroll_to_region(region, animate=False, spacing=None, immediate=True)
 
     def on_resize(self, event: Resize) -> None:
@@ -117,37 +124,45 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
             return Strip([Segment(text, MESSAGE_STYLE)]).adjust_cell_length(width)
         scroll_x, scroll_y = self.scroll_offset
         lay = self.layout_info
-        line = None if y < lay.header_height else y - lay.header_height + scroll_y
-        if line is not None and line >= lay.lines:
+        header = y < lay.header_height
+        line = y if header else y - lay.header_height + scroll_y
+        if not header and line >= lay.lines:
             return Strip.blank(width)
-        key = (line, scroll_x, width, self.cursor if self._cursor_on(line) else None)
+        on_cursor = header or line == self.cursor[0]
+        key = (header, line, scroll_x, width, self.cursor if on_cursor else None)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        strip = self._build_line(line, scroll_x, width)
+        strip = self._build_line(header, line, scroll_x, width)
         self.lines_built += 1
         self._cache[key] = strip
         return strip
 
-    def _cursor_on(self, line: int | None) -> bool:
-        return line is None or self._line_of(self.cursor[0]) == line
-
-    def _build_line(self, line: int | None, scroll_x: int, width: int) -> Strip:
+    def _build_line(self, header: bool, line: int, scroll_x: int, width: int) -> Strip:
         """Label column + only the columns that are on screen, cropped to the cells in view."""
         grid, lay, scale = self.grid, self.layout_info, self._scale
         assert grid is not None and lay is not None and scale is not None
         cw = lay.cell_width
         first = min(grid.cols, scroll_x // cw)
         last = min(grid.cols, (scroll_x + max(0, width - lay.label_width)) // cw + 1)
-        if line is None:
-            head = [corner_segment(grid, lay)]
-            body = header_segments(grid, lay, first, last, self.cursor[1])
+        if header:
+            head = [corner_segment(grid, lay) if line == lay.header_height - 1 else
+                    Segment(" " * lay.label_width)]
+            body = self._header(first, last)[line]
         else:
             head = [label_segment(grid, lay, line, self.cursor[0])]
             body = line_segments(grid, scale, lay, line, first, last, self.cursor)
         offset = scroll_x - first * cw
         body_strip = Strip(body).crop(offset, offset + max(0, width - lay.label_width))
         return Strip.join([Strip(head), body_strip]).adjust_cell_length(width)
+
+    def _header(self, first: int, last: int) -> list[list[Segment]]:
+        """The header's lines for the columns in view, placed once for all of them."""
+        key = (id(self.grid), id(self.layout_info), first, last, self.cursor[1])
+        if self._header_memo is None or self._header_memo[0] != key:
+            assert self.grid is not None and self.layout_info is not None
+            self._header_memo = (key, header_lines(self.grid, self.layout_info, first, last, self.cursor[1]))
+        return self._header_memo[1]
 
     def on_click(self, event: Click) -> None:
         """A click puts the cursor on the cell under it."""
@@ -159,7 +174,6 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         if x < 0 or y < 0:
             return
         col = x // lay.cell_width
-        line = y + self.scroll_offset.y
-        row = line * 2 if lay.dense else line
+        row = y + self.scroll_offset.y
         if row < grid.rows and col < grid.cols:
             self.move_cursor(row, col)

@@ -1,11 +1,14 @@
-"""The input pane: a sentence, typed Q/K/V (or X) matrices, or a shipped sample.
+"""The input pane: a sentence, typed Q/K/V or X matrices (rows may be named), or a shipped sample.
 
 Validation runs on every keystroke with the torch-free parser; an error is shown
-inline with its line and column and the text stays exactly as typed.
+inline with its line and column and the text stays exactly as typed. The status line
+above the editors checks the shapes the same way the computation will, so it never says
+✓ while the heatmap says the shapes clash.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -18,23 +21,38 @@ if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
 from attn_tui.core.errors import InputError
-from attn_tui.core.inputs import parse_matrix, tokenize
+from attn_tui.core.inputs import Parsed, check_qkv_shapes, parse_rows, tokenize
 from attn_tui.core.samples import load_samples
 from attn_tui.core.settings import MatrixInput, SentenceInput, XInput
+from attn_tui.i18n import _
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
-from attn_tui.tui.messages import SampleChosen, SourceEdited
+from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited
 from attn_tui.tui.widgets.scroll import QuietScroll
 
 EDITORS = ("Q", "K", "V", "X")
+TABS = ("tab-sentence", "tab-matrices", "tab-samples")
 
 
-def _matrix_text(rows: list[list[float]]) -> str:
-    return "\n".join(" ".join(f"{x:g}" for x in row) for row in rows)
+def matrix_text(rows: list[list[float]], names: tuple[str, ...] | None = None) -> str:
+    """Rows as the editors show them: `name: 1 0 0` when the rows are named."""
+    lines = [" ".join(f"{x:g}" for x in row) for row in rows]
+    if names is not None and len(names) == len(rows):
+        lines = [f"{name}: {line}" for name, line in zip(names, lines)]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Everything typed in the pane, exactly as typed: what undo restores and the session keeps."""
+
+    sentence: str
+    editors: dict[str, str]
+    tab: str
 
 
 class InputPane(Vertical):
-    """Three tabs; the tab typed in last decides the input."""
+    """Three tabs; the editor typed in last (Q/K/V, or X) decides what the matrices feed."""
 
     DEFAULT_CSS = """
     InputPane TabPane { padding: 0; }
@@ -51,32 +69,64 @@ class InputPane(Vertical):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.multihead = False  # set by the app: the Matrices tab then feeds X, not Q/K/V
+        self.multihead = False  # set by the app: typed Q/K/V cannot feed a variant that projects them itself
+        self.same_width = True  # set by the app: Q and K must share their width (dot, scaled_dot)
         self.model_mode = False  # set by the app: a model tokenizes the sentence itself
-        self._parsed: dict[str, list[list[float]] | None] = {name: None for name in EDITORS}
-        self._tokens: dict[str, tuple[str, ...] | None] = {"query": None, "key": None}
+        self.last_matrix = "qkv"  # which editors were typed in last: "qkv" or "x"
+        self._parsed: dict[str, Parsed | None] = {name: None for name in EDITORS}
+        self._errors: dict[str, str] = {}  # the parse error of each editor, as shown under it
 
     def compose(self) -> ComposeResult:
         with TabbedContent(id="input-tabs", initial="tab-sentence"):
             yield from self._tabs()
 
     def _tabs(self) -> ComposeResult:
-        with TabPane("Sentence", id="tab-sentence"), QuietScroll():
-            yield Input(placeholder="type a sentence", id="sentence")
+        with TabPane(_("Sentence"), id="tab-sentence"), QuietScroll():
+            yield Input(placeholder=_("type a sentence"), id="sentence")
             yield Label("", id="tokens")
-        with TabPane("Matrices", id="tab-matrices"):
-            yield Label("type Q, K, V (or X for multihead)", id="matrix-status")
+        with TabPane(_("Matrices"), id="tab-matrices"):
+            yield Label(_("type Q, K, V, or X (token vectors) for any variant"), id="matrix-status")
             with QuietScroll(id="matrices"):
-                yield Label("one row per line, numbers split by spaces or commas", classes="hint")
+                yield Label(self._hint(), classes="hint", id="matrix-hint")
                 for name in EDITORS:
-                    title = f"{name}  (multihead: token vectors)" if name == "X" else name
-                    yield Label(title, classes="editor-title")
+                    yield Label(self._editor_title(name), classes="editor-title", id=f"title-{name}")
                     yield TextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
                     yield Label("", id=f"error-{name}", classes="editor-error")
-        with TabPane("Samples", id="tab-samples"):
-            yield OptionList(*(Option(Text(f"{s.name}\n  {s.description}"), id=s.name)
-                               for s in load_samples().values()), id="sample-list")
+        with TabPane(_("Samples"), id="tab-samples"):
+            yield OptionList(*self._sample_options(), id="sample-list")
 
+    @staticmethod
+    def _hint() -> str:
+        return _("one row per line, numbers split by spaces or commas; a row may be named: 나는: 0.1 0.2")
+
+    @staticmethod
+    def _editor_title(name: str) -> str:
+        return name + "  " + _("(token vectors: Q, K, V come from X)") if name == "X" else name
+
+    @staticmethod
+    def _sample_options() -> list[Option]:
+        return [Option(Text(f"{s.name}\n  {_(s.description)}"), id=s.name) for s in load_samples().values()]
+
+    def relabel(self) -> None:
+        """Every fixed string in the language on show (after `t`); what was typed is untouched."""
+        tabs = self.query_one(TabbedContent)
+        for pane_id, title in (("tab-sentence", _("Sentence")), ("tab-matrices", _("Matrices")),
+                               ("tab-samples", _("Samples"))):
+            tabs.get_tab(pane_id).label = title
+        self.query_one("#sentence", Input).placeholder = _("type a sentence")
+        self.query_one("#matrix-hint", Label).update(self._hint())
+        for name in EDITORS:
+            self.query_one(f"#title-{name}", Label).update(self._editor_title(name))
+        samples = self.query_one("#sample-list", OptionList)
+        highlighted = samples.highlighted
+        samples.clear_options()
+        samples.add_options(self._sample_options())
+        samples.highlighted = highlighted
+        if not self.model_mode:
+            self._show_tokens(self.sentence)
+        self._show_status(*self._status())
+
+    # ----- putting things in ---------------------------------------------------------------
     def load(self, source: SentenceInput | MatrixInput | XInput) -> None:
         """Show a source (from a sample or the command line) without posting it back."""
         with self.prevent(Input.Changed, TextArea.Changed):
@@ -86,16 +136,17 @@ class InputPane(Vertical):
                 self.query_one(TabbedContent).active = "tab-sentence"
                 return
             if isinstance(source, MatrixInput):
-                texts = {"Q": source.q, "K": source.k, "V": source.v}
-                self._tokens = {"query": source.query_tokens, "key": source.key_tokens}
+                texts = {"Q": (source.q, source.query_tokens), "K": (source.k, source.key_tokens),
+                         "V": (source.v, source.key_tokens)}
+                self.last_matrix = "qkv"
             else:
-                texts = {"X": source.x}
-                self._tokens = {"query": source.tokens, "key": source.tokens}
-            for name, rows in texts.items():
-                self.query_one(f"#edit-{name}", TextArea).text = _matrix_text(rows)
-                self._parsed[name] = rows
-                self.query_one(f"#error-{name}", Label).update("")
-            self._show_status(self._shapes(), ok=True)
+                texts = {"X": (source.x, source.tokens)}
+                self.last_matrix = "x"
+            for name, (rows, names) in texts.items():
+                text = matrix_text(rows, names)
+                self.query_one(f"#edit-{name}", TextArea).text = text
+                self._parse(name, text)
+            self._show_status(*self._status())
             self.query_one(TabbedContent).active = "tab-matrices"
 
     def show_sentence(self, text: str) -> None:
@@ -108,26 +159,44 @@ class InputPane(Vertical):
     def sentence(self) -> str:
         return self.query_one("#sentence", Input).value
 
+    def typed(self) -> Typed:
+        return Typed(self.sentence, {name: self.query_one(f"#edit-{name}", TextArea).text for name in EDITORS},
+                     self.query_one(TabbedContent).active)
+
+    def restore(self, typed: Typed) -> None:
+        """Put back what was typed (undo, or a saved session), without posting it."""
+        with self.prevent(Input.Changed, TextArea.Changed):
+            self.query_one("#sentence", Input).value = typed.sentence
+            self._show_tokens(typed.sentence)
+            for name in EDITORS:
+                text = typed.editors.get(name, "")
+                self.query_one(f"#edit-{name}", TextArea).text = text
+                self._parse(name, text)
+            if typed.tab in TABS:
+                self.query_one(TabbedContent).active = typed.tab
+        self._show_status(*self._status())
+
     def show_model_tokens(self, trace: Trace) -> None:
         """A model's own tokens or a decoder's output under the sentence (known after a run)."""
         self.query_one("#tokens", Label).update(model_note(trace))
 
+    # ----- typing --------------------------------------------------------------------------
     def _show_tokens(self, text: str) -> bool:
         label = self.query_one("#tokens", Label)
         if self.model_mode:
-            label.update(Text("the model tokenizes this itself…", style="dim"))
+            label.update(Text(_("the model tokenizes this itself…"), style="dim"))
             return True
         try:
             tokens = tokenize(text)
         except InputError as exc:
             label.update(Text(str(exc), style="red"))
             return False
-        shown = Text("tokens: ")
+        shown = Text(_("tokens:") + " ")
         for token in tokens[:MAX_TOKENS_SHOWN]:
             shown.append(f" {printable(token)} ", "reverse")
             shown.append("  ")
         more = len(tokens) - MAX_TOKENS_SHOWN
-        shown.append(f"… {more} more " if more > 0 else "")
+        shown.append(_("… {n} more").format(n=more) + " " if more > 0 else "")
         shown.append(f" ({len(tokens)})")
         label.update(shown)
         return True
@@ -136,32 +205,64 @@ class InputPane(Vertical):
         if event.input.id != "sentence":
             return
         event.stop()
+        self.post_message(InputTyped())
         if self._show_tokens(event.value):
             self.post_message(SourceEdited(SentenceInput(event.value)))
+
+    def _parse(self, name: str, text: str) -> None:
+        error = self.query_one(f"#error-{name}", Label)
+        self._errors.pop(name, None)
+        if not text.strip():
+            self._parsed[name] = None
+            error.update("")
+            return
+        try:
+            self._parsed[name] = parse_rows(text, name)
+            error.update("")
+        except InputError as exc:
+            self._parsed[name] = None
+            self._errors[name] = f"✗ {exc}"
+            error.update(Text(self._errors[name]))
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
         name = (event.text_area.id or "").removeprefix("edit-")
         if name not in EDITORS:
             return
-        error = self.query_one(f"#error-{name}", Label)
-        try:
-            self._parsed[name] = parse_matrix(event.text_area.text, name)
-            error.update("")
-        except InputError as exc:
-            self._parsed[name] = None
-            error.update(Text(f"✗ {exc}"))
-            self._show_status(f"✗ {exc}", ok=False)
-            return
-        self._show_status(self._shapes(), ok=True)
-        self._tokens = {"query": None, "key": None}  # typed rows no longer match the sample's labels
-        source = self.matrix_source(x=name == "X" or self.multihead)
+        self.last_matrix = "x" if name == "X" else "qkv"
+        self.post_message(InputTyped())
+        self._parse(name, event.text_area.text)
+        self._show_status(*self._status())
+        source = self.matrix_source()
         if source is not None:
             self.post_message(SourceEdited(source))
 
-    def _shapes(self) -> str:
-        parts = [f"{n} {len(rows)}×{len(rows[0])}" for n, rows in self._parsed.items() if rows]
-        return "✓ " + ", ".join(parts) if parts else ""
+    def _status(self) -> tuple[str, bool]:
+        """The line over the editors: the first error, the shapes clash, or ✓ with the shapes."""
+        names = ("X",) if self.last_matrix == "x" else ("Q", "K", "V")
+        for name in names:
+            if name in self._errors:
+                return self._errors[name], False
+        parsed = [self._parsed[n] for n in names]
+        if any(p is None for p in parsed):
+            if all(p is None for p in parsed):
+                return _("type Q, K, V, or X (token vectors) for any variant"), True
+            missing = ", ".join(n for n, p in zip(names, parsed) if p is None)
+            return _("✗ still to type: {names}").format(names=missing), False
+        shapes = ", ".join(f"{n} {len(p.rows)}×{len(p.rows[0])}" for n, p in zip(names, parsed) if p is not None)
+        if self.last_matrix == "qkv":
+            if self.multihead:
+                return "✗ " + _("this variant projects Q, K and V itself: type X (token vectors)"), False
+            q, k, v = (p.rows for p in parsed if p is not None)
+            try:
+                check_qkv_shapes((len(q), len(q[0])), (len(k), len(k[0])), (len(v), len(v[0])), self.same_width)
+            except InputError as exc:
+                return f"✗ {exc}", False
+        return "✓ " + shapes, True
+
+    def refresh_status(self) -> None:
+        """Check again after the variant changed (what fits together depends on it)."""
+        self._show_status(*self._status())
 
     def _show_status(self, text: str, ok: bool) -> None:
         """One always-visible line for the editors, so an error below the fold is not missed."""
@@ -169,15 +270,15 @@ class InputPane(Vertical):
         status.update(Text(text))
         status.set_class(not ok, "-error")
 
-    def matrix_source(self, x: bool) -> MatrixInput | XInput | None:
-        """The typed matrices as an input, or None while any one needed is invalid or empty."""
-        if x:
-            rows = self._parsed["X"]
-            return None if rows is None else XInput(rows, self._tokens["query"])
+    def matrix_source(self) -> MatrixInput | XInput | None:
+        """The matrices typed last as an input (X, or Q/K/V), or None while one needed is invalid or empty."""
+        if self.last_matrix == "x":
+            x = self._parsed["X"]
+            return None if x is None else XInput(x.rows, x.labels("x"))
         q, k, v = (self._parsed[n] for n in "QKV")
         if q is None or k is None or v is None:
             return None
-        return MatrixInput(q, k, v, self._tokens["query"], self._tokens["key"])
+        return MatrixInput(q.rows, k.rows, v.rows, q.labels("q"), k.labels("k") or v.labels("k"))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

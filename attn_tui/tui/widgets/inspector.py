@@ -1,4 +1,4 @@
-"""The inspector: the arithmetic of the cell under the cursor at the current stage."""
+"""The inspector: the arithmetic of the cell under the cursor at the current stage (and at B, comparing)."""
 
 from __future__ import annotations
 
@@ -7,27 +7,50 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import Static
 
+from attn_tui.i18n import _
+
 if TYPE_CHECKING:
     from attn_tui.core.explain import Arithmetic
 
 
+def arithmetic_text(arithmetic: Arithmetic, heading: str = "") -> Text:
+    """An `Arithmetic` (from attn_tui.core.explain) as lines, and whether it matches the stage's own value."""
+    text = Text()
+    if heading:
+        text.append(heading + "\n", "bold magenta")
+    text.append(arithmetic.title, "bold cyan")
+    for line in arithmetic.lines:
+        text.append("\n" + line)
+    text.append("\n" + _("stage value {value}").format(value=f"{arithmetic.expected:.6g}"), "dim")
+    matches = arithmetic.matches
+    text.append("  " + (_("✓ matches") if matches else _("✗ recomputed {value}").format(
+        value=f"{arithmetic.total:.6g}")), "green" if matches else "red")
+    return text
+
+
 class Inspector(Static):
-    """Shows an `Arithmetic` (from attn_tui.core.explain) as a few lines, and whether it matches the stage."""
+    """The cell (its place and whole token names), then one or two arithmetics."""
 
     DEFAULT_CSS = """
     Inspector { height: auto; }
     """
 
-    def show(self, where: str, arithmetic: Arithmetic) -> None:
+    def show(self, where: str, arithmetic: Arithmetic, other: tuple[str, str, Arithmetic] | None = None,
+             origin: str = "") -> None:
+        """`other` (A's heading, B's heading, B's arithmetic) when comparing: A's lines, then B's, then B − A."""
         text = Text()
-        text.append("Cell ", "bold")
+        text.append(_("Cell") + " ", "bold")
         text.append(where, "bold yellow")
+        if origin:
+            text.append("\n" + origin, "italic")
         text.append("\n")
-        text.append(arithmetic.title, "bold cyan")
-        for line in arithmetic.lines:
-            text.append("\n" + line)
-        text.append(f"\nstage value {arithmetic.expected:.6g}", "dim")
-        matches = arithmetic.matches
-        text.append("  ✓ matches" if matches else f"  ✗ recomputed {arithmetic.total:.6g}",
-                    "green" if matches else "red")
+        if other is None:
+            text.append_text(arithmetic_text(arithmetic))
+        else:
+            a_heading, b_heading, b = other
+            text.append_text(arithmetic_text(arithmetic, a_heading))
+            text.append("\n")
+            text.append_text(arithmetic_text(b, b_heading))
+            text.append("\n" + _("B − A = {value}").format(value=f"{b.expected - arithmetic.expected:.6g}"),
+                        "bold yellow")
         self.update(text)

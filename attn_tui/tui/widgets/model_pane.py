@@ -3,7 +3,8 @@
 It holds no trace: the app hands it settings (and the device actually used) and it
 posts `SettingsEdited` whenever the person changes something valid, `ModelChosen` when a
 real or trained model is picked, `TargetEdited` for the seq2seq target. Rows that do not
-apply to the current kind of model are hidden by CSS classes, not removed.
+apply to the current kind of model are hidden by CSS classes, not removed; settings that
+change nothing for the variant on this input (heads for scaled_dot) are greyed out.
 """
 
 from __future__ import annotations
@@ -20,18 +21,33 @@ from attn_tui.core.settings import DEVICE_NAMES as DEVICES
 from attn_tui.core.settings import DTYPE_NAMES as DTYPES
 from attn_tui.core.settings import FILL_NAMES as FILLS
 from attn_tui.core.settings import MASK_NAMES as MASKS
+from attn_tui.core.settings import PROJECTION_NAMES as PROJECTIONS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
+from attn_tui.i18n import NP_, _, pgettext
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 
-_SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES}
-_NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number"}
+_SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES,
+            "projection": PROJECTIONS}
+_NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number", "pad_keys": "integer"}
+# Each row's label, by the setting it shows (translated with the context "setting").
+LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path"), "variant": NP_("setting", "variant"),
+          "projection": NP_("setting", "proj"), "dim": NP_("setting", "dim"), "heads": NP_("setting", "heads"),
+          "layer": NP_("setting", "layer"), "head": NP_("setting", "head"), "target": NP_("setting", "target"),
+          "forcing": NP_("setting", "forcing"), "mask": NP_("setting", "mask"), "pad_keys": NP_("setting", "pad keys"),
+          "mask_fill": NP_("setting", "fill"), "positional": NP_("setting", "pos enc"),
+          "temperature": NP_("setting", "temp"), "seed": NP_("setting", "seed"), "device": NP_("setting", "device"),
+          "used": NP_("setting", "used"), "dtype": NP_("setting", "dtype")}
+GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "positional", "seed")
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
 MODELS = MODEL_NAMES
 SEQ2SEQ = tuple(DATE_MODELS)
-_MODEL_OPTIONS = [("variants", VARIANTS), *((m, m) for m in MODELS), ("path or id…", OTHER)]
+
+
+def _model_options() -> list[tuple[str, str]]:
+    return [(_("variants"), VARIANTS), *((m, m) for m in MODELS), (_("path or id…"), OTHER)]
 
 
 class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
@@ -42,6 +58,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane .pane-title { text-style: bold; color: $accent; }
     ModelPane .setting { height: 1; }
     ModelPane .setting-label { width: 9; color: $text-muted; }
+    ModelPane .setting.-unused .setting-label { color: $text-disabled; text-style: strike; }
     Screen.-narrow ModelPane .setting-label { width: 8; }
     ModelPane .setting Select, ModelPane .setting Input, ModelPane .setting Checkbox,
     ModelPane .setting .value { width: 1fr; }
@@ -62,32 +79,37 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def compose(self) -> ComposeResult:
         s = self.settings
-        yield Label("Model", classes="pane-title")
-        yield from self._row("model", Select(_MODEL_OPTIONS, value=VARIANTS, allow_blank=False, compact=True,
+        yield Label(_("Model"), classes="pane-title", id="model-title")
+        yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
-        yield from self._row("path", Input(placeholder="folder or cached id, ⏎", compact=True, id="set-model-path"),
-                             "other-only")
+        yield from self._row("path", Input(placeholder=_("folder or cached id, ⏎"), compact=True,
+                                           id="set-model-path"), "other-only")
         yield Label("", id="model-status")
         yield from self._row("variant", Select([(v, v) for v in VARIANT_NAMES], value=s.variant,
                                                allow_blank=False, compact=True, id="set-variant"), "variant-only")
+        yield from self._row("projection", Select([(p, p) for p in PROJECTIONS], value=s.projection,
+                                                  allow_blank=False, compact=True, id="set-projection"),
+                             "variant-only")
         yield from self._row("dim", Input(self._dim_text(s), type="integer", compact=True, id="set-dim",
                                           placeholder="8"), "variant-only")
         yield from self._row("heads", Input(str(s.heads), type="integer", compact=True, id="set-heads"),
                              "variant-only")
-        yield from self._row("layer", Label("0 of 1  { }", id="layer-view", classes="value"), "transformer-only")
-        yield from self._row("head", Label("0 of 1  [ ]", id="head-view", classes="value"), "head-row")
-        yield from self._row("target", Input(placeholder="e.g. 2026-11-22", compact=True, id="set-target"),
+        yield from self._row("layer", Label("0 / 1  { }", id="layer-view", classes="value"), "transformer-only")
+        yield from self._row("head", Label("0 / 1  [ ]", id="head-view", classes="value"), "head-row")
+        yield from self._row("target", Input(placeholder="2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
-        yield from self._row("forcing", Checkbox("teacher", False, compact=True, disabled=True, id="set-teacher"),
+        yield from self._row("forcing", Checkbox(_("teacher"), False, compact=True, disabled=True, id="set-teacher"),
                              "seq2seq-only")
         yield from self._row("mask", Select([(m, m) for m in MASKS], value=s.mask, allow_blank=False,
                                             compact=True, id="set-mask"), "variant-only")
-        yield from self._row("fill", Select([(f, f) for f in FILLS], value=s.mask_fill, allow_blank=False,
-                                            compact=True, id="set-mask_fill"), "variant-only")
-        yield from self._row("pos enc", Checkbox("sinusoidal", s.positional, compact=True, id="set-positional"),
+        yield from self._row("pad_keys", Input(str(s.pad_keys), type="integer", compact=True, id="set-pad_keys"),
                              "variant-only")
-        yield from self._row("temp", Input(f"{s.temperature:g}", type="number", compact=True,
-                                           id="set-temperature"), "variant-only")
+        yield from self._row("mask_fill", Select([(f, f) for f in FILLS], value=s.mask_fill, allow_blank=False,
+                                                 compact=True, id="set-mask_fill"), "variant-only")
+        yield from self._row("positional", Checkbox(_("sinusoidal"), s.positional, compact=True,
+                                                    id="set-positional"), "variant-only")
+        yield from self._row("temperature", Input(f"{s.temperature:g}", type="number", compact=True,
+                                                  id="set-temperature"), "variant-only")
         yield from self._row("seed", Input(str(s.seed), type="integer", compact=True, id="set-seed"), "variant-only")
         yield from self._row("device", Select([(d, d) for d in DEVICES], value=s.device, allow_blank=False,
                                               compact=True, id="set-device"))
@@ -97,10 +119,31 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Label("", id="settings-error")
 
     @staticmethod
-    def _row(label: str, control: Widget, classes: str = "") -> ComposeResult:
-        with Horizontal(classes=f"setting {classes}".strip()):
-            yield Label(label, classes="setting-label")
+    def _row(name: str, control: Widget, classes: str = "") -> ComposeResult:
+        with Horizontal(classes=f"setting {classes}".strip(), id=f"row-{name}"):
+            yield Label(pgettext("setting", LABELS[name]), classes="setting-label", id=f"label-{name}")
             yield control
+
+    def relabel(self) -> None:
+        """Every label in the language on show (after `t`)."""
+        for name, label in LABELS.items():
+            self.query_one(f"#label-{name}", Label).update(pgettext("setting", label))
+        self.query_one("#model-title", Label).update(_("Model"))
+        self.query_one("#set-teacher", Checkbox).label = _("teacher")
+        self.query_one("#set-positional", Checkbox).label = _("sinusoidal")
+        self.query_one("#set-model-path", Input).placeholder = _("folder or cached id, ⏎")
+        model = self.query_one("#set-model", Select)
+        with self.prevent(Select.Changed):
+            model.set_options(_model_options())
+            model.value = OTHER if self.choice != OTHER else VARIANTS  # a change, so the shown label is redrawn
+            model.value = self.choice
+
+    def show_applicable(self, names: frozenset[str]) -> None:
+        """Grey out (and disable) the settings that change nothing for this variant on this input."""
+        for name in GREYABLE:
+            unused = name not in names
+            self.query_one(f"#row-{name}").set_class(unused, "-unused")
+            self.query_one(f"#set-{name}").disabled = unused
 
     def show_model(self, model: ModelInput | None) -> None:
         """Put a model choice into the controls without posting it back; rows follow its kind."""
@@ -129,7 +172,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         status.set_class(bool(text), "-shown")
 
     def show_layer(self, layer: int, layers: int) -> None:
-        self.query_one("#layer-view", Label).update(Text(f"{layer} of {layers}  {{ }}"))
+        self.query_one("#layer-view", Label).update(Text(f"{layer} / {layers}  {{ }}"))
 
     @staticmethod
     def _dim_text(s: Settings) -> str:
@@ -143,6 +186,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                 self.query_one(f"#set-{name}", Select).value = getattr(settings, name)
             self.query_one("#set-dim", Input).value = self._dim_text(settings)
             self.query_one("#set-heads", Input).value = str(settings.heads)
+            self.query_one("#set-pad_keys", Input).value = str(settings.pad_keys)
             self.query_one("#set-temperature", Input).value = f"{settings.temperature:g}"
             self.query_one("#set-seed", Input).value = str(settings.seed)
             self.query_one("#set-positional", Checkbox).value = settings.positional
@@ -150,7 +194,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def show_view(self, head: int, heads: int, device_used: str) -> None:
         """The head in view and the device the last computation actually ran on."""
-        self.query_one("#head-view", Label).update(Text(f"{head} of {heads}  [ ]"))
+        self.query_one("#head-view", Label).update(Text(f"{head} / {heads}  [ ]"))
         self.query_one("#device-used", Label).update(Text(device_used))
 
     def on_select_changed(self, event: Select.Changed) -> None:
@@ -216,18 +260,21 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         text = text.strip()
         if name == "dim" and text == "":
             return "", None
+        label = pgettext("setting", LABELS[name])
         try:
             value: object = float(text) if name == "temperature" else int(text)
         except ValueError:
-            return f"{name}: {text!r} is not a number", None
+            return _("{setting}: {text} is not a number").format(setting=label, text=repr(text[:30])), None
         if name in ("dim", "heads") and value < 1:  # type: ignore[operator]
-            return f"{name} must be at least 1", None
+            return _("{setting} must be at least 1").format(setting=label), None
+        if name == "pad_keys" and value < 0:  # type: ignore[operator]
+            return _("{setting} must be 0 or more").format(setting=label), None
         if name == "temperature" and not 0 < value < float("inf"):  # type: ignore[operator]
-            return "temperature must be a positive number", None
+            return _("temperature must be a positive number"), None
         if name == "seed" and not -(2**62) <= value <= 2**62:  # type: ignore[operator]
-            return "seed must be between -2^62 and 2^62", None
+            return _("seed must be between -2^62 and 2^62"), None
         if name in ("dim", "heads") and value > (4096 if name == "dim" else 64):  # type: ignore[operator]
-            return f"{name} must be at most {4096 if name == 'dim' else 64}", None
+            return _("{setting} must be at most {n}").format(setting=label, n=4096 if name == "dim" else 64), None
         return "", value
 
     def _edited(self, settings: Settings) -> None:

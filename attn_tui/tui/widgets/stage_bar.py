@@ -1,30 +1,36 @@
-"""The stage bar: the variant's stages as a breadcrumb, then the formula and shape of the current one."""
+"""The stage bar: the pipeline's stages as a breadcrumb (click or a digit jumps), then the formula and shape."""
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
+from attn_tui.i18n import _
+
 
 class StageBar(Static):
-    """Breadcrumb (digits jump to a stage), current stage highlighted, formula and shape below."""
+    """Breadcrumb (digits and clicks jump to a stage), current stage highlighted, formula and shape below."""
 
-    def show(self, names: list[str], current: int, formula: str, shape: str, note: str,
-             head: str = "") -> None:
+    def show(self, titles: list[str], current: int, formula: str, shape: str, note: str, place: str = "",
+             origin: str = "") -> None:
         text = Text()
-        for n, name in enumerate(names):
+        for n, title in enumerate(titles):
             if n:
                 text.append(" › ", "dim")
-            style = "bold black on yellow" if n == current else ""
+            click = Style.from_meta({"@click": f"app.stage({n})"})
+            style = Style.parse("bold black on yellow") if n == current else Style()
             if n < 10:  # digits 1…9, 0 jump here; no space, so a label never wraps in two
-                text.append(f"{(n + 1) % 10}·", style or "dim")
-            text.append(name, style)
+                text.append(f"{(n + 1) % 10}·", (style if n == current else Style(dim=True)) + click)
+            text.append(title, style + click)
         text.append("\n")
         text.append(formula, "bold cyan")
         text.append("\n")
-        text.append(f"shape {shape}", "dim")
-        if head:
-            text.append(f"   {head}", "magenta")
+        text.append(_("shape {shape}").format(shape=shape), "dim")
+        if place:
+            text.append(f"   {place}", "magenta")
         if note:
             text.append(f"   {note}", "green")
+        if origin:
+            text.append("\n" + origin, "italic")
         self.update(text)

@@ -1,0 +1,136 @@
+"""Compare mode: the same stage under two settings, A (what is asked) and B (one setting changed), and B − A.
+
+Textual-free. A comparison names the one change and derives B's ask from A's, so when
+the user edits A the same change is applied again; a head comparison needs no second
+computation, it reads the same trace at another head.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from attn_tui.core.settings import MatrixInput, ModelInput, Request
+from attn_tui.i18n import Msg
+from attn_tui.present.grid import Grid, GridStats, TiledCells
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from attn_tui.sources.base import Ask
+
+DIFF_WHOLE = 1 << 22  # cells up to which B − A's range is computed exactly
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One changed setting: its key, what A and B are called, and (for a head) B's head."""
+
+    key: str  # fill | scale | variant | head | teacher | projection | positional | mask
+    a_label: str | Msg
+    b_label: str | Msg
+    change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
+    head: int | None = None  # a head comparison: B is the same trace at this head
+
+    @property
+    def title(self) -> Msg:
+        return Msg("A: {a}   B: {b}", a=self.a_label, b=self.b_label)
+
+    def b_ask(self, a: Ask) -> Ask:
+        """B's ask from A's: the same ask with the change applied (a head comparison: A itself)."""
+        if self.head is not None or not self.change:
+            return a
+        if isinstance(a, ModelInput):
+            return replace(a, **dict(self.change))  # type: ignore[arg-type]
+        return replace(a, settings=replace(a.settings, **dict(self.change)))  # type: ignore[arg-type]
+
+
+def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
+    """Every one-setting change that makes sense for A (the ones a learner asks about first)."""
+    found: list[Comparison] = []
+    if isinstance(a, ModelInput):
+        if a.target:
+            on = a.teacher_forcing
+            found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
+    else:
+        found += _variant_comparisons(a)
+    for h in range(heads):
+        if h != head:
+            found.append(Comparison("head", Msg("head {h}", h=head), Msg("head {h}", h=h), head=h))
+    return found
+
+
+def _forcing(on: bool) -> Msg:
+    return Msg("teacher forcing on") if on else Msg("teacher forcing off")
+
+
+def _variant_comparisons(a: Request) -> list[Comparison]:
+    s = a.settings
+    found = []
+    masked = s.mask != "none" or a.custom_mask is not None
+    if masked:
+        other = "-1e9" if s.mask_fill == "-inf" else "-inf"
+        found.append(Comparison("fill", Msg("fill {fill}", fill=s.mask_fill), Msg("fill {fill}", fill=other),
+                                (("mask_fill", other),)))
+    pairs = {"scaled_dot": "dot", "dot": "scaled_dot", "additive": "general", "general": "additive",
+             "concat": "additive"}
+    if s.variant in pairs:
+        other = pairs[s.variant]
+        key = "scale" if {s.variant, other} == {"dot", "scaled_dot"} else "variant"
+        found.append(Comparison(key, s.variant, other, (("variant", other),)))
+    mask = "none" if s.mask != "none" else "causal"
+    found.append(Comparison("mask", Msg("mask {mask}", mask=s.mask), Msg("mask {mask}", mask=mask), (("mask", mask),)))
+    if not isinstance(a.source, MatrixInput):
+        found.append(Comparison("positional", _positions(s.positional), _positions(not s.positional),
+                                (("positional", not s.positional),)))
+        if s.variant != "multihead":
+            other = "identity" if s.projection == "learned" else "learned"
+            found.append(Comparison("projection", Msg("projection {p}", p=s.projection), Msg("projection {p}", p=other),
+                                    (("projection", other),)))
+    return found
+
+
+def _positions(on: bool) -> Msg:
+    return Msg("positions on") if on else Msg("positions off")
+
+
+class DiffCells:
+    """B − A, read a block at a time from both grids (so a lazy stage stays lazy)."""
+
+    def __init__(self, a: Grid, b: Grid) -> None:
+        self.a, self.b = a, b
+        self.shape = (a.rows, a.cols)
+
+    def block(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):
+            out: np.ndarray = self.b.block(r0, r1, c0, c1) - self.a.block(r0, r1, c0, c1)
+        return out
+
+
+def diff_grid(a: Grid, b: Grid) -> Grid | None:
+    """B − A on A's axes, masked where both are masked; None when the shapes differ."""
+    if (a.rows, a.cols) != (b.rows, b.cols):
+        return None
+    import numpy as np
+
+    cells = DiffCells(a, b)
+    masked = None
+    if a.masked is not None and b.masked is not None:
+        masked = TiledCells((a.rows, a.cols), lambda r0, r1, c0, c1: (
+            a.masked_block(r0, r1, c0, c1) & b.masked_block(r0, r1, c0, c1)), dtype=bool)  # type: ignore[operator]
+    if a.rows * a.cols <= DIFF_WHOLE:
+        values = cells.block(0, a.rows, 0, a.cols)
+        shown = np.isfinite(values)
+        if masked is not None:
+            shown &= ~masked.block(0, a.rows, 0, a.cols)
+        lo, hi = (float(values[shown].min()), float(values[shown].max())) if shown.any() else (0.0, 0.0)
+        marks = {"masked"} if masked is not None and bool(masked.block(0, a.rows, 0, a.cols).any()) else set()
+        bound = max(abs(lo), abs(hi)) or 1.0  # symmetric, so no difference is the scale's neutral middle
+        stats = GridStats(-bound, bound, frozenset(marks))
+    else:  # too large to walk: the widest |B − A| the two ranges allow
+        bound = max(abs(x) for x in (*a.finite_range(), *b.finite_range()) if math.isfinite(x)) * 2
+        stats = GridStats(-bound, bound, frozenset())
+    return Grid(cells, a.row_labels, a.col_labels, a.row_axis, a.col_axis, masked, stats=stats)

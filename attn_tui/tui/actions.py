@@ -1,0 +1,161 @@
+"""The app's navigation keys: stages, play, cursor, heads, layers, panels, focus and help.
+
+A mixin of AttnApp: each action forwards to the explorer (where the user is) and says
+so when a key does not apply, instead of doing nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual.binding import Binding
+
+from attn_tui.i18n import _
+from attn_tui.tui.bindings import APP_BINDINGS
+from attn_tui.tui.screens.help import HelpScreen
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from attn_tui.tui.widgets.explorer import Explorer
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
+
+
+class NavigationActions(_AppBase):
+    """Stage stepping, playing, the cursor, heads and layers, the panels, focus keys and help."""
+
+    play_interval: float
+    _player: Any
+    shown: Any
+
+    @property
+    def explorer(self) -> Explorer:
+        raise NotImplementedError
+
+    def palette_bindings(self) -> list[Binding]:
+        return list(APP_BINDINGS)
+
+    def stage_names(self) -> list[str]:
+        return self.explorer.stage_names()
+
+    def go_to_stage(self, index: int) -> None:
+        self.explorer.go_to_stage(index)
+
+    def action_next_stage(self) -> None:
+        self.explorer.go_to_place(self.explorer.stage_index + 1)
+
+    def action_prev_stage(self) -> None:
+        self.explorer.go_to_place(self.explorer.stage_index - 1)
+
+    def action_first_stage(self) -> None:
+        self.explorer.go_to_place(0)
+
+    def action_last_stage(self) -> None:
+        self.explorer.go_to_place(len(self.explorer.places) - 1)
+
+    def action_stage(self, index: int) -> None:
+        if index < len(self.stage_names()):
+            self.explorer.go_to_stage(index)
+
+    def action_play(self) -> None:
+        """Start or stop stepping through the stages (and decoder steps) at a steady pace."""
+        if self._player is not None:
+            self._stop_playing()
+            return
+        explorer = self.explorer
+        if explorer.stage_index >= len(explorer.places) - 1:
+            explorer.go_to_place(0)
+        self._player = self.set_interval(self.play_interval, self._advance)
+        self.notify(_("playing: space stops"), timeout=2)
+
+    @property
+    def playing(self) -> bool:
+        return self._player is not None
+
+    def _advance(self) -> None:
+        explorer = self.explorer
+        if explorer.stage_index >= len(explorer.places) - 1:
+            self._stop_playing()
+        else:
+            explorer.go_to_place(explorer.stage_index + 1)
+
+    def _stop_playing(self) -> None:
+        if self._player is not None:
+            self._player.stop()
+            self._player = None
+
+    def action_cursor(self, d_row: int, d_col: int) -> None:
+        self.explorer.move_cursor_by(d_row, d_col)
+
+    def action_query(self, step: int) -> None:
+        self.explorer.change_query(step)
+
+    def action_next_head(self) -> None:
+        self._change_head(1)
+
+    def action_prev_head(self) -> None:
+        self._change_head(-1)
+
+    def _change_head(self, step: int) -> None:
+        if self.explorer.change_head(step):
+            self._show_pane_view()
+        else:
+            self.notify(_("only multihead and real transformers have several heads"), timeout=3)
+
+    def action_next_layer(self) -> None:
+        self._change_layer(1)
+
+    def action_prev_layer(self) -> None:
+        self._change_layer(-1)
+
+    def _change_layer(self, step: int) -> None:
+        if self.explorer.change_layer(step):
+            self._show_pane_view()
+        else:
+            self.notify(_("only a real transformer has layers: pick minilm in the model pane"), timeout=3)
+
+    def _show_pane_view(self) -> None:
+        raise NotImplementedError
+
+    def action_toggle_grid(self) -> None:
+        explorer = self.explorer
+        whole = ("heads", "model_grid", "alignment")
+        explorer.toggle_panel(explorer.panel if explorer.panel in whole else explorer.grid_panel())
+
+    def action_toggle_scale(self) -> None:
+        self.explorer.toggle_scale()
+        if self.explorer.panel != "heads":
+            self.notify(_("s sets the colour scale of the heads panel (g): it applies there"), timeout=3)
+
+    def action_toggle_rollout(self) -> None:
+        if self.shown is None or self.shown.summary is None:
+            self.notify(_("attention rollout needs a real transformer: pick minilm in the model pane"), timeout=3)
+            return
+        self.explorer.toggle_panel("rollout")
+
+    def action_toggle_params(self) -> None:
+        self.explorer.toggle_panel("params")
+
+    def action_focus_heatmap(self) -> None:
+        self.explorer.heatmap.focus()
+
+    def action_jump(self, selector: str) -> None:
+        """Jump to the sentence, an editor or the model pane (and to its tab)."""
+        from textual.widgets import TabbedContent
+
+        tabs = self.query_one("#input-tabs", TabbedContent)
+        if selector == "#sentence":
+            tabs.active = "tab-sentence"
+        elif selector.startswith("#edit-"):
+            tabs.active = "tab-matrices"
+        widget = self.query_one(selector)
+        if widget.disabled or not widget.display or (widget.parent is not None and not widget.parent.display):
+            self.notify(_("that field is not in use now"), timeout=3)
+            return
+        widget.focus()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.palette_bindings()))

@@ -1,0 +1,354 @@
+"""What the person changes: settings, the input, samples, models, mask cells; undo; the saved session.
+
+A mixin of AttnApp. Nothing typed is ever lost: loading a sample or editing a mask cell
+pushes what was there onto an undo stack (ctrl+z), and the whole of it (editor texts
+included, valid or not) is saved for the next start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from attn_tui.core.applies import applicable
+from attn_tui.core.samples import load_samples
+from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.variants import VARIANTS
+from attn_tui.i18n import Msg, _
+from attn_tui.sources.names import DATE_MODELS
+from attn_tui.tui.messages import (
+    InputTyped,
+    ModelChosen,
+    SampleChosen,
+    SettingsEdited,
+    SettingsRejected,
+    SourceEdited,
+    TargetEdited,
+)
+from attn_tui.tui.widgets.input_pane import InputPane, Typed
+from attn_tui.tui.widgets.model_pane import ModelPane
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from attn_tui.sources.base import Ask
+    from attn_tui.tui.session import Session
+    from attn_tui.tui.widgets.explorer import Explorer
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
+
+OWN = ""  # the key of the attention variants among the kept asks
+DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
+MAX_CUSTOM_CELLS = 512 * 512  # a mask edited cell by cell is held as a list of lists: keep it small
+UNDO_DEPTH = 20
+
+
+def source_key(ask: Ask) -> str:
+    return ask.name if isinstance(ask, ModelInput) else OWN
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What undo puts back: the variants' ask, what was typed, and the ask on show."""
+
+    variants: Request
+    typed: Typed
+    wanted: Any
+
+
+class EditingActions(_AppBase):
+    """Settings, sources, samples, models, targets, mask cells, undo and the session."""
+
+    wanted: Ask
+    kept: dict[str, Ask]
+    first_stage: str | None
+    undo_stack: list[Snapshot]
+    generation: int
+    shown_generation: int
+    shown: Any
+    trace: Any
+    view: Any
+    language: Any
+    given: bool
+    error_parts: list[Any]
+    _save_timer: Any
+    pending_session: Session | None = None  # taken, not written yet
+
+    def ask(self, ask: Ask) -> None:
+        raise NotImplementedError
+
+    def show_error(self, parts: list[Any], joiner: str = " · ") -> None:
+        raise NotImplementedError
+
+    @property
+    def variants(self) -> Request:
+        raise NotImplementedError
+
+    @property
+    def explorer(self) -> Explorer:
+        raise NotImplementedError
+
+    # ----- putting an ask into the panes -----------------------------------------------------
+    def show_ask(self, ask: Ask, matrices: bool = True) -> None:
+        """Put an ask into the panes without posting edits back; the matrix editors only when `matrices`."""
+        inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
+        model = ask if isinstance(ask, ModelInput) else None
+        inputs.model_mode = model is not None
+        pane.show_model(model)
+        if model is not None:
+            inputs.show_sentence(model.text)
+        elif matrices:
+            inputs.load(ask.source)  # type: ignore[union-attr]
+        else:
+            source = ask.source  # type: ignore[union-attr]
+            inputs.show_sentence(source.text if isinstance(source, SentenceInput) else inputs.sentence)
+        self.show_applicable()
+
+    def show_applicable(self) -> None:
+        """Grey out the settings that do nothing here, and tell the editors what fits together."""
+        request = self.variants
+        variant = VARIANTS[request.settings.variant]
+        inputs = self.query_one(InputPane)
+        inputs.multihead, inputs.same_width = variant.takes_x, variant.same_width
+        inputs.refresh_status()
+        self.query_one(ModelPane).show_applicable(applicable(request))
+
+    # ----- edits from the panes ------------------------------------------------------------
+    def on_settings_edited(self, message: SettingsEdited) -> None:
+        self.apply_settings(message.settings)
+
+    def on_settings_rejected(self, message: SettingsRejected) -> None:
+        if message.error:
+            self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown
+                                                    else [])], "")
+        elif self.error_parts[:1] == ["✗ "]:
+            self.show_error(list(self.trace.warnings) if self.trace is not None else [])
+
+    def apply_settings(self, settings: Settings) -> None:
+        source = self.variants.source
+        request = Request(source, settings, self.variants.custom_mask)
+        if VARIANTS[settings.variant].takes_x and isinstance(source, MatrixInput):
+            self.kept[OWN] = self.wanted = request
+            self.generation += 1  # whatever is in flight is no longer wanted
+            self.shown_generation = self.generation
+            self.show_applicable()
+            self.show_error(["✗ ", Msg("{variant} projects Q, K and V itself: type token vectors in the X editor "
+                                       "(Matrices tab) or a sentence", variant=settings.variant),
+                             Msg("  (showing the last valid result)")], "")
+            return
+        self.ask(request)
+
+    def on_input_typed(self, message: InputTyped) -> None:
+        self.save_soon()
+
+    def on_source_edited(self, message: SourceEdited) -> None:
+        if isinstance(self.wanted, ModelInput):
+            if not isinstance(message.source, SentenceInput):
+                self.show_error(["✗ ", Msg("{model} reads a sentence: type it in the Sentence tab (or pick "
+                                           "'variants' in the model pane for typed matrices)", model=self.wanted.name)],
+                                "")
+                return
+            self.ask(replace(self.wanted, text=message.source.text))
+            return
+        self.ask(Request(message.source, self.variants.settings, self._kept_mask(message.source)))
+
+    def _kept_mask(self, source: SentenceInput | MatrixInput | XInput) -> list[list[float]] | None:
+        """The custom mask still fits the new input (same queries and keys): keep it; otherwise say it went."""
+        mask = self.variants.custom_mask
+        if mask is None:
+            return None
+        if isinstance(source, SentenceInput):
+            n = m = len(source.text.split())
+        elif isinstance(source, MatrixInput):
+            n, m = len(source.q), len(source.k)
+        else:
+            n = m = len(source.x)
+        if (len(mask), len(mask[0]) if mask else 0) == (n, m):
+            return mask
+        self.notify(_("the cells you masked by hand were cleared: the input has other tokens now "
+                      "(ctrl+z brings them back)"), timeout=6)
+        return None
+
+    # ----- samples and undo ------------------------------------------------------------------
+    def on_sample_chosen(self, message: SampleChosen) -> None:
+        self.load_sample(message.name)
+
+    def load_sample(self, name: str) -> None:
+        """Load a sample whole (input, variant, mask, every setting); what was typed can be had back with ctrl+z."""
+        sample = load_samples()[name]
+        self.push_undo()
+        self.kept[OWN] = sample.request
+        self.query_one(ModelPane).show(sample.request.settings)
+        ask: Ask = sample.model or sample.request
+        self.explorer.forget_place()
+        self.first_stage = sample.stage
+        self.show_ask(ask)
+        if sample.model is not None:
+            self.query_one(InputPane).load(sample.request.source)
+            self.query_one(InputPane).show_sentence(sample.model.text)
+        self.notify(str(Msg("{about}  (ctrl+z brings back what you had)", about=_(sample.notes or sample.description))),
+                    title=_("sample {name}").format(name=name), timeout=6)
+        self.ask(ask)
+
+    def push_undo(self) -> None:
+        self.undo_stack.append(Snapshot(self.variants, self.query_one(InputPane).typed(), self.wanted))
+        del self.undo_stack[:-UNDO_DEPTH]
+
+    def action_undo(self) -> None:
+        if not self.undo_stack:
+            self.notify(_("nothing to undo"), timeout=3)
+            return
+        snapshot = self.undo_stack.pop()
+        self.kept[OWN] = snapshot.variants
+        self.query_one(ModelPane).show(snapshot.variants.settings)
+        self.show_ask(snapshot.wanted, matrices=False)
+        self.query_one(InputPane).restore(snapshot.typed)
+        self.notify(_("restored what you had before"), timeout=3)
+        self.ask(snapshot.wanted)
+
+    def set_variant(self, variant: str) -> None:
+        settings = replace(self.variants.settings, variant=variant)
+        if isinstance(self.wanted, ModelInput):
+            self.choose_model(None)
+        self.query_one(ModelPane).show(settings)
+        self.apply_settings(settings)
+
+    # ----- masks edited cell by cell -------------------------------------------------------
+    def action_toggle_mask(self) -> None:
+        """x on the masked stage: mask the cell under the cursor, or unmask one masked by hand."""
+        trace, view = self.trace, self.view
+        if trace is None or view is None:
+            return
+        if isinstance(self.wanted, ModelInput):
+            self.notify(_("a model's mask is its own; mask cells of the attention variants"), timeout=4)
+            return
+        if view.name != "masked" or view.index_prefix:
+            self.notify(_("x masks a cell of the masked stage: step there first"), timeout=4)
+            return
+        rows, cols = len(trace.query_tokens), len(trace.key_tokens)
+        if rows * cols > MAX_CUSTOM_CELLS:
+            self.notify(_("masking by hand stops at 512 × 512 cells; give a --mask-file instead"), timeout=5)
+            return
+        request = self.variants
+        i, j = self.explorer.cursor
+        custom = request.custom_mask
+        fits = custom is not None and (len(custom), len(custom[0]) if custom else 0) == (rows, cols)
+        mask = [list(row) for row in custom] if fits and custom is not None else [[1.0] * cols for _r in range(rows)]
+        spec = trace.mask_of(trace.stages[view.place])
+        kind = [] if spec is None else [r for r in spec.reasons(i, j) if not str(r.text).startswith("custom")]
+        if mask[i][j] == 0.0:
+            mask[i][j] = 1.0
+            said = Msg("cell {i},{j} unmasked by hand", i=i, j=j) if not kind else Msg(
+                "cell {i},{j} no longer masked by hand, but still masked: {reason}", i=i, j=j, reason=kind[0])
+        elif kind:
+            self.notify(str(Msg("cell {i},{j} is masked by the mask kind ({reason}): change the mask in the model pane",
+                            i=i, j=j, reason=kind[0])), timeout=6)
+            return
+        else:
+            mask[i][j] = 0.0
+            said = Msg("cell {i},{j} masked by hand (a custom mask; x again unmasks it, ctrl+z undoes)", i=i, j=j)
+        self.push_undo()
+        self.notify(str(said), timeout=4)
+        self.ask(replace(request, custom_mask=None if all(all(row) for row in mask) else mask))
+
+    # ----- models ------------------------------------------------------------------------
+    def on_model_chosen(self, message: ModelChosen) -> None:
+        self.choose_model(message.name)
+
+    def choose_model(self, name: str | None) -> None:
+        """Switch to a model by name or path (None: back to the variants).
+
+        Each source keeps its own ask, and switching back restores it; a date model
+        starts on a date, a transformer on the sentence typed for the variants. The
+        matrix editors are never touched.
+        """
+        inputs = self.query_one(InputPane)
+        current = self.wanted
+        if isinstance(current, ModelInput):
+            self.kept[current.name] = replace(current, text=inputs.sentence)
+        elif isinstance(current.source, SentenceInput):
+            self.kept[OWN] = replace(current, source=SentenceInput(inputs.sentence))
+        if name is None:
+            ask: Ask = self.kept[OWN]
+        else:
+            kept = self.kept.get(name)
+            if isinstance(kept, ModelInput):
+                ask = kept
+            else:
+                sample = load_samples()[DATE_SAMPLE].model
+                text = sample.text if name in DATE_MODELS and sample is not None else (
+                    inputs.sentence if isinstance(self.variants.source, SentenceInput) else "the cat sat on the mat")
+                ask = ModelInput(name, text, device=self.variants.settings.device)
+        self.show_ask(ask, matrices=False)
+        self.ask(ask)
+
+    def on_target_edited(self, message: TargetEdited) -> None:
+        if isinstance(self.wanted, ModelInput) and self.wanted.name in DATE_MODELS:
+            self.ask(replace(self.wanted, target=message.target, teacher_forcing=message.teacher_forcing))
+
+    # ----- the session kept between runs ---------------------------------------------------
+    def session(self) -> Session:
+        from attn_tui.tui.session import Session
+
+        request, typed = self.variants, self.query_one(InputPane).typed()
+        source = {SentenceInput: "sentence", MatrixInput: "matrices", XInput: "x"}[type(request.source)]
+        view = self.view
+        return Session(request.settings, source, typed.sentence, typed.editors, request.custom_mask,
+                       self.wanted if isinstance(self.wanted, ModelInput) else None, self.language,
+                       None if view is None else view.name)
+
+    def save_soon(self) -> None:
+        """Take the session now and write it a moment later (a burst of typing writes once; quitting writes
+        what is pending, since the panes are gone by then)."""
+        self.pending_session = self.session()
+        if self._save_timer is not None:
+            self._save_timer.stop()
+        self._save_timer = self.set_timer(0.5, self.save_session)
+
+    def save_session(self) -> None:
+        from attn_tui.tui.session import save
+
+        session, self.pending_session = self.pending_session, None
+        if session is None:
+            return
+        try:
+            save(session)
+        except Exception as exc:  # a full disk or a read-only home must not stop the app
+            self.notify(str(Msg("the session could not be saved: {reason}", reason=exc)), severity="warning", timeout=6)
+
+    def restore_session(self) -> None:
+        """Put back the saved session; an input named on the command line wins, and the saved one is a ctrl+z away."""
+        from attn_tui.tui.session import SessionError, load
+
+        try:
+            session = load()
+        except SessionError as exc:
+            self.notify(str(Msg("the saved session could not be read ({reason}); starting fresh", reason=str(exc))),
+                        severity="warning", timeout=8)
+            return
+        if session is None:
+            return
+        self.language = session.language
+        typed = Typed(session.sentence, session.editors, "tab-matrices" if session.source != "sentence"
+                      else "tab-sentence")
+        inputs = self.query_one(InputPane)
+        inputs.restore(typed)
+        request = Request(self._session_source(session, inputs), session.settings, session.custom_mask)
+        if self.given:
+            self.undo_stack.append(Snapshot(request, typed, session.model or request))
+            return
+        self.kept[OWN] = request
+        self.query_one(ModelPane).show(session.settings)
+        self.wanted = session.model or request
+        self.first_stage = session.stage
+
+    @staticmethod
+    def _session_source(session: Session, inputs: InputPane) -> SentenceInput | MatrixInput | XInput:
+        if session.source != "sentence":
+            inputs.last_matrix = "x" if session.source == "x" else "qkv"
+            typed = inputs.matrix_source()
+            if typed is not None:
+                return typed
+        return SentenceInput(session.sentence or "나는 학교에 간다")

@@ -1,0 +1,106 @@
+"""The export screen: the current stage or the whole trace as .npz, .csv or .json, or the screen as SVG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet
+
+from attn_tui.i18n import N_, _
+
+WHAT = ("stage", "trace", "screen")
+FORMATS = ("json", "csv", "npz")
+
+
+@dataclass(frozen=True)
+class ExportAsk:
+    what: str  # stage | trace | screen
+    fmt: str  # json | csv | npz | svg
+    path: Path
+
+
+class ExportScreen(ModalScreen["ExportAsk | None"]):
+    """Choose what and how; the path is shown and editable; Enter (or Export) writes, Esc cancels."""
+
+    DEFAULT_CSS = """
+    ExportScreen { align: center middle; }
+    ExportScreen > Vertical {
+        width: 80%; max-width: 90; height: auto; border: round $accent; background: $surface; padding: 0 1;
+    }
+    ExportScreen .export-title { text-style: bold; margin: 0 0 1 0; }
+    ExportScreen RadioSet { width: 1fr; height: auto; }
+    ExportScreen #export-choices { height: auto; }
+    ExportScreen #export-path { margin: 1 0 0 0; }
+    ExportScreen #export-buttons { height: auto; margin: 1 0 0 0; }
+    ExportScreen .hint { color: $text-muted; }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", N_("Cancel"), id="export.cancel")]
+
+    def __init__(self, stem: str, folder: Path) -> None:
+        super().__init__()
+        self.stem, self.folder = stem, folder
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(_("Export"), classes="export-title")
+            with Horizontal(id="export-choices"):
+                with RadioSet(id="export-what"):
+                    yield RadioButton(_("this stage"), value=True, id="what-stage")
+                    yield RadioButton(_("the whole trace"), id="what-trace")
+                    yield RadioButton(_("the screen (SVG)"), id="what-screen")
+                with RadioSet(id="export-format"):
+                    yield RadioButton(".json", value=True, id="fmt-json")
+                    yield RadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
+                    yield RadioButton(".npz", id="fmt-npz")
+            yield Input(str(self._path("stage", "json")), id="export-path")
+            yield Label(_("Enter writes the file (Tab reaches the choices); the notice says where it went"),
+                        classes="hint")
+            with Horizontal(id="export-buttons"):
+                yield Button(_("Export"), variant="primary", id="export-go")
+                yield Button(_("Cancel"), id="export-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#export-path", Input).focus()  # Enter writes at once; Tab reaches the choices
+
+    def _path(self, what: str, fmt: str) -> Path:
+        name = {"stage": self.stem, "trace": "attn-tui-trace", "screen": "attn-tui-screen"}[what]
+        suffix = "" if what == "trace" and fmt == "csv" else "." + ("svg" if what == "screen" else fmt)
+        return self.folder / (name + suffix)
+
+    def _choice(self) -> tuple[str, str]:
+        what = self.query_one("#export-what", RadioSet).pressed_button
+        fmt = self.query_one("#export-format", RadioSet).pressed_button
+        what_name = (what.id or "what-stage").removeprefix("what-") if what is not None else "stage"
+        fmt_name = (fmt.id or "fmt-json").removeprefix("fmt-") if fmt is not None else "json"
+        return what_name, "svg" if what_name == "screen" else fmt_name
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        event.stop()
+        what, fmt = self._choice()
+        self.query_one("#export-format", RadioSet).disabled = what == "screen"
+        self.query_one("#export-path", Input).value = str(self._path(what, fmt))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._go()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "export-go":
+            self._go()
+        else:
+            self.dismiss(None)
+
+    def _go(self) -> None:
+        what, fmt = self._choice()
+        text = self.query_one("#export-path", Input).value.strip()
+        self.dismiss(ExportAsk(what, fmt, Path(text).expanduser()) if text else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,149 @@
+"""The session kept between runs: settings, the sentence, every editor's text (valid or not), the model, the language.
+
+A small JSON file in the user's state directory (platformdirs; ATTN_TUI_STATE_DIR
+overrides it), written atomically. Anything wrong with it, from a truncated write to a
+hand edit, costs a notice and a fresh start, never the start itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from attn_tui.core.errors import InputError
+from attn_tui.core.files import read_text
+from attn_tui.core.settings import ModelInput, Settings
+from attn_tui.i18n import LANGUAGES, Msg
+
+VERSION = 1
+MAX_BYTES = 8 * 1024 * 1024
+EDITORS = ("Q", "K", "V", "X")
+
+
+def state_dir() -> Path:
+    chosen = os.environ.get("ATTN_TUI_STATE_DIR")
+    if chosen:
+        return Path(chosen)
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("attn-tui", appauthor=False))
+
+
+def session_path() -> Path:
+    return state_dir() / "session.json"
+
+
+@dataclass
+class Session:
+    """What a person made in the app: enough to put every pane back as it was."""
+
+    settings: Settings = field(default_factory=Settings)
+    source: str = "sentence"  # sentence | matrices | x: the input the variants read
+    sentence: str = ""
+    editors: dict[str, str] = field(default_factory=dict)  # the text of each matrix editor, exactly as typed
+    custom_mask: list[list[float]] | None = None
+    model: ModelInput | None = None
+    language: str = "en"
+    stage: str | None = None
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {"version": VERSION, **asdict(self)}
+        data["settings"] = asdict(self.settings)
+        data["model"] = None if self.model is None else asdict(self.model)
+        return json.dumps(data, ensure_ascii=False, indent=1)
+
+
+class SessionError(Exception):
+    """The saved session cannot be used; the message says why, for a notice."""
+
+
+def _typed(value: object, kind: type | tuple[type, ...], what: str) -> Any:
+    """`value` if it has one of the kinds (a bool is not an int here); SessionError otherwise."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise SessionError(str(Msg("{what} has the wrong type", what=what)))
+    return value
+
+
+def _settings(data: object) -> Settings:
+    """Settings from the file, each field checked against the type of its default."""
+    if not isinstance(data, dict):
+        raise SessionError(str(Msg("{what} has the wrong type", what="settings")))
+    kinds: dict[str, tuple[type, ...]] = {"dim": (int, type(None)), "temperature": (float, int)}
+    found = {}
+    for f in fields(Settings):
+        if f.name in data:
+            default = getattr(Settings(), f.name)
+            found[f.name] = _typed(data[f.name], kinds.get(f.name, (type(default),)), f"settings.{f.name}")
+    return Settings(**found)
+
+
+def _model(data: object) -> ModelInput | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise SessionError(str(Msg("{what} has the wrong type", what="model")))
+    known = {f.name: f for f in fields(ModelInput)}
+    values = {k: v for k, v in data.items() if k in known}
+    _typed(values.get("name"), str, "model.name")
+    _typed(values.get("text", ""), str, "model.text")
+    for key in ("layer", "head"):
+        _typed(values.get(key, 0), int, f"model.{key}")
+    return ModelInput(**values)
+
+
+def parse(text: str) -> Session:
+    """A session from the file's text; SessionError naming what is wrong."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SessionError(str(Msg("not JSON ({reason})", reason=exc.msg))) from None
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        raise SessionError(str(Msg("written by another version of attn-tui")))
+    editors = _typed(data.get("editors", {}), dict, "editors")
+    source = data.get("source", "sentence")
+    if source not in ("sentence", "matrices", "x"):
+        raise SessionError(str(Msg("{what} has the wrong type", what="source")))
+    mask = data.get("custom_mask")
+    if mask is not None and not (isinstance(mask, list) and all(
+            isinstance(row, list) and all(isinstance(x, (int, float)) for x in row) for row in mask)):
+        raise SessionError(str(Msg("{what} has the wrong type", what="custom_mask")))
+    language = data.get("language", "en")
+    stage = data.get("stage")
+    return Session(_settings(data.get("settings", {})), source, _typed(data.get("sentence", ""), str, "sentence"),
+                   {k: _typed(v, str, f"editors.{k}") for k, v in editors.items() if k in EDITORS}, mask,
+                   _model(data.get("model")), language if language in LANGUAGES else "en",
+                   stage if isinstance(stage, str) else None)
+
+
+def load(path: Path | None = None) -> Session | None:
+    """The saved session; None when there is none. A broken one raises SessionError (and is set aside,
+    as session.json.broken, so it is never read again but not lost either)."""
+    path = path or session_path()
+    if not path.exists():
+        return None
+    try:
+        return parse(read_text(path, Msg("the saved session"), limit=MAX_BYTES))
+    except (InputError, SessionError, TypeError, ValueError) as exc:
+        with contextlib.suppress(OSError):
+            os.replace(path, path.with_name(path.name + ".broken"))
+        raise SessionError(str(exc)) from None
+
+
+def save(session: Session, path: Path | None = None) -> None:
+    """Write atomically: a crash mid-write leaves the previous session whole."""
+    path = path or session_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".session-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(session.to_json())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,88 @@
+"""Compare mode's panel: A, B and B − A side by side, one cursor for all three."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+
+from attn_tui.i18n import _
+from attn_tui.present.grid import Grid
+from attn_tui.render.heatmap import grid_scale
+from attn_tui.render.legend import ramp
+from attn_tui.tui.messages import CursorMoved
+from attn_tui.tui.widgets.heatmap import Heatmap
+
+SIDES = ("a", "b", "diff")
+
+
+class CompareView(Horizontal):
+    """Three heatmaps; moving the cursor in any of them moves it in all, and the explorer hears one move."""
+
+    DEFAULT_CSS = """
+    CompareView { height: 1fr; }
+    CompareView > Vertical { width: 1fr; height: 1fr; margin: 0 1 0 0; }
+    CompareView .compare-title { height: 1; text-style: bold; }
+    CompareView .compare-legend { height: 1; }
+    CompareView Heatmap { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        for side in SIDES:
+            with Vertical(id=f"compare-{side}"):
+                yield Static("", classes="compare-title")
+                yield Heatmap(id=f"compare-{side}-map")
+                yield Static("", classes="compare-legend")
+
+    def heatmap(self, side: str) -> Heatmap:
+        return self.query_one(f"#compare-{side}-map", Heatmap)
+
+    def show(self, titles: dict[str, Text | str], grids: dict[str, Grid | None], messages: dict[str, str]) -> None:
+        """Each side's title and grid; a side without a grid says why (B lacks the stage, shapes differ)."""
+        for side in SIDES:
+            box = self.query_one(f"#compare-{side}", Vertical)
+            title = titles.get(side, "")
+            box.query_one(".compare-title", Static).update(Text(title) if isinstance(title, str) else title)
+            heatmap = self.heatmap(side)
+            grid = grids.get(side)
+            legend = box.query_one(".compare-legend", Static)
+            if grid is None:
+                heatmap.clear(messages.get(side, ""))
+                legend.update("")
+                continue
+            heatmap.show(grid)
+            legend.update(ramp(grid_scale(grid), 8))
+        self._sync(self.heatmap("a").cursor)
+
+    def tallest(self) -> int | None:
+        """Lines the tallest of the three heatmaps needs (None before any is drawn)."""
+        heights = [self.heatmap(side).styles.max_height for side in SIDES]
+        cells = [int(h.value) for h in heights if h is not None]
+        return max(cells) if cells else None
+
+    def move_cursor_by(self, d_row: int, d_col: int) -> None:
+        a = self.heatmap("a")
+        a.move_cursor_by(d_row, d_col)
+
+    @property
+    def cursor(self) -> tuple[int, int]:
+        return self.heatmap("a").cursor
+
+    def on_cursor_moved(self, message: CursorMoved) -> None:
+        """Follow the heatmap that moved; only A's moves travel on to the explorer."""
+        source = message.control if hasattr(message, "control") else None
+        self._sync((message.row, message.col))
+        if source is not None and source is not self.heatmap("a"):
+            message.stop()
+            self.heatmap("a").move_cursor(message.row, message.col)
+
+    def _sync(self, cursor: tuple[int, int]) -> None:
+        for side in ("b", "diff"):
+            heatmap = self.heatmap(side)
+            if heatmap.grid is not None and heatmap.cursor != cursor:
+                with heatmap.prevent(CursorMoved):
+                    heatmap.move_cursor(*cursor)
+
+    def caption(self) -> str:
+        return _("compare: one cursor for A, B and B − A (c leaves)")

@@ -1,0 +1,83 @@
+"""Drawing the explorer's other panels: all heads, the parameters, a model's grid, rollout, alignment, compare.
+
+Functions of the explorer's state, kept apart so the explorer itself stays about where
+the user is; each reads the trace through present/ and hands a widget what to draw.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from attn_tui.i18n import _
+from attn_tui.present.compare import diff_grid
+from attn_tui.present.kv_sharing import kv_sharing
+from attn_tui.present.model_view import alignment_so_far
+from attn_tui.present.stage_view import StageView, heads_panel, param_grids, stage_view
+from attn_tui.present.titles import stage_title
+from attn_tui.render.kv_sharing import sharing_block
+from attn_tui.tui.widgets.compare_view import CompareView
+from attn_tui.tui.widgets.heads_grid import HeadsGrid
+from attn_tui.tui.widgets.matrix_panel import MatrixPanel
+from attn_tui.tui.widgets.model_grid import ModelGrid
+
+if TYPE_CHECKING:
+    from attn_tui.tui.widgets.explorer import Explorer
+
+
+def draw_panel(explorer: Explorer, view: StageView) -> None:
+    """The panel on show other than the stage's own heatmap and compare."""
+    trace, shown, panel = explorer.trace, explorer.shown, explorer.panel
+    assert trace is not None and shown is not None
+    if panel == "model_grid" and shown.summary is not None:
+        explorer.query_one(ModelGrid).show(shown.summary, explorer.layer_index, explorer.head)
+    elif panel == "rollout" and shown.summary is not None:
+        from attn_tui.core.summary import ROLLOUT_FORMULA
+
+        explorer.query_one("#rollout", MatrixPanel).show(
+            ROLLOUT_FORMULA, shown.summary.rollout,
+            _("how much of each token's last-layer representation traces back to each input token, through every "
+              "layer and the residual path (r returns; click a cell for its value)"))
+    elif panel == "alignment":
+        place = explorer.places[explorer.stage_index]
+        title, grid = alignment_so_far(trace, place.name, place.step)
+        explorer.query_one("#alignment", MatrixPanel).show(
+            title, grid, _("a row fills in when its step's weights are computed; → steps on (g returns)"))
+    elif panel == "params":
+        grids = param_grids(trace)
+        from attn_tui.present.stage_view import HeadsPanel
+
+        explorer.query_one(HeadsGrid).show(
+            _("learned parameters (seeded; p returns to the heatmap)"),
+            HeadsPanel(grids, -1, "" if grids else _("this input has no learned parameters (typed Q, K, V)"), None,
+                       False))
+    else:
+        sharing = kv_sharing(trace, explorer.head)  # grouped-query heads: which key/value head each one reads
+        explorer.query_one(HeadsGrid).show(
+            _("{stage}: all heads (g returns to the heatmap)").format(stage=stage_title(view.name)),
+            heads_panel(trace, view, explorer.energy_query, explorer.shared_scale),
+            None if sharing is None else sharing_block(sharing))
+
+
+def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
+    """A, B and B − A for the stage at the current place; B's view (None when B lacks the stage)."""
+    comparison, trace = explorer.comparison, explorer.trace
+    assert comparison is not None and trace is not None
+    b_trace = trace if explorer.shown_b is None else explorer.shown_b.trace
+    place = view.place
+    head = comparison.head if comparison.head is not None else explorer.head
+    b_view: StageView | None = None
+    message = ""
+    if b_trace.find(place.name, place.layer, head if b_trace.heads > 1 else None, place.step, place.module) is None:
+        message = _("B has no stage {stage}").format(stage=stage_title(place.name))
+    else:
+        b_view = stage_view(b_trace, place.name, place.layer, head, explorer.energy_query, place.step, place.module)
+    diff = None if b_view is None else diff_grid(view.grid, b_view.grid)
+    grids = {"a": view.grid, "b": None if b_view is None else b_view.grid, "diff": diff}
+    titles: dict[str, Text | str] = {"a": Text.assemble(("A  ", "bold yellow"), str(comparison.a_label)),
+              "b": Text.assemble(("B  ", "bold magenta"), str(comparison.b_label)),
+              "diff": Text(_("B − A"), style="bold")}
+    messages = {"b": message, "diff": message or _("A and B have different shapes here")}
+    explorer.query_one(CompareView).show(titles, grids, messages)
+    return b_view

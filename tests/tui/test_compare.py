@@ -1,0 +1,88 @@
+"""Compare mode: A, B (one setting changed) and B − A, one cursor and one inspector for all three."""
+
+from __future__ import annotations
+
+import torch
+from textual.widgets import OptionList
+
+from attn_tui.core.engine import compute
+from attn_tui.present.compare import comparisons
+from attn_tui.tui.screens.choose import ChoiceScreen
+from attn_tui.tui.widgets.compare_view import CompareView
+from tests.tui.helpers import sample_app, settle
+
+SIZE = (130, 40)
+
+
+async def _compare(pilot, key: str) -> None:
+    """Press c and pick the comparison whose key is `key`."""
+    app = pilot.app
+    await pilot.press("c")
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, ChoiceScreen)
+    index = next(n for n, (_label, c) in enumerate(screen.options) if c.key == key)
+    screen.query_one(OptionList).highlighted = index
+    await pilot.press("enter")
+    await settle(pilot)
+    for _ in range(50):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if app.explorer.panel == "compare" and app.query_one(CompareView).heatmap("b").grid is not None:
+            return
+
+
+async def test_fill_minus_inf_against_minus_1e9_on_a_row_with_nothing_to_attend() -> None:
+    app = sample_app("lookup", mask="padding", pad_keys=4)  # every key is padding: rows with nothing to attend
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.run_action("stage(6)")  # weights
+        await _compare(pilot, "fill")
+        view = app.query_one(CompareView)
+        a, b, diff = (view.heatmap(side).grid for side in ("a", "b", "diff"))
+        assert a.value(0, 0) == 0.0 and b.value(0, 0) == 0.25  # −∞: zeros (as SDPA); −1e9: uniform
+        assert diff.value(0, 0) == 0.25
+        expected = compute(app.comparison.b_ask(app.wanted)).tensor("weights")
+        assert torch.allclose(torch.tensor(b.values), expected.double())
+        await pilot.press("down", "shift+right")
+        assert {view.heatmap(side).cursor for side in ("a", "b", "diff")} == {(1, 1)}  # one cursor
+        inspector = str(app.query_one("#inspector").render())
+        assert "A: fill -inf" in inspector and "B: fill -1e9" in inspector and "B − A = 0.25" in inspector
+        await pilot.press("c")
+        assert app.explorer.panel == "heatmap" and app.comparison is None
+
+
+async def test_scaled_against_unscaled_says_b_has_no_scaled_stage() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.run_action("stage(5)")  # scaled
+        await _compare(pilot, "scale")
+        view = app.query_one(CompareView)
+        assert app.trace.meta.variant == "scaled_dot" and view.heatmap("b").grid is None
+        assert "no stage scaled" in view.heatmap("b").message
+        await pilot.press("right", "right")  # weights exist in both
+        assert view.heatmap("b").grid is not None and view.heatmap("diff").grid is not None
+
+
+async def test_head_against_head_reads_the_same_trace() -> None:
+    app = sample_app("multihead_korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.run_action("stage(10)")  # weights, per head
+        await _compare(pilot, "head")
+        view = app.query_one(CompareView)
+        b = view.heatmap("b").grid
+        head = app.comparison.head
+        assert app.explorer.shown_b is None and head != app.explorer.head
+        assert torch.allclose(torch.tensor(b.values), app.trace.tensor("weights", head=head).double())
+
+
+async def test_the_choices_fit_the_ask() -> None:
+    from attn_tui.core.samples import load_samples
+
+    lookup = load_samples()["lookup"].request
+    keys = {c.key for c in comparisons(lookup, 1, 0)}
+    assert {"scale", "mask"} <= keys and "fill" not in keys and "projection" not in keys  # no mask, typed Q/K/V
+    dates = load_samples()["dates_english"].model
+    assert {c.key for c in comparisons(dates, 1, 0)} == {"teacher"}
