@@ -105,10 +105,13 @@ def _sink_mass(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     exps, sunk, top = _sink_terms(trace, source, i, sink)
     denom = math.fsum(exps) + sunk
     total = sunk / denom
+    shown = " + ".join(fmt(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
     return (f"p_sink[{i}] = exp(s − max) / (Σ_k exp({source.symbol}[{i},k] − max) + exp(s − max))",
             [_("the sink logit of head {h}: s = {s}").format(h=op.index, s=fmt(sink)),
              _("max of row {i} and s = {top}").format(i=i, top=fmt(top)),
-             f"exp({fmt(sink)} − {fmt(top)}) = {fmt(sunk)}", f"{fmt(sunk)} / {fmt(denom)} = {fmt(total)}",
+             f"exp({fmt(sink)} − {fmt(top)}) = {fmt(sunk)}",
+             f"Σ_k = {shown}  + exp(s − max) = {fmt(sunk)}  → {fmt(denom)}",
+             f"{fmt(sunk)} / {fmt(denom)} = {fmt(total)}",
              _("what query {i} gave to the sink instead of to any key").format(i=i)], total)
 
 
@@ -189,7 +192,10 @@ def _accumulate(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained
     exps, _ = _exps(trace, op.tile, op.max, i)
     values = _floats(trace.stages[op.values].data[op.offset:op.offset + len(exps), j])
     alpha, before = _cell(trace, op.rescale, i), _cell(trace, op.previous, i, j)
-    lines, fresh = _sum_terms(list(zip(exps, values)), "exp(S_t − m)", f"V[{op.offset}…, {j}]")
+    fresh = math.fsum(e * v for e, v in zip(exps, values))
+    terms = " + ".join(f"{fmt(e)}·{fmt(v)}" for e, v in list(zip(exps, values))[:MAX_TERMS])
+    lines = [f"Σ_c exp(S_t[{i},c] − m)·V[{op.offset}+c, {j}] =",
+             "  " + terms + (" + …" if len(exps) > MAX_TERMS else ""), f"  = {fmt(fresh)}"]
     total = alpha * before + fresh
     return (f"Õ[{i},{j}] = α·Õ_prev[{i},{j}] + Σ_c exp(S_t[{i},c] − m)·V[{op.offset}+c, {j}]",
             [f"α·Õ_prev = {fmt(alpha)}·{fmt(before)} = {fmt(alpha * before)}", *lines, f"= {fmt(total)}"], total)

@@ -47,6 +47,16 @@ class ModelSummary:
         return self.cells[layer * self.heads + head]
 
 
+def sink_note(summary: ModelSummary) -> str:
+    """The first-token (attention-sink) share over the whole grid: the head that gives it most, and how many
+    heads give it more than half their weight (in decoders many do: the first token is where spare weight goes)."""
+    top = max(summary.cells, key=lambda c: c.first_share)
+    over = sum(c.first_share > 0.5 for c in summary.cells)
+    return _("first-token (sink) share f: highest at layer {layer} head {head} ({share}); {over} of {total} heads "
+             "give the first token more than half their weight").format(
+        layer=top.layer, head=top.head, share=f"{top.first_share:.3f}", over=over, total=len(summary.cells))
+
+
 def summarise(trace: Trace) -> ModelSummary:
     """Per-head statistics and rollout of a transformer's trace, from its own weights stages."""
     from attn_tui.core.summary import head_stats, real_keys, rollout, stack

@@ -19,8 +19,10 @@ from pathlib import Path
 import torch
 
 from attn_tui.core.budget import Estimate, memory_limit
+from attn_tui.core.files import quoted
 from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
+from attn_tui.i18n import N_, Msg
 from attn_tui.sources.base import Ask
 from attn_tui.sources.folder import ModelError
 from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run
@@ -36,10 +38,12 @@ def find_gguf(name: str) -> Path:
     hint = INSTALL_HINT.format(distribution=model.distribution)
     spec = importlib.util.find_spec(model.package)  # a top-level name: located, its __init__ never runs
     if spec is None or spec.origin is None:
-        raise ModelError(f"the built-in model {name!r} ({model.title}) is not installed: {hint}")
+        raise ModelError(Msg("the built-in model {name} ({title}) is not installed: {hint}", name=repr(name),
+                             title=model.title, hint=hint))
     path = Path(spec.origin).parent / model.file
     if not path.is_file():
-        raise ModelError(f"{model.distribution} is installed but holds no {model.file}: reinstall it ({hint})")
+        raise ModelError(Msg("{distribution} is installed but holds no {file}: reinstall it ({hint})",
+                             distribution=model.distribution, file=model.file, hint=hint))
     return path
 
 
@@ -47,8 +51,8 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
     """Load a built-in GGUF model with eager attention (so its attention weights are returned), offline."""
     path = find_gguf(name)
     needed = Estimate()
-    needed.add("weights", LOAD_FACTOR * path.stat().st_size, 1)
-    needed.check(memory_limit(max_memory), f"loading {name}")
+    needed.add(N_("weights"), LOAD_FACTOR * path.stat().st_size, 1)
+    needed.check(memory_limit(max_memory), Msg("loading {name}", name=quoted(name)))
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"):
         os.environ.setdefault(key, "1")  # TQDM_DISABLE only counts before tqdm is first imported
     try:
@@ -56,7 +60,7 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
         from transformers import AutoModel, AutoTokenizer
     except ImportError:
         hint = INSTALL_HINT.format(distribution=GGUF_MODELS[name].distribution)
-        raise ModelError(f"{name} needs transformers, gguf and accelerate: {hint}") from None
+        raise ModelError(Msg("{name} needs transformers, gguf and accelerate: {hint}", name=name, hint=hint)) from None
     transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     try:
         # The de-quantising progress bar goes to stderr, which would garble the app: it is swallowed here.
@@ -70,11 +74,13 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, ImportError) or any(part in first.lower() for part in ("gguf", "accelerate")):
             hint = INSTALL_HINT.format(distribution=GGUF_MODELS[name].distribution)
-            raise ModelError(f"cannot load {name}: {first[:100]} ({hint})") from None
-        raise ModelError(f"cannot load {name}: {first[:160]}") from None
+            raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(name), reason=f"{first[:100]} ({hint})")) \
+                from None
+        raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(name), reason=first[:160])) from None
     cfg = model.config
     if not hasattr(model, "layers") or not hasattr(model, "rotary_emb"):
-        raise ModelError(f"{name} loaded as {type(model).__name__}, not a Llama-style decoder")
+        raise ModelError(Msg("{name} loaded as {kind}, not a Llama-style decoder", name=name,
+                             kind=type(model).__name__))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return LoadedModel(name, model, tokenizer, "llama", cfg.num_hidden_layers, cfg.num_attention_heads, True,

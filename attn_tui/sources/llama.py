@@ -37,9 +37,11 @@ def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
     """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
     loaded = run_.loaded
     if not 0 <= layer < loaded.layers:
-        raise ConfigError(f"--layer {layer} is out of range: {loaded.name} has layers 0…{loaded.layers - 1}")
+        raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
+                              model=loaded.name, last=loaded.layers - 1))
     if not 0 <= head < loaded.heads:
-        raise ConfigError(f"--head {head} is out of range: {loaded.name} has heads 0…{loaded.heads - 1}")
+        raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
+                              model=loaded.name, last=loaded.heads - 1))
     cfg = loaded.model.config
     kv_heads = int(cfg.num_key_value_heads)
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, run_.special,

@@ -31,6 +31,14 @@ def _json(capsys, *argv: str) -> dict:
     (["--text", "a b", "--variant", "rope", "--rope-base", "inf"], "must be a finite number above 1"),
     (["--text", "a b", "--variant", "flash", "--tile", "0"], "must be between 1"),
     (["--text", "a b", "--mask", "sliding", "--window", "0"], "must be between 1"),
+    (["--text", "a b", "--mask", "sliding", "--window", "-3"], "must be between 1"),
+    (["--text", "a b", "--mask", "sliding", "--window", "99999999999"], "must be between 1"),
+    (["--text", "a b", "--variant", "gqa", "--kv-heads", "0"], "must be between 1"),
+    (["--text", "a b", "--variant", "gqa", "--kv-heads", "two"], "expected a whole number"),
+    (["--text", "a b", "--variant", "flash", "--tile", "1.5"], "expected a whole number"),
+    (["--text", "a b", "--variant", "rope", "--rope-base", "nan"], "must be a finite number above 1"),
+    (["--text", "a b", "--variant", "rope", "--rope-base", "ten"], "expected a number"),
+    (["--text", "a b", "--variant", "rope", "--rope-base", "-5"], "must be a finite number above 1"),
     (["--model", "minilm", "--text", "a", "--window", "2"], "--window does not apply to a model"),
     (["--model", "minilm", "--text", "a", "--variant", "rope"], "--variant does not apply to a model"),
 ])
@@ -65,3 +73,12 @@ def test_rope_base_and_alibi_slopes_reach_the_json(capsys) -> None:
     doc = _json(capsys, "--text", "a b c", "--variant", "alibi", "--heads", "4", "--stage", "bias", "--head", "1")
     assert doc["params"]["alibi_slopes"] == [0.25, 0.0625, 0.015625, 0.00390625]
     assert doc["stages"][0]["data"][0] == [0.0, -0.0625, -0.125]
+
+
+def test_rope_on_typed_matrices_of_odd_width_is_one_line(tmp_path, capsys) -> None:
+    for name in "qkv":
+        (tmp_path / name).write_text("1 2 3\n4 5 6\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["stages", "--variant", "rope", *(f"--{n}={tmp_path / n}" for n in "qkv")])
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 2 and "must be even, not 3" in err and len(err.strip().splitlines()) == 1, err

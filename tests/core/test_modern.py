@@ -66,7 +66,7 @@ def test_every_cell_of_every_stage_is_recomputed(key: str) -> None:
         for index in itertools.product(*(range(n) for n in stage.shape)):
             arithmetic = explain(trace, stage.place, index)
             assert _close(arithmetic.total, arithmetic.expected), (stage.key, index, arithmetic)
-            assert arithmetic.lines and arithmetic.title
+            assert arithmetic.matches and arithmetic.lines and arithmetic.title
 
 
 def test_the_rotation_of_one_pair_is_shown_with_its_angle() -> None:

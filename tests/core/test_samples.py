@@ -40,6 +40,7 @@ def test_every_sample_computes_without_warnings(name: str) -> None:
     else:
         trace = compute(sample.request)
     assert trace.stages and not trace.warnings
+    assert sample.stage is None or sample.stage in trace.names()  # where the sample opens
 
 
 def test_required_samples() -> None:

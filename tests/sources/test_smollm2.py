@@ -27,11 +27,6 @@ TEXT = "The quick brown fox jumps over the lazy dog"
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    return gguf._loaded("smollm2", "cpu", None)  # the source's own cache: the CLI tests below reuse it
-
-
-@pytest.fixture(scope="module")
 def reference(smollm2):
     enc = smollm2.tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
@@ -101,7 +96,7 @@ def test_korean_bytes_get_labels_not_replacement_characters(smollm2) -> None:
     assert run.tokens[:3] == ("<EB>", "<82>", "<98>") and len(run.tokens) == 20
 
 
-def test_cli_json_carries_what_an_independent_check_needs(capsys) -> None:
+def test_cli_json_carries_what_an_independent_check_needs(smollm2, capsys) -> None:
     code = main(["stages", "--model", "smollm2", "--text", "the cat sat on the mat", "--layer", "3", "--head", "8",
                  "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
@@ -116,7 +111,7 @@ def test_cli_json_carries_what_an_independent_check_needs(capsys) -> None:
     assert torch.allclose(torch.softmax(scores, -1), torch.tensor(by_name["weights"]["data"]), atol=1e-6)
 
 
-def test_cli_heads_reports_the_sink_share_and_the_sharing(capsys) -> None:
+def test_cli_heads_reports_the_sink_share_and_the_sharing(smollm2, capsys) -> None:
     assert main(["heads", "--model", "smollm2", "--text", "the cat sat on the mat", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["stats"]) == 30 * 9 and doc["kv_map"] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
@@ -132,7 +127,7 @@ def test_cli_heads_reports_the_sink_share_and_the_sharing(capsys) -> None:
     (["--model", "smollm2", "--text", "a", "--target", "2026-11-22"], "--target does not apply"),
     (["--model", "smollm2", "--text", "a", "--kv-heads", "3"], "--kv-heads does not apply to a model"),
 ])
-def test_cli_errors_exit_2(capsys, argv: list[str], fragment: str) -> None:
+def test_cli_errors_exit_2(smollm2, capsys, argv: list[str], fragment: str) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["stages", *argv])
     _, err = capsys.readouterr()

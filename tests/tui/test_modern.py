@@ -121,3 +121,68 @@ async def test_the_sink_sample_shows_the_window_and_the_sink() -> None:
         app.go_to_stage(app.stage_names().index("sink_mass"))
         await pilot.pause()
         assert app.view.grid.cols == 1 and app.view.grid.rows == 9
+
+
+async def _change(pilot, selector: str, value: str) -> None:
+    pilot.app.query_one(selector).value = value
+    await pilot.pause()
+    await settle(pilot)
+
+
+def _shown(app, name: str) -> bool:
+    row = app.query_one(f"#row-{name}")
+    return row.display and not row.has_class("-unused")
+
+
+async def test_each_variants_own_knob_shows_only_where_it_applies() -> None:
+    app = sample_app()  # scaled_dot, no mask
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not any(_shown(app, n) for n in ("kv_heads", "rope_base", "tile", "window"))
+        for variant, own in (("gqa", "kv_heads"), ("rope", "rope_base"), ("flash", "tile")):
+            await _change(pilot, "#set-variant", variant)
+            assert app.trace.meta.title == variant
+            assert [n for n in ("kv_heads", "rope_base", "tile") if _shown(app, n)] == [own], variant
+        await _change(pilot, "#set-mask", "sliding")
+        assert _shown(app, "window")
+        await _change(pilot, "#set-mask", "causal")
+        assert not _shown(app, "window")
+
+
+async def test_kv_heads_input_regroups_the_heads_and_refuses_what_does_not_divide() -> None:
+    app = sample_app("gqa_korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace.meta.kv_map == (0, 0, 0, 1, 1, 1)
+        await _change(pilot, "#set-kv_heads", "3")
+        assert app.trace.meta.kv_map == (0, 0, 1, 1, 2, 2)
+        await _change(pilot, "#set-kv_heads", "1")  # multi-query
+        assert app.trace.meta.kv_map == (0,) * 6
+        await _change(pilot, "#set-kv_heads", "4")  # 4 does not divide 6: the last trace stays
+        assert app.trace.meta.kv_map == (0,) * 6 and "must divide --heads 6" in app.error
+        generation = app.generation
+        app.query_one("#set-kv_heads").value = "0"
+        await pilot.pause()
+        assert app.generation == generation and "at least 1" in str(app.query_one("#settings-error").render())
+
+
+async def test_window_tile_and_rope_base_inputs_recompute() -> None:
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace.steps() == 3
+        await _change(pilot, "#set-tile", "2")
+        assert app.trace.steps() == 5 and app.trace.meta.settings.tile == 2
+        await _change(pilot, "#set-mask", "sliding")
+        await _change(pilot, "#set-window", "2")
+        allowed = app.trace.mask.allowed
+        assert torch.equal(allowed, torch.tensor([[i - 2 < j <= i for j in range(9)] for i in range(9)]))
+        await _change(pilot, "#set-variant", "rope")
+        before = app.trace.tensor("query_rot")
+        await _change(pilot, "#set-rope_base", "100")
+        assert app.trace.meta.settings.rope_base == 100.0
+        assert not torch.equal(before, app.trace.tensor("query_rot"))
+        generation = app.generation
+        app.query_one("#set-rope_base").value = "1"
+        await pilot.pause()
+        assert app.generation == generation and "above 1" in str(app.query_one("#settings-error").render())

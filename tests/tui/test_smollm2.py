@@ -30,10 +30,12 @@ def _text(renderable: object) -> str:
     return console.export_text()
 
 
-async def test_the_app_shows_a_heads_rotation_sharing_and_the_sink_grid() -> None:
+async def test_the_app_shows_a_heads_rotation_sharing_and_the_sink_grid(smollm2) -> None:
     app = model_app("smollm2", TEXT, layer=4, head=7)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        app.go_to_stage(app.stage_names().index("weights"))
+        await pilot.pause()
         assert app.view.name == "weights"
         with torch.no_grad():
             loaded = model_run("smollm2", TEXT).loaded
@@ -52,3 +54,8 @@ async def test_the_app_shows_a_heads_rotation_sharing_and_the_sink_grid() -> Non
         assert "key/value head 1  ◀   Q3   Q4   Q5" in shown.replace("\u00a0", " ")
         cell = app.shown.summary.cell(4, 7)
         assert cell.first_share == pytest.approx(float(expected[:, 0].mean()), abs=1e-5)
+        summary = app.shown.summary
+        top = max(summary.cells, key=lambda c: c.first_share)
+        assert f"highest at layer {top.layer} head {top.head} ({top.first_share:.3f})" in shown
+        over = sum(c.first_share > 0.5 for c in summary.cells)
+        assert f"{over} of 270 heads give the first token more than half" in shown

@@ -10,7 +10,7 @@ from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from attn_tui.present.kv_sharing import sharing_of
-from attn_tui.present.model_view import ModelSummary
+from attn_tui.present.model_view import ModelSummary, sink_note
 from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
@@ -49,5 +49,5 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
         body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads))
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
-        body.update(Group(title, Text(KEY, style="dim"), now, *([] if sharing is None else [sharing_block(sharing)]),
-                          table))
+        body.update(Group(title, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
+                          *([] if sharing is None else [sharing_block(sharing)]), table))
