@@ -66,7 +66,7 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
                         mask=repr(s.mask)),
         "window": Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",
                       mask=repr(s.mask)),
-        **{name: Msg("{option} does not apply to {variant}: only {owners} read it",
+        **{name: Msg("{option} does not apply to {variant}: it belongs to {owners}",
                      option="--" + name.replace("_", "-"), variant=s.variant,
                      owners=", ".join(n for n, v in VARIANTS.items() if name in v.options))
            for name in ("kv_heads", "rope_base", "tile")},

@@ -17,8 +17,8 @@ def _json(capsys, *argv: str) -> dict:
 
 @pytest.mark.parametrize("argv,fragment", [
     (["--text", "a b", "--variant", "scaled_dot", "--rope-base", "500"], "--rope-base does not apply to scaled_dot"),
-    (["--text", "a b", "--variant", "rope", "--kv-heads", "1"], "--kv-heads does not apply to rope: only gqa"),
-    (["--text", "a b", "--variant", "gqa", "--tile", "2"], "--tile does not apply to gqa: only flash"),
+    (["--text", "a b", "--variant", "rope", "--kv-heads", "1"], "--kv-heads does not apply to rope: it belongs to gqa"),
+    (["--text", "a b", "--variant", "gqa", "--tile", "2"], "--tile does not apply to gqa: it belongs to flash"),
     (["--text", "a b", "--variant", "rope", "--heads", "2"], "--heads does not apply to rope"),
     (["--text", "a b", "--variant", "flash", "--head", "0"], "--head does not apply to flash"),
     (["--text", "a b", "--window", "2"], "--window needs a sliding mask"),

@@ -189,3 +189,19 @@ def test_explanations_of_the_variants_own_stages_differ_from_the_generic_ones() 
     assert "rotated" in _in("en", "scores", ("rope",)) and "rotated" not in _in("en", "scores", ("scaled_dot",))
     assert "group" in _in("en", "key", ("gqa",)) and "sink" in _in("en", "weights", ("sink",))
     assert "accumulator" in _in("en", "output", ("flash",))
+
+
+def test_each_variants_own_settings_apply_to_it_alone() -> None:
+    from attn_tui.core.applies import applicable, not_applying
+
+    own = {"kv_heads": "gqa", "rope_base": "rope", "tile": "flash"}
+    for variant in VARIANTS:
+        found = applicable(sentence("a b", variant=variant))
+        assert {name for name in own if name in found} == {n for n, v in own.items() if v == variant}, variant
+        assert ("heads" in found) == (variant in ("multihead", "gqa", "alibi", "sink")), variant
+        assert "window" not in found
+    assert "window" in applicable(sentence("a b", mask="sliding")) and "window" in applicable(
+        sentence("a b", mask="sliding+padding"))
+    reasons = [str(m) for m in not_applying(sentence("a b", variant="rope"), {"tile", "window", "rope_base"})]
+    assert reasons == ["--window needs a sliding mask (--mask sliding or sliding+padding), not 'none'",
+                       "--tile does not apply to rope: it belongs to flash"]
