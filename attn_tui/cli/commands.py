@@ -20,6 +20,10 @@ def samples(args: argparse.Namespace) -> int:
     width = max(len(name) for name in found)
     for name, sample in found.items():
         print(f"{name:<{width}}  {_(sample.description)}")
+    from attn_tui.sources.recorder.script import sample_scripts
+
+    for name, path in sample_scripts().items():  # torch-free: only the folder is listed
+        print(f"{name:<{width}}  attn-tui trace --sample {name} ({path.name})")
     return 0
 
 
@@ -185,4 +189,47 @@ def app(args: argparse.Namespace) -> int:
     return run_app(request, model, args.max_memory, fresh=args.fresh, first_stage=first_stage)
 
 
-COMMANDS = {None: app, "stages": stages, "heads": heads, "train-seq2seq": train, "samples": samples}
+def trace(args: argparse.Namespace) -> int:
+    """Run the user's file under the recorder; open the app on what it computed, or print it."""
+    from attn_tui.i18n import Msg
+
+    if args.sample is not None and args.script is not None:
+        raise InputError(Msg("give a file or --sample, not both"))
+    if args.script is None and args.sample is None:
+        raise InputError(Msg("give the Python file to run: attn-tui trace FILE.py [args…] (or --sample NAME)"))
+    if args.format == "app" and (args.stage is not None or args.head is not None or args.params):
+        raise ConfigError(Msg("--stage, --head and --params apply to --format table or json"))
+    from attn_tui.sources.recorder.script import run_script, sample_script
+
+    path = sample_script(args.sample) if args.sample is not None else Path(args.script)
+    recorded = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app")
+    if args.format == "app":
+        from attn_tui.tui.app import run_app
+
+        return run_app(recorded=recorded, max_memory=args.max_memory)
+    from attn_tui.core.export import select_stages
+
+    chosen = select_stages(recorded, args.stage, None, args.head)
+    if args.format == "json":
+        from attn_tui.core.export import write_trace_json
+
+        write_trace_json(recorded, sys.stdout, chosen, True if args.params else None)
+        sys.stdout.write("\n")
+    else:
+        if args.params:
+            raise ConfigError("--params applies to --format json")
+        from attn_tui.render.stage_table import print_trace
+
+        print_trace(recorded, chosen)
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    """The app in web browsers, through textual-serve; one app per visitor."""
+    from attn_tui.cli.serve import serve as run
+
+    return run(args.host, args.port, args.public_url, args.debug)
+
+
+COMMANDS = {None: app, "stages": stages, "heads": heads, "train-seq2seq": train, "samples": samples,
+            "trace": trace, "serve": serve}

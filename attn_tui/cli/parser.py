@@ -206,9 +206,41 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", metavar="FILE", default=None,
                        help=_("checkpoint path (default dates_ATTENTION.pt)"))
     _add_debug(train, "")
+    _add_trace(sub)
+    _add_serve(sub)
     samples = sub.add_parser("samples", help=_("list the shipped samples"))
     _add_debug(samples, "")
     return parser
+
+
+def _add_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    trace = sub.add_parser("trace", help=_("run a Python file under the recorder and show the attention it computed"),
+                           description=_("Run FILE.py (with its own arguments after it) as `python FILE.py args…` "
+                                       "would, record every attention it computes, and open the app on it. "
+                                       "Options of trace come before FILE.py."))
+    trace.add_argument("script", nargs="?", metavar="FILE.py", help=_("the file to run"))
+    trace.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help=_("arguments for the file"))
+    trace.add_argument("--sample", metavar="NAME", help=_("a shipped sample script instead of a file "
+                                                        "(self_attention, bahdanau_decoder)"))
+    trace.add_argument("--format", choices=("app", "table", "json"), default="app",
+                       help=_("app (default), or print the stages like `attn-tui stages`"))
+    trace.add_argument("--stage", metavar="NAME", help=_("table/JSON: print only this stage"))
+    trace.add_argument("--head", type=_non_negative, metavar="H", help=_("table/JSON: only this head"))
+    trace.add_argument("--params", action="store_true", help=_("JSON: include every recorded parameter"))
+    trace.add_argument("--max-calls", type=_int_between(1, 4096), default=64, metavar="N",
+                       help=_("calls of each attention module kept, the last ones (default 64)"))
+    _add_common(trace, "")
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    serve = sub.add_parser("serve", help=_("serve the app to web browsers (needs attn-tui[web])"),
+                           description=_("Serve attn-tui to web browsers with textual-serve: each visitor gets "
+                                       "their own app. Listens on 127.0.0.1 unless --host says otherwise."))
+    serve.add_argument("--host", default="127.0.0.1",
+                       help=_("address to listen on (default 127.0.0.1: this machine only)"))
+    serve.add_argument("--port", type=_int_between(1, 65535), default=8000, help=_("port (default 8000)"))
+    serve.add_argument("--public-url", metavar="URL", help=_("the address browsers use, when it differs (a proxy)"))
+    _add_debug(serve, "")
 
 
 def _set(value: object) -> bool:

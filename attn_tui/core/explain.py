@@ -208,7 +208,7 @@ def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
         total = before / op.temperature
         lines.append(_("kept: {value}").format(value=fmt(total)))
     else:
-        total = FILLS[op.fill]
+        total = FILLS[op.fill] if op.fill in FILLS else float(op.fill)  # a recorded fill may be any number
         assert op.mask is not None
         lines += [_("masked, {reason}").format(reason=reason) for reason in op.mask.reasons(i, j)]
         lines.append(_("the score {score} is replaced by the fill {fill}").format(score=fmt(before / op.temperature),
@@ -271,6 +271,10 @@ def _tanh_of_pair(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     pair = _floats(trace.stages[op.query].data[i]) + _floats(trace.stages[op.key].data[j])
     lines, inner = _sum_terms(list(zip(_floats(trace.params[op.weight][h]), pair)), f"{op.weight}[{h}]",
                               f"[q_{i};k_{j}]")
+    if op.bias is not None:
+        b = float(trace.params[op.bias].reshape(-1)[h].double())
+        inner += b
+        lines.append(f"  + {op.bias}[{h}] ({fmt(b)}) = {fmt(inner)}")
     total = math.tanh(inner)
     lines.append(f"tanh({fmt(inner)}) = {fmt(total)}")
     return f"E[{i},{j},{h}] = tanh({op.weight}[q_{i}; k_{j}])[{h}]", lines, total
@@ -283,6 +287,10 @@ def _reduce(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     energy = trace.stages[op.source]
     lines, total = _sum_terms(list(zip(_floats(trace.params[op.vector]), _floats(energy.data[i, j]))),
                               op.vector, f"E[{i},{j}]")
+    if op.bias is not None:
+        b = float(trace.params[op.bias].reshape(-1)[0].double())
+        total += b
+        lines.append(f"  + {op.bias} ({fmt(b)}) = {fmt(total)}")
     return f"{stage.symbol}[{i},{j}] = {op.vector}ᵀ E[{i},{j}]", lines, total
 
 

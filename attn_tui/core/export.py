@@ -23,7 +23,7 @@ import torch
 from attn_tui.core.errors import ConfigError
 from attn_tui.core.files import quoted
 from attn_tui.core.lazy import LazyTensor
-from attn_tui.core.meta import TransformerRun, VariantRun
+from attn_tui.core.meta import RecordedRun, TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.i18n import Msg
 
@@ -70,6 +70,8 @@ def _header(trace: Trace) -> dict[str, object]:
             kind |= {"kv_heads": meta.kv_heads, "kv_map": list(meta.kv_map)}
     elif isinstance(meta, TransformerRun):
         kind = {"kind": "transformer", "model": meta.model, "settings": asdict(meta)}
+    elif isinstance(meta, RecordedRun):
+        kind = {"kind": "recorded", "script": meta.script, "modules": list(meta.modules), "settings": asdict(meta)}
     else:
         kind = {"kind": "decoder", "model": meta.model, "output": meta.output, "settings": asdict(meta)}
     return kind | {
@@ -160,7 +162,7 @@ def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = Non
     out.write(', "stages": [')
     for n, stage in enumerate(list(trace) if stages is None else stages):
         meta = {"name": stage.name, "key": stage.key, "layer": stage.layer, "head": stage.head, "step": stage.step,
-                "formula": str(stage.formula),
+                "module": stage.place.module, "origin": stage.origin, "formula": str(stage.formula),
                 "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
         out.write((", " if n else "") + _dumps(meta)[:-1] + ', "data": ')
         _write_tensor(stage.data, out)

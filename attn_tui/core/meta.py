@@ -111,4 +111,36 @@ class DecoderRun:
         return ("decoder", self.attention)
 
 
-RunMeta = Union[VariantRun, TransformerRun, DecoderRun]
+@dataclass(frozen=True)
+class RecordedRun:
+    """The user's own attention code, recorded while it ran (a script, or a block under `attn_tui.record()`).
+
+    `modules` names each attention module (or function) that ran, in order; `calls[m]`
+    says how many times module m ran and `shown[m]` how many of those calls are in the
+    trace (the last ones). Batch items and calls are the trace's steps; heads its heads.
+    """
+
+    script: str  # the file that ran, or "" for code recorded in a notebook or a session
+    modules: tuple[str, ...]
+    heads: int = 1
+    calls: tuple[int, ...] = ()
+    shown: tuple[int, ...] = ()
+    kinds: tuple[str, ...] = ()  # what each module was recognised as: scaled_dot, additive, …, or recorded
+    steps: tuple[str, ...] = ()  # for each step of the first module: "call c, batch item b"
+    special_tokens: tuple[int, ...] = ()
+
+    @property
+    def title(self) -> str:
+        where = self.script or "recorded"
+        return f"{where}: {', '.join(self.modules)}"
+
+    @property
+    def layers(self) -> int:
+        return 1
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k for k in (*self.kinds, "recorded") if k))
+
+
+RunMeta = Union[VariantRun, TransformerRun, DecoderRun, RecordedRun]

@@ -167,19 +167,21 @@ class TanhOfSum:
 
 @dataclass(frozen=True)
 class TanhOfPair:
-    """out[i, j, h] = tanh(Σ_m weight[h, m]·[query_i; key_j][m]): the concat form's energy."""
+    """out[i, j, h] = tanh(Σ_m weight[h, m]·[query_i; key_j][m] (+ bias[h])): the concat form's energy."""
 
     query: Place
     key: Place
     weight: str
+    bias: str | None = None  # a recorded nn.Linear's bias
 
 
 @dataclass(frozen=True)
 class Reduce:
-    """out[i, j] = Σ_h vector[h]·source[i, j, h]: a learned vector turns an energy into a score."""
+    """out[i, j] = Σ_h vector[h]·source[i, j, h] (+ bias): a learned vector turns an energy into a score."""
 
     source: Place
     vector: str
+    bias: str | None = None  # a recorded nn.Linear(hidden, 1)'s bias (Bahdanau's `Va`)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "
            "masked": "M", "weights": "A", "output": "O", "context": "c", "concat": "C", "projected": "Y",
            "alignment": "A", "query_rot": "Q_rot", "key_rot": "K_rot", "bias": "B", "biased": "S'+B",
            "sink_mass": "p_sink", "q_proj": "Q", "k_proj": "K", "v_proj": "V", "tile_scores": "S_t",
-           "running_max": "m", "rescale": "α", "denominator": "l", "accumulator": "Õ"}
+           "running_max": "m", "rescale": "α", "denominator": "l", "accumulator": "Õ",
+           "input": "X"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Stage:
     formula: str | Msg  # the formula and its caption; a Msg reads in the language on show
     axes: tuple[Axis, ...]
     op: Op = Given("given as is")
+    origin: str | None = None  # the line of the user's code that made it ("attn.py:31: scores = …"), when recorded
 
     def __post_init__(self) -> None:
         if len(self.axes) != self.data.dim():

@@ -117,10 +117,10 @@ _TEXT: dict[str, str] = {
     "value:gqa": N_(
         "The values are shared by the group in the same way. Heads of one group mix the same rows, each with "
         "its own weights."),
-    "bias": N_(
+    "bias:alibi": N_(
         "ALiBi adds no position to the tokens. Instead each head subtracts its slope m times the distance "
         "between query and key, so far keys score lower; steep heads look nearby, gentle heads look far."),
-    "biased": N_(
+    "biased:alibi": N_(
         "The scaled scores with the distance bias added. Between two equally good keys, the nearer one now "
         "wins."),
     "weights:sink": N_(
@@ -160,6 +160,27 @@ _TEXT: dict[str, str] = {
     "masked:llama": N_(
         "A causal mask: each token sees itself and the tokens before it, never later ones. This is what lets "
         "the model be trained to predict the next token."),
+    # Stages of recorded code (attn-tui trace, attn_tui.record()) that the variants do not have.
+    "input": N_(
+        "The tensor the code handed to its projections, as it was at that call: the token vectors the "
+        "queries, keys and values are made from."),
+    "key_scaled": N_(
+        "The code scaled the keys by a number before the product, so the scores come out already scaled. "
+        "Dividing K by √d_k first or the product afterwards gives the same numbers up to rounding."),
+    "query_scaled": N_(
+        "The code scaled the queries by a number before the product (torch's own MultiheadAttention does "
+        "this), so the scores come out already scaled."),
+    "bias": N_(
+        "Something the code adds to the scores that is not a mask: a position bias, for example. It "
+        "shifts some scores up or down before the softmax."),
+    "biased": N_(
+        "The scores with the code's bias added: what the softmax (or the mask) reads next."),
+    "dropped": N_(
+        "The weights after dropout: in training mode some weights are set to 0 and the rest are scaled "
+        "up, so the output uses these rather than the softmax itself."),
+    "mean_weights": N_(
+        "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
+        "that average, as the module returned it."),
 }
 
 

@@ -31,7 +31,9 @@ def positions(trace: Trace) -> list[Position]:
     before = [p for p in distinct[:first_step] if p.step is None]
     per_step = list(dict.fromkeys((p.name, p.module) for p in distinct if p.step == 0))
     after = [p for p in distinct[first_step:] if p.step is None]
-    return before + [Position(name, t, module) for t in range(steps) for name, module in per_step] + after
+    stepped = [Position(name, t, module) for t in range(steps) for name, module in per_step]
+    present = set(distinct)  # modules with fewer steps (recorded code) have no place at the later steps
+    return before + [p for p in stepped if p in present] + after
 
 
 def bar_window(places: list[Position], index: int) -> list[int]:

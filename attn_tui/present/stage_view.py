@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.core.meta import DecoderRun
+from attn_tui.core.meta import DecoderRun, RecordedRun
 from attn_tui.i18n import _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.titles import axis_title
@@ -68,8 +68,8 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     """
     from attn_tui.core.values import stats_of
 
-    stage = trace.stage(name, layer, head, step, module)
-    stats = stats_of(trace, stage)
+    stage = trace.find(name, layer, head, step, module) or trace.stage(name, layer, None, step, module)  # a recorded
+    stats = stats_of(trace, stage)  # module with fewer heads than the trace shows its first head
     axes = stage.axes
     prefix: tuple[int, ...] = ()
     note = ""
@@ -136,6 +136,8 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
             caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
                                else _("target {token} ✗")).format(token=repr(wanted))
         return caption + forced
+    if isinstance(meta, RecordedRun):
+        return recorded_caption(meta, view)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv: tuple[int, ...] = getattr(meta, "kv_map", ())
@@ -156,6 +158,18 @@ def tile_caption(trace: Trace, step: int) -> str:
     first = sum(len(trace.stage("tile_scores", step=t).axes[1].labels) for t in range(step))
     return _("key tile {n} of {tiles}: keys {first}…{last} ({labels})").format(
         n=step + 1, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
+
+
+def recorded_caption(meta: RecordedRun, view: StageView) -> str:
+    """Which module, call, batch item and head of the user's code the stage comes from."""
+    from attn_tui.i18n import Msg
+
+    parts = [view.place.module] if view.place.module else []
+    if view.step is not None:
+        parts.append(str(Msg("step {step}", step=view.step)))
+    if view.head is not None:
+        parts.append(str(Msg("head {head} of {heads}", head=view.head, heads=meta.heads)))
+    return "  ".join(parts)
 
 
 def shape_line(stage: Stage) -> str:

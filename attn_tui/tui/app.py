@@ -79,16 +79,19 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
 
     def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
                  model: ModelInput | None = None, max_memory: int | None = None, fresh: bool = True,
-                 first_stage: str | None = None) -> None:
+                 first_stage: str | None = None, recorded: Any = None) -> None:
         super().__init__()
+        self.recorded = recorded  # a Trace recorded from the user's code: shown first, instead of computing
         sample = load_samples()[DEFAULT_SAMPLE]
         variants = request or sample.request
         self.wanted: Ask = model or variants  # what the user asks for now (may be in flight, or invalid)
         self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
-        self.given = request is not None or model is not None  # the command line named an input
+        self.given = request is not None or model is not None or recorded is not None  # the command line named one
         self.fresh = fresh  # False: put back the saved session (the command line's `attn-tui` does)
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
+        if recorded is not None and first_stage is None:
+            first_stage = "weights"  # the user's own code opens where its attention is
         self.first_stage = first_stage if self.given else sample.stage  # where the first trace opens
         self.generation = 0  # of the latest ask sent to the worker
         self.shown_generation = 0  # of the latest result (trace or error) handled
@@ -179,6 +182,12 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
 
     def on_torch_ready(self, message: TorchReady) -> None:
         self.torch_ready = True
+        if self.recorded is not None:  # `attn-tui trace`: the trace exists already; editing a setting leaves it
+            self.generation += 1
+            self.post_message(TraceReady(self.generation, Shown(self.wanted, self.recorded)))
+            self.query_one(ModelPane).show_status(_("✓ {title}").format(title=self.recorded.meta.title))
+            self.recorded = None
+            return
         self.compute_wanted()
 
     def on_torch_failed(self, message: TorchFailed) -> None:
@@ -436,7 +445,9 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
 
 
 def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None,
-            fresh: bool = False, first_stage: str | None = None) -> int:
-    """Run the app on `request` (None: the saved session, else the default sample), or on `model`."""
-    result = AttnApp(request, model=model, max_memory=max_memory, fresh=fresh, first_stage=first_stage).run()
+            fresh: bool = False, first_stage: str | None = None, recorded: Any = None) -> int:
+    """Run the app on `request` (None: the saved session, else the default sample), on `model`, or on a
+    `recorded` trace; the exit code."""
+    result = AttnApp(request, model=model, max_memory=max_memory, fresh=fresh, first_stage=first_stage,
+                     recorded=recorded).run()
     return 0 if result is None else int(result)

@@ -22,4 +22,5 @@ def test_installed_script_lists_samples(tmp_path: Path) -> None:
     result = subprocess.run([script, "samples"], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
-    assert listed == list(load_samples())
+    assert listed[:len(load_samples())] == list(load_samples())
+    assert "self_attention" in listed[len(load_samples()):]  # then the sample scripts of `attn-tui trace`

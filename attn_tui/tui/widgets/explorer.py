@@ -170,7 +170,7 @@ class Explorer(Vertical):
         self.view = view = stage_view(trace, place.name, layer, self.head, self.energy_query, place.step, place.module)
         window = bar_window(self.places, self.stage_index)
         stage = trace.stages[view.place]
-        origin = getattr(stage, "origin", None) or ""
+        origin = stage.origin or ""
         self.query_one(StageBar).show(self.stage_titles(), window.index(self.stage_index), view.formula, view.shape,
                                       view.note, place_caption(trace, view, self.layer_index, self.head), origin)
         if self.panel != "compare":
@@ -210,7 +210,7 @@ class Explorer(Vertical):
             if row < b_view.grid.rows and col < b_view.grid.cols:
                 other = (f"A: {self.comparison.a_label}", f"B: {self.comparison.b_label}",
                          explain(b_trace, b_view.place, b_view.index(row, col)))
-        origin = getattr(trace.stages[view.place], "origin", None) or ""
+        origin = trace.stages[view.place].origin or ""
         self.query_one(Inspector).show(where, arithmetic, other, origin)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:

@@ -41,8 +41,10 @@ class Inspector(Static):
         text = Text()
         text.append(_("Cell") + " ", "bold")
         text.append(where, "bold yellow")
-        if origin:
-            text.append("\n" + origin, "italic")
+        if origin:  # a recorded stage: the user's line that made it
+            from attn_tui.tui.widgets.stage_bar import made_by
+
+            text.append("\n" + made_by(origin), "italic")
         text.append("\n")
         if other is None:
             text.append_text(arithmetic_text(arithmetic))

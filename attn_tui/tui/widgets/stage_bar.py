@@ -31,6 +31,13 @@ class StageBar(Static):
             text.append(f"   {place}", "magenta")
         if note:
             text.append(f"   {note}", "green")
-        if origin:
-            text.append("\n" + origin, "italic")
+        if origin:  # a recorded stage: the line of the user's code that made it
+            text.append("\n" + made_by(origin), "italic")
         self.update(text)
+
+
+def made_by(origin: str) -> str:
+    """'made by attn.py:31: scores = …' in the language on show."""
+    from attn_tui.i18n import Msg
+
+    return str(Msg("made by {origin}", origin=origin))

@@ -1,0 +1,146 @@
+"""The Python API behind `attn_tui.compute`, `attn_tui.record` and `attn_tui.label`, for notebooks and scripts.
+
+`compute` takes the options of `attn-tui stages` as keyword arguments and checks them
+with the same code as the command line (an option that does not apply is an error,
+never dropped). What comes back is a Trace that indexes naturally (`trace["weights"]`,
+`trace.stage("weights", layer=2, head=5)`) and shows itself as a Rich heatmap: in
+Jupyter (`_repr_html_`), through Rich (`rich.print(trace)`), and as a plain table in a
+Python console (`repr`); `trace.show()` prints it in colour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.text import Text
+
+from attn_tui.cli.request import Reader, model_input, variant_request
+from attn_tui.core.errors import InputError
+from attn_tui.core.inputs import Parsed
+from attn_tui.core.stage import Trace as CoreTrace
+from attn_tui.i18n import Msg, _
+from attn_tui.sources.recorder import Recording as SourceRecording
+
+OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads",
+           "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to", "target",
+           "teacher_forcing", "projection")
+HTML_WIDTH = 100
+
+
+class Trace(CoreTrace):
+    """A trace with a face: a Rich heatmap of its weights in Jupyter and Rich, a plain table in a console."""
+
+    @classmethod
+    def of(cls, trace: CoreTrace) -> Trace:
+        shown = cls.__new__(cls)
+        shown.__dict__.update(trace.__dict__)
+        return shown
+
+    def heatmap(self, name: str = "weights", layer: int | None = None, head: int | None = None,
+                step: int | None = None, module: str | None = None, width: int = 80) -> RenderableType:
+        """One stage as a Rich heatmap table (the first of that name when no place is given)."""
+        from attn_tui.core.values import stats_of
+        from attn_tui.render.stage_table import stage_renderable
+
+        stage = self.stage(name, layer, head, step, module)
+        return stage_renderable(stage, stats_of(self, stage), self.mask_of(stage), width)
+
+    def show(self, name: str = "weights", layer: int | None = None, head: int | None = None,
+             step: int | None = None, module: str | None = None) -> None:
+        """Print a stage as a coloured heatmap on the terminal."""
+        console = Console()
+        console.print(self.heatmap(name, layer, head, step, module, min(console.width, 120)))
+
+    def _summary(self) -> Text:
+        names = ", ".join(self.names())
+        places = []
+        if self.layers > 1:
+            places.append(str(Msg("{n} layers", n=self.layers)))
+        if self.heads > 1:
+            places.append(str(Msg("{n} heads", n=self.heads)))
+        if self.steps():
+            places.append(str(Msg("{n} steps", n=self.steps())))
+        where = f" ({', '.join(places)})" if places else ""
+        return Text.assemble(("attn-tui ", "bold"), (str(self.meta.title), "bold magenta"), where, "\n",
+                             (_("stages: ") + names, "dim"))
+
+    def _first(self) -> str:
+        return "weights" if "weights" in self.names() else self.names()[-1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[RenderableType]:
+        yield self._summary()
+        yield self.heatmap(self._first(), width=min(options.max_width, 120))
+        for warning in self.warnings:
+            yield Text(str(Msg("warning: {text}", text=str(warning))), style="yellow")
+
+    def _render(self, color: bool, width: int) -> Console:
+        console = Console(file=io.StringIO(), width=width, record=True, force_terminal=color,
+                          color_system="truecolor" if color else None, force_jupyter=False)
+        console.print(self)
+        return console
+
+    def _repr_html_(self) -> str:
+        return self._render(True, HTML_WIDTH).export_html(inline_styles=True)
+
+    def __repr__(self) -> str:
+        return self._render(False, HTML_WIDTH).export_text().rstrip()
+
+
+class Recording(SourceRecording):
+    """`with attn_tui.record() as rec: …` — afterwards `rec.trace` is what the code computed, as a Trace."""
+
+    @property
+    def trace(self) -> Trace:
+        return Trace.of(super().trace)
+
+
+class _Matrices(Reader):
+    """Matrices given as Python lists, arrays or tensors; a string is a file path, as on the command line."""
+
+    def matrix(self, path: Any, name: str | Msg) -> Parsed:
+        if isinstance(path, str):
+            return super().matrix(path, name)
+        rows = path.tolist() if hasattr(path, "tolist") else path
+        try:
+            out = [[float(v) for v in row] for row in rows]
+        except (TypeError, ValueError):
+            raise InputError(Msg("{name} must be a matrix: a list of rows of numbers, an array or a tensor",
+                                 name=name)) from None
+        return Parsed(out, (None,) * len(out))
+
+
+def compute(text: str | None = None, *, max_memory: int | None = None, **options: Any) -> Trace:
+    """Compute a trace with the options of `attn-tui stages` (`variant=`, `mask=`, `heads=`, `model=`, …).
+
+    Matrices (`q`, `k`, `v`, `x`, `mask_file`) may be lists of rows, arrays or tensors, or
+    file paths. Bad options raise the same errors the command line reports.
+    """
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(str(Msg("compute() got unknown options: {names}; it takes {known}", names=", ".join(unknown),
+                                known=", ".join(OPTIONS))))
+    values = {name: options.get(name) for name in OPTIONS}
+    values["text"] = text if text is not None else options.get("text")
+    args = argparse.Namespace(**values)
+    model = model_input(args)
+    if model is not None:
+        from attn_tui.sources.registry import trace_for
+
+        return Trace.of(trace_for(model, max_memory))
+    request = variant_request(args, _Matrices())
+    if request is None:
+        raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
+    from attn_tui.core.engine import compute as run
+
+    return Trace.of(run(request, max_memory))
+
+
+def record(tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
+           max_calls: int = 64) -> Recording:
+    """Record the attention computed inside a `with` block; `tokens` label its queries (and keys)."""
+    return Recording(None if tokens is None else list(tokens), None if key_tokens is None else list(key_tokens),
+                     max_calls)

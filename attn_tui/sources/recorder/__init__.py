@@ -1,0 +1,69 @@
+"""The user's own attention code as a source: record it while it runs, then lay it out as a Trace.
+
+`Recording` is the context manager behind `attn_tui.record()`; `run_script` runs a file
+under it, as `attn-tui trace FILE.py` does. Stages get the usual names where the
+pattern is recognised (scores, scaled, masked, weights, output, query_proj, energy, …)
+and core ops the inspector recomputes; each carries the line of code that made it.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+    from attn_tui.sources.recorder.capture import Recorder
+
+
+_ACTIVE: list[Recording] = []  # the recordings whose block is running, innermost last
+
+
+def label(tokens: list[str] | tuple[str, ...], key_tokens: list[str] | tuple[str, ...] | None = None) -> None:
+    """Name the queries (and keys) of the attention being recorded; does nothing when nothing is recorded.
+
+    A script run by `attn-tui trace` calls this to show its words instead of q0, q1, …;
+    run by plain `python` it costs nothing.
+    """
+    for recording in _ACTIVE:
+        recording.tokens = tuple(str(t) for t in tokens)
+        recording.key_tokens = None if key_tokens is None else tuple(str(t) for t in key_tokens)
+
+
+class Recording:
+    """`with Recording() as rec: model(x)` — afterwards `rec.trace` holds what the code computed.
+
+    `tokens` (and `key_tokens`, for cross-attention) label the queries and keys when their
+    count matches; `max_calls` is how many calls of each module are kept (the last ones).
+    """
+
+    def __init__(self, tokens: list[str] | tuple[str, ...] | None = None,
+                 key_tokens: list[str] | tuple[str, ...] | None = None, max_calls: int = 64,
+                 script: str = "") -> None:
+        from attn_tui.sources.recorder.capture import Recorder
+
+        self.tokens = None if tokens is None else tuple(str(t) for t in tokens)
+        self.key_tokens = None if key_tokens is None else tuple(str(t) for t in key_tokens)
+        self.script = script
+        self.recorder: Recorder = Recorder(max_calls)
+        self._trace: Trace | None = None
+
+    def __enter__(self) -> Recording:
+        self.recorder.__enter__()  # type: ignore[no-untyped-call]
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        self.recorder.__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
+
+    @property
+    def trace(self) -> Trace:
+        """The trace of what ran inside the block (built once, when first asked for)."""
+        if self._trace is None:
+            from attn_tui.sources.recorder.build import build
+
+            self._trace = build(self.recorder, self.script, self.tokens, self.key_tokens)
+        return self._trace

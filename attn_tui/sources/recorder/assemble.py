@@ -1,0 +1,222 @@
+"""One recorded softmax → a Found: the slices laid out, the chain walked, the roles named in order.
+
+The layout comes from how the code used the weights: the product with the values says
+which dimensions are batch and heads, which are queries and keys. Without such a
+product the softmax's own dimension is the keys. Leading dimensions become slices; a
+dimension along which the queries read other columns of the same projection is a head,
+any other a batch item (a step in the trace).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from attn_tui.i18n import Msg
+from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.found import (
+    DotOp,
+    Found,
+    GivenOp,
+    MaskOp,
+    ReduceOp,
+    Role,
+    ScaleOp,
+    SoftmaxOp,
+    SumOp,
+    WeightedSumOp,
+)
+from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, unscaled
+from attn_tui.sources.recorder.recognise import (
+    Chain,
+    UnrecognisedError,
+    _rows_and_cols,
+    describe_factor,
+    energy_roles,
+    find_output,
+    reduce_energy,
+    softmax_dim,
+    softmax_input,
+)
+from attn_tui.sources.recorder.refs import Ref, operand_ref
+
+MAX_SLICES = 256  # (batch item, head) slices of one call that become stages
+
+
+def layout(lead: tuple[int, ...], query: Ref | None) -> tuple[list[int], int, int]:
+    """The order of the leading dimensions (batch ones first, then heads), and how many batch items and heads."""
+    if not lead:
+        return [], 1, 1
+    heads_at: list[int] = []
+    proj = None
+    if query is not None:
+        flat = Ref(query.node, query.base, query.index.reshape(-1, *query.shape[-2:]))
+        proj = projection(unscaled(flat)[0])
+    if proj is not None:
+        offsets = proj.offsets.reshape(lead)
+        rows = proj.rows.reshape(*lead, -1)
+        for d, size in enumerate(lead):
+            if size < 2:
+                continue
+            other = [0] * len(lead)
+            other[d] = 1
+            if bool(torch.equal(rows[tuple(other)], rows[(0,) * len(lead)])) and \
+                    int(offsets[tuple(other)]) != int(offsets[(0,) * len(lead)]):
+                heads_at.append(d)
+    elif len(lead) >= 2:
+        heads_at = [len(lead) - 1]
+    batch_at = [d for d in range(len(lead)) if d not in heads_at]
+    heads = math.prod(lead[d] for d in heads_at)
+    return batch_at + heads_at, math.prod(lead) // heads, heads
+
+
+def flat(index: torch.Tensor, order: list[int], n_lead: int, keep: int | None = None) -> torch.Tensor:
+    """(*lead, …) → (n, …) with the batch dimensions first, then the heads; the first `keep` slices."""
+    rest = list(range(n_lead, index.dim()))
+    return index.permute(order + rest).reshape(-1, *index.shape[n_lead:])[:keep]
+
+
+def flat_ref(ref: Ref, order: list[int], n_lead: int, keep: int | None = None) -> Ref:
+    return Ref(ref.node, ref.base, flat(ref.index, order, n_lead, keep))
+
+
+def from_softmax(weights: Node, found: Found) -> None:
+    """Fill `found` with the roles of the attention around one recorded softmax."""
+    source = softmax_input(weights)
+    if source is None:
+        raise UnrecognisedError("the softmax reads no recorded tensor")
+    output = find_output(weights)
+    if output is not None:
+        product, left, values, out_index, dropped = output
+        canonical = left.index  # (*b, L, S): positions in the softmax's numbers
+    else:
+        canonical = torch.arange(weights.value.numel()).reshape(weights.value.shape).movedim(softmax_dim(weights), -1)
+        if canonical.dim() == 1:
+            canonical = canonical[None, :]
+        values, dropped, product, out_index = None, None, None, None
+    lead = tuple(canonical.shape[:-2])
+    chain = Chain()
+    kind, scores = chain.walk(operand_ref(weights, source, canonical))
+    query = key = energy = None
+    value_name: str | None = None
+    vector: Node | None = None
+    bias: Node | None = None
+    if kind == "product":
+        assert scores.node is not None
+        query, key = _rows_and_cols(scores.node, scores.index)
+    elif kind == "reduce":
+        assert scores.node is not None
+        reduced = reduce_energy(scores.node, scores)
+        if reduced is None:
+            kind = "given"
+        else:
+            energy, vector, bias = reduced
+    order, batch, heads = layout(lead, query)
+    n = len(lead)
+    if batch * heads > MAX_SLICES:
+        kept = max(1, MAX_SLICES // heads)
+        found.warnings.append(Msg("{scope} ran on {batch} batch items at once; the first {kept} are shown",
+                                  scope=found.scope.name, batch=batch, kept=kept))
+        batch = kept
+    keep = batch * heads
+    found.batch, found.heads = batch, heads
+    operands = Operands(found)
+    refs = {"query": query, "key": key, "values": values}
+    flats = {k: None if r is None else flat_ref(r, order, n, keep) for k, r in refs.items()}
+    last: str
+    if kind == "product":
+        q, k = flats["query"], flats["key"]
+        assert q is not None and k is not None
+        fused = operands.fused([r for r in (q, k, flats["values"]) if r is not None])
+        q_proj, k_proj = projection(unscaled(q)[0]), projection(unscaled(k)[0])
+        one_sided = (q_proj is None) != (k_proj is None)
+        q_name = operands.operand(q, "query_proj" if one_sided and q_proj else "query", "query", fused,
+                                  "query" if one_sided else "input")
+        k_name = operands.operand(k, "key_proj" if one_sided and k_proj else "key", "key", fused,
+                                  "key" if one_sided else "input")
+        value_name = _value(found, operands, flats["values"], (k, k_name))
+        folded = q_name.endswith("_scaled") or k_name.endswith("_scaled")
+        name = "scaled" if folded else "scores"
+        last = found.add(Role(name, flat(scores.values, order, n, keep), DotOp(q_name, k_name),
+                              scores.origin, Msg("S = {q}·{k}ᵀ: every query against every key", q=q_name,
+                                                 k=k_name), ("query", "key")))
+        found.kind = "general" if one_sided else "scaled_dot" if folded else "dot"
+    elif kind == "reduce":
+        assert energy is not None and vector is not None
+        e_name, _ = energy_roles(found, operands, flat_ref(energy, order, n, keep))
+        value_name = _value(found, operands, flats["values"], None)
+        v_name = param_name(found, vector, "v")
+        b_name = param_name(found, bias, "b_v")
+        assert v_name is not None
+        last = found.add(Role("scores", flat(scores.values, order, n, keep), ReduceOp(e_name, v_name, b_name),
+                              scores.origin, Msg("e = {v}ᵀ E: a learned vector scores each energy", v=v_name),
+                              ("query", "key")))
+    else:
+        op = scores.node.name if scores.node is not None else "?"
+        last = found.add(Role("scores", flat(scores.values, order, n, keep), GivenOp(Msg("made by {op}", op=op)),
+                              scores.origin, Msg("S: the scores, as the code made them"), ("query", "key")))
+    for step, ref, detail in reversed(chain.steps):
+        data = flat(ref.values, order, n, keep)
+        if step == "scaled":
+            assert isinstance(detail, float)
+            if found.kind == "dot":
+                found.kind = "scaled_dot"
+            last = found.add(Role(found.fresh("scaled"), data, ScaleOp(last, detail, describe_factor(detail)),
+                                  ref.origin, Msg("S' = {source} · {factor}", source=last, factor=f"{detail:.4g}"),
+                                  ("query", "key")))
+        elif step == "masked":
+            assert isinstance(detail, tuple)
+            hidden_ok, fill = detail
+            allowed = flat(hidden_ok, order, n, keep)
+            last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill), ref.origin,
+                                  Msg("M = {source} where the mask allows, {fill} where it does not", source=last,
+                                      fill=f"{fill:g}"), ("query", "key")))
+        elif step == "shifted":
+            last = found.add(Role(found.fresh("shifted"), data, GivenOp(Msg("the scores minus their row's largest "
+                                                                            "score: softmax is the same, exp cannot "
+                                                                            "overflow")), ref.origin,
+                                  Msg("{source} − max of its row", source=last), ("query", "key")))
+        elif step == "biased":
+            assert isinstance(detail, Ref)
+            bias_name = found.add(Role(found.fresh("bias"), flat(detail.values, order, n, keep),
+                                       GivenOp(Msg("added to the scores by the code")), ref.origin,
+                                       Msg("B: what the code adds to the scores"), ("query", "key")))
+            last = found.add(Role(found.fresh("biased"), data, SumOp((last, bias_name)), ref.origin,
+                                  Msg("{source} + {bias}", source=last, bias=bias_name), ("query", "key")))
+    found.add(Role("weights", flat(weights.value.reshape(-1)[canonical], order, n, keep), SoftmaxOp(last),
+                   weights.origin, Msg("A = softmax({source}) over keys: each row sums to 1", source=last),
+                   ("query", "key")))
+    if product is None or values is None or out_index is None:
+        return
+    dropped_flat = None if dropped is None else flat_ref(dropped, order, n, keep)
+    _output(found, operands, product, value_name or _value(found, operands, flats["values"], None),
+            flat(out_index, order, n, keep), dropped_flat)
+
+
+def _value(found: Found, operands: Operands, values: Ref | None, key: tuple[Ref, str] | None) -> str | None:
+    """The role of the values: an input already shown (Bahdanau's keys), the key itself, or a role of its own."""
+    if values is None:
+        return None
+    known = next((name for ref, name in operands.inputs if ref.same(values)), None)
+    if known is None and key is not None and key[0].same(values):
+        known = key[1]
+    return known or operands.operand(values, "value", "key", {})
+
+
+def _output(found: Found, operands: Operands, product: Node, values: str | None, out_index: torch.Tensor,
+            dropped: Ref | None) -> None:
+    assert values is not None
+    weights = "weights"
+    if dropped is not None:
+        data = dropped.values
+        if not torch.equal(data.to(found.role(weights).data.dtype), found.role(weights).data):
+            weights = found.add(Role("dropped", data, GivenOp(Msg("the weights after dropout (training mode)")),
+                                     dropped.origin, Msg("A after dropout: the module was in training mode"),
+                                     ("query", "key")))
+            found.warnings.append(Msg("dropout changed the weights before the product with the values: the module "
+                                      "was in training mode"))
+    output = Ref(product, product.value, out_index)
+    found.add(Role("output", output.values, WeightedSumOp(weights, values), product.origin,
+                   Msg("O = A·{values}: each row is a weighted sum of value rows", values=values), ("query", "dim")))
+    after_output(found, output, "output")

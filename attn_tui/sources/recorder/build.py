@@ -1,0 +1,256 @@
+"""Recognised calls → one Trace: places for every module, call, batch item and head; core ops for the inspector."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from attn_tui.core.masks import MaskSpec
+from attn_tui.core.meta import RecordedRun
+from attn_tui.core.ops import (
+    Columns,
+    Concat,
+    Dot,
+    Given,
+    Linear,
+    Masking,
+    Op,
+    Place,
+    Reduce,
+    Scale,
+    Softmax,
+    Sum,
+    TanhOfPair,
+    TanhOfSum,
+    WeightedSum,
+)
+from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.core.values import check_values
+from attn_tui.i18n import Msg
+from attn_tui.sources.recorder import found as f
+from attn_tui.sources.recorder.capture import Node, Recorder, Scope
+from attn_tui.sources.recorder.found import Found, Role
+
+
+class NoAttentionError(Exception):
+    """The code ran, but computed no attention the recorder could lay out."""
+
+
+def recognise(node: Node, found: Found) -> None:
+    from attn_tui.sources.recorder.assemble import from_softmax
+    from attn_tui.sources.recorder.expand import from_mha, from_sdpa
+
+    if node.name == "scaled_dot_product_attention":
+        from_sdpa(node, found)
+    elif node.name == "multi_head_attention_forward":
+        from_mha(node, found)
+    else:
+        from_softmax(node, found)
+
+
+def found_calls(recorder: Recorder) -> tuple[list[Found], list[str | Msg]]:
+    """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings."""
+    from attn_tui.sources.recorder.recognise import UnrecognisedError
+    from attn_tui.sources.recorder.refs import UnfollowableError
+
+    founds: list[Found] = []
+    warnings: list[str | Msg] = []
+    for scope in recorder.order:
+        for node in recorder.anchors[scope]:
+            found = Found(scope, node.call, 1, 1)
+            stale = [n for n in _reachable(node) if not n.is_view and n.stale()]
+            if stale:
+                warnings.append(Msg("{where}: the code changed a tensor in place after the attention used it; "
+                                    "that call is left out", where=str(node.origin or scope.name)))
+                continue
+            try:
+                recognise(node, found)
+            except (UnrecognisedError, UnfollowableError, IndexError, RuntimeError, ValueError) as exc:
+                warnings.append(Msg("{where}: an attention the recorder could not lay out ({reason})",
+                                    where=str(node.origin or scope.name), reason=str(exc) or type(exc).__name__))
+                continue
+            founds.append(found)
+            warnings.extend(found.warnings)
+    return founds, warnings
+
+
+def _reachable(node: Node, limit: int = 2000) -> list[Node]:
+    seen: dict[int, Node] = {}
+    stack = [node]
+    while stack and len(seen) < limit:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen[id(current)] = current
+        stack.extend(current.tensors())
+    return list(seen.values())
+
+
+def _module_names(founds: list[Found]) -> dict[Scope, str]:
+    names: dict[Scope, str] = {}
+    counts: dict[str, int] = {}
+    for found in founds:
+        if found.scope in names:
+            continue
+        counts[found.scope.name] = counts.get(found.scope.name, 0) + 1
+        n = counts[found.scope.name]
+        names[found.scope] = found.scope.name if n == 1 else f"{found.scope.name}#{n}"
+    return names
+
+
+def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str, ...]:
+    if given is not None and len(given) == count:
+        return given
+    return tuple(f"{prefix}{i}" for i in range(count))
+
+
+def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None = None,
+          key_tokens: tuple[str, ...] | None = None) -> Trace:
+    """The trace of everything the recorder kept; NoAttentionError when there is nothing to show."""
+    founds, warnings = found_calls(recorder)
+    if not founds:
+        if warnings:
+            raise NoAttentionError(str(warnings[0]))
+        raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
+    names = _module_names(founds)
+    several = len(names) > 1
+    scopes = list(names)
+    steps_of = {scope: sum(x.batch for x in founds if x.scope == scope) for scope in scopes}
+    first = founds[0]
+    weights = first.role("weights").data
+    q_labels = _labels(weights.shape[-2], tokens, "q")
+    k_labels = _labels(weights.shape[-1], key_tokens or tokens, "k")
+    heads = max(x.heads for x in founds)
+    dtype = str(weights.dtype).replace("torch.", "")
+    meta = RecordedRun(script, tuple(names[s] for s in scopes), heads,
+                       tuple(recorder.seen[s] for s in scopes), tuple(len(recorder.anchors[s]) for s in scopes),
+                       tuple(next(x.kind for x in founds if x.scope == s) for s in scopes),
+                       _step_names([x for x in founds if x.scope == scopes[0]]))
+    trace = Trace(meta, q_labels, k_labels, str(weights.device), dtype)
+    next_step = dict.fromkeys(scopes, 0)
+    for found in founds:
+        module = names[found.scope] if several else None
+        stepped = steps_of[found.scope] > 1
+        keys = _param_keys(trace, found, module)
+        for b in range(found.batch):
+            step = next_step[found.scope] if stepped else None
+            next_step[found.scope] += 1
+            _add_slice(trace, found, b, step, module, keys, tokens, key_tokens)
+    for scope in scopes:
+        if recorder.seen[scope] > len(recorder.anchors[scope]):
+            warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
+                                n=recorder.seen[scope], kept=len(recorder.anchors[scope])))
+    for warning in warnings:
+        trace.warn(warning)
+    check_values(trace)
+    return trace
+
+
+def _param_keys(trace: Trace, found: Found, module: str | None) -> dict[str, str]:
+    """Each parameter of a call under a key of the trace; a parameter that changed between calls
+    (the code trained in between) gets a key of its own, so every call recomputes with its own numbers."""
+    keys = {}
+    for name, tensor in found.params.items():
+        key = base = f"{module}.{name}" if module is not None else name
+        n = 2
+        while key in trace.params and not (trace.params[key].shape == tensor.shape
+                                           and torch.equal(trace.params[key], tensor)):
+            key = f"{base}@{n}"
+            n += 1
+        trace.params[key] = tensor
+        keys[name] = key
+    return keys
+
+
+def _step_names(founds: list[Found]) -> tuple[str, ...]:
+    out = []
+    for found in founds:
+        for b in range(found.batch):
+            out.append(f"{found.call}:{b}")
+    return tuple(out)
+
+
+def _add_slice(trace: Trace, found: Found, b: int, step: int | None, module: str | None, keys: dict[str, str],
+               tokens: tuple[str, ...] | None, key_tokens: tuple[str, ...] | None) -> None:
+    heads = found.heads
+    shared = {role.name for role in found.roles if role.shared}
+
+    def place(name: str, h: int | None) -> Place:
+        return Place(name, None, None if name in shared or heads == 1 else h, step, module)
+
+    for role in found.roles:
+        for h in [None] if role.shared else range(heads):
+            data = role.data[b] if role.shared else role.data[b * heads + (h or 0)]
+            at = place(role.name, h)
+            axes = _axes(role, data, tokens, key_tokens)
+            op = _op(role.op, b * heads + (h or 0), h, place, found, keys)
+            trace.add(Stage(at, data, role.formula, axes, op, None if role.origin is None else str(role.origin)))
+
+
+def _axes(role: Role, data: torch.Tensor, tokens: tuple[str, ...] | None,
+          key_tokens: tuple[str, ...] | None) -> tuple[Axis, ...]:
+    out = []
+    kinds = role.axes[-data.dim():] if data.dim() <= len(role.axes) else role.axes
+    for kind, size in zip(kinds, data.shape):
+        if kind == "query":
+            out.append(Axis("query", _labels(size, tokens, "q")))
+        elif kind == "key":
+            out.append(Axis("key", _labels(size, key_tokens or tokens, "k")))
+        elif kind == "token":
+            out.append(Axis("token", _labels(size, tokens, "x")))
+        elif kind == "hidden":
+            out.append(dim_axis(size, "hidden", "h"))
+        else:
+            out.append(dim_axis(size))
+    while len(out) < data.dim():
+        out.append(dim_axis(data.shape[len(out)]))
+    return tuple(out)
+
+
+def _fill_name(fill: float) -> str:
+    if math.isinf(fill):
+        return "-inf" if fill < 0 else "inf"
+    if fill == -1e9:
+        return "-1e9"
+    return repr(fill)
+
+
+def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: dict[str, str]) -> Op:
+    at = place  # (name, head) → Place
+    assert callable(at)
+
+    def p(name: str) -> str:
+        return keys[name]
+
+    if isinstance(op, f.GivenOp):
+        return Given(str(op.what))
+    if isinstance(op, f.LinearOp):
+        return Linear(at(op.source, h), p(op.weight), None if op.bias is None else p(op.bias),
+                      op.offsets[n] if n < len(op.offsets) else 0)
+    if isinstance(op, f.ColumnsOp):
+        return Columns(at(op.source, h), op.offsets[n])
+    if isinstance(op, f.DotOp):
+        return Dot(at(op.left, h), at(op.right, h))
+    if isinstance(op, f.ScaleOp):
+        return Scale(at(op.source, h), op.factor, str(op.reason))
+    if isinstance(op, f.MaskOp):
+        allowed = None if op.allowed is None else op.allowed[n]
+        spec = None if allowed is None or bool(allowed.all()) else MaskSpec(
+            (int(allowed.shape[0]), int(allowed.shape[1])), dense=allowed.bool())
+        return Masking(at(op.source, h), spec, _fill_name(op.fill))
+    if isinstance(op, f.SoftmaxOp):
+        return Softmax(at(op.source, h))
+    if isinstance(op, f.WeightedSumOp):
+        return WeightedSum(at(op.weights, h), at(op.values, h))
+    if isinstance(op, f.TanhOfSumOp):
+        return TanhOfSum(at(op.left, h), at(op.right, h))
+    if isinstance(op, f.TanhOfPairOp):
+        return TanhOfPair(at(op.query, h), at(op.key, h), p(op.weight), None if op.bias is None else p(op.bias))
+    if isinstance(op, f.ReduceOp):
+        return Reduce(at(op.source, h), p(op.vector), None if op.bias is None else p(op.bias))
+    if isinstance(op, f.ConcatOp):
+        return Concat(tuple(at(op.part, head) for head in range(found.heads)))
+    if isinstance(op, f.SumOp):
+        return Sum(tuple(at(part, h) for part in op.parts))
+    raise TypeError(type(op).__name__)

@@ -1,0 +1,341 @@
+"""The recorder's ears: a TorchFunctionMode that keeps, while the user's code runs, the calls that make attention.
+
+Every torch call of the user's code passes through `__torch_function__`; the calls that
+can be part of attention (projections, products, scaling, masks, softmax, tanh, sums,
+concatenation, SDPA, nn.MultiheadAttention, and the shape changes between them) become
+Nodes of a dataflow graph, each with the value it returned, its inputs, and the line of
+the user's code that made it. Nothing is copied unless it must be: a result is kept as
+a detached alias, and cloned only just before the code overwrites it in place, so the
+recorded values are the very numbers the code computed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import sys
+import sysconfig
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
+         "getitem", "select", "narrow", "expand", "expand_as", "repeat", "flatten", "unflatten", "movedim",
+         "moveaxis", "swapaxes", "swapdims", "view_as", "reshape_as", "chunk", "split", "unbind", "tensor_split",
+         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_"}
+CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
+OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "softmax", "add", "sub", "rsub", "mul",
+       "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum", "amax", "max", "cat", "concat", "stack",
+       "setitem", "dropout", "scaled_dot_product_attention", "multi_head_attention_forward", "neg"}
+ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward"}
+RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
+           "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
+           "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
+AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
+PARAM_CLONE = 1 << 20  # parameters up to this many numbers are copied when used, so training cannot change them
+MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
+
+
+def func_name(func: Callable[..., Any]) -> str:
+    """`torch.matmul`, `Tensor.matmul`, `Tensor.__matmul__` and `Tensor.T` as one plain name each."""
+    name = getattr(func, "__name__", "")
+    if name == "__get__":  # a property: Tensor.T, Tensor.mT, Tensor.data
+        name = getattr(getattr(func, "__self__", None), "__name__", "")
+    if name.startswith("__") and name.endswith("__"):
+        name = name[2:-2]
+        if name in ("rdiv", "rtruediv"):
+            return "rdiv"
+    return RENAMED.get(name, name)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The line of the user's code that made a tensor."""
+
+    file: str
+    line: int
+    code: str
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}: {self.code}"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which attention a call belongs to: the user's module (or function), and which instance of it."""
+
+    name: str  # the module's class name, or the function's name
+    owner: int  # id of the module instance, or of the function's code
+    module: Any = field(default=None, compare=False, repr=False)  # the nn.Module, to name its parameters
+
+
+@dataclass(eq=False)
+class Node:
+    """One recorded tensor: what made it, from what, where, and its value (kept as the code computed it).
+
+    A view (reshape, permute, indexing…) keeps the node it reads from and its arguments; the
+    recogniser replays them on an index tensor to know which numbers of that node it holds.
+    """
+
+    name: str  # "leaf" for a tensor the recorder did not see being made; else the op's plain name
+    value: torch.Tensor
+    inputs: tuple[Any, ...] = ()  # args with every recorded tensor replaced by its Node (nested tuples kept)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    origin: Origin | None = None
+    scope: Scope | None = None
+    version: int = 0
+    param: str | None = None  # a parameter's name in its module ("Wa.weight"), for leaves
+    is_param: bool = False
+    part: int | None = None  # which result of an op that returns several (chunk, unbind)
+    hops: int | None = None  # ops since a softmax, for the forward links; None = not after one
+    consumers: list[Node] = field(default_factory=list)  # kept only within AFTER_HOPS of a softmax
+    returned: Any = field(default=None, repr=False)  # MHA: its whole result (output, weights)
+    call: int = 0  # the n-th anchor of its scope
+
+    @property
+    def is_view(self) -> bool:
+        return self.name in VIEWS
+
+    def tensors(self) -> list[Node]:
+        """The nodes among the inputs, in order (inside tuples and lists too)."""
+        found: list[Node] = []
+        for arg in (*self.inputs, *self.kwargs.values()):
+            for item in arg if isinstance(arg, (tuple, list)) else (arg,):
+                if isinstance(item, Node):
+                    found.append(item)
+        return found
+
+    def stale(self) -> bool:
+        """The code changed this tensor in place after it was recorded, without the recorder seeing it."""
+        return self.value._version != self.version
+
+
+def written_softmax(node: Node) -> bool:
+    """`e / e.sum(dim, keepdim=True)` with `e = exp(…)`: a softmax written out by hand."""
+    if node.name != "div" or len(node.inputs) < 2:
+        return False
+    top, bottom = node.inputs[0], node.inputs[1]
+    return (isinstance(top, Node) and isinstance(bottom, Node) and top.name == "exp" and bottom.name == "sum"
+            and bool(bottom.inputs) and bottom.inputs[0] is top)
+
+
+def _library_roots() -> tuple[str, ...]:
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # attn_tui/
+    roots = {os.path.dirname(torch.__file__), package}
+    for key in ("stdlib", "platstdlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(path)
+    return tuple(os.path.realpath(root) + os.sep for root in roots)
+
+
+_ROOTS: tuple[str, ...] | None = None
+_SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
+
+
+def is_user_file(filename: str) -> bool:
+    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library."""
+    global _ROOTS
+    if _ROOTS is None:
+        _ROOTS = _library_roots()
+    if filename.startswith("<"):  # <stdin>, <string>, <console>, <ipython-input-…> are typed code; <frozen …> is not
+        return not filename.startswith("<frozen")
+    real = os.path.realpath(filename)
+    if real.startswith(os.path.realpath(_SAMPLES) + os.sep):
+        return True
+    return not real.startswith(_ROOTS)
+
+
+class Recorder(TorchFunctionMode):
+    """Records the calls that can make attention while it is active (`with Recorder(): …`).
+
+    `anchors` holds, per scope, the last MAX_CALLS softmax / SDPA / MultiheadAttention calls;
+    the rest of the graph is reachable from them. `seen` counts every anchor, kept or not.
+    """
+
+    def __init__(self, max_calls: int = MAX_CALLS) -> None:
+        super().__init__()
+        self.max_calls = max_calls
+        self.anchors: dict[Scope, deque[Node]] = {}
+        self.order: list[Scope] = []  # scopes in the order their first attention ran
+        self.seen: dict[Scope, int] = {}
+        self._nodes: dict[int, tuple[weakref.ref[torch.Tensor], Node]] = {}
+        self._names: dict[int, str] = {}  # id(parameter) → its name, once found
+        self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
+
+    # ----- the graph ----------------------------------------------------------------------
+    def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
+        def drop(ref: weakref.ref[torch.Tensor]) -> None:
+            entry = self._nodes.get(key)
+            if entry is not None and entry[0] is ref:
+                del self._nodes[key]
+        return drop
+
+    def _track(self, tensor: torch.Tensor, node: Node) -> None:
+        key = id(tensor)
+        with contextlib.suppress(TypeError):  # a tensor that takes no weak reference is not tracked
+            self._nodes[key] = (weakref.ref(tensor, self._forget(key)), node)
+
+    def node_of(self, tensor: torch.Tensor, scope: Scope | None, origin: Origin | None = None) -> Node:
+        """The node of a tensor; one the recorder has not seen made (or that changed since) becomes a leaf."""
+        entry = self._nodes.get(id(tensor))
+        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
+            return entry[1]
+        is_param = isinstance(tensor, torch.nn.Parameter) or (tensor.requires_grad and tensor.is_leaf)
+        value = tensor.detach()
+        if is_param and value.numel() <= PARAM_CLONE:
+            value = value.clone()
+        node = Node("leaf", value, origin=origin, version=value._version, is_param=is_param, scope=scope,
+                    param=self._param_name(tensor, scope) if is_param else None)
+        self._track(tensor, node)
+        return node
+
+    def _param_name(self, tensor: torch.Tensor, scope: Scope | None) -> str | None:
+        known = self._names.get(id(tensor))
+        if known is not None:
+            return known
+        modules = [scope.module] if scope is not None and scope.module is not None else []
+        frame = sys._getframe(3)
+        while frame is not None and len(modules) < 8:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, torch.nn.Module) and owner not in modules:
+                modules.append(owner)
+            frame = frame.f_back  # type: ignore[assignment]
+        for module in modules:
+            for name, param in module.named_parameters():
+                if param is tensor:
+                    self._names[id(tensor)] = str(name)
+                    return str(name)
+        return None
+
+    def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:
+        if isinstance(value, torch.Tensor):
+            return self.node_of(value, scope, origin)
+        if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
+            return tuple(self._wrap(v, scope, origin) for v in value)
+        return value
+
+    # ----- where a call comes from ----------------------------------------------------------
+    @staticmethod
+    def _where() -> tuple[Origin | None, Scope | None]:
+        """The user's line that made the call, and the attention module (or function) it ran in."""
+        frame = sys._getframe(2)
+        origin = None
+        module_frame = function_frame = None
+        while frame is not None:
+            owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
+            user = is_user_file(frame.f_code.co_filename)
+            if module_frame is None and isinstance(owner, torch.nn.Module) and (
+                    user or "Attention" in type(owner).__name__):
+                module_frame = frame
+            if user and origin is None:
+                line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+                origin = Origin(frame.f_code.co_filename, frame.f_lineno, line)
+                function_frame = frame
+            if module_frame is not None and origin is not None:
+                break
+            frame = frame.f_back  # type: ignore[assignment]
+        if module_frame is None and origin is not None:
+            module_frame = function_frame  # a plain function, called from no module
+        if module_frame is None:
+            return origin, None
+        owner = module_frame.f_locals.get("self") if "self" in module_frame.f_code.co_varnames else None
+        if isinstance(owner, torch.nn.Module):
+            return origin, Scope(type(owner).__name__, id(owner), owner)
+        code = module_frame.f_code
+        name = code.co_name if code.co_name != "<module>" else "script"
+        return origin, Scope(name, id(code))
+
+    # ----- the mode -----------------------------------------------------------------------
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = func_name(func)
+        inplace = (name.endswith("_") and not name.endswith("__")) or name == "setitem" or "out" in kwargs
+        before = None
+        if inplace:
+            target = kwargs.get("out", args[0] if args else None)
+            before = self._before_inplace(target)
+        result = func(*args, **kwargs)
+        plain = name.rstrip("_") if inplace and name != "setitem" else name
+        if plain not in OPS and plain not in VIEWS and plain not in CASTS:
+            return result
+        if not inplace and args and result is args[0]:
+            return result  # dropout in eval mode, .float() of a float tensor: nothing happened
+        try:
+            self._record(plain, args, kwargs, result, before, inplace)
+        except Exception as exc:  # the recorder must never break the user's code
+            self.failed = self.failed or exc
+        return result
+
+    def _before_inplace(self, target: Any) -> Node | None:
+        """Keep the values a tracked tensor holds before the code overwrites them."""
+        if not isinstance(target, torch.Tensor):
+            return None
+        entry = self._nodes.get(id(target))
+        if entry is None or entry[0]() is not target:
+            return None
+        node = entry[1]
+        while node.is_view and node.inputs and isinstance(node.inputs[0], Node):
+            node = node.inputs[0]  # a view shares its base's numbers: keep the base's
+        if node.value._version == node.version:
+            node.value = node.value.clone()
+            node.version = node.value._version
+        return entry[1]
+
+    def _record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
+                before: Node | None, inplace: bool) -> None:
+        if name in CASTS:
+            if not isinstance(result, torch.Tensor) or (args and result is args[0]):
+                return
+            name = "cast"
+        origin, scope = self._where()
+        if inplace:
+            target = kwargs.get("out", args[0] if args else None)
+            if before is None and name not in ("setitem", "masked_fill", "add", "sub", "mul", "div"):
+                return  # an in-place change of a tensor no one recorded
+            wrapped = tuple(before if (n == 0 and before is not None) else self._wrap(a, scope, origin)
+                            for n, a in enumerate(args))
+            result = target if isinstance(target, torch.Tensor) else result
+        else:
+            wrapped = tuple(self._wrap(a, scope, origin) for a in args)
+        inputs_kwargs = {k: self._wrap(v, scope, origin) for k, v in kwargs.items() if k != "out"}
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
+        if name == "multi_head_attention_forward":
+            outputs = (result[0],)
+        for part, out in enumerate(outputs):
+            if not isinstance(out, torch.Tensor):
+                continue
+            value = out.detach()
+            node = Node(name, value, wrapped, inputs_kwargs, origin, scope, value._version,
+                        part=part if len(outputs) > 1 else None)
+            if name == "multi_head_attention_forward":
+                node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)
+            self._link(node)
+            self._track(out, node)
+            if name in ANCHORS or written_softmax(node):
+                self._anchor(node, scope or Scope("attention", 0))
+
+    def _link(self, node: Node) -> None:
+        """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
+        if node.name in ANCHORS or written_softmax(node):
+            node.hops = 0
+        for source in node.tensors():
+            if source.hops is not None and source.hops < AFTER_HOPS:
+                source.consumers.append(node)
+                node.hops = source.hops + 1 if node.hops is None else min(node.hops, source.hops + 1)
+
+    def _anchor(self, node: Node, scope: Scope) -> None:
+        if scope not in self.anchors:
+            self.anchors[scope] = deque(maxlen=self.max_calls)
+            self.order.append(scope)
+            self.seen[scope] = 0
+        node.call = self.seen[scope]
+        self.seen[scope] += 1
+        self.anchors[scope].append(node)

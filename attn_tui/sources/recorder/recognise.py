@@ -1,0 +1,394 @@
+"""From one recorded softmax to named stages: walk back to the scores, forward to the output.
+
+Backwards from the softmax's input: masks (`masked_fill`, `where`, `scores[mask] = …`, an
+added mask), scaling by a number, then what made the scores: a product of queries and
+keys (`matmul`, `bmm`, `@`, `einsum`), or a learned vector on an energy (`Va(tanh(…))`,
+`sum(v * energy)`). Forwards from the weights: the product with the values, then the
+heads side by side and a projection. Whatever is not recognised stays, under its own
+name, as given; what is recognised gets the core op the inspector can recompute.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+
+from attn_tui.i18n import Msg
+from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.found import (
+    DotOp,
+    Found,
+    GivenOp,
+    MaskOp,
+    ReduceOp,
+    Role,
+    ScaleOp,
+    SoftmaxOp,
+    SumOp,
+    TanhOfPairOp,
+    TanhOfSumOp,
+    WeightedSumOp,
+)
+from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, scale_of, unscaled
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, broadcast_shape, operand_ref, resolve, unravel
+
+PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
+PASS = ("cast", "dropout", "contiguous", "clone")
+MASK_AT = -1e4  # an added value at or below this is a mask, not a bias
+
+
+class UnrecognisedError(Exception):
+    """An attention the recogniser cannot lay out; the message says why."""
+
+
+def softmax_input(node: Node) -> Node | None:
+    """What a softmax reads (for one written out, `exp(x) / sum(exp(x))`, the x)."""
+    source = node.inputs[0] if node.inputs else None
+    if node.name == "div" and isinstance(source, Node):
+        source = source.inputs[0] if source.inputs else None
+    return source if isinstance(source, Node) else None
+
+
+def softmax_dim(node: Node) -> int:
+    if node.name == "div":  # written out: the dimension of the sum
+        node = node.inputs[1]
+    dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
+    if isinstance(dim, (tuple, list)) and len(dim) == 1:
+        dim = dim[0]
+    ndim = node.value.dim()
+    if not isinstance(dim, int):  # softmax's legacy implicit dim
+        dim = 0 if ndim in (0, 1, 3) else 1
+    return dim % max(ndim, 1)
+
+
+# ----- products ---------------------------------------------------------------------------------
+def bilinear(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
+    """A product as (left (*b, M, K), right (*b, K, N), out_index (*b, M, N) into the node's value)."""
+    if node.name == "einsum":
+        return _einsum(node)
+    if node.name not in PRODUCTS:
+        return None
+    tensors = [a for a in node.inputs if isinstance(a, Node)]
+    if len(tensors) != 2:
+        return None
+    a, b = (tensors[1], tensors[0]) if node.name == "rmatmul" else (tensors[0], tensors[1])
+    left, right = resolve(a), resolve(b)
+    li = left.index if left.index.dim() > 1 else left.index[None, :]
+    ri = right.index if right.index.dim() > 1 else right.index[:, None]
+    batch = broadcast_shape(li.shape[:-2], ri.shape[:-2])
+    li = li.expand(*batch, *li.shape[-2:])
+    ri = ri.expand(*batch, *ri.shape[-2:])
+    out_index = torch.arange(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])
+    return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
+
+
+def _einsum(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
+    equation = node.inputs[0] if node.inputs and isinstance(node.inputs[0], str) else None
+    operands = [a for a in node.inputs[1:] for a in (a if isinstance(a, tuple) else (a,)) if isinstance(a, Node)]
+    if equation is None or len(operands) != 2 or "..." in equation or "->" not in equation:
+        return None
+    lhs, out = equation.replace(" ", "").split("->")
+    a, b = lhs.split(",")
+    contracted = [c for c in a if c in b and c not in out]
+    batch = [c for c in out if c in a and c in b]
+    m = [c for c in out if c in a and c not in b]
+    n = [c for c in out if c in b and c not in a]
+    if len(contracted) != 1 or len(m) != 1 or len(n) != 1 or len(set(a)) != len(a) or len(set(b)) != len(b) \
+            or set(a) != set(batch + m + contracted) or set(b) != set(batch + n + contracted):
+        return None
+    k = contracted
+    left, right = resolve(operands[0]), resolve(operands[1])
+    li = left.index.permute([a.index(c) for c in batch + m + k])
+    ri = right.index.permute([b.index(c) for c in batch + k + n])
+    out_index = torch.arange(node.value.numel()).reshape(node.value.shape).permute(
+        [out.index(c) for c in batch + m + n])
+    return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
+
+
+def _rows_and_cols(product: Node, positions: torch.Tensor) -> tuple[Ref, Ref]:
+    """For score positions (…, L, S) in a product: the left rows (…, L, K) and right rows (…, S, K) they read."""
+    found = bilinear(product)
+    if found is None:
+        raise UnrecognisedError(f"{product.name} is not a product of two matrices")
+    left, right, out_index = found
+    inverse = torch.empty(out_index.numel(), dtype=torch.long)
+    inverse[out_index.reshape(-1)] = torch.arange(out_index.numel())
+    where = unravel(inverse[positions], tuple(out_index.shape))
+    batch = torch.zeros_like(positions)
+    for size, part in zip(out_index.shape[:-2], where[:-2]):
+        batch = batch * size + part
+    i, j = where[-2], where[-1]
+    if not (bool((batch == batch[..., :1, :1]).all()) and bool((i == i[..., :, :1]).all())
+            and bool((j == j[..., :1, :]).all())):
+        raise UnrecognisedError("the scores are not one query per row and one key per column")
+    rows, width = left.index.shape[-2], left.index.shape[-1]
+    left3 = left.index.reshape(-1, rows, width)
+    right3 = right.index.reshape(-1, width, right.index.shape[-1]).transpose(1, 2)  # (B', N, K)
+    q = left3[batch[..., :, 0], i[..., :, 0]]  # (…, L, K)
+    k = right3[batch[..., 0, :], j[..., 0, :]]  # (…, S, K)
+    return Ref(left.node, left.base, q), Ref(right.node, right.base, k)
+
+
+# ----- the output side -------------------------------------------------------------------------
+def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None] | None:
+    """The product of the weights with the values: (node, weights ref (*b, L, S) into the softmax's numbers,
+    values ref (*b, S, dv), output positions (*b, L, dv), the weights after a dropout or cast between them)."""
+    queue, seen = [weights], set()
+    while queue:
+        node = queue.pop(0)
+        for consumer in node.consumers:
+            if id(consumer) in seen:
+                continue
+            seen.add(id(consumer))
+            if consumer.is_view or consumer.name in PASS:
+                queue.append(consumer)
+                continue
+            try:
+                found = bilinear(consumer)
+            except UnfollowableError:
+                continue
+            if found is None:
+                continue
+            left, right, out_index = found
+            dropped = None
+            if left.node is not weights and left.node is not None and left.node.name in PASS:
+                dropped = left
+                try:
+                    left = operand_ref(left.node, left.node.inputs[0], left.index)
+                except UnfollowableError:
+                    continue
+            if left.node is weights:
+                return consumer, left, right, out_index, dropped
+    return None
+
+
+# ----- the pre-softmax chain -------------------------------------------------------------------
+def _mask_like(values: torch.Tensor) -> bool:
+    return bool(((values == 0) | (values <= MASK_AT)).all()) and bool((values <= MASK_AT).any())
+
+
+def _fill(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, Node) and value.value.numel() == 1:
+        return float(value.value.reshape(-1)[0])
+    return None
+
+
+def _spread(node: Node, operand: Node, positions: torch.Tensor) -> torch.Tensor:
+    """The numbers of `operand` broadcast to `node`'s shape, at `positions`."""
+    return operand.value.expand(node.value.shape).reshape(-1)[positions]
+
+
+class Chain:
+    """The steps between the scores and the softmax, walked backwards, each with its numbers per slice."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Ref, object]] = []  # (kind, the step's numbers, its details)
+
+    def walk(self, ref: Ref) -> tuple[str, Ref]:
+        """Walk back from the softmax's input; return what made the scores and the scores' ref."""
+        for _ in range(64):
+            node = ref.node
+            if node is None:
+                return "given", ref
+            name, pos = node.name, ref.index
+            tensors = node.inputs
+            if node.is_view or name in PASS:
+                ref = operand_ref(node, tensors[0], pos) if not node.is_view else _view_back(node, ref)
+                continue
+            if name in ("masked_fill", "setitem", "where"):
+                masked = self._masking(node, ref)
+                if masked is not None:
+                    ref = masked
+                    continue
+                return "given", ref
+            shift = tensors[1] if name == "sub" and len(tensors) >= 2 else None
+            if isinstance(shift, Node) and shift.name in ("max", "amax"):
+                self.steps.append(("shifted", ref, None))  # x − max(x): softmax's stability shift
+                ref = operand_ref(node, tensors[0], pos)
+                continue
+            if name in ("add", "sub") and len(tensors) >= 2 and all(isinstance(t, Node) for t in tensors[:2]):
+                step = self._added(node, ref)
+                if step is not None:
+                    ref = step
+                    continue
+                return "given", ref
+            scaled = scale_of(node)
+            if scaled is not None:
+                self.steps.append(("scaled", ref, scaled[1]))
+                ref = operand_ref(node, scaled[0], pos)
+                continue
+            if name in PRODUCTS or name == "einsum":
+                return "product", ref
+            if name in ("linear", "sum"):
+                return "reduce", ref
+            return "given", ref
+        return "given", ref
+
+    def _masking(self, node: Node, ref: Ref) -> Ref | None:
+        args = list(node.inputs) + [node.kwargs.get(k) for k in ("mask", "value") if k in node.kwargs]
+        pos = ref.index
+        if node.name == "masked_fill" and len(args) >= 3 and isinstance(args[1], Node):
+            fill, hidden, source = _fill(args[2]), _spread(node, args[1], pos).bool(), args[0]
+        elif node.name == "setitem" and len(args) >= 3 and isinstance(args[1], Node) \
+                and args[1].value.dtype == torch.bool:
+            fill, source = _fill(args[2]), args[0]
+            try:
+                hidden = args[1].value.expand(node.value.shape).reshape(-1)[pos]
+            except RuntimeError:
+                return None
+        elif node.name == "where" and len(args) >= 3 and isinstance(args[0], Node):
+            cond = _spread(node, args[0], pos).bool()
+            if isinstance(args[1], Node) and _fill(args[2]) is not None:
+                fill, hidden, source = _fill(args[2]), ~cond, args[1]
+            elif isinstance(args[2], Node) and _fill(args[1]) is not None:
+                fill, hidden, source = _fill(args[1]), cond, args[2]
+            else:
+                return None
+        else:
+            return None
+        if fill is None or not isinstance(source, Node):
+            return None
+        self.steps.append(("masked", ref, (~hidden, fill)))
+        return operand_ref(node, source, pos)
+
+    def _added(self, node: Node, ref: Ref) -> Ref | None:
+        """`scores + mask` (a mask of 0 and large negatives) or `scores + bias`; `scores - shift` is left as given."""
+        a, b = node.inputs[0], node.inputs[1]
+        assert isinstance(a, Node) and isinstance(b, Node)
+        pos = ref.index
+        if node.name != "add":
+            return None
+        source, other = (a, b) if a.value.numel() >= b.value.numel() else (b, a)
+        spread = _spread(node, other, pos)
+        if _mask_like(spread):
+            self.steps.append(("masked", ref, (spread == 0, float(spread.min()))))
+        else:
+            self.steps.append(("biased", ref, operand_ref(node, other, pos)))
+        return operand_ref(node, source, pos)
+
+
+def _view_back(node: Node, ref: Ref) -> Ref:
+    """A ref into a view's numbers, as a ref into what the view reads."""
+    inner = resolve(node)
+    return Ref(inner.node, inner.base, inner.index.reshape(-1)[ref.index])
+
+
+# ----- the scores' makers ----------------------------------------------------------------------
+def reduce_energy(node: Node, ref: Ref) -> tuple[Ref, Node, Node | None] | None:
+    """`Va(energy)` (a linear to one number), `sum(v * energy, -1)` or `energy @ v`: (energy (…, L, S, H), v, bias)."""
+    pos = ref.index
+    if node.name == "linear" and node.value.shape[-1] == 1 and isinstance(node.inputs[0], Node):
+        x = resolve(node.inputs[0])
+        hidden = node.inputs[0].value.shape[-1]
+        energy = x.index.reshape(-1, hidden)[pos]
+        bias = node.inputs[2] if len(node.inputs) > 2 and isinstance(node.inputs[2], Node) else None
+        return Ref(x.node, x.base, energy), node.inputs[1], bias
+    if node.name == "sum" and isinstance(node.inputs[0], Node):
+        dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
+        product = node.inputs[0]
+        if isinstance(dim, (tuple, list)) and len(dim) == 1:
+            dim = dim[0]
+        if not isinstance(dim, int) or dim % product.value.dim() != product.value.dim() - 1 \
+                or product.name != "mul" or node.kwargs.get("keepdim"):
+            return None
+        hidden = product.value.shape[-1]
+        rows = pos[..., None] * hidden + torch.arange(hidden)  # (…, L, S, H) positions in the product
+        a, b = product.inputs[0], product.inputs[1]
+        for vector, energy in ((a, b), (b, a)):
+            if isinstance(vector, Node) and isinstance(energy, Node) and vector.value.numel() == hidden \
+                    and energy.value.shape == product.value.shape:
+                return operand_ref(product, energy, rows), vector, None
+    return None
+
+
+def energy_roles(found: Found, operands: Operands, energy: Ref) -> tuple[str, str | None]:
+    """The roles before an energy (…, L, S, H): Bahdanau's W_a q + U_a k, or the concat form's W[q; k]."""
+    node = energy.node
+    origin = None if node is None else node.origin
+    if node is not None and node.name == "tanh" and isinstance(node.inputs[0], Node):
+        inner = operand_ref(node, node.inputs[0], energy.index)
+        made = inner.node
+        if made is not None and made.name == "add" and all(isinstance(t, Node) for t in made.inputs[:2]):
+            left = operand_ref(made, made.inputs[0], inner.index)
+            right = operand_ref(made, made.inputs[1], inner.index)
+            for q, k in ((left, right), (right, left)):
+                if bool((q.index == q.index[..., :, :1, :]).all()) and bool((k.index == k.index[..., :1, :, :]).all()):
+                    q_rows = Ref(q.node, q.base, q.index[..., :, 0, :])
+                    k_rows = Ref(k.node, k.base, k.index[..., 0, :, :])
+                    qp = operands.operand(q_rows, "query_proj", "query", {}, "query")
+                    kp = operands.operand(k_rows, "key_proj", "key", {}, "key")
+                    name = found.add(Role("energy", energy.values, TanhOfSumOp(qp, kp), origin,
+                                          Msg("E = tanh({left} + {right})", left=qp, right=kp),
+                                          ("query", "key", "hidden")))
+                    found.kind = "additive"
+                    return name, None
+        if made is not None and made.name == "linear":
+            pair = _pair(found, operands, made, inner, energy.values)
+            if pair is not None:
+                found.kind = "concat"
+                return pair, None
+    name = found.add(Role("energy", energy.values, GivenOp(Msg("made by {op}", op=node.name if node else "?")),
+                          origin, Msg("E: the energy the scores are read from"), ("query", "key", "hidden")))
+    return name, None
+
+
+def _pair(found: Found, operands: Operands, linear: Node, out: Ref, values: torch.Tensor) -> str | None:
+    """tanh(W [q; k] + b): the linear reads a concatenation of a query row and a key row."""
+    cat = linear.inputs[0]
+    if not isinstance(cat, Node) or cat.name != "cat":
+        return None
+    parts = [p for p in (cat.inputs[0] if isinstance(cat.inputs[0], tuple) else cat.inputs) if isinstance(p, Node)]
+    if len(parts) != 2:
+        return None
+    width = linear.inputs[0].value.shape[-1]
+    hidden = linear.value.shape[-1]
+    rows = out.index // hidden  # (…, L, S, H)
+    if not bool((rows == rows[..., :1]).all()) or not bool((out.index % hidden == torch.arange(hidden)).all()):
+        return None
+    tags, where = [], []
+    dim = cat.kwargs.get("dim", cat.inputs[1] if len(cat.inputs) > 1 and isinstance(cat.inputs[1], int) else 0)
+    for n, part in enumerate(parts):
+        ref = resolve(part)
+        tags.append(torch.full(part.value.shape, n))
+        where.append(ref.index)
+    tag = torch.cat(tags, dim=dim).reshape(-1, width)[rows[..., 0]]  # (…, L, S, width)
+    at = torch.cat(where, dim=dim).reshape(-1, width)[rows[..., 0]]
+    dq = int((tag[(0,) * (tag.dim() - 1)] == 0).sum())
+    if not bool((tag[..., :dq] == 0).all()) or not bool((tag[..., dq:] == 1).all()):
+        return None
+    q, k = at[..., :dq], at[..., dq:]
+    if not bool((q == q[..., :, :1, :]).all()) or not bool((k == k[..., :1, :, :]).all()):
+        return None
+    first, second = resolve(parts[0]), resolve(parts[1])
+    q_name = operands.operand(Ref(first.node, first.base, q[..., :, 0, :]), "query", "query", {})
+    k_name = operands.operand(Ref(second.node, second.base, k[..., 0, :, :]), "key", "key", {})
+    weight = param_name(found, linear.inputs[1] if isinstance(linear.inputs[1], Node) else None, "W_c")
+    bias_node = linear.inputs[2] if len(linear.inputs) > 2 else None
+    bias = param_name(found, bias_node if isinstance(bias_node, Node) else None, "b_c")
+    if weight is None:
+        return None
+    return found.add(Role("energy", values, TanhOfPairOp(q_name, k_name, weight, bias),
+                          linear.origin, Msg("E = tanh({weight}·[q; k])", weight=weight),
+                          ("query", "key", "hidden")))
+
+
+def describe_factor(factor: float) -> Msg:
+    d = round(factor ** -2) if factor > 0 else 0
+    if d and math.isclose(factor, d ** -0.5, rel_tol=1e-6):
+        return Msg("the code divides by √{d} = {root}", d=d, root=f"{math.sqrt(d):.4g}")
+    return Msg("the code multiplies by {factor}", factor=f"{factor:.4g}")
+
+
+def fresh_name(found: Found, name: str) -> str:
+    return found.fresh(re.sub(r"[^A-Za-z0-9_]", "_", name) or "step")
+
+
+__all__ = ["Chain", "DotOp", "MaskOp", "ReduceOp", "ScaleOp", "SoftmaxOp", "SumOp", "UnrecognisedError",
+           "WeightedSumOp", "after_output", "bilinear", "energy_roles", "find_output", "projection",
+           "reduce_energy", "softmax_dim", "unscaled"]

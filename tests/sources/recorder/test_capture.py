@@ -1,0 +1,131 @@
+"""The recorder's bookkeeping: several modules, calls kept, training in between, code that overwrites tensors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import attn_tui
+from attn_tui.sources.recorder.build import NoAttentionError
+from tests.sources.recorder import modules as m
+from tests.sources.recorder.test_parity import every_cell_matches
+
+
+def test_two_modules_are_two_modules_and_their_calls_are_steps() -> None:
+    torch.manual_seed(0)
+    encoder, decoder = m.SelfAttention(4), m.BahdanauAttention(4)
+    x = torch.randn(1, 3, 4)
+    with attn_tui.record() as rec:
+        keys, _ = encoder(x)
+        contexts = [decoder(torch.randn(1, 1, 4), keys)[0] for _ in range(2)]
+    trace = rec.trace
+    assert trace.modules() == ["SelfAttention", "BahdanauAttention"]
+    assert trace.meta.modules == ("SelfAttention", "BahdanauAttention") and trace.meta.calls == (1, 2)
+    assert trace.stage("output", module="SelfAttention").step is None
+    for t in range(2):
+        assert torch.equal(trace.tensor("output", step=t, module="BahdanauAttention"), contexts[t][0])
+    assert trace.stage("weights", module="SelfAttention").key == "SelfAttention.weights"
+    every_cell_matches(trace)
+
+
+def test_two_instances_of_one_class_are_told_apart() -> None:
+    first, second = m.SelfAttention(4), m.SelfAttention(4)
+    with attn_tui.record() as rec:
+        second(first(torch.randn(1, 2, 4))[0])
+    assert rec.trace.modules() == ["SelfAttention", "SelfAttention#2"]
+
+
+def test_training_in_between_keeps_each_calls_own_parameters() -> None:
+    """An optimizer step changes the weights in place; each call recomputes with the weights it ran with."""
+    torch.manual_seed(1)
+    module = m.SelfAttention(4)
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.5)
+    x = torch.randn(1, 3, 4)
+    outputs = []
+    with attn_tui.record() as rec:
+        for _ in range(3):
+            output, _ = module(x)
+            outputs.append(output.detach().clone())
+            output.sum().backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    trace = rec.trace
+    assert trace.steps() == 3
+    for t in range(3):
+        assert torch.equal(trace.tensor("output", step=t), outputs[t][0])
+    every_cell_matches(trace)
+
+
+def test_only_the_last_calls_are_kept_with_a_warning() -> None:
+    module = m.SelfAttention(2)
+    with attn_tui.record(max_calls=4) as rec:
+        for _ in range(10):
+            last, _ = module(torch.randn(1, 2, 2))
+    trace = rec.trace
+    assert trace.steps() == 4 and trace.meta.calls == (10,) and trace.meta.shown == (4,)
+    assert torch.equal(trace.tensor("output", step=3), last[0])
+    assert any("ran 10 times" in str(w) for w in trace.warnings)
+
+
+def test_a_tensor_overwritten_after_use_is_kept_as_it_was() -> None:
+    q = torch.randn(3, 4)
+    with attn_tui.record() as rec:
+        scores = q @ q.T
+        weights = torch.softmax(scores, dim=-1)
+        kept = weights.clone()
+        output = weights @ q
+        weights.zero_()  # the code reuses the buffer afterwards
+        scores.add_(100)
+    trace = rec.trace
+    assert torch.equal(trace["weights"], kept)
+    assert torch.equal(trace["scores"], q @ q.T) and torch.equal(trace["output"], output)
+
+
+def test_dropout_in_training_mode_is_its_own_stage() -> None:
+    torch.manual_seed(2)
+    q = torch.randn(4, 3)
+    with attn_tui.record() as rec:
+        weights = torch.softmax(q @ q.T, dim=-1)
+        output = F.dropout(weights, 0.5, training=True) @ q
+    trace = rec.trace
+    assert "dropped" in trace.names() and torch.equal(trace["output"], output)
+    assert any("dropout" in str(w) for w in trace.warnings)
+    every_cell_matches(trace)
+
+
+def test_a_fully_masked_row_of_the_codes_softmax_is_reported_not_silent() -> None:
+    q = torch.randn(2, 3)
+    mask = torch.tensor([[1, 1], [0, 0]])
+    with attn_tui.record() as rec:
+        weights = torch.softmax((q @ q.T).masked_fill(mask == 0, float("-inf")), dim=-1)
+        weights @ q
+    trace = rec.trace
+    assert torch.isnan(trace["weights"][1]).all()
+    assert any("NaN" in str(w) for w in trace.warnings)
+
+
+def test_nothing_to_show_is_an_error_that_says_so() -> None:
+    with attn_tui.record() as rec:
+        torch.ones(3) + 1
+    with pytest.raises(NoAttentionError, match="no softmax"):
+        _ = rec.trace
+
+
+def test_recording_leaves_the_codes_results_alone() -> None:
+    torch.manual_seed(3)
+    module = nn.MultiheadAttention(4, 2).eval()
+    x = torch.randn(3, 1, 4)
+    expected = module(x, x, x)[0]
+    with attn_tui.record():
+        got = module(x, x, x)[0]
+    assert torch.allclose(got, expected, atol=1e-6)
+
+
+def test_label_outside_a_recording_does_nothing() -> None:
+    attn_tui.label(["a", "b"])  # no error, no state
+    with attn_tui.record() as rec:
+        attn_tui.label(["a", "b"])
+        m.attention(torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3))
+    assert rec.trace.query_tokens == ("a", "b")

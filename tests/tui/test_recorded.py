@@ -1,0 +1,62 @@
+"""The app opened on a recorded trace (`attn-tui trace`): stages, steps and heads of the user's code, and its lines."""
+
+from __future__ import annotations
+
+import torch
+
+import attn_tui
+from attn_tui.tui.widgets.inspector import Inspector
+from attn_tui.tui.widgets.stage_bar import StageBar
+from tests.sources.recorder import modules as m
+from tests.tui.helpers import RecordingApp, settle
+
+SIZE = (120, 40)
+
+
+def recorded_multihead():
+    torch.manual_seed(0)
+    module = m.MultiHeadAttention(8, 2)
+    with attn_tui.record(tokens=["나는", "학교에", "간다"]) as rec:
+        module(torch.randn(2, 3, 8), torch.tril(torch.ones(3, 3)).expand(2, 3, 3))
+    return rec.trace
+
+
+def text_of(widget) -> str:
+    return str(widget.render())
+
+
+async def test_the_app_shows_a_recorded_trace_with_its_lines() -> None:
+    trace = recorded_multihead()
+    app = RecordingApp(recorded=trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace is trace and app.view.name == "weights"
+        bar = text_of(app.query_one(StageBar))
+        assert "made by modules.py:" in bar and "F.softmax(scores, dim=-1)" in bar
+        assert "step 0" in bar and "head 0 of 2" in bar
+        assert "made by modules.py:" in text_of(app.query_one(Inspector))
+        assert "✓ matches" in text_of(app.query_one(Inspector))
+        await pilot.press("]")
+        assert app.view.head == 1 and "head 1 of 2" in text_of(app.query_one(StageBar))
+        await pilot.press("end")
+        assert app.view.name == "projected" and app.view.step == 1
+        await pilot.press("home")
+        assert app.view.name == "input" and app.view.step == 0
+
+
+async def test_walking_every_place_of_two_modules_never_fails() -> None:
+    torch.manual_seed(1)
+    encoder, decoder = m.MultiHeadAttention(4, 2), m.BahdanauAttention(4)
+    with attn_tui.record() as rec:
+        keys, _ = encoder(torch.randn(1, 3, 4))
+        for _ in range(2):
+            decoder(torch.randn(1, 1, 4), keys)
+    app = RecordingApp(recorded=rec.trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("home")
+        seen = set()
+        for _ in range(len(app.explorer.places)):
+            seen.add((app.view.place.module, app.view.name))
+            await pilot.press("]", "right")
+        assert ("BahdanauAttention", "energy") in seen and ("MultiHeadAttention", "concat") in seen
