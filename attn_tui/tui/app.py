@@ -56,6 +56,14 @@ if TYPE_CHECKING:
 MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
 NARROW = 80  # below this width the left column gives up some of its room
+
+
+def screen_classes(width: int, height: int) -> dict[str, bool]:
+    """The screen's classes for a terminal of this size; app.tcss lays the panes out by them."""
+    return {"-too-small": width < MIN_SIZE[0] or height < MIN_SIZE[1],
+            "-wide": width >= WIDE, "-narrow": width < NARROW}
+
+
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
 
 
@@ -108,6 +116,8 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
 
     # ----- layout and start-up -------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        for name, on in screen_classes(self.size.width, self.size.height).items():
+            self.screen.set_class(on, name, update=False)  # before the panes are styled: a later change restyles all
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield ModelPane(self.variants.settings, id="model")
@@ -166,8 +176,7 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
         self._fit_screen(event.size.width, event.size.height)
 
     def _fit_screen(self, width: int, height: int) -> None:
-        set_classes(self.screen, {"-too-small": width < MIN_SIZE[0] or height < MIN_SIZE[1], "-wide": width >= WIDE,
-                                  "-narrow": width < NARROW})
+        set_classes(self.screen, screen_classes(width, height))
 
     @work(thread=True, exclusive=True, group="torch")
     def _load_torch(self) -> None:
