@@ -197,14 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
     heads.add_argument("--format", choices=("table", "json"), default="table")
     _add_common(heads, "")
     train = sub.add_parser("train-seq2seq", help=_("train the date-normalising seq2seq model (CPU)"),
-                           description=_("Train the GRU encoder-decoder on generated dates and save a checkpoint."))
-    train.add_argument("--attention", choices=("additive", "general"), default="additive")
-    train.add_argument("--epochs", type=_int_between(1, 1000), default=4)
-    train.add_argument("--steps", type=_int_between(1, 100_000), default=200,
-                       help=_("steps per epoch (default 200)"))
+                           description=_("Train the GRU or the transformer encoder-decoder on generated dates and "
+                                         "save a checkpoint; the defaults reproduce the shipped one."))
+    train.add_argument("--arch", choices=("gru", "transformer"), default="gru")
+    train.add_argument("--attention", choices=("additive", "general"), default=None,
+                       help=_("the GRU's attention (default additive)"))
+    train.add_argument("--epochs", type=_int_between(1, 1000), default=None,
+                       help=_("default 4 (GRU) or 12 (transformer)"))
+    train.add_argument("--steps", type=_int_between(1, 100_000), default=None,
+                       help=_("steps per epoch (default 200 (GRU) or 300 (transformer))"))
     train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
     train.add_argument("--out", metavar="FILE", default=None,
-                       help=_("checkpoint path (default dates_ATTENTION.pt)"))
+                       help=_("checkpoint path (default dates_ATTENTION.pt, or dates_transformer.pt)"))
     _add_debug(train, "")
     _add_trace(sub)
     _add_serve(sub)

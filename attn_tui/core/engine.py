@@ -159,7 +159,7 @@ def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed
             letter = name[0].upper()
             raise ConfigError(Msg("--heads {heads} does not divide the width {width} of {letter}: each head takes an "
                                   "equal share of the columns", heads=heads, width=tensor.shape[1], letter=letter))
-    trace.meta = replace(trace.meta, heads=heads)  # type: ignore[arg-type]
+    trace.meta = replace(trace.meta, heads=heads)
     split = {}
     for name, tensor in given.items():
         n, width = tensor.shape

@@ -320,12 +320,24 @@ def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
             value)
 
 
+def _mean(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Mean)
+    parts = [float(trace.stages[p].data[index].double()) for p in op.parts]
+    total = math.fsum(parts) / len(parts)
+    cell = ",".join(map(str, index))
+    names = ", ".join(trace.stages[p].key for p in op.parts[:MAX_TERMS]) + (" …" if len(parts) > MAX_TERMS else "")
+    return (f"{stage.symbol}[{cell}] = mean of {len(parts)} stages",
+            [names, f"({' + '.join(fmt(x) for x in parts[:MAX_TERMS])}{' + …' if len(parts) > MAX_TERMS else ''})"
+                    f" / {len(parts)}", f"= {fmt(total)}"], total)
+
+
 _EXPLAINERS: dict[type, Explainer] = {
     ops.Given: _given, ops.Lookup: _lookup, ops.Sinusoid: _sinusoid, ops.Sum: _sum, ops.Linear: _linear,
     ops.Identity: _identity,
     ops.Columns: _columns, ops.Dot: _dot, ops.Scale: _scale, ops.Masking: _masking, ops.Softmax: _softmax,
     ops.WeightedSum: _weighted_sum, ops.TanhOfSum: _tanh_of_sum, ops.TanhOfPair: _tanh_of_pair,
-    ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack,
+    ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack, ops.Mean: _mean,
 }
 
 

@@ -69,10 +69,15 @@ class TransformerRun:
 
 @dataclass(frozen=True)
 class DecoderRun:
-    """A trained encoder-decoder decoding one input, one output character per step."""
+    """A trained encoder-decoder decoding one input, one output character per step.
+
+    The GRU models have one attention (one layer, one head); the transformer has
+    `layers` encoder and decoder layers of `heads` heads each, all of them traced, so the
+    app's layer and head keys move through them without recomputing.
+    """
 
     model: str
-    attention: str  # additive | general
+    attention: str  # additive | general | scaled_dot
     input: str
     output: str
     steps: int
@@ -80,6 +85,9 @@ class DecoderRun:
     teacher_forcing: bool = False
     special_tokens: tuple[int, ...] = ()
     fed: tuple[str, ...] = ()  # the character fed into each step: <s>, then the target's (forced) or its own
+    layers: int = 1
+    heads: int = 1
+    arch: str = "gru"  # gru | transformer
 
     def missed(self, step: int, written: str) -> bool:
         """Step `step` wrote `written` where the target has another character (or none)."""
@@ -99,15 +107,9 @@ class DecoderRun:
                        attention=self.attention, output=self.output, target=self.target))
 
     @property
-    def layers(self) -> int:
-        return 1
-
-    @property
-    def heads(self) -> int:
-        return 1
-
-    @property
     def explains(self) -> tuple[str, ...]:
+        if self.arch == "transformer":
+            return ("transformer-dates",)
         return ("decoder", self.attention)
 
 

@@ -199,6 +199,13 @@ class Stack:
 
 
 @dataclass(frozen=True)
+class Mean:
+    """Cell-wise mean of stages of the same shape (an alignment averaged over heads)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
 class Rotary:
     """Row p of `source` with each pair of dimensions (i, i + d/2) turned by the angle p·θ_i, θ_i = base^(−2i/d).
 
@@ -293,4 +300,4 @@ class Normalise:
 
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
-           Rescale, Denominator, Accumulate, Normalise]
+           Rescale, Denominator, Accumulate, Normalise, Mean]

@@ -89,6 +89,34 @@ _TEXT: dict[str, str] = {
     "alignment": N_(
         "One row per output character, one column per input character: the weights of every decoder step "
         "stacked. A trained model lines up '11' with the month and '22' with the day."),
+    "query:transformer-dates": N_(
+        "Each head projects its own queries with W_q from the layer's normalised input. In the encoder every "
+        "input character asks about the others; in the decoder's self-attention the newest position asks "
+        "about what has been written so far; in cross-attention it asks which input characters to read next."),
+    "key:transformer-dates": N_(
+        "Each head projects its own keys with W_k. In the encoder and in cross-attention there is one key per "
+        "input character (cross-attention's come from the encoder's output); in the decoder's self-attention "
+        "one per position written so far, starting with <s>."),
+    "value:transformer-dates": N_(
+        "Each head projects its own values with W_v from the same rows as the keys. The keys decide where a "
+        "head looks; the values are what it carries back from there."),
+    "scores:transformer-dates": N_(
+        "Every query is compared with every key by a dot product, separately in each head. A head only sees "
+        "its own slice of W_q and W_k, so different heads can match on different things: digits, month names, "
+        "positions."),
+    "masked:transformer-dates": N_(
+        "Nothing is masked here. A date is one input with no padding, and at a decoder step the later "
+        "positions do not exist yet, so the causal mask that hides them in training has nothing to hide."),
+    "output:transformer-dates": N_(
+        "Each row is this head's weighted average of the value rows. The heads' outputs are then joined side "
+        "by side and mixed by W_o, added to the layer's input, and passed on."),
+    "alignment:transformer-dates": N_(
+        "One row per output character, one column per input character: the cross-attention weights of the "
+        "chosen layer and head at every decoder step, stacked. A head that reads the date lines up the year "
+        "digits with the input's year; another may look elsewhere."),
+    "alignment_mean": N_(
+        "The cross-attention alignments of the layer's heads averaged cell by cell. Each row still sums to 1; "
+        "it shows where the layer as a whole read from, at the price of blurring what single heads do."),
     "projected": N_(
         "A final learned matrix W_o mixes the heads' outputs together. This is the layer's result, with "
         "the same width as its input so layers can be stacked."),

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
-from attn_tui.i18n import _
+from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from attn_tui.core.stage import Trace
+    from attn_tui.core.stage import Stage, Trace
 
 
 @dataclass(frozen=True)
@@ -77,13 +77,15 @@ def summarise(trace: Trace) -> ModelSummary:
                         grid(as_array(rollout(weights, real))), getattr(trace.meta, "kv_map", ()))
 
 
-def alignment_grid(trace: Trace, filled: int) -> Grid:
+def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
     """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn.
 
     Each row says what the step was fed and what it wrote (`1→1`); with a target, a row
-    whose output differs from the target's character is labelled in red.
+    whose output differs from the target's character is labelled in red. For a decode
+    with layers and heads (the transformer's cross-attention) it is the alignment of
+    `layer` and `head`, or with `head` None the layer's mean over heads.
     """
-    stage = trace.stage("alignment")
+    stage = alignment_stage(trace, layer, head)
     rows = stage.axes[0].labels
     meta = trace.meta
     missed: frozenset[int] = frozenset()
@@ -94,15 +96,40 @@ def alignment_grid(trace: Trace, filled: int) -> Grid:
                 filled_rows=filled, miss_rows=missed)
 
 
-def alignment_so_far(trace: Trace, name: str, step: int | None) -> tuple[str, Grid]:
+def alignment_stage(trace: Trace, layer: int | None, head: int | None) -> Stage:
+    """The GRU's one alignment, or the transformer's cross-attention alignment of `layer` and `head`
+    (`head` None: the layer's mean over heads)."""
+    if trace.layers == 1 and trace.heads == 1:
+        return trace.stage("alignment")
+    layer = layer or 0
+    if head is None:
+        return trace.stage("alignment_mean", layer)
+    return trace.stage("alignment", layer, head)
+
+
+def filled_rows(trace: Trace, name: str, step: int | None, module: str | None = None) -> int:
+    """How many rows of the alignment exist at stage `name` of decoder `step`: the steps whose weights
+    (a transformer's: cross-attention's) have been computed."""
+    if step is None:  # the alignments come after every step; any other stage (the encoder's) before the first
+        return trace.steps() if name.startswith("alignment") else 0
+    return step + (name in ("weights", "context", "output") and module in (None, "cross_attn"))
+
+
+def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | None = None,
+                     head: int | None = None, module: str | None = None) -> tuple[str, Grid]:
     """The title and grid of a decode's alignment while the user is at stage `name` of decoder `step`.
 
     A row fills in once its step's weights exist, so stepping through a decode draws the
-    alignment the way the decoder built it.
+    alignment the way the decoder built it. A transformer's step has weights in several
+    modules (`module`); only its cross-attention's fill the alignment.
     """
-    steps = trace.steps()
-    filled = steps if step is None else step + (name in ("weights", "context"))
+    steps, filled = trace.steps(), filled_rows(trace, name, step, module)
     meta = trace.meta
     what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
+    if trace.layers > 1 or trace.heads > 1:
+        return (str(Msg("cross-attention alignment so far, layer {layer}, {heads}: {filled} of {steps} decoder "
+                        "steps  {what}", layer=layer or 0, filled=filled, steps=steps, what=what,
+                        heads=Msg("mean of the heads") if head is None else Msg("head {head}", head=head))),
+                alignment_grid(trace, filled, layer, head))
     return (_("alignment so far: {filled} of {n} decoder steps").format(filled=filled, n=steps) + "  " + what,
             alignment_grid(trace, filled))

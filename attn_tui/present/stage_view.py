@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun, RecordedRun
-from attn_tui.i18n import _
+from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.titles import axis_title
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from attn_tui.core.stage import Stage, Trace
 
 TOKEN_AXES = ("query", "key", "token")
-PROBABILITIES = ("weights", "alignment")
+PROBABILITIES = ("weights", "alignment", "alignment_mean")
 PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
 SMALL_ROWS, SMALL_COLS = 32, 48  # the most cells of one head in the heads panel
 
@@ -125,8 +125,15 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     meta = trace.meta
     if isinstance(meta, DecoderRun):
         forced = "  " + _("teacher-forced") if meta.teacher_forcing else ""
+        where = ""
+        if meta.layers > 1 or meta.heads > 1:  # the transformer: which layer and head is on show
+            heads = str(Msg("mean of the heads")) if view.name == "alignment_mean" else str(Msg("head {head}",
+                                                                                                 head=head))
+            where = str(Msg("  layer {layer}, {heads}", layer=layer, heads=heads))
+            if view.place.module == "enc_attn":
+                return str(Msg("encoder self-attention, before the first decoder step")) + where
         if view.step is None:
-            return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced
+            return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced + where
         written = trace.query_tokens[view.step]
         caption = _("decoder step {t} of {n}: fed {fed}, writes {token}").format(
             t=view.step + 1, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
@@ -135,7 +142,7 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
             wanted = meta.target[view.step] if view.step < len(meta.target) else "</s>"
             caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
                                else _("target {token} ✗")).format(token=repr(wanted))
-        return caption + forced
+        return caption + forced + where
     if isinstance(meta, RecordedRun):
         return recorded_caption(meta, view)
     if view.step is not None:  # flash: a step is a tile of keys

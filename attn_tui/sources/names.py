@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-DATE_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}  # name → its attention
+GRU_DATE_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}  # name → its attention
+TRANSFORMER_DATE_MODELS = {"transformer-dates": "transformer"}  # name → its shipped checkpoint
+DATE_MODELS = {**GRU_DATE_MODELS, **TRANSFORMER_DATE_MODELS}  # the date models: a target, teacher forcing
 
 
 class GgufModel(NamedTuple):

@@ -27,7 +27,7 @@ from attn_tui.core.settings import MASK_NAMES as MASKS
 from attn_tui.core.settings import PROJECTION_NAMES as PROJECTIONS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
 from attn_tui.i18n import NP_, _, pgettext
-from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES
+from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 
@@ -78,6 +78,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane.-other .other-only, ModelPane.-transformer .transformer-only,
     ModelPane.-seq2seq .seq2seq-only { display: block; }
     ModelPane.-model .variant-only, ModelPane.-seq2seq .head-row { display: none; }
+    ModelPane.-layered .head-row, ModelPane.-layered .transformer-only { display: block; }
     ModelPane .setting.own.-unused { display: none; }
     """
 
@@ -186,6 +187,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def _set_kind(self, choice: str) -> None:
         self.choice = choice
         set_classes(self, {"-model": choice != VARIANTS, "-seq2seq": choice in SEQ2SEQ,
+                           "-layered": choice in TRANSFORMER_DATE_MODELS,
                            "-transformer": choice not in (VARIANTS, *SEQ2SEQ), "-other": choice == OTHER})
 
     def show_status(self, text: str) -> None:
