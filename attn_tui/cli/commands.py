@@ -10,7 +10,7 @@ from attn_tui.cli.request import Reader, model_input, variant_request
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file
 from attn_tui.i18n import Msg, Plural, _
-from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
+from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 
 
 def samples(args: argparse.Namespace) -> int:
@@ -116,15 +116,23 @@ def heads(args: argparse.Namespace) -> int:
     real = real_keys(trace)  # (N,) keys that are not padding
     stats = head_stats(weights, real)
     rolled = rollout(weights, real)
+    from attn_tui.present.kv_sharing import kv_sharing
+
+    sharing = kv_sharing(trace)  # grouped-query models: which key/value head each query head reads
     if args.format == "json":
         print(json.dumps({"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
                           "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
+                          "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
                           "stats": [vars(s) for s in stats],
                           "rollout": rolled.tolist()}, ensure_ascii=False))
     else:
         from attn_tui.render.model_table import print_model_summary
 
         print_model_summary(trace.meta.title, trace.query_tokens, stats, rolled, trace.layers, trace.heads)
+        if sharing is not None:
+            from attn_tui.render.kv_sharing import sharing_text
+
+            print(sharing_text(sharing))
         for warning in trace.warnings:
             print(_("warning: {warning}").format(warning=warning))
     return 0
@@ -166,7 +174,11 @@ def train(args: argparse.Namespace) -> int:
 
 def app(args: argparse.Namespace) -> int:
     model = model_input(args)
-    if model is not None and model.name not in DATE_MODELS:
+    if model is not None and model.name in GGUF_MODELS:
+        from attn_tui.sources.gguf import find_gguf
+
+        find_gguf(model.name)  # not installed: said here, before the app starts
+    elif model is not None and model.name not in DATE_MODELS:
         from attn_tui.sources.folder import known_model
 
         known_model(model.name)  # a folder that is broken, or would run its own code, ends here, not in the app

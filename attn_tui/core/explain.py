@@ -85,6 +85,8 @@ Explainer = Callable[[Trace, Stage, tuple[int, ...]], Explained]
 
 def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
+    import attn_tui.core.explain_modern  # noqa: F401  (registers its explainers on first use)
+
     stage = trace.stages[place]
     title, lines, total = _EXPLAINERS[type(stage.op)](trace, stage, index)
     return Arithmetic(title, lines, total, float(stage.data[index].double()), tolerance_of(stage.data.dtype))
@@ -168,14 +170,14 @@ def _columns(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Columns)
     i, j = index
-    source = trace.stages[op.source]
-    value = float(source.data[i, op.offset + j].double())
+    value = float(trace.operand(op.source)[i, op.offset + j].double())
+    source = op.source if isinstance(op.source, str) else trace.stages[op.source].name
     if stage.head is None:
         return (f"{stage.name} [{i},{j}]", [_("column {j} is column {col} of {source}").format(
-            j=j, col=op.offset + j, source=source.name), f"= {fmt(value)}"], value)
+            j=j, col=op.offset + j, source=source), f"= {fmt(value)}"], value)
     return (_("{name} of head {head} [{i},{j}]").format(name=stage.name, head=stage.head, i=i, j=j),
             [_("column {j} of head {head} is column {col} of {source}").format(
-                j=j, head=stage.head, col=op.offset + j, source=source.name), f"= {fmt(value)}"], value)
+                j=j, head=stage.head, col=op.offset + j, source=source), f"= {fmt(value)}"], value)
 
 
 def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -232,6 +234,10 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i, j = index
     row = _floats(trace.stages[op.source].data[i])
     finite = [x for x in row if not math.isinf(x)]
+    if op.sink is not None:
+        from attn_tui.core.explain_modern import sink_softmax
+
+        return sink_softmax(trace, stage, index)
     if not finite:
         return (f"A[{i},{j}]", [_("every key of this row is masked with -∞:"),
                                 _("the row has nothing to attend to, so its weights are 0 (as SDPA returns)")], 0.0)
@@ -345,3 +351,8 @@ _EXPLAINERS: dict[type, Explainer] = {
     ops.WeightedSum: _weighted_sum, ops.TanhOfSum: _tanh_of_sum, ops.TanhOfPair: _tanh_of_pair,
     ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack, ops.Mean: _mean,
 }
+
+
+def register(op: type, explainer: Explainer) -> None:
+    """Add the explainer of an op kind (core.explain_modern registers today's ops: rotation, bias, sink, tiles)."""
+    _EXPLAINERS[op] = explainer

@@ -22,6 +22,8 @@ class VariantRun:
     vocab: tuple[str, ...] = ()  # a sentence's distinct tokens, in table order
     heads: int = 1
     special_tokens: tuple[int, ...] = ()  # none: every token is the user's own
+    kv_heads: int = 0  # gqa: key/value heads (0: each head has its own)
+    kv_map: tuple[int, ...] = ()  # gqa: the key/value head of each query head
 
     @property
     def variant(self) -> str:
@@ -52,6 +54,9 @@ class TransformerRun:
     scale: float  # the model's own factor on q·k
     causal: bool
     special_tokens: tuple[int, ...] = ()  # positions of [CLS], [SEP], [PAD], …
+    kv_heads: int = 0  # grouped-query models: key/value heads (0: each head has its own)
+    kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
+    rope_base: float = 0.0  # rotary models: θ_i = base^(−2i/d) (0: no rotation)
 
     @property
     def title(self) -> str:
@@ -59,7 +64,7 @@ class TransformerRun:
 
     @property
     def explains(self) -> tuple[str, ...]:
-        return ("scaled_dot",)
+        return ("llama", "rope", "gqa") if self.rope_base else ("scaled_dot",)
 
 
 @dataclass(frozen=True)

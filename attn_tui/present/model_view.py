@@ -41,9 +41,20 @@ class ModelSummary:
     heads: int
     cells: tuple[HeadCell, ...]  # layer-major
     rollout: Grid
+    kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
+
+
+def sink_note(summary: ModelSummary) -> str:
+    """The first-token (attention-sink) share over the whole grid: the head that gives it most, and how many
+    heads give it more than half their weight (in decoders many do: the first token is where spare weight goes)."""
+    top = max(summary.cells, key=lambda c: c.first_share)
+    over = sum(c.first_share > 0.5 for c in summary.cells)
+    return _("first-token (sink) share f: highest at layer {layer} head {head} ({share}); {over} of {total} heads "
+             "give the first token more than half their weight").format(
+        layer=top.layer, head=top.head, share=f"{top.first_share:.3f}", over=over, total=len(summary.cells))
 
 
 def summarise(trace: Trace) -> ModelSummary:
@@ -63,7 +74,7 @@ def summarise(trace: Trace) -> ModelSummary:
     cells = tuple(HeadCell(s.layer, s.head, grid(as_array(weights[s.layer, s.head]), hidden), s.entropy,
                            s.max_weight, s.first_token_share) for s in head_stats(weights, real))
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid(as_array(rollout(weights, real))))
+                        grid(as_array(rollout(weights, real))), getattr(trace.meta, "kv_map", ()))
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
+from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
 from attn_tui.present.positions import Position, bar_window, positions, same_place
 from attn_tui.present.stage_view import StageView, place_caption, stage_view
@@ -129,7 +130,7 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.summary is not None, "rollout": shown.summary is not None,
-                "alignment": trace.steps() > 0, "heads": True, "params": True, STAGES: True,
+                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
@@ -358,6 +359,6 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.summary is not None:
             return "model_grid"
-        if self.trace is not None and self.trace.steps():
+        if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"

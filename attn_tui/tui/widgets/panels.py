@@ -12,9 +12,11 @@ from rich.text import Text
 
 from attn_tui.i18n import _
 from attn_tui.present.compare import diff_grid
+from attn_tui.present.kv_sharing import kv_sharing
 from attn_tui.present.model_view import alignment_so_far
 from attn_tui.present.stage_view import StageView, heads_panel, param_grids, stage_view
 from attn_tui.present.titles import stage_title
+from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
@@ -52,9 +54,11 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
             HeadsPanel(grids, -1, "" if grids else _("this input has no learned parameters (typed Q, K, V)"), None,
                        False))
     else:
+        sharing = kv_sharing(trace, explorer.head)  # grouped-query heads: which key/value head each one reads
         explorer.query_one(HeadsGrid).show(
             _("{stage}: all heads (g returns to the heatmap)").format(stage=stage_title(view.name)),
-            heads_panel(trace, view, explorer.energy_query, explorer.shared_scale))
+            heads_panel(trace, view, explorer.energy_query, explorer.shared_scale),
+            None if sharing is None else sharing_block(sharing))
 
 
 def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
