@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 APP = """
-import asyncio, resource, sys
+import asyncio, sys
 from attn_tui.core.settings import Request, SentenceInput, Settings
 from attn_tui.tui.app import AttnApp
 
@@ -24,7 +24,7 @@ async def main():
         for key in ("right", "down", "left"):
             await pilot.press(key)
             await pilot.pause()
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    print(next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM')) // 1024)
 
 asyncio.run(main())
 """
@@ -35,9 +35,10 @@ def _cli_peak(n: int) -> int:
     text = " ".join(f"w{i % 97}" for i in range(n))
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as words:
         words.write(text)
-    code = ("import resource, sys; from attn_tui.cli import main; sys.stdout = open(sys.argv[2], 'w'); "
+    code = ("import sys; from attn_tui.cli import main; sys.stdout = open(sys.argv[2], 'w'); "
             "main(['stages', '--text', open(sys.argv[1]).read(), '--stage', 'weights', '--format', 'json']); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, file=sys.stderr)")
+            "print(next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM'))"
+            " // 1024, file=sys.stderr)")
     try:
         result = subprocess.run([sys.executable, "-c", code, words.name, os.devnull], capture_output=True, text=True,
                                 check=True)

@@ -142,8 +142,8 @@ def test_sixteen_thousand_tokens_with_a_sliding_window_never_hold_a_whole_stage(
 
     rope's score family is scaled_dot's on rotated q and k: its long input is checked by tiles above.
     """
-    code = ("import resource\n"
-            "from attn_tui.core.engine import compute\n"
+    # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a big pytest worker would count
+    code = ("from attn_tui.core.engine import compute\n"
             "from attn_tui.core.settings import Request, SentenceInput, Settings\n"
             "text = ' '.join(f'w{i % 300}' for i in range(16384))\n"
             f"s = Settings(variant={variant!r}, mask='sliding+padding', window=512, heads={heads}, kv_heads=1)\n"
@@ -151,7 +151,8 @@ def test_sixteen_thousand_tokens_with_a_sliding_window_never_hold_a_whole_stage(
             "head = 1 if trace.heads > 1 else None\n"
             "tile = trace.stage('weights', head=head).data[8000:8060, 7000:7100]\n"
             "assert float(tile[:, :7000 - 8000 + 512 + 100].sum()) >= 0\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n")
+            "print(next(int(line.split()[1]) for line in open('/proc/self/status')\n"
+            "            if line.startswith('VmHWM')) // 1024)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) < 900, f"peak {result.stdout.strip()} MB"
