@@ -11,6 +11,7 @@ Python console (`repr`); `trace.show()` prints it in colour.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -19,10 +20,11 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.text import Text
 
 from attn_tui.cli.request import Reader, model_input, variant_request
-from attn_tui.core.errors import InputError
+from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.files import quoted, short_repr
 from attn_tui.core.inputs import Parsed
 from attn_tui.core.stage import Trace as CoreTrace
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import N_, Msg, _
 from attn_tui.sources.recorder import Recording as SourceRecording
 
 OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads",
@@ -113,6 +115,48 @@ class _Matrices(Reader):
         return Parsed(out, (None,) * len(out))
 
 
+MATRICES = ("q", "k", "v", "x", "mask_file")  # a list, an array or a tensor; a string is a file, as on the command line
+
+
+@functools.lru_cache(maxsize=1)
+def _stage_options() -> dict[str, argparse.Action]:
+    """The options of `attn-tui stages` by name, with the types and choices the command line checks them with."""
+    from attn_tui.cli.parser import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {action.dest: action for action in sub.choices["stages"]._actions}
+
+
+def _checked(values: dict[str, Any]) -> dict[str, Any]:
+    """Each option given to `compute` as the command line would take it: its type, its range, its choices.
+
+    A keyword holds a Python value rather than typed text, so its kind is checked first (a bool is no
+    number); then the parser's own type reads it, so `heads=0` and `--heads 0` get the same refusal.
+    """
+    actions = _stage_options()
+    checked = dict(values)
+    for name, value in values.items():
+        action = actions.get(name)
+        if value is None or action is None or (name in MATRICES and not isinstance(value, str)):
+            continue
+        wanted = (N_("true or false") if action.nargs == 0 else N_("text") if action.type is None
+                  else N_("a number"))
+        kinds: tuple[type, ...] = (bool,) if action.nargs == 0 else (str,) if action.type is None else (str, int, float)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and action.nargs != 0):
+            raise ConfigError(Msg("{name} must be {kind}, not {value}", name=f"{name}=", kind=Msg(wanted),
+                                  value=short_repr(value)))
+        if action.type is not None and action.nargs != 0:
+            try:
+                checked[name] = action.type(str(value))  # type: ignore[operator]  # argparse types it loosely
+            except argparse.ArgumentTypeError as exc:
+                raise ConfigError(Msg("{option}: {reason}", option=f"{name}=", reason=str(exc))) from None
+        if action.choices is not None and checked[name] not in action.choices:
+            raise ConfigError(Msg("unknown {name} {value}; choose one of {names}", name=f"{name}=",
+                                  value=quoted(str(value), 30), names=", ".join(map(str, action.choices))))
+    return checked
+
+
 def compute(text: str | None = None, *, max_memory: int | None = None, **options: Any) -> Trace:
     """Compute a trace with the options of `attn-tui stages` (`variant=`, `mask=`, `heads=`, `model=`, …).
 
@@ -125,7 +169,7 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
                                 known=", ".join(OPTIONS))))
     values = {name: options.get(name) for name in OPTIONS}
     values["text"] = text if text is not None else options.get("text")
-    args = argparse.Namespace(**values)
+    args = argparse.Namespace(**_checked(values))
     model = model_input(args)
     if model is not None:
         from attn_tui.sources.registry import trace_for

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attn_tui.core.ops import Masking
+from attn_tui.core.ops import Given, Masking
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.i18n import Msg, Plural
 
@@ -113,6 +113,7 @@ def stats_of(trace: Trace, stage: Stage) -> StageStats:
 def check_values(trace: Trace) -> None:
     """Report non-finite values, naming the stage and the cause (never a silent inf or NaN)."""
     overflowed: str | None = None  # the first stage that went infinite, blamed for later NaN
+    undefined: str | None = None  # the first stage with NaN and no infinity before it, blamed for later NaN
     for stage in trace:
         stats = stats_of(trace, stage)
         temperature = stage.op.temperature if isinstance(stage.op, Masking) else 1.0
@@ -133,10 +134,31 @@ def check_values(trace: Trace) -> None:
                               "{cause}", stage=stage.key, n=n_inf, cause=cause))
             overflowed = overflowed or stage.key
         if stats.nan:
-            cause = (Msg("they follow from the infinite values of stage {stage}", stage=overflowed) if overflowed
-                     else Msg("an undefined operation such as ∞ − ∞ or 0·∞"))
+            cause = _nan_cause(stage, overflowed, undefined)
+            undefined = undefined or stage.key
             trace.warn(Plural("stage {stage} has {n} NaN value: {cause}", "stage {stage} has {n} NaN values: {cause}",
                               stage=stage.key, n=stats.nan, cause=cause))
+
+
+def _nan_cause(stage: Stage, overflowed: str | None, undefined: str | None) -> Msg:
+    """Why a stage holds NaN: values given so, an earlier stage's, or an overflow inside this stage's own sums.
+
+    Typed inputs are refused unless finite and learned parameters are seeded, so a computed
+    stage whose every earlier stage is finite can only get a NaN from ∞ − ∞ or 0·∞ between
+    partial results its dtype could not hold: the overflow is named, not just the NaN.
+    """
+    if isinstance(stage.op, Given):
+        return Msg("they were in the input as given")
+    if overflowed:
+        return Msg("they follow from the infinite values of stage {stage}", stage=overflowed)
+    if undefined:
+        return Msg("they follow from the NaN values of stage {stage}", stage=undefined)
+    dtype = stage.data.dtype
+    if not dtype.is_floating_point:
+        return Msg("an undefined operation such as ∞ − ∞ or 0·∞")
+    return Msg("{dtype} overflowed inside this stage (its largest finite value is {limit}), and ∞ − ∞ or 0·∞ is "
+               "undefined: smaller inputs or a wider --dtype keep it finite", dtype=dtype,
+               limit=f"{torch.finfo(dtype).max:.4g}")
 
 
 def fold_heads(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor | None = None,
