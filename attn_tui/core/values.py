@@ -112,8 +112,8 @@ def stats_of(trace: Trace, stage: Stage) -> StageStats:
 
 def check_values(trace: Trace) -> None:
     """Report non-finite values, naming the stage and the cause (never a silent inf or NaN)."""
-    overflowed: str | None = None  # the first stage that went infinite, blamed for later NaN
-    undefined: str | None = None  # the first stage with NaN and no infinity before it, blamed for later NaN
+    infinite: dict[tuple[int | None, int | None], str] = {}  # the first stage of each place that went infinite
+    undefined: dict[tuple[int | None, int | None], str] = {}  # … that went NaN with no infinity before it
     for stage in trace:
         stats = stats_of(trace, stage)
         temperature = stage.op.temperature if isinstance(stage.op, Masking) else 1.0
@@ -123,21 +123,33 @@ def check_values(trace: Trace) -> None:
                 trace.warn(Msg("stage {stage}: dividing by the temperature {temperature} underflowed every score to 0, "
                                "so the weights are uniform", stage=stage.key, temperature=f"{temperature:g}"))
         n_inf = stats.posinf + stats.neginf
+        overflowed = _earlier(infinite, stage)
         if n_inf:
             dtype = stage.data.dtype
             limit = torch.finfo(dtype).max if dtype.is_floating_point else math.inf
-            cause = (Msg("dividing by the temperature {temperature} overflowed {dtype}", temperature=f"{temperature:g}",
-                         dtype=dtype) if temperature != 1
+            cause = (Msg("they follow from the infinite values of stage {stage}", stage=overflowed) if overflowed
+                     else Msg("dividing by the temperature {temperature} overflowed {dtype}",
+                              temperature=f"{temperature:g}", dtype=dtype) if temperature != 1
                      else Msg("{dtype} overflowed (its largest finite value is {limit})", dtype=dtype,
                               limit=f"{limit:.4g}"))
             trace.warn(Plural("stage {stage} has {n} infinite value: {cause}", "stage {stage} has {n} infinite values: "
                               "{cause}", stage=stage.key, n=n_inf, cause=cause))
+            infinite.setdefault((stage.layer, stage.head), stage.key)
             overflowed = overflowed or stage.key
         if stats.nan:
-            cause = _nan_cause(stage, overflowed, undefined)
-            undefined = undefined or stage.key
+            cause = _nan_cause(stage, overflowed, _earlier(undefined, stage))
+            undefined.setdefault((stage.layer, stage.head), stage.key)
             trace.warn(Plural("stage {stage} has {n} NaN value: {cause}", "stage {stage} has {n} NaN values: {cause}",
                               stage=stage.key, n=stats.nan, cause=cause))
+
+
+def _earlier(found: dict[tuple[int | None, int | None], str], stage: Stage) -> str | None:
+    """The first stage that went bad on the way to `stage`: in its own head, before the heads split, or (for a stage
+    that gathers the heads) in any head."""
+    for place in ((stage.layer, stage.head), (stage.layer, None), (None, None)):
+        if place in found:
+            return found[place]
+    return next(iter(found.values()), None) if stage.head is None else None
 
 
 def _nan_cause(stage: Stage, overflowed: str | None, undefined: str | None) -> Msg:
