@@ -186,5 +186,4 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
 def record(tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
            max_calls: int = 64) -> Recording:
     """Record the attention computed inside a `with` block; `tokens` label its queries (and keys)."""
-    return Recording(None if tokens is None else list(tokens), None if key_tokens is None else list(key_tokens),
-                     max_calls)
+    return Recording(tokens, key_tokens, max_calls)  # a sentence, or a list of words; checked there

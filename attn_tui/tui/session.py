@@ -139,8 +139,11 @@ def load(path: Path | None = None) -> Session | None:
     """The saved session; None when there is none. A broken one raises SessionError (and is set aside,
     as session.json.broken, so it is never read again but not lost either)."""
     path = path or session_path()
-    if not path.exists():
-        return None
+    try:
+        if not path.exists():
+            return None
+    except OSError as exc:  # a state directory whose path is too long, or that cannot be searched
+        raise SessionError(exc.strerror or str(exc)) from None
     try:
         return parse(read_text(path, Msg("the saved session"), limit=MAX_BYTES))
     except (InputError, SessionError, TypeError, ValueError) as exc:

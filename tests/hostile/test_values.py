@@ -145,3 +145,30 @@ def test_an_export_larger_than_the_free_disk_is_refused_before_writing(tmp_path,
     with pytest.raises(InputError, match="it would take about .* and 100 B is free there"):
         export(trace, list(trace), "npz", tmp_path / "t.npz")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_state_directory_that_cannot_be_looked_in_is_a_fresh_start(tmp_path) -> None:
+    from attn_tui.tui.session import load
+
+    with pytest.raises(SessionError, match="File name too long"):
+        load(tmp_path / ("x" * 300) / "session.json")
+
+
+def test_record_checks_its_arguments_and_never_drops_labels_in_silence() -> None:
+    q = torch.randn(1, 2, 4, 8)
+    with pytest.raises(ConfigError, match="tokens= must be a list of words, not 5"):
+        attn_tui.record(tokens=5)  # type: ignore[arg-type]
+    for calls in (0, -1, "5", True):
+        with pytest.raises(ConfigError, match="max_calls= must be a whole number between 1 and 4096"):
+            attn_tui.record(max_calls=calls)  # type: ignore[arg-type]
+    with attn_tui.record(tokens=["a", "b"]) as short:
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    assert short.trace.query_tokens == ("q0", "q1", "q2", "q3")
+    assert [str(w) for w in short.trace.warnings] == ["2 labels were given for 4 queries; they are numbered instead"]
+    with attn_tui.record(tokens="나는 학교에 간다 정말") as sentence:
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    assert sentence.trace.query_tokens == ("나는", "학교에", "간다", "정말") and not sentence.trace.warnings
+    with attn_tui.record() as nothing:
+        pass
+    with pytest.raises(AttnError, match="no softmax"):
+        nothing.trace  # noqa: B018  (the property builds the trace)
