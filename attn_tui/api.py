@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import functools
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -31,6 +31,7 @@ OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file",
            "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to", "target",
            "teacher_forcing", "projection")
 HTML_WIDTH = 100
+PYTHON_FLOAT_BYTES = 32  # a float object and its list slot: what a matrix costs once it is Python lists
 
 
 class Trace(CoreTrace):
@@ -103,16 +104,40 @@ class Recording(SourceRecording):
 class _Matrices(Reader):
     """Matrices given as Python lists, arrays or tensors; a string is a file path, as on the command line."""
 
+    def __init__(self, max_memory: int | str | None = None) -> None:
+        super().__init__()
+        self.max_memory = max_memory
+
     def matrix(self, path: Any, name: str | Msg) -> Parsed:
         if isinstance(path, str):
             return super().matrix(path, name)
-        rows = path.tolist() if hasattr(path, "tolist") else path
+        shape = getattr(path, "shape", None)
+        if shape is None and isinstance(path, Sequence) and path and isinstance(path[0], Sized):
+            shape = (len(path), len(path[0]))
+        if shape is not None and len(shape) == 2:  # sized before a single number becomes a Python float
+            _check_size(int(shape[0]), int(shape[1]), name, self.max_memory)
         try:
+            rows = path.tolist() if hasattr(path, "tolist") else path
             out = [[float(v) for v in row] for row in rows]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError, NotImplementedError):  # also a meta or sparse tensor
             raise InputError(Msg("{name} must be a matrix: a list of rows of numbers, an array or a tensor",
                                  name=name)) from None
         return Parsed(out, (None,) * len(out))
+
+
+def _check_size(rows: int, width: int, name: str | Msg, max_memory: int | str | None) -> None:
+    from attn_tui.core.budget import Estimate, memory_limit
+    from attn_tui.core.footprint import MAX_DIM, MAX_TOKENS
+
+    if rows > MAX_TOKENS:
+        raise ConfigError(Msg("{name} has {n} rows; attn-tui shows at most {max}", name=name, n=f"{rows:,}",
+                              max=f"{MAX_TOKENS:,}"))
+    if width > MAX_DIM:
+        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
+                              width=width, max=MAX_DIM))
+    as_lists = Estimate()
+    as_lists.add(N_("inputs"), rows * width, PYTHON_FLOAT_BYTES)
+    as_lists.check(memory_limit(max_memory), name)
 
 
 MATRICES = ("q", "k", "v", "x", "mask_file")  # a list, an array or a tensor; a string is a file, as on the command line
@@ -175,7 +200,7 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
         from attn_tui.sources.registry import trace_for
 
         return Trace.of(trace_for(model, max_memory))
-    request = variant_request(args, _Matrices())
+    request = variant_request(args, _Matrices(max_memory))
     if request is None:
         raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
     from attn_tui.core.engine import compute as run

@@ -172,3 +172,16 @@ def test_record_checks_its_arguments_and_never_drops_labels_in_silence() -> None
         pass
     with pytest.raises(AttnError, match="no softmax"):
         nothing.trace  # noqa: B018  (the property builds the trace)
+
+
+def test_an_array_is_sized_before_it_becomes_python_numbers() -> None:
+    """np.zeros((20000, 8)) would be refused anyway; it must be refused before 160,000 Python floats exist."""
+    import numpy as np
+
+    with pytest.raises(ConfigError, match="X has 20,000 rows; attn-tui shows at most 16,384"):
+        attn_tui.compute(x=np.zeros((20_000, 8)))
+    with pytest.raises(AttnError, match="X would need about 1.9 GB of memory"):
+        attn_tui.compute(x=np.zeros((16_000, 4_000)), max_memory="1G")  # np.zeros is lazy: no memory yet
+    for odd in (torch.randn(2, 3, device="meta"), torch.eye(3).to_sparse()):
+        with pytest.raises(InputError, match="X must be a matrix"):
+            attn_tui.compute(x=odd)
