@@ -24,6 +24,10 @@ class DateModelSource:
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)
+        from attn_tui.models.seq2seq.codec import check_target
         from attn_tui.sources.dates import decode_trace
+
+        if ask.target:  # as the command line checks it, so the app and the API refuse the same targets
+            check_target(ask.target)
 
         return decode_trace(_model(ask.name), ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)
