@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compute import multihead, scaled_dot
 from keys import keys
 from memory import memory
+from recorder import main as recorder
+from smollm2 import smollm2
 from startup import startup
 
 SIZES = [16, 256, 1024, 4096, 16384]
@@ -26,7 +28,8 @@ QUICK = [16, 256, 1024]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
-    parser.add_argument("--only", choices=("startup", "compute", "keys", "memory"), help="one section")
+    parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2"),
+                        help="one section")
     args = parser.parse_args()
     sizes = QUICK if args.quick else SIZES
     sections = {
@@ -34,6 +37,8 @@ def main() -> None:
         "compute": lambda: (scaled_dot(sizes, 8), scaled_dot(sizes, 64), multihead([256, 1024], 64, 8)),
         "keys": lambda: keys(sizes),
         "memory": lambda: memory(sizes),
+        "recorder": recorder,
+        "smollm2": smollm2,
     }
     for name, run in sections.items():
         if args.only in (None, name):

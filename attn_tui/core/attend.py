@@ -17,10 +17,14 @@ from attn_tui.core import masks
 from attn_tui.core.footprint import PASS_ROWS
 from attn_tui.core.lazy import LazyTensor, PreTile, ScoreFamily
 from attn_tui.core.masks import MaskSpec
-from attn_tui.core.ops import Masking, Op, Place, Softmax, WeightedSum
+from attn_tui.core.ops import Masking, Op, Place, SinkMass, Softmax, WeightedSum
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.values import StageStats, fold_heads, fold_row_sums
 from attn_tui.i18n import Msg
+
+SINK_WEIGHTS = Msg("A = softmax([M | s_h]) without its last column: each row sums to 1 − p_sink")
+SINK_MASS = Msg("p_sink[i] = exp(s_h) / (Σ_k exp(M[i,k]) + exp(s_h)): what query i gave to the sink")
+SINK_AXIS = Axis("sink", ("sink",))
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class Tail:
     temperature: float = 1.0
     output: str = "output"  # "context" for a decoder's step
     output_formula: str | Msg = Msg("O = A·V: each row is a weighted sum of value rows")
+    sink: torch.Tensor | None = None  # (heads,) a learned logit per head that joins each row's softmax
+    sink_name: str = "sink"  # the parameter the sink logits are
 
 
 def masked_formula(source: str, tail: Tail) -> Msg:
@@ -58,7 +64,13 @@ def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
     promoted = scores_b.to(masks.softmax_dtype(scores_b.dtype))
     divided = promoted / tail.temperature if tail.temperature != 1 else promoted
     masked = masks.apply_mask(divided, allowed, tail.fill)  # (n, L, S)
-    weights = masks.masked_softmax(masked, allowed)  # (n, L, S)
+    sink_mass = None
+    if tail.sink is None:
+        weights = masks.masked_softmax(masked, allowed)  # (n, L, S)
+    else:  # the sink joins each row as one more logit, then is dropped: rows sum to 1 − its share
+        sinks = tail.sink.to(masked.device, masked.dtype)[:, None, None].expand(masked.shape[0], masked.shape[1], 1)
+        both = torch.softmax(torch.cat([masked, sinks], dim=-1), dim=-1)  # (n, L, S + 1)
+        weights, sink_mass = both[..., :-1], both[..., -1:]  # (n, L, S), (n, L, 1)
     output = weights.to(values_b.dtype) @ values_b  # (n, L, d_v)
     qk = (tail.query_axis, tail.key_axis)
     out_axes = (tail.query_axis, dim_axis(values_b.shape[-1]))
@@ -66,18 +78,27 @@ def attend(trace: Trace, tail: Tail, scores: torch.Tensor, values: torch.Tensor,
         source = trace.stages[at].symbol
         trace.add(Stage(at.at("masked"), masked[n], masked_formula(source, tail), qk,
                         Masking(at, tail.mask, tail.fill, tail.temperature)))
-        trace.add(Stage(at.at("weights"), weights[n], WEIGHTS_FORMULA, qk,
-                        Softmax(at.at("masked"))))
+        if sink_mass is None:
+            trace.add(Stage(at.at("weights"), weights[n], WEIGHTS_FORMULA, qk,
+                            Softmax(at.at("masked"))))
+        else:
+            trace.add(Stage(at.at("weights"), weights[n], SINK_WEIGHTS, qk,
+                            Softmax(at.at("masked"), tail.sink_name, n)))
+            trace.add(Stage(at.at("sink_mass"), sink_mass[n], SINK_MASS, (tail.query_axis, SINK_AXIS),
+                            SinkMass(at.at("masked"), tail.sink_name, n)))
         trace.add(Stage(at.at(tail.output), output[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
-    _warn_empty_rows(trace, tail)
+    warn_empty_rows(trace, tail)
     return output if batched else output[0]
 
 
-def _warn_empty_rows(trace: Trace, tail: Tail) -> None:
+def warn_empty_rows(trace: Trace, tail: Tail) -> None:
     for row in [] if tail.mask is None else tail.mask.empty_rows():
         label = repr(tail.query_axis.labels[row])
-        if tail.fill == "-inf":
+        if tail.sink is not None:
+            trace.warn(Msg("query {label} (row {row}) may attend to no key: the sink takes its whole weight, so "
+                           "its weights and output are zeros", label=label, row=row))
+        elif tail.fill == "-inf":
             trace.warn(Msg("query {label} (row {row}) may attend to no key: with fill -inf its weights and output "
                            "are zeros", label=label, row=row))
         else:
@@ -141,6 +162,8 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
     outputs = torch.empty(heads, rows_total, values.shape[-1], dtype=values.dtype, device=values.device)
     lse = torch.empty(heads, rows_total, dtype=dtype, device=values.device)
     stats = {name: [StageStats() for _ in range(heads)] for name in (*names, "masked", "weights")}
+    sink = None if tail.sink is None else tail.sink.to(values.device, dtype)[:, None]  # (heads, 1)
+    sink_mass = None if sink is None else torch.empty(heads, rows_total, 1, dtype=dtype, device=values.device)
     for start in range(0, rows_total, PASS_ROWS):
         rows = slice(start, min(rows_total, start + PASS_ROWS))
         pre = family.pre(rows, slice(None))
@@ -148,22 +171,28 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
         kept = None if family.mask is None else family.mask.tile(rows, slice(None))
         # softmax written out, so that each row's log-sum-exp comes for free: lse = max + log Σ exp(x − max)
         bottom, top = masked.amin(dim=-1), masked.amax(dim=-1)  # (heads, b) each (aminmax with dim is slower)
-        empty = torch.isneginf(top)  # rows with nothing to attend (fill -inf)
-        shift = top.masked_fill(empty, 0.0)
+        peak = top if sink is None else torch.maximum(top, sink)  # a sink logit always joins the row
+        empty = torch.isneginf(peak)  # rows with nothing to attend (fill -inf)
+        shift = peak.masked_fill(empty, 0.0)
         weights = (masked - shift[..., None]).exp_()
         total = weights.sum(dim=-1)  # (heads, b)
+        if sink is not None:
+            total = total + torch.exp(sink - shift)
         weights.div_(total[..., None])
         if bool(empty.any()):
             weights.masked_fill_(empty[..., None], 0.0)
         outputs[:, rows] = weights.to(values.dtype) @ values
         lse[:, rows] = (shift + total.log()).masked_fill(empty, -torch.inf)
+        if sink is not None and sink_mass is not None:
+            sink_mass[:, rows, 0] = torch.exp(sink - shift) / total
         # Every stage's range from what softmax needed anyway: a row's weights span exp(min − max)/Σ … 1/Σ.
         for name in names:
             if pre[name] is not masked:  # the masked stage is this very tensor when nothing is masked
                 fold_heads(stats[name], pre[name])
         fold_heads(stats["masked"], masked, kept, (bottom, top))
-        fold_heads(stats["weights"], weights, kept, (torch.exp(bottom - shift) / total, 1 / total))
-        fold_row_sums(stats["weights"], weights, start, empty)
+        fold_heads(stats["weights"], weights, kept, (torch.exp(bottom - shift) / total, torch.exp(top - shift) / total))
+        blank = torch.isneginf(top)  # rows the mask leaves nothing (with a sink, it takes their whole weight)
+        fold_row_sums(stats["weights"], weights, start, blank, None if sink_mass is None else sink_mass[:, rows, 0])
     family.lse = lse
     qk = (tail.query_axis, tail.key_axis)
     out_axes = (tail.query_axis, dim_axis(values.shape[-1]))
@@ -172,12 +201,18 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
         last = at.at(family.last)
         trace.put(Stage(at.at("masked"), LazyTensor(family, "masked", n, family.shape, dtype, values.device),
                         masked_formula(source, tail), qk, Masking(last, tail.mask, tail.fill, tail.temperature)))
-        trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
-                        WEIGHTS_FORMULA, qk, Softmax(at.at("masked"))))
+        if sink_mass is None:
+            trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
+                            WEIGHTS_FORMULA, qk, Softmax(at.at("masked"))))
+        else:
+            trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
+                            SINK_WEIGHTS, qk, Softmax(at.at("masked"), tail.sink_name, n)))
+            trace.add(Stage(at.at("sink_mass"), sink_mass[n], SINK_MASS, (tail.query_axis, SINK_AXIS),
+                            SinkMass(at.at("masked"), tail.sink_name, n)))
         trace.add(Stage(at.at(tail.output), outputs[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
         for name, found in stats.items():
             same = name == family.last and stats[name][n].lo > stats[name][n].hi  # never folded: it is `masked`
             trace.stats[at.at(name)] = stats["masked"][n] if same else found[n]
-    _warn_empty_rows(trace, tail)
+    warn_empty_rows(trace, tail)
     return outputs

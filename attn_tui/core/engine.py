@@ -16,9 +16,9 @@ from attn_tui.core.footprint import LAZY_CELLS, estimate
 from attn_tui.core.inputs import PAD_TOKEN, check_qkv_shapes, tokenize
 from attn_tui.core.lazy import PreTile
 from attn_tui.core.meta import VariantRun
-from attn_tui.core.ops import Given, Identity, Linear, Lookup, Operand, Place, Sinusoid, Sum
+from attn_tui.core.ops import Columns, Given, Identity, Linear, Lookup, Op, Operand, Place, Sinusoid, Sum
 from attn_tui.core.params import ParamFactory
-from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
+from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.values import check_values
 from attn_tui.core.variants import VARIANTS
@@ -35,6 +35,11 @@ class Context:
     hidden: int | None  # attention hidden size for additive/concat
     source: Operand  # what the projections read: a stage (embedding, embedded_pos) or the input "X"
     lazy: bool  # the score family is read by tiles (a long input), never held whole
+
+    @property
+    def settings(self) -> Settings:
+        assert isinstance(self.trace.meta, VariantRun)
+        return self.trace.meta.settings
 
     @property
     def query_axis(self) -> Axis:
@@ -104,7 +109,7 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
         q_tokens = k_tokens = tokens
     trace.query_tokens, trace.key_tokens = q_tokens, k_tokens
     custom = masks.custom_mask(request.custom_mask) if request.custom_mask is not None else None
-    mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device)
+    mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device, s.window)
     trace.mask = mask
     if s.mask != "none" and mask is None and custom is None:
         trace.warn(Msg("the {mask} mask masks nothing here (no <pad> keys, no --pad-keys)", mask=s.mask)
@@ -117,23 +122,68 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     if variant.takes_x:
         variant.run(ctx, trace.operand(x_source), s.heads)
         return
+    heads = s.heads if variant.per_head else 1
     if not isinstance(source, MatrixInput):
         d = x.shape[1]
-        for name, axis in (("query", tail.query_axis), ("key", tail.key_axis), ("value", tail.key_axis)):
-            letter, weight = name[0].upper(), f"W_{name[0]}"
-            if s.projection == "identity":
-                trace.add(Stage(Place(name), x, Msg("{letter} = X: the identity projection, nothing learned",
-                                                    letter=letter), (axis, dim_axis(d)), Identity(x_source)))
-            else:
-                trace.add(Stage(Place(name), x @ params.weight(weight, d, d).T, f"{letter} = X·{weight}ᵀ",
-                                (axis, dim_axis(d)), Linear(x_source, weight)))
+        if s.projection == "identity":
+            given = {name: x for name in ("query", "key", "value")}  # (N, d): Q = K = V = X
+        else:
+            given = {name: x @ params.weight(f"W_{name[0]}", d, d).T for name in ("query", "key", "value")}  # (N, d)
     else:
-        for name, axis, tensor in (("query", tail.query_axis, q), ("key", tail.key_axis, k),
-                                   ("value", tail.key_axis, v)):
+        given = {"query": q, "key": k, "value": v}
+    if heads > 1:
+        _split_heads(ctx, given, heads, isinstance(source, MatrixInput))
+        return
+    for name, axis in (("query", tail.query_axis), ("key", tail.key_axis), ("value", tail.key_axis)):
+        letter, tensor = name[0].upper(), given[name]
+        if isinstance(source, MatrixInput):
             what = Msg("typed: one row per query") if name == "query" else Msg("typed: one row per key")
-            trace.add(Stage(Place(name), tensor, Msg("{letter}: {what}", letter=name[0].upper(), what=what),
+            trace.add(Stage(Place(name), tensor, Msg("{letter}: {what}", letter=letter, what=what),
                             (axis, dim_axis(tensor.shape[1])), Given(what)))
+        elif s.projection == "identity":
+            trace.add(Stage(Place(name), tensor, Msg("{letter} = X: the identity projection, nothing learned",
+                                                     letter=letter), (axis, dim_axis(d)), Identity(x_source)))
+        else:
+            weight = f"W_{name[0]}"
+            trace.add(Stage(Place(name), tensor, f"{letter} = X·{weight}ᵀ", (axis, dim_axis(d)),
+                            Linear(x_source, weight)))
     variant.run(ctx, *(trace.tensor(n) for n in ("query", "key", "value")))
+
+
+def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed: bool) -> None:
+    """Q, K and V cut into `heads` heads by columns (head h owns columns h·d_h … (h+1)·d_h − 1), as
+    `tensor.view(n, heads, d_h)` cuts them; each head's query, key and value is a stage of its own."""
+    trace = ctx.trace
+    for name, tensor in given.items():
+        if tensor.shape[1] % heads:
+            letter = name[0].upper()
+            raise ConfigError(Msg("--heads {heads} does not divide the width {width} of {letter}: each head takes an "
+                                  "equal share of the columns", heads=heads, width=tensor.shape[1], letter=letter))
+    trace.meta = replace(trace.meta, heads=heads)
+    split = {}
+    for name, tensor in given.items():
+        n, width = tensor.shape
+        d_h = width // heads
+        split[name] = tensor.view(n, heads, d_h).transpose(0, 1)  # (heads, n, d_h): views, no copies
+        axis = ctx.query_axis if name == "query" else ctx.key_axis
+        letter = name[0].upper()
+        for h in range(heads):
+            span = f"{h * d_h}…{(h + 1) * d_h - 1}"
+            op: Op
+            if typed:
+                op = Columns(letter, h * d_h)
+                formula = Msg("{letter}_{h} = {letter}[:, {span}]: head {h}'s columns of the typed {letter}",
+                              letter=letter, h=h, span=span)
+            elif ctx.settings.projection == "identity":
+                op = Columns(ctx.source, h * d_h)
+                formula = Msg("{letter}_{h} = X[:, {span}]: head {h}'s columns of X (the identity projection)",
+                              letter=letter, h=h, span=span)
+            else:
+                op = Linear(ctx.source, f"W_{name[0]}", offset=h * d_h)
+                formula = Msg("{letter}_{h} = X·W_{lower}ᵀ, columns {span}: head {h}'s share", letter=letter, h=h,
+                              span=span, lower=name[0])
+            trace.add(Stage(Place(name, head=h), split[name][h], formula, (axis, dim_axis(d_h)), op))
+    VARIANTS[ctx.settings.variant].run(ctx, split["query"], split["key"], split["value"])
 
 
 def _tensor(rows: list[list[float]], dtype: torch.dtype, device: torch.device, name: str) -> torch.Tensor:

@@ -35,12 +35,24 @@ class Arithmetic:
     lines: list[str] = field(default_factory=list)
     total: float = 0.0
     expected: float = 0.0
+    tolerance: float = 1e-4  # relative; wider for a stage kept in float16 or bfloat16 (see `tolerance_of`)
 
     @property
     def matches(self) -> bool:
         if math.isinf(self.total) or math.isinf(self.expected) or math.isnan(self.expected):
             return self.total == self.expected or (math.isnan(self.total) and math.isnan(self.expected))
-        return abs(self.total - self.expected) <= 1e-4 * max(1.0, abs(self.expected))
+        return abs(self.total - self.expected) <= self.tolerance * max(1.0, abs(self.expected))
+
+
+def tolerance_of(dtype: torch.dtype) -> float:
+    """How far a float64 recomputation may sit from a cell stored in `dtype`: its rounding, a few units of it.
+
+    A bfloat16 cell keeps 8 bits of mantissa; asking it to agree to 1e-4 would call
+    every half-precision model's arithmetic wrong.
+    """
+    if not dtype.is_floating_point:
+        return 1e-4
+    return max(1e-4, 4 * torch.finfo(dtype).eps)
 
 
 def fmt(x: float) -> str:
@@ -73,9 +85,11 @@ Explainer = Callable[[Trace, Stage, tuple[int, ...]], Explained]
 
 def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
+    import attn_tui.core.explain_modern  # noqa: F401  (registers its explainers on first use)
+
     stage = trace.stages[place]
     title, lines, total = _EXPLAINERS[type(stage.op)](trace, stage, index)
-    return Arithmetic(title, lines, total, float(stage.data[index].double()))
+    return Arithmetic(title, lines, total, float(stage.data[index].double()), tolerance_of(stage.data.dtype))
 
 
 def _given(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -156,14 +170,14 @@ def _columns(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Columns)
     i, j = index
-    source = trace.stages[op.source]
-    value = float(source.data[i, op.offset + j].double())
+    value = float(trace.operand(op.source)[i, op.offset + j].double())
+    source = op.source if isinstance(op.source, str) else trace.stages[op.source].name
     if stage.head is None:
         return (f"{stage.name} [{i},{j}]", [_("column {j} is column {col} of {source}").format(
-            j=j, col=op.offset + j, source=source.name), f"= {fmt(value)}"], value)
+            j=j, col=op.offset + j, source=source), f"= {fmt(value)}"], value)
     return (_("{name} of head {head} [{i},{j}]").format(name=stage.name, head=stage.head, i=i, j=j),
             [_("column {j} of head {head} is column {col} of {source}").format(
-                j=j, head=stage.head, col=op.offset + j, source=source.name), f"= {fmt(value)}"], value)
+                j=j, head=stage.head, col=op.offset + j, source=source), f"= {fmt(value)}"], value)
 
 
 def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -183,8 +197,8 @@ def _scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     s = float(source.data[index].double())
     total = s * op.factor
     cell = ",".join(map(str, index))
-    d_k = round(op.factor ** -2)
-    if math.isclose(op.factor, d_k ** -0.5, rel_tol=1e-6):
+    d_k = round(op.factor ** -2) if op.factor > 0 else 0  # a factor > 1 (a recorded `* 1.5`) is no 1/√d_k
+    if d_k > 0 and math.isclose(op.factor, d_k ** -0.5, rel_tol=1e-6):
         return (f"{stage.symbol}[{cell}] = {source.symbol}[{cell}] / √d_k",
                 [f"{fmt(s)} / √{d_k} = {fmt(s)} / {fmt(math.sqrt(d_k))}", f"= {fmt(total)}", f"({_(op.reason)})"],
                 total)
@@ -220,6 +234,10 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i, j = index
     row = _floats(trace.stages[op.source].data[i])
     finite = [x for x in row if not math.isinf(x)]
+    if op.sink is not None:
+        from attn_tui.core.explain_modern import sink_softmax
+
+        return sink_softmax(trace, stage, index)
     if not finite:
         return (f"A[{i},{j}]", [_("every key of this row is masked with -∞:"),
                                 _("the row has nothing to attend to, so its weights are 0 (as SDPA returns)")], 0.0)
@@ -314,10 +332,27 @@ def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
             value)
 
 
+def _mean(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Mean)
+    parts = [float(trace.stages[p].data[index].double()) for p in op.parts]
+    total = math.fsum(parts) / len(parts)
+    cell = ",".join(map(str, index))
+    names = ", ".join(trace.stages[p].key for p in op.parts[:MAX_TERMS]) + (" …" if len(parts) > MAX_TERMS else "")
+    return (f"{stage.symbol}[{cell}] = mean of {len(parts)} stages",
+            [names, f"({' + '.join(fmt(x) for x in parts[:MAX_TERMS])}{' + …' if len(parts) > MAX_TERMS else ''})"
+                    f" / {len(parts)}", f"= {fmt(total)}"], total)
+
+
 _EXPLAINERS: dict[type, Explainer] = {
     ops.Given: _given, ops.Lookup: _lookup, ops.Sinusoid: _sinusoid, ops.Sum: _sum, ops.Linear: _linear,
     ops.Identity: _identity,
     ops.Columns: _columns, ops.Dot: _dot, ops.Scale: _scale, ops.Masking: _masking, ops.Softmax: _softmax,
     ops.WeightedSum: _weighted_sum, ops.TanhOfSum: _tanh_of_sum, ops.TanhOfPair: _tanh_of_pair,
-    ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack,
+    ops.Reduce: _reduce, ops.Concat: _concat, ops.Stack: _stack, ops.Mean: _mean,
 }
+
+
+def register(op: type, explainer: Explainer) -> None:
+    """Add the explainer of an op kind (core.explain_modern registers today's ops: rotation, bias, sink, tiles)."""
+    _EXPLAINERS[op] = explainer

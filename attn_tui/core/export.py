@@ -71,6 +71,8 @@ def _header(trace: Trace) -> dict[str, object]:
     if isinstance(meta, VariantRun):
         kind: dict[str, object] = {"kind": "variant", "variant": meta.variant, "settings": asdict(meta.settings),
                                    "vocab": list(meta.vocab) or None, "heads": meta.heads}
+        if meta.kv_map:  # grouped-query: the key/value head each query head reads
+            kind |= {"kv_heads": meta.kv_heads, "kv_map": list(meta.kv_map)}
     elif isinstance(meta, TransformerRun):
         kind = {"kind": "transformer", "model": meta.model, "settings": asdict(meta)}
     elif isinstance(meta, RecordedRun):

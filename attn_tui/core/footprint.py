@@ -68,10 +68,17 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
         if count > MAX_TOKENS:
             raise ConfigError(Msg(what, count=f"{count:,}", max=f"{MAX_TOKENS:,}"))
     hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
-    heads = s.heads if variant.takes_x else 1
+    heads = s.heads if variant.has_heads else 1
     if not 1 <= heads <= MAX_HEADS:
         raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=MAX_HEADS))
-    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads), inputs
+    if not variant.lazy and n_q * n_k > LAZY_CELLS:
+        raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
+                              "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
+                              variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
+    kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
+    if not 1 <= kv_heads <= MAX_HEADS:
+        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=MAX_HEADS))
+    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, kv_heads, max(1, s.tile)), inputs
 
 
 def lazy_parts(z: Sizes) -> dict[str, int]:

@@ -21,35 +21,51 @@ FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 
 @dataclass(frozen=True, eq=False)
 class MaskSpec:
-    """A mask and why each cell is masked: causal order, `<pad>` keys, a custom matrix.
+    """A mask and why each cell is masked: causal order, a sliding window, `<pad>` keys, a custom matrix.
 
     Kept as its parts, not as an (L, S) matrix, so a 16k × 16k mask costs nothing until a
     tile of it is asked for; `allowed` builds the whole matrix (for small traces), and
     the inspector asks `reasons` which rule hid a cell. A model's own mask may be given
-    whole as `dense`.
+    whole as `dense`. `origin` places a spec on a part of the scores (a flash tile of
+    keys): its own cell (i, j) is cell (origin + (i, j)) of the whole mask.
     """
 
-    shape: tuple[int, int]  # (L, S)
+    shape: tuple[int, int]  # (L, S), or the part's own shape when `origin` is set
     causal: bool = False
     padding: torch.Tensor | None = None  # (S,) bool, True = the key is padding
     custom: torch.Tensor | None = None  # (L, S) bool, as typed
     dense: torch.Tensor | None = None  # (L, S) bool, True = may attend: a mask given whole
+    window: int | None = None  # sliding: query i sees keys i − window < j (with causal: … ≤ i)
+    origin: tuple[int, int] = (0, 0)  # where this spec's cell (0, 0) sits in the whole mask
 
     def tile(self, rows: slice, cols: slice) -> torch.Tensor:
         """(rows, cols) bool, True = may attend, for one tile of the scores."""
-        if self.dense is not None:
-            return self.dense[rows, cols]
         r0, r1, _ = rows.indices(self.shape[0])
         c0, c1, _ = cols.indices(self.shape[1])
+        r0, r1, c0, c1 = r0 + self.origin[0], r1 + self.origin[0], c0 + self.origin[1], c1 + self.origin[1]
+        if self.dense is not None:
+            return self.dense[r0:r1, c0:c1]
         device = self.padding.device if self.padding is not None else "cpu"
         out = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
-        if self.causal:
-            out &= (torch.arange(c0, c1, device=device)[None, :] <= torch.arange(r0, r1, device=device)[:, None])
+        if self.causal or self.window is not None:
+            cols_at = torch.arange(c0, c1, device=device)[None, :]  # (1, cols)
+            rows_at = torch.arange(r0, r1, device=device)[:, None]  # (rows, 1)
+            if self.causal:
+                out &= cols_at <= rows_at
+            if self.window is not None:
+                out &= cols_at > rows_at - self.window
         if self.padding is not None:
             out &= ~self.padding[c0:c1][None, :]
         if self.custom is not None:
             out &= self.custom[r0:r1, c0:c1].to(out.device)
         return out
+
+    def part(self, rows: slice, cols: slice) -> MaskSpec:
+        """The same mask seen from a part of the scores (a tile of keys), by its parts, never whole."""
+        r0, r1, _ = rows.indices(self.shape[0])
+        c0, c1, _ = cols.indices(self.shape[1])
+        return MaskSpec((r1 - r0, c1 - c0), self.causal, self.padding, self.custom, self.dense, self.window,
+                        (self.origin[0] + r0, self.origin[1] + c0))
 
     @cached_property
     def allowed(self) -> torch.Tensor:
@@ -66,10 +82,15 @@ class MaskSpec:
         return found
 
     def reasons(self, i: int, j: int) -> list[Msg]:
-        """Why query i may not attend key j (empty when it may)."""
+        """Why query i may not attend key j (empty when it may); i and j count from this spec's origin."""
+        i, j = i + self.origin[0], j + self.origin[1]
         found = []
         if self.causal and j > i:
             found.append(Msg("future key: key {j} comes after query {i} (causal: no looking ahead)", i=i, j=j))
+        if self.window is not None and j <= i - self.window:
+            found.append(Msg("sliding window: key {j} is {gap} positions before query {i}, outside the window of "
+                             "{window} (query i sees keys i − {window} < j ≤ i)", i=i, j=j, gap=i - j,
+                             window=self.window))
         if self.padding is not None and bool(self.padding[j]):
             found.append(Msg("<pad> key: key {j} is padding", j=j))
         if self.custom is not None and not bool(self.custom[i, j]):
@@ -79,23 +100,28 @@ class MaskSpec:
         return found
 
     def describe(self) -> Msg:
-        parts = ([Msg("causal")] if self.causal else []) + ([Msg("padding")] if self.padding is not None else []) + (
+        sliding = [Msg("sliding window {window}", window=self.window)] if self.window is not None else []
+        parts = ([Msg("causal")] if self.causal and not sliding else []) + sliding + (
+            [Msg("padding")] if self.padding is not None else []) + (
             [Msg("custom")] if self.custom is not None else [])
         return Join(" + ", *parts) if parts else Msg("the model's own")
 
     def as_dict(self) -> dict[str, object]:
         """The parts, for an export that cannot hold the whole matrix."""
-        return {"shape": list(self.shape), "causal": self.causal,
+        return {"shape": list(self.shape), "causal": self.causal, "window": self.window,
                 "padding_keys": None if self.padding is None else torch.nonzero(self.padding).flatten().tolist(),
                 "custom": None if self.custom is None else self.custom.to(torch.int64).tolist()}
 
 
 def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys: int = 0,
-               custom: torch.Tensor | None = None, device: torch.device | str = "cpu") -> MaskSpec | None:
+               custom: torch.Tensor | None = None, device: torch.device | str = "cpu",
+               window: int | None = None) -> MaskSpec | None:
     """The mask of `kind` (AND a custom 0/1 matrix) as a MaskSpec; None when nothing is masked.
 
     Causal follows torch's `is_causal`: query i sees keys 0..i (top-left aligned when
-    L ≠ S). Padding masks keys whose token is `<pad>` and the last `pad_keys` keys.
+    L ≠ S). Sliding is causal within a window: query i sees keys i − window < j ≤ i
+    (Mistral's and Gemma's local layers). Padding masks keys whose token is `<pad>` and
+    the last `pad_keys` keys.
     """
     if kind not in MASK_KINDS:
         raise ConfigError(Msg("unknown mask {kind}; choose one of {names}", kind=repr(kind),
@@ -103,7 +129,11 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
     n_keys = len(key_tokens)
     if pad_keys < 0 or pad_keys > n_keys:
         raise ConfigError(Msg("--pad-keys {n} is outside 0..{keys} (there are {keys} keys)", n=pad_keys, keys=n_keys))
-    causal = "causal" in kind and n_keys > 1
+    sliding = kind.startswith("sliding")
+    if sliding and (window is None or window < 1):
+        raise ConfigError(Msg("--window must be a whole number of at least 1, not {window}", window=window))
+    kept_window = window if sliding else None
+    causal = ("causal" in kind or sliding) and n_keys > 1
     padding = padding_keys(key_tokens, pad_keys, device) if "padding" in kind else None
     padding = padding if padding is not None and bool(padding.any()) else None
     if custom is not None:
@@ -112,9 +142,9 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
                                  mask=shape_text(tuple(custom.shape)), scores=shape_text((n_queries, n_keys))))
         custom = custom.to(device=device, dtype=torch.bool)
         custom = None if bool(custom.all()) else custom
-    if not causal and padding is None and custom is None:
+    if not causal and kept_window is None and padding is None and custom is None:
         return None
-    return MaskSpec((n_queries, n_keys), causal, padding, custom)
+    return MaskSpec((n_queries, n_keys), causal, padding, custom, window=kept_window)
 
 
 def padding_keys(key_tokens: tuple[str, ...], pad_keys: int, device: torch.device | str = "cpu"

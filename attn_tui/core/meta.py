@@ -22,6 +22,8 @@ class VariantRun:
     vocab: tuple[str, ...] = ()  # a sentence's distinct tokens, in table order
     heads: int = 1
     special_tokens: tuple[int, ...] = ()  # none: every token is the user's own
+    kv_heads: int = 0  # gqa: key/value heads (0: each head has its own)
+    kv_map: tuple[int, ...] = ()  # gqa: the key/value head of each query head
 
     @property
     def variant(self) -> str:
@@ -52,6 +54,9 @@ class TransformerRun:
     scale: float  # the model's own factor on q·k
     causal: bool
     special_tokens: tuple[int, ...] = ()  # positions of [CLS], [SEP], [PAD], …
+    kv_heads: int = 0  # grouped-query models: key/value heads (0: each head has its own)
+    kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
+    rope_base: float = 0.0  # rotary models: θ_i = base^(−2i/d) (0: no rotation)
 
     @property
     def title(self) -> str:
@@ -59,15 +64,20 @@ class TransformerRun:
 
     @property
     def explains(self) -> tuple[str, ...]:
-        return ("scaled_dot",)
+        return ("llama", "rope", "gqa") if self.rope_base else ("scaled_dot",)
 
 
 @dataclass(frozen=True)
 class DecoderRun:
-    """A trained encoder-decoder decoding one input, one output character per step."""
+    """A trained encoder-decoder decoding one input, one output character per step.
+
+    The GRU models have one attention (one layer, one head); the transformer has
+    `layers` encoder and decoder layers of `heads` heads each, all of them traced, so the
+    app's layer and head keys move through them without recomputing.
+    """
 
     model: str
-    attention: str  # additive | general
+    attention: str  # additive | general | scaled_dot
     input: str
     output: str
     steps: int
@@ -75,6 +85,9 @@ class DecoderRun:
     teacher_forcing: bool = False
     special_tokens: tuple[int, ...] = ()
     fed: tuple[str, ...] = ()  # the character fed into each step: <s>, then the target's (forced) or its own
+    layers: int = 1
+    heads: int = 1
+    arch: str = "gru"  # gru | transformer
 
     def missed(self, step: int, written: str) -> bool:
         """Step `step` wrote `written` where the target has another character (or none)."""
@@ -94,15 +107,9 @@ class DecoderRun:
                        attention=self.attention, output=self.output, target=self.target))
 
     @property
-    def layers(self) -> int:
-        return 1
-
-    @property
-    def heads(self) -> int:
-        return 1
-
-    @property
     def explains(self) -> tuple[str, ...]:
+        if self.arch == "transformer":
+            return ("transformer-dates",)
         return ("decoder", self.attention)
 
 

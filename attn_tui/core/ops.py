@@ -103,9 +103,9 @@ class Identity:
 
 @dataclass(frozen=True)
 class Columns:
-    """out[i, j] = source[i, offset + j]: a head's slice of a fused projection."""
+    """out[i, j] = source[i, offset + j]: a head's slice of a fused projection (or of a typed input)."""
 
-    source: Place
+    source: Operand
     offset: int
 
 
@@ -138,10 +138,15 @@ class Masking:
 
 @dataclass(frozen=True)
 class Softmax:
-    """Softmax of each row of `source` over the keys (a learned sink logit joins it when `sink` is named)."""
+    """Softmax of each row of `source` over the keys (a learned sink logit joins it when `sink` is named).
+
+    The sink is entry `sink_index` of the parameter `sink` (one logit per head): it takes
+    its share of each row's softmax and is then dropped, so the row sums to 1 − that share.
+    """
 
     source: Place
     sink: str | None = None
+    sink_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -193,5 +198,106 @@ class Stack:
     parts: tuple[Place, ...]
 
 
+@dataclass(frozen=True)
+class Mean:
+    """Cell-wise mean of stages of the same shape (an alignment averaged over heads)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """Row p of `source` with each pair of dimensions (i, i + d/2) turned by the angle p·θ_i, θ_i = base^(−2i/d).
+
+    Llama's rotate-half convention, as transformers' `apply_rotary_pos_emb` has it:
+    out[p, i] = x_i cos − x_{i+d/2} sin, out[p, i + d/2] = x_{i+d/2} cos + x_i sin.
+    `scaling` multiplies cos and sin (a model's attention_scaling; 1 for plain RoPE).
+    """
+
+    source: Place
+    base: float
+    scaling: float = 1.0
+
+
+@dataclass(frozen=True)
+class DistanceBias:
+    """out[i, j] = −m·|i − j|, m = entry `index` of the parameter `slopes`: ALiBi's linear distance bias."""
+
+    slopes: str
+    index: int
+
+
+@dataclass(frozen=True)
+class SinkMass:
+    """out[i, 0] = exp(s − max) / (Σ_k exp(source[i, k] − max) + exp(s − max)): the share the sink logit took.
+
+    s is entry `index` of the parameter `sink`; max is the largest of the row and s.
+    """
+
+    source: Place
+    sink: str
+    index: int
+
+
+@dataclass(frozen=True)
+class TileScores:
+    """out[i, c] = (q_i·k_{offset+c})·factor / T where `mask` (the tile's part) allows, the fill where not."""
+
+    query: Place
+    key: Place
+    offset: int
+    factor: float
+    mask: MaskSpec | None
+    fill: str
+    temperature: float = 1.0
+
+
+@dataclass(frozen=True)
+class RunningMax:
+    """out[i, 0] = max(previous[i, 0], max_c tile[i, c]): the largest score seen so far (−∞ before the first)."""
+
+    tile: Place
+    previous: Place | None
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """out[i, 0] = exp(previous[i, 0] − current[i, 0]): how much the sums so far shrink (0 before the first)."""
+
+    current: Place
+    previous: Place | None
+
+
+@dataclass(frozen=True)
+class Denominator:
+    """out[i, 0] = α[i]·previous[i, 0] + Σ_c exp(tile[i, c] − m[i]): the running softmax denominator l."""
+
+    tile: Place
+    max: Place
+    rescale: Place
+    previous: Place | None
+
+
+@dataclass(frozen=True)
+class Accumulate:
+    """out[i, j] = α[i]·previous[i, j] + Σ_c exp(tile[i, c] − m[i])·values[offset + c, j]: the unnormalised output."""
+
+    tile: Place
+    max: Place
+    rescale: Place
+    previous: Place | None
+    values: Place
+    offset: int
+
+
+@dataclass(frozen=True)
+class Normalise:
+    """out[i, j] = accumulator[i, j] / denominator[i, 0]; 0 where the denominator is 0 (nothing to attend)."""
+
+    accumulator: Place
+    denominator: Place
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
-           TanhOfSum, TanhOfPair, Reduce, Concat, Stack]
+           TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
+           Rescale, Denominator, Accumulate, Normalise, Mean]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead")
+VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
+                 "flash")
 # The choices of each setting, torch-free so the CLI and the app's first screen can offer them.
-MASK_NAMES = ("none", "causal", "padding", "causal+padding")
+MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
+SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
 PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
@@ -22,10 +24,10 @@ class Settings:
     """Every knob of a computation; the same object drives the CLI and the app."""
 
     variant: str = "scaled_dot"
-    mask: str = "none"  # none | causal | padding | causal+padding
+    mask: str = "none"  # none | causal | padding | causal+padding | sliding | sliding+padding
     mask_fill: str = "-inf"  # -inf | -1e9
     pad_keys: int = 0  # typed matrices: the last N keys are padding
-    heads: int = 2  # multihead only
+    heads: int = 2  # multihead, gqa (query heads), alibi, sink
     dim: int | None = None  # model dim for sentences; attention hidden size for additive/concat
     positional: bool = False
     seed: int = 0
@@ -33,6 +35,10 @@ class Settings:
     dtype: str = "float32"
     temperature: float = 1.0  # divides the scores; 1 = the variant as written
     projection: str = "learned"  # learned | identity (Q = K = V = X, as in a first attention lesson)
+    rope_base: float = 10000.0  # rope: θ_i = base^(−2i/d)
+    kv_heads: int = 1  # gqa: key/value heads shared by the query heads (1 = multi-query)
+    window: int = 3  # sliding masks: query i sees keys i − window < j ≤ i
+    tile: int = 4  # flash: keys per tile of the online softmax
 
 
 @dataclass(frozen=True)

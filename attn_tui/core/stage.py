@@ -16,7 +16,7 @@ import torch
 from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import RunMeta
-from attn_tui.core.ops import Given, Masking, Op, Place, Softmax
+from attn_tui.core.ops import Given, Masking, Op, Place, Scale, Softmax, TileScores
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
            "qkv_proj": "QKV", "query_proj": "Q'", "key_proj": "K'", "energy": "E", "scores": "S", "scaled": "S'",
            "masked": "M", "weights": "A", "output": "O", "context": "c", "concat": "C", "projected": "Y",
-           "alignment": "A", "input": "X"}
+           "alignment": "A", "query_rot": "Q_rot", "key_rot": "K_rot", "bias": "B", "biased": "S'+B",
+           "sink_mass": "p_sink", "q_proj": "Q", "k_proj": "K", "v_proj": "V", "tile_scores": "S_t",
+           "running_max": "m", "rescale": "α", "denominator": "l", "accumulator": "Õ",
+           "input": "X"}
 
 
 @dataclass(frozen=True)
@@ -210,13 +213,21 @@ class Trace:
         """The attention modules of the trace in order ([None] when there is only the one)."""
         return list(dict.fromkeys(place.module for place in self.stages))
 
-    def masking(self, stage: Stage) -> Masking | None:
-        """The masking that shaped a stage: its own (masked), or its source's (the weights of a masked stage)."""
+    def masking(self, stage: Stage) -> Masking | TileScores | None:
+        """The masking that shaped a stage: its own (masked, a flash tile's scores), or its source's (the
+        weights of a masked stage).
+
+        Recorded code may scale after it masks (`masked_fill(…) / 2`): a scaling keeps the mask of its source.
+        """
         op = stage.op
-        if isinstance(op, Softmax):
+        for _ in range(8):
+            if not isinstance(op, (Softmax, Scale)):
+                break
             source = self.stages.get(op.source)
-            op = source.op if source is not None else op
-        return op if isinstance(op, Masking) else None
+            if source is None:
+                break
+            op = source.op
+        return op if isinstance(op, (Masking, TileScores)) else None
 
     def mask_of(self, stage: Stage) -> MaskSpec | None:
         """The mask of `masking(stage)`, or None when nothing was masked."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attn_tui.core.ops import Given, Masking
+from attn_tui.core.ops import Given, Masking, RunningMax, Softmax
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.i18n import Msg, Plural
 
@@ -60,13 +60,17 @@ class StageStats:
         self.posinf += int((torch.isposinf(block) & kept).sum())
         self.neginf += int((torch.isneginf(block) & kept).sum())
 
-    def add_row_sums(self, weights: torch.Tensor, first_row: int, empty: torch.Tensor, exact: bool = True) -> None:
+    def add_row_sums(self, weights: torch.Tensor, first_row: int, empty: torch.Tensor, exact: bool = True,
+                     share: torch.Tensor | None = None) -> None:
         """Weights only: how far each row that may attend somewhere is from summing to 1.
 
         Summed in float64 (`exact`), so the rounding of float32 weights shows; the streaming
         pass over a long input sums in the weights' own dtype, which costs no conversion.
+        `share` (rows,) is what a sink took from each row: the weights then sum to 1 − share.
         """
         sums = weights.sum(dim=-1, dtype=torch.float64) if exact else weights.sum(dim=-1)
+        if share is not None:
+            sums = sums + share.to(sums.dtype)
         live = ~empty.to(sums.device)
         if bool(live.any()):
             self.row_deviation = max(self.row_deviation, float((sums[live] - 1).abs().max()))
@@ -105,7 +109,9 @@ def stats_of(trace: Trace, stage: Stage) -> StageStats:
             found.add(tensor, kept if kept is not None and kept.shape == tensor.shape else None)
         if stage.name == "weights" and tensor.dim() == 2:
             empty = (~kept.any(dim=-1)) if kept is not None else torch.zeros(tensor.shape[0], dtype=torch.bool)
-            found.add_row_sums(tensor, 0, empty)
+            sink = trace.stages.get(stage.place.at("sink_mass")) if isinstance(stage.op, Softmax) and \
+                stage.op.sink else None
+            found.add_row_sums(tensor, 0, empty, share=None if sink is None else sink.tensor[:, 0])
         trace.stats[stage.place] = found
     return found
 
@@ -122,7 +128,8 @@ def check_values(trace: Trace) -> None:
             if not source.zero:
                 trace.warn(Msg("stage {stage}: dividing by the temperature {temperature} underflowed every score to 0, "
                                "so the weights are uniform", stage=stage.key, temperature=f"{temperature:g}"))
-        n_inf = stats.posinf + stats.neginf
+        # A running max is −∞ until its row has seen a key it may attend: that is the online softmax's start.
+        n_inf = stats.posinf + (0 if isinstance(stage.op, RunningMax) else stats.neginf)
         overflowed = _earlier(infinite, stage)
         if n_inf:
             dtype = stage.data.dtype
@@ -198,9 +205,13 @@ def fold_heads(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor 
         found[n].add(block[n], kept)
 
 
-def fold_row_sums(found: list[StageStats], weights: torch.Tensor, first_row: int, empty: torch.Tensor) -> None:
-    """Each head's row sums of a block of weights (heads, rows, keys), in the weights' own dtype."""
-    sums = weights.sum(dim=-1)  # (heads, rows)
+def fold_row_sums(found: list[StageStats], weights: torch.Tensor, first_row: int, empty: torch.Tensor,
+                  sink: torch.Tensor | None = None) -> None:
+    """Each head's row sums of a block of weights (heads, rows, keys), in the weights' own dtype.
+
+    `sink` (heads, rows), when a sink took part of each row: the rows then sum to 1 − sink.
+    """
+    sums = weights.sum(dim=-1) if sink is None else weights.sum(dim=-1) + sink  # (heads, rows)
     deviation = (sums - 1).abs().masked_fill(empty, 0.0).amax(dim=-1).tolist()
     any_empty = bool(empty.any())
     for n in range(weights.shape[0]):

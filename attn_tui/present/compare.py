@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from attn_tui.core.settings import MatrixInput, ModelInput, Request
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells
+from attn_tui.sources.names import DATE_MODELS, TRANSFORMER_DATE_MODELS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,11 +28,25 @@ DIFF_WHOLE = 1 << 22  # cells up to which B − A's range is computed exactly
 class Comparison:
     """One changed setting: its key, what A and B are called, and (for a head) B's head."""
 
-    key: str  # fill | scale | variant | head | teacher | projection | positional | mask
+    key: str  # fill | scale | variant | head | teacher | projection | positional | mask | model
     a_label: str | Msg
     b_label: str | Msg
     change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
     head: int | None = None  # a head comparison: B is the same trace at this head
+    mean_heads: bool = False  # a model comparison: the transformer's alignment averaged over its heads
+
+    @property
+    def models(self) -> bool:
+        """Another date model on the same input: the two alignments side by side, step by step."""
+        return self.key == "model"
+
+    def fits(self, a: Ask) -> bool:
+        """Whether the change still applies to A (after A was edited, or another source chosen)."""
+        if self.key == "teacher":
+            return isinstance(a, ModelInput) and bool(a.target)
+        if self.models:
+            return isinstance(a, ModelInput) and a.name in DATE_MODELS and a.name != dict(self.change)["name"]
+        return not isinstance(a, ModelInput) or self.key == "head"
 
     @property
     def title(self) -> Msg:
@@ -50,6 +65,7 @@ def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
     """Every one-setting change that makes sense for A (the ones a learner asks about first)."""
     found: list[Comparison] = []
     if isinstance(a, ModelInput):
+        found += _model_comparisons(a)
         if a.target:
             on = a.teacher_forcing
             found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
@@ -58,6 +74,25 @@ def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
     for h in range(heads):
         if h != head:
             found.append(Comparison("head", Msg("head {h}", h=head), Msg("head {h}", h=h), head=h))
+    return found
+
+
+def _model_comparisons(a: ModelInput) -> list[Comparison]:
+    """A date model against each other date model; with the transformer on either side, once for its chosen
+    head and once for its heads' mean."""
+    if a.name not in DATE_MODELS:
+        return []
+    found = []
+    for other in DATE_MODELS:
+        if other == a.name:
+            continue
+        change = (("name", other),)
+        found.append(Comparison("model", a.name, other, change))
+        transformer = next((n for n in (a.name, other) if n in TRANSFORMER_DATE_MODELS), None)
+        if transformer is not None:
+            mean = Msg("{model}, mean of the heads", model=transformer)
+            found.append(Comparison("model", mean if transformer == a.name else a.name,
+                                    mean if transformer == other else other, change, mean_heads=True))
     return found
 
 

@@ -89,9 +89,105 @@ _TEXT: dict[str, str] = {
     "alignment": N_(
         "One row per output character, one column per input character: the weights of every decoder step "
         "stacked. A trained model lines up '11' with the month and '22' with the day."),
+    "query:transformer-dates": N_(
+        "Each head projects its own queries with W_q from the layer's normalised input. In the encoder every "
+        "input character asks about the others; in the decoder's self-attention the newest position asks "
+        "about what has been written so far; in cross-attention it asks which input characters to read next."),
+    "key:transformer-dates": N_(
+        "Each head projects its own keys with W_k. In the encoder and in cross-attention there is one key per "
+        "input character (cross-attention's come from the encoder's output); in the decoder's self-attention "
+        "one per position written so far, starting with <s>."),
+    "value:transformer-dates": N_(
+        "Each head projects its own values with W_v from the same rows as the keys. The keys decide where a "
+        "head looks; the values are what it carries back from there."),
+    "scores:transformer-dates": N_(
+        "Every query is compared with every key by a dot product, separately in each head. A head only sees "
+        "its own slice of W_q and W_k, so different heads can match on different things: digits, month names, "
+        "positions."),
+    "masked:transformer-dates": N_(
+        "Nothing is masked here. A date is one input with no padding, and at a decoder step the later "
+        "positions do not exist yet, so the causal mask that hides them in training has nothing to hide."),
+    "output:transformer-dates": N_(
+        "Each row is this head's weighted average of the value rows. The heads' outputs are then joined side "
+        "by side and mixed by W_o, added to the layer's input, and passed on."),
+    "alignment:transformer-dates": N_(
+        "One row per output character, one column per input character: the cross-attention weights of the "
+        "chosen layer and head at every decoder step, stacked. A head that reads the date lines up the year "
+        "digits with the input's year; another may look elsewhere."),
+    "alignment_mean": N_(
+        "The cross-attention alignments of the layer's heads averaged cell by cell. Each row still sums to 1; "
+        "it shows where the layer as a whole read from, at the price of blurring what single heads do."),
     "projected": N_(
         "A final learned matrix W_o mixes the heads' outputs together. This is the layer's result, with "
         "the same width as its input so layers can be stacked."),
+    "query_rot": N_(
+        "Each query is turned by an angle that grows with its position: dimension i and dimension i + d/2 form a "
+        "pair, rotated like a point in the plane by p·θ_i. Low pairs turn fast and high pairs slowly, so the "
+        "angles together encode where the token is."),
+    "key_rot": N_(
+        "The keys are turned the same way, by their own positions. Because both sides are rotated, the dot "
+        "product of query i and key j only depends on the difference i − j: the scores see relative position."),
+    "scores:rope": N_(
+        "Every rotated query is compared with every rotated key by a dot product. Nothing was added to the "
+        "tokens: position enters only through the rotation, as in Llama, Qwen and Mistral."),
+    "q_proj": N_(
+        "One matrix product makes the queries of every query head at once. Each head then takes its own slice "
+        "of the columns."),
+    "k_proj": N_(
+        "The keys are made for fewer heads than the queries: only the key/value heads. This is what a decoder "
+        "keeps in its cache for every token, so fewer heads means a smaller cache."),
+    "v_proj": N_(
+        "The values, like the keys, exist only for the key/value heads. Several query heads will read the same "
+        "values."),
+    "key:gqa": N_(
+        "This query head has no keys of its own: it reads the keys of its group's key/value head. The query "
+        "heads of one group see the same keys and differ only in what they ask."),
+    "value:gqa": N_(
+        "The values are shared by the group in the same way. Heads of one group mix the same rows, each with "
+        "its own weights."),
+    "bias:alibi": N_(
+        "ALiBi adds no position to the tokens. Instead each head subtracts its slope m times the distance "
+        "between query and key, so far keys score lower; steep heads look nearby, gentle heads look far."),
+    "biased:alibi": N_(
+        "The scaled scores with the distance bias added. Between two equally good keys, the nearer one now "
+        "wins."),
+    "weights:sink": N_(
+        "Softmax runs over the keys plus one more logit, the head's learned sink. The sink's share is then "
+        "dropped, so a row sums to less than 1: a head that finds nothing useful can give its weight away "
+        "instead of piling it on some token."),
+    "sink_mass": N_(
+        "How much of each query's softmax went to the sink. A query with high sink mass mostly ignored the "
+        "keys; trained models without a sink use the first token for this."),
+    "tile_scores": N_(
+        "Flash attention never builds the whole score matrix: it reads the keys a tile at a time. These are "
+        "the scaled, masked scores of every query against this tile's keys only."),
+    "running_max": N_(
+        "For each query, the largest score seen so far. Softmax subtracts the row's maximum to avoid overflow; "
+        "here the maximum is only known up to the current tile, so it may still grow."),
+    "rescale": N_(
+        "When a tile raises a row's maximum, everything summed with the old maximum is too large by exp(m_old "
+        "− m_new). This factor shrinks the running sum and output; it is 1 when the maximum did not change."),
+    "denominator": N_(
+        "The softmax denominator so far: the old sum, rescaled, plus the exponentials of this tile. After the "
+        "last tile it is the full Σ_k exp(s_k − max)."),
+    "accumulator": N_(
+        "The output so far, not yet divided: the old accumulator, rescaled, plus this tile's exponentials times "
+        "its value rows. Only this and two numbers per row are kept between tiles."),
+    "output:flash": N_(
+        "Dividing the accumulator by the denominator once, at the end, gives exactly softmax(QKᵀ/√d_k)·V. The "
+        "weight matrix never existed, which is why flash attention needs memory linear in the length."),
+    "query:llama": N_(
+        "The query of this head: the layer's input after RMSNorm, times the model's own W_q, cut to this "
+        "head's columns. It is shown before the rotation; the next stages turn it by its position."),
+    "key:llama": N_(
+        "The key this head reads is its group's: SmolLM2 has 9 query heads and 3 key/value heads, so three "
+        "query heads share each key. Shown before the rotation."),
+    "value:llama": N_(
+        "The value rows of this head's key/value head, shared with the other query heads of its group. They are"
+        " not rotated: only queries and keys carry position."),
+    "masked:llama": N_(
+        "A causal mask: each token sees itself and the tokens before it, never later ones. This is what lets "
+        "the model be trained to predict the next token."),
     # Stages of recorded code (attn-tui trace, attn_tui.record()) that the variants do not have.
     "input": N_(
         "The tensor the code handed to its projections, as it was at that call: the token vectors the "
@@ -110,6 +206,18 @@ _TEXT: dict[str, str] = {
     "dropped": N_(
         "The weights after dropout: in training mode some weights are set to 0 and the rest are scaled "
         "up, so the output uses these rather than the softmax itself."),
+    "reweighted": N_(
+        "The weights as the code changed them after the softmax (padding zeroed, NaN replaced, rows "
+        "renormalised): the values are summed with these, so the output follows them rather than the "
+        "softmax itself."),
+    "shifted": N_(
+        "The scores minus the largest score of their row. The softmax comes out the same, but exp can no "
+        "longer overflow: the code wrote the softmax out by hand and guarded it."),
+    "key_input": N_(
+        "The tensor the keys (and values) are projected from when it is not the queries' own input: the "
+        "encoder's output or the memory that a decoder reads in cross-attention."),
+    "value_input": N_(
+        "The tensor the values are projected from, when it is neither the queries' nor the keys' input."),
     "mean_weights": N_(
         "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
         "that average, as the module returned it."),

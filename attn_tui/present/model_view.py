@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
-from attn_tui.i18n import _
+from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from attn_tui.core.stage import Trace
+    from attn_tui.core.stage import Stage, Trace
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,20 @@ class ModelSummary:
     heads: int
     cells: tuple[HeadCell, ...]  # layer-major
     rollout: Grid
+    kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
+
+
+def sink_note(summary: ModelSummary) -> str:
+    """The first-token (attention-sink) share over the whole grid: the head that gives it most, and how many
+    heads give it more than half their weight (in decoders many do: the first token is where spare weight goes)."""
+    top = max(summary.cells, key=lambda c: c.first_share)
+    over = sum(c.first_share > 0.5 for c in summary.cells)
+    return _("first-token (sink) share f: highest at layer {layer} head {head} ({share}); {over} of {total} heads "
+             "give the first token more than half their weight").format(
+        layer=top.layer, head=top.head, share=f"{top.first_share:.3f}", over=over, total=len(summary.cells))
 
 
 def summarise(trace: Trace) -> ModelSummary:
@@ -63,16 +74,18 @@ def summarise(trace: Trace) -> ModelSummary:
     cells = tuple(HeadCell(s.layer, s.head, grid(as_array(weights[s.layer, s.head]), hidden), s.entropy,
                            s.max_weight, s.first_token_share) for s in head_stats(weights, real))
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid(as_array(rollout(weights, real))))
+                        grid(as_array(rollout(weights, real))), getattr(trace.meta, "kv_map", ()))
 
 
-def alignment_grid(trace: Trace, filled: int) -> Grid:
+def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
     """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn.
 
     Each row says what the step was fed and what it wrote (`1→1`); with a target, a row
-    whose output differs from the target's character is labelled in red.
+    whose output differs from the target's character is labelled in red. For a decode
+    with layers and heads (the transformer's cross-attention) it is the alignment of
+    `layer` and `head`, or with `head` None the layer's mean over heads.
     """
-    stage = trace.stage("alignment")
+    stage = alignment_stage(trace, layer, head)
     rows = stage.axes[0].labels
     meta = trace.meta
     missed: frozenset[int] = frozenset()
@@ -83,15 +96,40 @@ def alignment_grid(trace: Trace, filled: int) -> Grid:
                 filled_rows=filled, miss_rows=missed)
 
 
-def alignment_so_far(trace: Trace, name: str, step: int | None) -> tuple[str, Grid]:
+def alignment_stage(trace: Trace, layer: int | None, head: int | None) -> Stage:
+    """The GRU's one alignment, or the transformer's cross-attention alignment of `layer` and `head`
+    (`head` None: the layer's mean over heads)."""
+    if trace.layers == 1 and trace.heads == 1:
+        return trace.stage("alignment")
+    layer = layer or 0
+    if head is None:
+        return trace.stage("alignment_mean", layer)
+    return trace.stage("alignment", layer, head)
+
+
+def filled_rows(trace: Trace, name: str, step: int | None, module: str | None = None) -> int:
+    """How many rows of the alignment exist at stage `name` of decoder `step`: the steps whose weights
+    (a transformer's: cross-attention's) have been computed."""
+    if step is None:  # the alignments come after every step; any other stage (the encoder's) before the first
+        return trace.steps() if name.startswith("alignment") else 0
+    return step + (name in ("weights", "context", "output") and module in (None, "cross_attn"))
+
+
+def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | None = None,
+                     head: int | None = None, module: str | None = None) -> tuple[str, Grid]:
     """The title and grid of a decode's alignment while the user is at stage `name` of decoder `step`.
 
     A row fills in once its step's weights exist, so stepping through a decode draws the
-    alignment the way the decoder built it.
+    alignment the way the decoder built it. A transformer's step has weights in several
+    modules (`module`); only its cross-attention's fill the alignment.
     """
-    steps = trace.steps()
-    filled = steps if step is None else step + (name in ("weights", "context"))
+    steps, filled = trace.steps(), filled_rows(trace, name, step, module)
     meta = trace.meta
     what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
+    if trace.layers > 1 or trace.heads > 1:
+        return (str(Msg("cross-attention alignment so far, layer {layer}, {heads}: {filled} of {steps} decoder "
+                        "steps  {what}", layer=layer or 0, filled=filled, steps=steps, what=what,
+                        heads=Msg("mean of the heads") if head is None else Msg("head {head}", head=head))),
+                alignment_grid(trace, filled, layer, head))
     return (_("alignment so far: {filled} of {n} decoder steps").format(filled=filled, n=steps) + "  " + what,
             alignment_grid(trace, filled))

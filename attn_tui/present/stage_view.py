@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun, RecordedRun
-from attn_tui.i18n import _
+from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.titles import axis_title
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from attn_tui.core.stage import Stage, Trace
 
 TOKEN_AXES = ("query", "key", "token")
-PROBABILITIES = ("weights", "alignment")
+PROBABILITIES = ("weights", "alignment", "alignment_mean")
 PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
 SMALL_ROWS, SMALL_COLS = 32, 48  # the most cells of one head in the heads panel
 
@@ -88,7 +88,7 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
         (spec.shape[0], spec.shape[1]), lambda r0, r1, c0, c1: (~spec.tile(slice(r0, r1), slice(c0, c1))).cpu().numpy(),
         dtype=bool)
     if name == "weights":
-        note = row_sums_note(stats.row_deviation, stats.empty_rows)
+        note = row_sums_note(stats.row_deviation, stats.empty_rows, sink=bool(getattr(stage.op, "sink", None)))
     meta = trace.meta
     special = frozenset(meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
@@ -125,8 +125,15 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     meta = trace.meta
     if isinstance(meta, DecoderRun):
         forced = "  " + _("teacher-forced") if meta.teacher_forcing else ""
+        where = ""
+        if meta.layers > 1 or meta.heads > 1:  # the transformer: which layer and head is on show
+            heads = str(Msg("mean of the heads")) if view.name == "alignment_mean" else str(Msg("head {head}",
+                                                                                                 head=head))
+            where = str(Msg("  layer {layer}, {heads}", layer=layer, heads=heads))
+            if view.place.module == "enc_attn":
+                return str(Msg("encoder self-attention, before the first decoder step")) + where
         if view.step is None:
-            return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced
+            return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced + where
         written = trace.query_tokens[view.step]
         caption = _("decoder step {t} of {n}: fed {fed}, writes {token}").format(
             t=view.step + 1, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
@@ -135,12 +142,29 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
             wanted = meta.target[view.step] if view.step < len(meta.target) else "</s>"
             caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
                                else _("target {token} ✗")).format(token=repr(wanted))
-        return caption + forced
+        return caption + forced + where
     if isinstance(meta, RecordedRun):
         return recorded_caption(meta, view)
+    if view.step is not None:  # flash: a step is a tile of keys
+        return tile_caption(trace, view.step)
+    kv: tuple[int, ...] = getattr(meta, "kv_map", ())
+    if kv and view.head is not None:
+        shared = _("reads key/value head {kv}").format(kv=kv[view.head])
+        if trace.layers > 1:
+            return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head) + \
+                f"  ({shared})"
+        return _("head {head} of {n}").format(head=view.head, n=trace.heads) + f"  ({shared})"
     if trace.layers > 1:
         return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head)
     return _("head {head} of {n}").format(head=view.head, n=trace.heads) if view.head is not None else ""
+
+
+def tile_caption(trace: Trace, step: int) -> str:
+    """Which tile of keys a flash step is: its number and the keys it reads."""
+    keys = trace.stage("tile_scores", step=step).axes[1].labels
+    first = sum(len(trace.stage("tile_scores", step=t).axes[1].labels) for t in range(step))
+    return _("key tile {n} of {tiles}: keys {first}…{last} ({labels})").format(
+        n=step + 1, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
 
 
 def recorded_caption(meta: RecordedRun, view: StageView) -> str:
@@ -159,9 +183,13 @@ def shape_line(stage: Stage) -> str:
     return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(axis_title(a.name) for a in stage.axes) + ")"
 
 
-def row_sums_note(deviation: float, empty: list[int]) -> str:
-    """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked)."""
-    text = _("rows sum to 1 (±{deviation})").format(deviation=f"{deviation:.0e}")
+def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str:
+    """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked).
+
+    With a sink the rows sum to 1 − p_sink: what the sink took is the rest.
+    """
+    text = (_("rows sum to 1 − p_sink (±{deviation})") if sink else _("rows sum to 1 (±{deviation})")).format(
+        deviation=f"{deviation:.0e}")
     if empty:
         shown = ", ".join(map(str, empty[:8])) + (", … " + _("({n} rows)").format(n=len(empty)) if len(empty) > 8
                                                   else "")
@@ -196,7 +224,8 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
                           probability)
     place = view.place
     views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module) for h in range(trace.heads)]
-    grids = [(_("head {h}").format(h=h), small(v.grid)) for h, v in enumerate(views)]
+    kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())  # grouped-query: the key/value head each head reads
+    grids = [(_("head {h}").format(h=h) + (f" · kv {kv[h]}" if kv else ""), small(v.grid)) for h, v in enumerate(views)]
     sampled = grids[0][1].rows < view.grid.rows or grids[0][1].cols < view.grid.cols
     ranges = [v.grid.finite_range() for v in views]
     together = (0.0, 1.0) if probability else (min(lo for lo, _hi in ranges), max(hi for _lo, hi in ranges))

@@ -20,6 +20,15 @@ AXES = (
     NP_("axis", "query"), NP_("axis", "key"), NP_("axis", "token"), NP_("axis", "dim"), NP_("axis", "hidden"),
     NP_("axis", "position"), NP_("axis", "qkv"), NP_("axis", "output"), NP_("axis", "input"),
 )
+# Today's variants (rope, gqa, alibi, sink, flash) and the real models traced like them.
+MODERN_STAGES = (
+    NP_("stage", "query_rot"), NP_("stage", "key_rot"), NP_("stage", "q_proj"), NP_("stage", "k_proj"),
+    NP_("stage", "v_proj"), NP_("stage", "bias"), NP_("stage", "biased"), NP_("stage", "sink_mass"),
+    NP_("stage", "tile_scores"), NP_("stage", "running_max"), NP_("stage", "rescale"), NP_("stage", "denominator"),
+    NP_("stage", "accumulator"),
+)
+MODERN_AXES = (NP_("axis", "sink"), NP_("axis", "max"), NP_("axis", "rescale"), NP_("axis", "sum"),
+               NP_("axis", "head.dim"))
 
 
 def stage_title(name: str) -> str:

@@ -1,18 +1,25 @@
-"""The trained seq2seq date models (GRU encoder-decoder, Bahdanau or Luong attention) as a source."""
+"""The trained seq2seq date models as a source: the GRU encoder-decoders (Bahdanau or Luong attention)
+and the transformer encoder-decoder."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
+from attn_tui.core.errors import ConfigError
 from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
-from attn_tui.models.seq2seq.net import Seq2Seq
+from attn_tui.i18n import Msg
 from attn_tui.sources.base import Ask
 from attn_tui.sources.names import DATE_MODELS
 
+if TYPE_CHECKING:
+    from attn_tui.models.seq2seq.train import DateModel
 
-@lru_cache(maxsize=2)
-def _model(name: str) -> Seq2Seq:
+
+@lru_cache(maxsize=3)
+def date_model(name: str) -> DateModel:
+    """A shipped date model by name (loaded once)."""
     from attn_tui.models.seq2seq.train import load_shipped
 
     return load_shipped(DATE_MODELS[name])
@@ -25,9 +32,21 @@ class DateModelSource:
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)
         from attn_tui.models.seq2seq.codec import check_target
-        from attn_tui.sources.dates import decode_trace
+        from attn_tui.models.seq2seq.transformer import DateTransformer
 
         if ask.target:  # as the command line checks it, so the app and the API refuse the same targets
             check_target(ask.target)
+        model = date_model(ask.name)
+        if isinstance(model, DateTransformer):
+            if not 0 <= ask.layer < model.cfg.layers:
+                raise ConfigError(Msg("--layer {value} is out of range: {name} has layers 0…{last}",
+                                      value=ask.layer, name=ask.name, last=model.cfg.layers - 1))
+            if not 0 <= ask.head < model.cfg.heads:
+                raise ConfigError(Msg("--head {value} is out of range: {name} has heads 0…{last}",
+                                      value=ask.head, name=ask.name, last=model.cfg.heads - 1))
+            from attn_tui.sources.date_transformer import decode_trace as transformer_trace
 
-        return decode_trace(_model(ask.name), ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)
+            return transformer_trace(model, ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)
+        from attn_tui.sources.dates import decode_trace
+
+        return decode_trace(model, ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)

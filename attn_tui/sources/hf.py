@@ -196,8 +196,13 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
 
 
 def _readable(tok: Any, token: str) -> str:
-    """GPT-2's byte-level 'Ġcat' → '▁cat' so a leading space stays visible."""
+    """GPT-2's byte-level 'Ġcat' → '▁cat' so a leading space stays visible; a piece of a character
+    (a Korean syllable is three byte tokens) shows its bytes, `<EB>`, rather than '�'."""
     text = tok.convert_tokens_to_string([token])
+    if "\ufffd" in text:
+        from attn_tui.sources.bytelevel import byte_label
+
+        text = byte_label(token) or text
     if text.startswith(" "):
         text = "▁" + text[1:]
     return text.strip() or token

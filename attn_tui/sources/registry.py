@@ -12,10 +12,12 @@ from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
 from attn_tui.sources.base import Ask, Source
 from attn_tui.sources.date_model import DateModelSource
+from attn_tui.sources.gguf import GgufSource
 from attn_tui.sources.transformer import TransformerSource
 from attn_tui.sources.variants import VariantSource
 
-SOURCES: tuple[Source, ...] = (VariantSource(), DateModelSource(), TransformerSource())  # the last takes any name
+SOURCES: tuple[Source, ...] = (VariantSource(), DateModelSource(), GgufSource(),
+                               TransformerSource())  # the last takes any name
 
 
 def source_for(ask: Ask) -> Source:

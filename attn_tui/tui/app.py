@@ -271,6 +271,8 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
         explorer = self.explorer
         if isinstance(shown.ask, ModelInput) and (old is None or source_key(old.ask) != shown.ask.name):
             explorer.layer_index, explorer.head = shown.ask.layer, shown.ask.head  # a model's own first place
+        if self.comparison is not None and not self.comparison.fits(shown.ask):
+            self.end_compare()  # A is now something the change does not apply to
         explorer.show(shown, self.first_stage)
         self.first_stage = None
         self.show_error([*trace.warnings, *([shown.notice] if shown.notice else [])])
@@ -365,6 +367,9 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
     def compute_b(self) -> None:
         comparison = self.comparison
         if comparison is None or not self.torch_ready:
+            return
+        if not comparison.fits(self.wanted):
+            self.end_compare()
             return
         if comparison.head is not None:
             self.explorer.show_b(comparison, None)

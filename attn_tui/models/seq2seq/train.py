@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Union
 
 import torch
 from torch import nn
@@ -15,9 +16,15 @@ from attn_tui.core.errors import InputError
 from attn_tui.i18n import Msg
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import NetConfig, Seq2Seq
+from attn_tui.models.seq2seq.transformer import ARCH as TRANSFORMER
+from attn_tui.models.seq2seq.transformer import DateTransformer, TransformerConfig
 
 ATTENTIONS = ("additive", "general")
+ARCHS = ("gru", TRANSFORMER)
+SHIPPED = (*ATTENTIONS, TRANSFORMER)  # checkpoints/dates_<name>.pt
 HELD_OUT_SIZE = 2000
+TRAINING = {"gru": (4, 200), TRANSFORMER: (12, 300)}  # (epochs, steps per epoch) of the shipped checkpoints
+DateModel = Union[Seq2Seq, DateTransformer]
 
 
 @dataclass(frozen=True)
@@ -30,20 +37,36 @@ class Progress:
     accuracy: float | None  # held-out exact match, at the end of each epoch
 
 
-def new_model(attention: str = "additive") -> Seq2Seq:
+def new_model(attention: str = "additive", arch: str = "gru") -> DateModel:
+    if arch == TRANSFORMER:
+        return DateTransformer(TransformerConfig(len(codec.IN_ITOS), len(codec.OUT_ITOS)))
     return Seq2Seq(NetConfig(len(codec.IN_ITOS), len(codec.OUT_ITOS), attention))
 
 
 def train(attention: str = "additive", epochs: int = 8, steps_per_epoch: int = 300, batch_size: int = 64,
           seed: int = 0, lr: float = 3e-3, on_step: Callable[[Progress], None] | None = None,
-          held_out_size: int = HELD_OUT_SIZE) -> tuple[Seq2Seq, float]:
+          held_out_size: int = HELD_OUT_SIZE, arch: str = "gru") -> tuple[DateModel, float]:
     """Teacher-forced cross-entropy with Adam; returns the model and its held-out accuracy.
 
     Fresh examples every step (the generator is cheap), so the model never memorises
-    surface strings; held-out dates are never drawn for training.
+    surface strings; held-out dates are never drawn for training. Both architectures
+    see the same seeded stream of examples and are measured on the same held-out dates.
+    The transformer trains on one CPU thread: its result then does not depend on how
+    many cores the machine has, and on a shared machine one thread is faster too.
     """
+    threads = torch.get_num_threads()
+    if arch == TRANSFORMER:
+        torch.set_num_threads(1)
+    try:
+        return _fit(attention, epochs, steps_per_epoch, batch_size, seed, lr, on_step, held_out_size, arch)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit(attention: str, epochs: int, steps_per_epoch: int, batch_size: int, seed: int, lr: float,
+         on_step: Callable[[Progress], None] | None, held_out_size: int, arch: str) -> tuple[DateModel, float]:
     torch.manual_seed(seed)
-    model = new_model(attention)
+    model = new_model(attention, arch)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=lr, total_steps=epochs * steps_per_epoch)
     loss_fn = nn.CrossEntropyLoss()
@@ -71,10 +94,13 @@ def train(attention: str = "additive", epochs: int = 8, steps_per_epoch: int = 3
 
 
 @torch.no_grad()
-def greedy(model: Seq2Seq, texts: list[str]) -> list[str]:
+def greedy(model: DateModel, texts: list[str]) -> list[str]:
     """Decode from <s> until </s> (or the length limit), always taking the likeliest character."""
     model.eval()
     src, lengths, _ = codec.batch([(t, "") for t in texts])
+    if isinstance(model, DateTransformer):
+        ids = model.greedy_ids(src, codec.OUT_STOI[dates.START], codec.OUT_STOI[dates.END], codec.MAX_OUTPUT)
+        return [_text(row) for row in ids.tolist()]
     keys, state = model.encoder(src, lengths)
     mask = src != 0
     token = torch.full((len(texts),), codec.OUT_STOI[dates.START])
@@ -94,7 +120,17 @@ def greedy(model: Seq2Seq, texts: list[str]) -> list[str]:
     return ["".join(chars).replace(dates.PAD, "").replace(dates.START, "") for chars in out]
 
 
-def exact_match(model: Seq2Seq, pairs: list[tuple[str, str]], batch_size: int = 500) -> float:
+def _text(ids: list[int]) -> str:
+    """Ids written after <s> → the characters before the first </s> (special tokens dropped)."""
+    chars = []
+    for i in ids:
+        if codec.OUT_ITOS[i] == dates.END:
+            break
+        chars.append(codec.OUT_ITOS[i])
+    return "".join(chars).replace(dates.PAD, "").replace(dates.START, "")
+
+
+def exact_match(model: DateModel, pairs: list[tuple[str, str]], batch_size: int = 500) -> float:
     right = 0
     for i in range(0, len(pairs), batch_size):
         chunk = pairs[i:i + batch_size]
@@ -102,18 +138,20 @@ def exact_match(model: Seq2Seq, pairs: list[tuple[str, str]], batch_size: int = 
     return right / len(pairs)
 
 
-def save(model: Seq2Seq, path: Path, accuracy: float | None = None) -> None:
+def save(model: DateModel, path: Path, accuracy: float | None = None) -> None:
     """Weights in float16 (half the size, no measurable loss) plus the config and vocabularies."""
     state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
+    arch = TRANSFORMER if isinstance(model, DateTransformer) else "gru"
     torch.save({"config": model.cfg.to_dict(), "state": state, "in_vocab": codec.IN_ITOS,
-                "out_vocab": codec.OUT_ITOS, "held_out_accuracy": accuracy}, path)
+                "out_vocab": codec.OUT_ITOS, "held_out_accuracy": accuracy, "arch": arch}, path)
 
 
-def load(source: Path | bytes) -> Seq2Seq:
+def load(source: Path | bytes) -> DateModel:
     data = torch.load(io.BytesIO(source) if isinstance(source, bytes) else source, weights_only=True)
     if data["in_vocab"] != codec.IN_ITOS or data["out_vocab"] != codec.OUT_ITOS:
         raise InputError(Msg("this checkpoint was trained with another alphabet than this version's"))
-    model = Seq2Seq(NetConfig(**data["config"]))
+    model: DateModel = (DateTransformer(TransformerConfig(**data["config"])) if data.get("arch") == TRANSFORMER
+                        else Seq2Seq(NetConfig(**data["config"])))
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in data["state"].items()})
     return model.eval()
 
@@ -122,7 +160,8 @@ def shipped_path(attention: str = "additive") -> Path:
     return Path(str(resources.files("attn_tui.models.seq2seq") / "checkpoints" / f"dates_{attention}.pt"))
 
 
-def load_shipped(attention: str = "additive") -> Seq2Seq:
-    if attention not in ATTENTIONS:
+def load_shipped(attention: str = "additive") -> DateModel:
+    """A shipped checkpoint: the GRU with `additive` or `general` attention, or the `transformer`."""
+    if attention not in SHIPPED:
         raise InputError(f"unknown attention {attention!r}; choose additive or general")
     return load(shipped_path(attention))

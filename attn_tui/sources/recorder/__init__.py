@@ -85,9 +85,13 @@ class Recording:
 
     @property
     def trace(self) -> Trace:
-        """The trace of what ran inside the block (built once, when first asked for)."""
-        if self._trace is None:
-            from attn_tui.sources.recorder.build import build
+        """The trace of what ran inside the block (built once, when first asked for after the block;
+        asked inside the block, what ran so far)."""
+        if self._trace is not None:
+            return self._trace
+        from attn_tui.sources.recorder.build import build
 
-            self._trace = build(self.recorder, self.script, self.tokens, self.key_tokens)
-        return self._trace
+        trace = build(self.recorder, self.script, self.tokens, self.key_tokens)
+        if self not in _ACTIVE:
+            self._trace = trace
+        return trace

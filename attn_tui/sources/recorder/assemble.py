@@ -2,19 +2,18 @@
 
 The layout comes from how the code used the weights: the product with the values says
 which dimensions are batch and heads, which are queries and keys. Without such a
-product the softmax's own dimension is the keys. Leading dimensions become slices; a
-dimension along which the queries read other columns of the same projection is a head,
-any other a batch item (a step in the trace).
+product the softmax's own dimension is the keys. Leading dimensions become slices
+(`slices.layout` says which are heads). A softmax the recogniser cannot place still
+shows, as its scores and weights (`softmax_alone`).
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.contract import rows_and_cols
 from attn_tui.sources.recorder.found import (
     DotOp,
     Found,
@@ -31,7 +30,6 @@ from attn_tui.sources.recorder.operands import Operands, after_output, param_nam
 from attn_tui.sources.recorder.recognise import (
     Chain,
     UnrecognisedError,
-    _rows_and_cols,
     describe_factor,
     energy_roles,
     find_output,
@@ -40,45 +38,9 @@ from attn_tui.sources.recorder.recognise import (
     softmax_input,
 )
 from attn_tui.sources.recorder.refs import Ref, operand_ref
+from attn_tui.sources.recorder.slices import layout
 
 MAX_SLICES = 256  # (batch item, head) slices of one call that become stages
-
-
-def layout(lead: tuple[int, ...], query: Ref | None) -> tuple[list[int], int, int]:
-    """The order of the leading dimensions (batch ones first, then heads), and how many batch items and heads."""
-    if not lead:
-        return [], 1, 1
-    heads_at: list[int] = []
-    proj = None
-    if query is not None:
-        flat = Ref(query.node, query.base, query.index.reshape(-1, *query.shape[-2:]))
-        proj = projection(unscaled(flat)[0])
-    if proj is not None:
-        offsets = proj.offsets.reshape(lead)
-        rows = proj.rows.reshape(*lead, -1)
-        for d, size in enumerate(lead):
-            if size < 2:
-                continue
-            other = [0] * len(lead)
-            other[d] = 1
-            if bool(torch.equal(rows[tuple(other)], rows[(0,) * len(lead)])) and \
-                    int(offsets[tuple(other)]) != int(offsets[(0,) * len(lead)]):
-                heads_at.append(d)
-    elif len(lead) >= 2:
-        heads_at = [len(lead) - 1]
-    batch_at = [d for d in range(len(lead)) if d not in heads_at]
-    heads = math.prod(lead[d] for d in heads_at)
-    return batch_at + heads_at, math.prod(lead) // heads, heads
-
-
-def flat(index: torch.Tensor, order: list[int], n_lead: int, keep: int | None = None) -> torch.Tensor:
-    """(*lead, …) → (n, …) with the batch dimensions first, then the heads; the first `keep` slices."""
-    rest = list(range(n_lead, index.dim()))
-    return index.permute(order + rest).reshape(-1, *index.shape[n_lead:])[:keep]
-
-
-def flat_ref(ref: Ref, order: list[int], n_lead: int, keep: int | None = None) -> Ref:
-    return Ref(ref.node, ref.base, flat(ref.index, order, n_lead, keep))
 
 
 def from_softmax(weights: Node, found: Found) -> None:
@@ -86,7 +48,11 @@ def from_softmax(weights: Node, found: Found) -> None:
     source = softmax_input(weights)
     if source is None:
         raise UnrecognisedError("the softmax reads no recorded tensor")
+    if weights.value.dim() == 0:
+        raise UnrecognisedError("a softmax of a single number")
     output = find_output(weights)
+    if output is not None and output[1].shape[-1] != weights.value.shape[softmax_dim(weights)]:
+        output = None  # the product reads part of each softmax row (a sink dropped): the rows are shown whole instead
     if output is not None:
         product, left, values, out_index, dropped = output
         canonical = left.index  # (*b, L, S): positions in the softmax's numbers
@@ -104,7 +70,7 @@ def from_softmax(weights: Node, found: Found) -> None:
     bias: Node | None = None
     if kind == "product":
         assert scores.node is not None
-        query, key = _rows_and_cols(scores.node, scores.index)
+        query, key = rows_and_cols(scores.node, scores.index)
     elif kind == "reduce":
         assert scores.node is not None
         reduced = reduce_energy(scores.node, scores)
@@ -112,8 +78,8 @@ def from_softmax(weights: Node, found: Found) -> None:
             kind = "given"
         else:
             energy, vector, bias = reduced
-    order, batch, heads = layout(lead, query)
-    n = len(lead)
+    lay = layout(lead, query)
+    batch, heads = lay.batch, lay.heads
     if batch * heads > MAX_SLICES:
         kept = max(1, MAX_SLICES // heads)
         found.warnings.append(Msg("{scope} ran on {batch} batch items at once; the first {kept} are shown",
@@ -123,7 +89,7 @@ def from_softmax(weights: Node, found: Found) -> None:
     found.batch, found.heads = batch, heads
     operands = Operands(found)
     refs = {"query": query, "key": key, "values": values}
-    flats = {k: None if r is None else flat_ref(r, order, n, keep) for k, r in refs.items()}
+    flats = {k: None if r is None else lay.flat_ref(r, keep) for k, r in refs.items()}
     last: str
     if kind == "product":
         q, k = flats["query"], flats["key"]
@@ -134,31 +100,38 @@ def from_softmax(weights: Node, found: Found) -> None:
         q_name = operands.operand(q, "query_proj" if one_sided and q_proj else "query", "query", fused,
                                   "query" if one_sided else "input")
         k_name = operands.operand(k, "key_proj" if one_sided and k_proj else "key", "key", fused,
-                                  "key" if one_sided else "input")
+                                  "key" if one_sided else "key_input")
         value_name = _value(found, operands, flats["values"], (k, k_name))
         folded = q_name.endswith("_scaled") or k_name.endswith("_scaled")
         name = "scaled" if folded else "scores"
-        last = found.add(Role(name, flat(scores.values, order, n, keep), DotOp(q_name, k_name),
+        last = found.add(Role(name, lay.flat(scores.values, keep), DotOp(q_name, k_name),
                               scores.origin, Msg("S = {q}·{k}ᵀ: every query against every key", q=q_name,
                                                  k=k_name), ("query", "key")))
         found.kind = "general" if one_sided else "scaled_dot" if folded else "dot"
     elif kind == "reduce":
         assert energy is not None and vector is not None
-        e_name, _ = energy_roles(found, operands, flat_ref(energy, order, n, keep))
+        e_name, _ = energy_roles(found, operands, lay.flat_ref(energy, keep))
         value_name = _value(found, operands, flats["values"], None)
         v_name = param_name(found, vector, "v")
         b_name = param_name(found, bias, "b_v")
         assert v_name is not None
-        last = found.add(Role("scores", flat(scores.values, order, n, keep), ReduceOp(e_name, v_name, b_name),
+        last = found.add(Role("scores", lay.flat(scores.values, keep), ReduceOp(e_name, v_name, b_name),
                               scores.origin, Msg("e = {v}ᵀ E: a learned vector scores each energy", v=v_name),
                               ("query", "key")))
     else:
         op = scores.node.name if scores.node is not None else "?"
-        last = found.add(Role("scores", flat(scores.values, order, n, keep), GivenOp(Msg("made by {op}", op=op)),
+        last = found.add(Role("scores", lay.flat(scores.values, keep), GivenOp(Msg("made by {op}", op=op)),
                               scores.origin, Msg("S: the scores, as the code made them"), ("query", "key")))
     for step, ref, detail in reversed(chain.steps):
-        data = flat(ref.values, order, n, keep)
-        if step == "scaled":
+        data = lay.flat(ref.values, keep)
+        if step == "scaled" and isinstance(detail, torch.Tensor):  # a number of its own for each slice: τ_h
+            factors = tuple(float(f) for f in lay.flat(detail, keep).reshape(-1))
+            last = found.add(Role(found.fresh("scaled"), data,
+                                  ScaleOp(last, factors, Msg("the code scales the scores of each head by a number "
+                                                             "of its own")),
+                                  ref.origin, Msg("S' = {source} · {factor}", source=last, factor="τ"),
+                                  ("query", "key")))
+        elif step == "scaled":
             assert isinstance(detail, float)
             if found.kind == "dot":
                 found.kind = "scaled_dot"
@@ -168,7 +141,7 @@ def from_softmax(weights: Node, found: Found) -> None:
         elif step == "masked":
             assert isinstance(detail, tuple)
             hidden_ok, fill = detail
-            allowed = flat(hidden_ok, order, n, keep)
+            allowed = lay.flat(hidden_ok, keep)
             last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill), ref.origin,
                                   Msg("M = {source} where the mask allows, {fill} where it does not", source=last,
                                       fill=f"{fill:g}"), ("query", "key")))
@@ -179,19 +152,19 @@ def from_softmax(weights: Node, found: Found) -> None:
                                   Msg("{source} − max of its row", source=last), ("query", "key")))
         elif step == "biased":
             assert isinstance(detail, Ref)
-            bias_name = found.add(Role(found.fresh("bias"), flat(detail.values, order, n, keep),
+            bias_name = found.add(Role(found.fresh("bias"), lay.flat(detail.values, keep),
                                        GivenOp(Msg("added to the scores by the code")), ref.origin,
                                        Msg("B: what the code adds to the scores"), ("query", "key")))
             last = found.add(Role(found.fresh("biased"), data, SumOp((last, bias_name)), ref.origin,
                                   Msg("{source} + {bias}", source=last, bias=bias_name), ("query", "key")))
-    found.add(Role("weights", flat(weights.value.reshape(-1)[canonical], order, n, keep), SoftmaxOp(last),
+    found.add(Role("weights", lay.flat(weights.value.reshape(-1)[canonical], keep), SoftmaxOp(last),
                    weights.origin, Msg("A = softmax({source}) over keys: each row sums to 1", source=last),
                    ("query", "key")))
     if product is None or values is None or out_index is None:
         return
-    dropped_flat = None if dropped is None else flat_ref(dropped, order, n, keep)
+    dropped_flat = None if dropped is None else lay.flat_ref(dropped, keep)
     _output(found, operands, product, value_name or _value(found, operands, flats["values"], None),
-            flat(out_index, order, n, keep), dropped_flat)
+            lay.flat(out_index, keep), dropped_flat)
 
 
 def _value(found: Found, operands: Operands, values: Ref | None, key: tuple[Ref, str] | None) -> str | None:
@@ -201,7 +174,7 @@ def _value(found: Found, operands: Operands, values: Ref | None, key: tuple[Ref,
     known = next((name for ref, name in operands.inputs if ref.same(values)), None)
     if known is None and key is not None and key[0].same(values):
         known = key[1]
-    return known or operands.operand(values, "value", "key", {})
+    return known or operands.operand(values, "value", "key", {}, "value_input")
 
 
 def _output(found: Found, operands: Operands, product: Node, values: str | None, out_index: torch.Tensor,
@@ -210,13 +183,44 @@ def _output(found: Found, operands: Operands, product: Node, values: str | None,
     weights = "weights"
     if dropped is not None:
         data = dropped.values
-        if not torch.equal(data.to(found.role(weights).data.dtype), found.role(weights).data):
+        changed = not torch.equal(data, found.role(weights).data.to(data.dtype))  # a cast to the model's dtype is not
+        op = dropped.node.name if dropped.node is not None else "?"
+        if changed and op == "dropout":
             weights = found.add(Role("dropped", data, GivenOp(Msg("the weights after dropout (training mode)")),
                                      dropped.origin, Msg("A after dropout: the module was in training mode"),
                                      ("query", "key")))
             found.warnings.append(Msg("dropout changed the weights before the product with the values: the module "
                                       "was in training mode"))
+        elif changed:
+            weights = found.add(Role("reweighted", data, GivenOp(Msg("the weights as the code changed them after "
+                                                                     "the softmax (by {op})", op=op)),
+                                     dropped.origin, Msg("A': the weights the values are summed with"),
+                                     ("query", "key")))
     output = Ref(product, product.value, out_index)
+    found.output = output
     found.add(Role("output", output.values, WeightedSumOp(weights, values), product.origin,
                    Msg("O = A·{values}: each row is a weighted sum of value rows", values=values), ("query", "dim")))
     after_output(found, output, "output")
+
+
+def softmax_alone(weights: Node, found: Found) -> None:
+    """The softmax and what it read, as the code made them: for a call the recogniser could not lay out.
+
+    Its leading dimensions are steps; a softmax over one dimension is one query's row.
+    """
+    source = softmax_input(weights)
+    if source is None or weights.value.dim() == 0 or source.value.shape != weights.value.shape:
+        raise UnrecognisedError("the softmax reads no recorded tensor of its shape")
+    canonical = torch.arange(weights.value.numel()).reshape(weights.value.shape).movedim(softmax_dim(weights), -1)
+    canonical = canonical.reshape(-1, *canonical.shape[-2:]) if canonical.dim() > 1 else canonical[None, None, :]
+    batch = min(canonical.shape[0], MAX_SLICES)
+    if batch < canonical.shape[0]:
+        found.warnings.append(Msg("{scope} ran on {batch} batch items at once; the first {kept} are shown",
+                                  scope=found.scope.name, batch=canonical.shape[0], kept=batch))
+    canonical = canonical[:batch]
+    found.batch, found.heads = batch, 1
+    scores = source.value.reshape(-1)[canonical]
+    found.add(Role("scores", scores, GivenOp(Msg("made by {op}", op=source.name)), source.origin,
+                   Msg("S: the scores, as the code made them"), ("query", "key")))
+    found.add(Role("weights", weights.value.reshape(-1)[canonical], SoftmaxOp("scores"), weights.origin,
+                   Msg("A = softmax({source}) over keys: each row sums to 1", source="scores"), ("query", "key")))

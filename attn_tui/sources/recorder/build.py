@@ -50,8 +50,23 @@ def recognise(node: Node, found: Found) -> None:
         from_softmax(node, found)
 
 
+def _fallback(node: Node, scope: Scope) -> Found | None:
+    """A softmax the recogniser could not lay out, shown as its scores and weights (None if even that fails)."""
+    from attn_tui.sources.recorder.assemble import softmax_alone
+
+    if node.name in ("scaled_dot_product_attention", "multi_head_attention_forward"):
+        return None
+    found = Found(scope, node.call, 1, 1)
+    try:
+        softmax_alone(node, found)
+    except Exception:  # the call is then only reported, never the user's code broken
+        return None
+    return found
+
+
 def found_calls(recorder: Recorder) -> tuple[list[Found], list[str | Msg]]:
     """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings."""
+    from attn_tui.sources.recorder.heads import gather_heads
     from attn_tui.sources.recorder.recognise import UnrecognisedError
     from attn_tui.sources.recorder.refs import UnfollowableError
 
@@ -67,13 +82,20 @@ def found_calls(recorder: Recorder) -> tuple[list[Found], list[str | Msg]]:
                 continue
             try:
                 recognise(node, found)
-            except (UnrecognisedError, UnfollowableError, IndexError, RuntimeError, ValueError) as exc:
-                warnings.append(Msg("{where}: an attention the recorder could not lay out ({reason})",
-                                    where=str(node.origin or scope.name), reason=str(exc) or type(exc).__name__))
-                continue
+            except Exception as exc:  # whatever the code did, the recording still shows what it can
+                reason = str(exc) if isinstance(exc, (UnrecognisedError, UnfollowableError)) else type(exc).__name__
+                plain = _fallback(node, scope)
+                if plain is None:
+                    warnings.append(Msg("{where}: an attention the recorder could not lay out ({reason})",
+                                        where=str(node.origin or scope.name), reason=reason or type(exc).__name__))
+                    continue
+                warnings.append(Msg("{where}: only the scores and weights of this attention are shown: the recorder "
+                                    "could not lay out the rest ({reason})", where=str(node.origin or scope.name),
+                                    reason=reason or type(exc).__name__))
+                found = plain
             founds.append(found)
             warnings.extend(found.warnings)
-    return founds, warnings
+    return gather_heads(founds), warnings
 
 
 def _reachable(node: Node, limit: int = 2000) -> list[Node]:
@@ -108,11 +130,30 @@ def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str
 
 def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None = None,
           key_tokens: tuple[str, ...] | None = None) -> Trace:
-    """The trace of everything the recorder kept; NoAttentionError when there is nothing to show."""
+    """The trace of everything the recorder kept; NoAttentionError when there is nothing to show.
+
+    A failure of the recorder itself is a NoAttentionError too, with one line saying what failed:
+    the user's notebook gets a message, not the recorder's traceback (it stays chained, for --debug).
+    """
+    try:
+        return _build(recorder, script, tokens, key_tokens)
+    except NoAttentionError:
+        raise
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise NoAttentionError(str(Msg("the recorder could not lay out what the code computed ({reason})",
+                                       reason=" ".join(reason.split())[:160]))) from exc
+
+
+def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
+           key_tokens: tuple[str, ...] | None) -> Trace:
     founds, warnings = found_calls(recorder)
     if not founds:
         if warnings:
             raise NoAttentionError(str(warnings[0]))
+        if recorder.failed is not None:  # the recorder lost track of the code: say so, not that nothing ran
+            raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
+                                           reason=type(recorder.failed).__name__)))
         raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
     names = _module_names(founds)
     several = len(names) > 1
@@ -124,8 +165,10 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
     k_labels = _labels(weights.shape[-1], key_tokens or tokens, "k")
     heads = max(x.heads for x in founds)
     dtype = str(weights.dtype).replace("torch.", "")
+    counted = {x.scope: x.counted_as or x.scope for x in founds}  # where each module's calls were counted
     meta = RecordedRun(script, tuple(names[s] for s in scopes), heads,
-                       tuple(recorder.seen[s] for s in scopes), tuple(len(recorder.anchors[s]) for s in scopes),
+                       tuple(recorder.seen[counted[s]] for s in scopes),
+                       tuple(len(recorder.anchors[counted[s]]) for s in scopes),
                        tuple(next(x.kind for x in founds if x.scope == s) for s in scopes),
                        _step_names([x for x in founds if x.scope == scopes[0]]))
     trace = Trace(meta, q_labels, k_labels, str(weights.device), dtype)
@@ -143,9 +186,9 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
             next_step[found.scope] += 1
             _add_slice(trace, found, b, step, module, keys, tokens, key_tokens)
     for scope in scopes:
-        if recorder.seen[scope] > len(recorder.anchors[scope]):
+        if recorder.seen[counted[scope]] > len(recorder.anchors[counted[scope]]):
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
-                                n=recorder.seen[scope], kept=len(recorder.anchors[scope])))
+                                n=recorder.seen[counted[scope]], kept=len(recorder.anchors[counted[scope]])))
     for warning in warnings:
         trace.warn(warning)
     check_values(trace)
@@ -225,8 +268,8 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
     at = place  # (name, head) → Place
     assert callable(at)
 
-    def p(name: str) -> str:
-        return keys[name]
+    def p(name: f.Param) -> str:
+        return keys[name if isinstance(name, str) else name[n]]
 
     if isinstance(op, f.GivenOp):
         return Given(str(op.what))
@@ -238,7 +281,7 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
     if isinstance(op, f.DotOp):
         return Dot(at(op.left, h), at(op.right, h))
     if isinstance(op, f.ScaleOp):
-        return Scale(at(op.source, h), op.factor, str(op.reason))
+        return Scale(at(op.source, h), op.factor if isinstance(op.factor, float) else op.factor[n], str(op.reason))
     if isinstance(op, f.MaskOp):
         allowed = None if op.allowed is None else op.allowed[n]
         spec = None if allowed is None or bool(allowed.all()) else MaskSpec(

@@ -12,6 +12,7 @@ recorded values are the very numbers the code computed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import os
 import sys
@@ -28,11 +29,12 @@ from torch.overrides import TorchFunctionMode
 VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
          "getitem", "select", "narrow", "expand", "expand_as", "repeat", "flatten", "unflatten", "movedim",
          "moveaxis", "swapaxes", "swapdims", "view_as", "reshape_as", "chunk", "split", "unbind", "tensor_split",
-         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_"}
+         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_", "repeat_interleave"}
 CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
-OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "softmax", "add", "sub", "rsub", "mul",
-       "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum", "amax", "max", "cat", "concat", "stack",
-       "setitem", "dropout", "scaled_dot_product_attention", "multi_head_attention_forward", "neg"}
+OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
+       "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
+       "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
+       "multi_head_attention_forward", "neg", "nan_to_num"}
 ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward"}
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
@@ -40,6 +42,8 @@ RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
 PARAM_CLONE = 1 << 20  # parameters up to this many numbers are copied when used, so training cannot change them
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
+MODULE_SEARCH = 48  # frames above the user's line searched for the module that runs it
+MAX_DEPTH = 1000  # frames searched for the user's line at all (library code calling torch from deep inside)
 
 
 def func_name(func: Callable[..., Any]) -> str:
@@ -113,16 +117,52 @@ class Node:
 
     def stale(self) -> bool:
         """The code changed this tensor in place after it was recorded, without the recorder seeing it."""
-        return self.value._version != self.version
+        return version_of(self.value) != self.version
+
+
+def _learned(tensor: Any) -> bool:
+    """A parameter (or any tensor autograd learns: a leaf that requires grad)."""
+    return isinstance(tensor, torch.Tensor) and (isinstance(tensor, torch.nn.Parameter)
+                                                 or (tensor.requires_grad and tensor.is_leaf))
+
+
+def version_of(tensor: torch.Tensor) -> int:
+    """How many times a tensor was changed in place; -1 for a tensor made under `torch.inference_mode()`,
+    which keeps no count (its in-place changes are still seen, as calls, by the recorder)."""
+    try:
+        return int(tensor._version)
+    except RuntimeError:
+        return -1
+
+
+def written_parts(node: Node) -> tuple[Node, Node] | None:
+    """A softmax written out by hand, as (what it reads, the node that says over which dimension):
+    `exp(x) / exp(x).sum(dim, keepdim=True)` (one exp or two), `log_softmax(x, dim).exp()`,
+    `exp(x - logsumexp(x, dim, keepdim=True))`. None for anything else."""
+    first = node.inputs[0] if node.inputs and isinstance(node.inputs[0], Node) else None
+    if first is None:
+        return None
+    if node.name == "div" and len(node.inputs) >= 2 and isinstance(node.inputs[1], Node):
+        bottom = node.inputs[1]
+        summed = bottom.inputs[0] if bottom.inputs and isinstance(bottom.inputs[0], Node) else None
+        if first.name != "exp" or bottom.name != "sum" or summed is None or not first.inputs:
+            return None
+        same = summed is first or (summed.name == "exp" and bool(summed.inputs) and summed.inputs[0] is first.inputs[0])
+        x = first.inputs[0]
+        return (x, bottom) if same and isinstance(x, Node) else None
+    if node.name != "exp":
+        return None
+    if first.name == "log_softmax" and first.inputs and isinstance(first.inputs[0], Node):
+        return first.inputs[0], first
+    if first.name == "sub" and len(first.inputs) >= 2 and isinstance(first.inputs[1], Node):
+        x, lse = first.inputs[0], first.inputs[1]
+        if lse.name == "logsumexp" and isinstance(x, Node) and lse.inputs and lse.inputs[0] is x:
+            return x, lse
+    return None
 
 
 def written_softmax(node: Node) -> bool:
-    """`e / e.sum(dim, keepdim=True)` with `e = exp(…)`: a softmax written out by hand."""
-    if node.name != "div" or len(node.inputs) < 2:
-        return False
-    top, bottom = node.inputs[0], node.inputs[1]
-    return (isinstance(top, Node) and isinstance(bottom, Node) and top.name == "exp" and bottom.name == "sum"
-            and bool(bottom.inputs) and bottom.inputs[0] is top)
+    return written_parts(node) is not None
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -139,8 +179,13 @@ _ROOTS: tuple[str, ...] | None = None
 _SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
-    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library."""
+    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library.
+
+    Cached by file name: every recorded call asks this of every frame above it, and
+    `realpath` walks the file system each time (a loop of 10,000 calls took minutes).
+    """
     global _ROOTS
     if _ROOTS is None:
         _ROOTS = _library_roots()
@@ -150,6 +195,20 @@ def is_user_file(filename: str) -> bool:
     if real.startswith(os.path.realpath(_SAMPLES) + os.sep):
         return True
     return not real.startswith(_ROOTS)
+
+
+_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def is_own_file(filename: str) -> bool:
+    """attn-tui's own code (its samples and this recorder excepted): what it computes is never the user's attention."""
+    real = os.path.realpath(filename)
+    return real.startswith(_PACKAGE) and not is_user_file(filename) and real != os.path.realpath(__file__)
+
+
+class _OwnCallError(Exception):
+    """The call was made by attn-tui itself (a trace built, a variant computed inside a recorded block)."""
 
 
 class Recorder(TorchFunctionMode):
@@ -185,13 +244,13 @@ class Recorder(TorchFunctionMode):
     def node_of(self, tensor: torch.Tensor, scope: Scope | None, origin: Origin | None = None) -> Node:
         """The node of a tensor; one the recorder has not seen made (or that changed since) becomes a leaf."""
         entry = self._nodes.get(id(tensor))
-        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
+        if entry is not None and entry[0]() is tensor and entry[1].version == version_of(tensor):
             return entry[1]
-        is_param = isinstance(tensor, torch.nn.Parameter) or (tensor.requires_grad and tensor.is_leaf)
+        is_param = _learned(tensor)
         value = tensor.detach()
         if is_param and value.numel() <= PARAM_CLONE:
             value = value.clone()
-        node = Node("leaf", value, origin=origin, version=value._version, is_param=is_param, scope=scope,
+        node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
                     param=self._param_name(tensor, scope) if is_param else None)
         self._track(tensor, node)
         return node
@@ -224,13 +283,23 @@ class Recorder(TorchFunctionMode):
     # ----- where a call comes from ----------------------------------------------------------
     @staticmethod
     def _where() -> tuple[Origin | None, Scope | None]:
-        """The user's line that made the call, and the attention module (or function) it ran in."""
+        """The user's line that made the call, and the attention module (or function) it ran in.
+
+        `_OwnCallError` when attn-tui itself made the call, from inside a recorded block.
+        """
         frame = sys._getframe(2)
         origin = None
         module_frame = function_frame = None
-        while frame is not None:
+        budget = MODULE_SEARCH  # frames looked at past the user's line: a deep recursion must not cost its depth
+        depth = 0
+        while frame is not None and budget > 0 and depth < MAX_DEPTH:
+            depth += 1
+            if origin is not None:
+                budget -= 1
             owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
             user = is_user_file(frame.f_code.co_filename)
+            if origin is None and not user and is_own_file(frame.f_code.co_filename):
+                raise _OwnCallError
             if module_frame is None and isinstance(owner, torch.nn.Module) and (
                     user or "Attention" in type(owner).__name__):
                 module_frame = frame
@@ -262,6 +331,10 @@ class Recorder(TorchFunctionMode):
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
             before = self._before_inplace(target)
+            if _learned(target):  # `p -= lr * p.grad`: a training step, not attention; the next use reads p anew
+                result = func(*args, **kwargs)
+                self._nodes.pop(id(target), None)
+                return result
         result = func(*args, **kwargs)
         plain = name.rstrip("_") if inplace and name != "setitem" else name
         if plain not in OPS and plain not in VIEWS and plain not in CASTS:
@@ -284,9 +357,9 @@ class Recorder(TorchFunctionMode):
         node = entry[1]
         while node.is_view and node.inputs and isinstance(node.inputs[0], Node):
             node = node.inputs[0]  # a view shares its base's numbers: keep the base's
-        if node.value._version == node.version:
+        if version_of(node.value) == node.version:
             node.value = node.value.clone()
-            node.version = node.value._version
+            node.version = version_of(node.value)
         return entry[1]
 
     def _record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
@@ -295,7 +368,10 @@ class Recorder(TorchFunctionMode):
             if not isinstance(result, torch.Tensor) or (args and result is args[0]):
                 return
             name = "cast"
-        origin, scope = self._where()
+        try:
+            origin, scope = self._where()
+        except _OwnCallError:
+            return
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
             if before is None and name not in ("setitem", "masked_fill", "add", "sub", "mul", "div"):
@@ -313,7 +389,7 @@ class Recorder(TorchFunctionMode):
             if not isinstance(out, torch.Tensor):
                 continue
             value = out.detach()
-            node = Node(name, value, wrapped, inputs_kwargs, origin, scope, value._version,
+            node = Node(name, value, wrapped, inputs_kwargs, origin, scope, version_of(value),
                         part=part if len(outputs) > 1 else None)
             if name == "multi_head_attention_forward":
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)

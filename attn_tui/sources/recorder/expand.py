@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.assemble import flat, flat_ref, layout
 from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.found import (
     ConcatOp,
@@ -35,6 +34,7 @@ from attn_tui.sources.recorder.found import (
 from attn_tui.sources.recorder.operands import Operands, after_output
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
+from attn_tui.sources.recorder.slices import layout
 
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
@@ -72,32 +72,45 @@ def _mask_and_fill(mask: torch.Tensor | None,
     return None, spread
 
 
+def _wide(scores: torch.Tensor) -> torch.Tensor:
+    """Scores in at least float32 for the softmax: float16 is promoted, float64 stays float64."""
+    return scores.to(torch.promote_types(scores.dtype, torch.float32))
+
+
+def _grouped(ref: Ref, query_heads: int) -> Ref:
+    """SDPA's `enable_gqa`: each key/value head serves query_heads / key_heads query heads, in order."""
+    kv_heads = ref.index.shape[-3]
+    if kv_heads == query_heads or query_heads % kv_heads:
+        return ref
+    return Ref(ref.node, ref.base, ref.index.repeat_interleave(query_heads // kv_heads, dim=-3))
+
+
 def from_sdpa(node: Node, found: Found) -> None:
     args = _arguments(node, SDPA_ARGS)
     q_node, k_node, v_node = args.get("query"), args.get("key"), args.get("value")
     if not all(isinstance(t, Node) for t in (q_node, k_node, v_node)):
         raise UnrecognisedError("scaled_dot_product_attention read no recorded tensors")
     assert isinstance(q_node, Node) and isinstance(k_node, Node) and isinstance(v_node, Node)
-    if args.get("enable_gqa") or float(args.get("dropout_p") or 0.0) > 0:
-        raise UnrecognisedError("scaled_dot_product_attention with dropout or grouped heads")
     q_ref, k_ref, v_ref = resolve(q_node), resolve(k_node), resolve(v_node)
+    if args.get("enable_gqa") and q_ref.index.dim() >= 3 and k_ref.index.dim() >= 3:
+        k_ref, v_ref = (_grouped(r, q_ref.shape[-3]) for r in (k_ref, v_ref))
     batch_shape = broadcast_shape(
         q_ref.shape[:-2], k_ref.shape[:-2], v_ref.shape[:-2])
     q_ref = Ref(q_ref.node, q_ref.base, q_ref.index.expand(*batch_shape, *q_ref.shape[-2:]))
     k_ref = Ref(k_ref.node, k_ref.base, k_ref.index.expand(*batch_shape, *k_ref.shape[-2:]))
     v_ref = Ref(v_ref.node, v_ref.base, v_ref.index.expand(*batch_shape, *v_ref.shape[-2:]))
     lead = tuple(batch_shape)
-    order, batch, heads = layout(lead, q_ref)
-    n = len(lead)
+    lay = layout(lead, q_ref)
+    batch, heads = lay.batch, lay.heads
     found.batch, found.heads = batch, heads
-    q, k, v = (flat_ref(r, order, n) for r in (q_ref, k_ref, v_ref))
+    q, k, v = (lay.flat_ref(r) for r in (q_ref, k_ref, v_ref))
     length, width = q.shape[-2:]
     keys = k.shape[-2]
     operands = Operands(found)
     fused = operands.fused([q, k, v])
     q_name = operands.operand(q, "query", "query", fused)
-    k_name = operands.operand(k, "key", "key", fused)
-    v_name = operands.operand(v, "value", "key", fused) if not v.same(k) else k_name
+    k_name = operands.operand(k, "key", "key", fused, "key_input")
+    v_name = operands.operand(v, "value", "key", fused, "value_input") if not v.same(k) else k_name
     scale = args.get("scale")
     factor = float(scale) if scale is not None else 1.0 / math.sqrt(width)
     qv, kv = found.role(q_name).data, found.role(k_name).data
@@ -116,23 +129,29 @@ def from_sdpa(node: Node, found: Found) -> None:
         causal = torch.ones(length, keys, dtype=torch.bool).tril().expand(shape)
         allowed = causal if allowed is None else allowed & causal
     if additive is not None and allowed is None:
-        bias = found.add(Role("bias", flat(additive, order, n).to(scaled.device),
+        bias = found.add(Role("bias", lay.flat(additive).to(scaled.device),
                               GivenOp(Msg("attn_mask, added to the scores")), origin,
                               Msg("B: the float attn_mask"), ("query", "key")))
         last = found.add(Role("biased", scaled + found.role(bias).data.to(scaled.dtype), SumOp(("scaled", bias)),
                               origin, Msg("S' + B"), ("query", "key")))
     elif allowed is not None:
-        allowed_flat = flat(allowed, order, n)
+        allowed_flat = lay.flat(allowed)
         data = found.role(last).data
         masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
         last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf), origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
-    found.add(Role("weights", _softmax(found.role(last).data.float()).to(scores.dtype), SoftmaxOp(last), origin,
+    found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),
                    ("query", "key")))
     out = resolve(node)
-    output = flat_ref(out, order, n)
-    found.add(Role("output", output.values, WeightedSumOp("weights", v_name), origin,
+    output = lay.flat_ref(out)
+    dropout = float(args.get("dropout_p") or 0.0)
+    if dropout > 0:  # SDPA drops weights whenever dropout_p > 0, in training or not: its output is no A·V
+        found.warnings.append(Msg("scaled_dot_product_attention ran with dropout_p={p}: its output is not the "
+                                  "product of the weights shown", p=f"{dropout:g}"))
+    made = GivenOp(Msg("returned by scaled_dot_product_attention after dropout")) if dropout > 0 else \
+        WeightedSumOp("weights", v_name)
+    found.add(Role("output", output.values, made, origin,
                    Msg("O = A·V: what scaled_dot_product_attention returned"), ("query", "dim")))
     found.kind = "scaled_dot"
     after_output(found, output, "output")
@@ -210,7 +229,7 @@ def from_mha(node: Node, found: Found) -> None:
         masked = (scores * factor).masked_fill(~allowed.to(scores.device), -math.inf)
         last = found.add(Role("masked", masked, MaskOp("scaled", allowed, -math.inf), origin,
                               Msg("M = S' where the masks allow, -∞ where they do not"), ("query", "key")))
-    weights = _softmax(found.role(last).data.float()).to(scores.dtype)
+    weights = _softmax(_wide(found.role(last).data)).to(scores.dtype)
     returned = node.returned[1] if node.returned is not None and len(node.returned) > 1 else None
     own = returned is not None and not args.get("average_attn_weights", True)
     if own and returned is not None:

@@ -14,6 +14,9 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Origin, Scope
+from attn_tui.sources.recorder.refs import Ref
+
+Param = Union[str, tuple[str, ...]]  # a parameter's name, or one name per slice (heads that are modules of their own)
 
 
 @dataclass(frozen=True)
@@ -24,8 +27,8 @@ class GivenOp:
 @dataclass(frozen=True)
 class LinearOp:
     source: str
-    weight: str
-    bias: str | None
+    weight: Param
+    bias: Param | None
     offsets: tuple[int, ...]  # per slice: the first row of the weight this slice reads
 
 
@@ -44,7 +47,7 @@ class DotOp:
 @dataclass(frozen=True)
 class ScaleOp:
     source: str
-    factor: float
+    factor: float | tuple[float, ...]  # one number, or one per slice (a learned temperature per head)
     reason: str | Msg
 
 
@@ -76,15 +79,15 @@ class TanhOfSumOp:
 class TanhOfPairOp:
     query: str
     key: str
-    weight: str
-    bias: str | None
+    weight: Param
+    bias: Param | None
 
 
 @dataclass(frozen=True)
 class ReduceOp:
     source: str
-    vector: str
-    bias: str | None
+    vector: Param
+    bias: Param | None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class Found:
     params: dict[str, torch.Tensor] = field(default_factory=dict)
     warnings: list[str | Msg] = field(default_factory=list)
     kind: str = "recorded"  # dot | scaled_dot | general | additive | concat | multihead | recorded
+    output: Ref | None = None  # (n, L, dv) the output's numbers in the node that made them, when there is one
+    counted_as: Scope | None = None  # the scope whose calls were counted, when `scope` is a module gathered from others
 
     def names(self) -> set[str]:
         return {role.name for role in self.roles}

@@ -16,7 +16,7 @@ import torch
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.found import ColumnsOp, ConcatOp, Found, GivenOp, LinearOp, Role, ScaleOp
-from attn_tui.sources.recorder.refs import Ref, UnfollowableError, operand_ref, resolve
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, joined, operand_ref, resolve
 
 SCALARS = ("mul", "div")
 
@@ -239,7 +239,7 @@ def after_output(found: Found, output: Ref, output_role: str) -> None:
 
 
 def _through_views(node: Node) -> list[Node]:
-    """Consumers of `node`, seen through views and casts (breadth first)."""
+    """Consumers of `node`, seen through views and casts, and through a `cat` of its own pieces (breadth first)."""
     seen, queue, out = set(), [node], []
     while queue:
         current = queue.pop(0)
@@ -247,7 +247,8 @@ def _through_views(node: Node) -> list[Node]:
             if id(consumer) in seen:
                 continue
             seen.add(id(consumer))
-            if consumer.is_view or consumer.name == "cast":
+            if consumer.is_view or consumer.name == "cast" or (consumer.name in ("cat", "stack")
+                                                               and joined(consumer) is not None):
                 queue.append(consumer)
             else:
                 out.append(consumer)

@@ -1,11 +1,13 @@
 """From one recorded softmax to named stages: walk back to the scores, forward to the output.
 
 Backwards from the softmax's input: masks (`masked_fill`, `where`, `scores[mask] = …`, an
-added mask), scaling by a number, then what made the scores: a product of queries and
-keys (`matmul`, `bmm`, `@`, `einsum`), or a learned vector on an energy (`Va(tanh(…))`,
-`sum(v * energy)`). Forwards from the weights: the product with the values, then the
-heads side by side and a projection. Whatever is not recognised stays, under its own
-name, as given; what is recognised gets the core op the inspector can recompute.
+added mask), scaling by a number (or by one per head), then what made the scores: a
+product of queries and keys in any spelling (`contract.py`; `baddbmm` taken apart by
+`fused.py`), or a learned vector on an energy (`Va(tanh(…))`, `sum(v * energy)`).
+Forwards from the weights, through what the code changed after the softmax: the product
+with the values, then the heads side by side and a projection. Whatever is not
+recognised stays, under its own name, as given; what is recognised gets the core op the
+inspector can recompute.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import re
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.capture import Node, written_parts
+from attn_tui.sources.recorder.contract import UnrecognisedError, bilinear, is_product, transposed
 from attn_tui.sources.recorder.found import (
     DotOp,
     Found,
@@ -31,29 +34,28 @@ from attn_tui.sources.recorder.found import (
     TanhOfSumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.fused import unfused
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, scale_of, unscaled
-from attn_tui.sources.recorder.refs import Ref, UnfollowableError, broadcast_shape, operand_ref, resolve, unravel
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
 
-PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
 PASS = ("cast", "dropout", "contiguous", "clone")
+AFTER_SOFTMAX = ("mul", "div", "masked_fill", "where", "nan_to_num")  # the weights changed cell by cell
 MASK_AT = -1e4  # an added value at or below this is a mask, not a bias
 
 
-class UnrecognisedError(Exception):
-    """An attention the recogniser cannot lay out; the message says why."""
-
-
 def softmax_input(node: Node) -> Node | None:
-    """What a softmax reads (for one written out, `exp(x) / sum(exp(x))`, the x)."""
-    source = node.inputs[0] if node.inputs else None
-    if node.name == "div" and isinstance(source, Node):
-        source = source.inputs[0] if source.inputs else None
-    return source if isinstance(source, Node) else None
+    """What a softmax reads (for one written out, `exp(x) / sum(exp(x))` and the like, the x)."""
+    if node.name in ("softmax", "log_softmax"):
+        source = node.inputs[0] if node.inputs else None
+        return source if isinstance(source, Node) else None
+    parts = written_parts(node)
+    return None if parts is None else parts[0]
 
 
 def softmax_dim(node: Node) -> int:
-    if node.name == "div":  # written out: the dimension of the sum
-        node = node.inputs[1]
+    parts = written_parts(node)
+    if parts is not None:  # written out: the dimension of its sum (or log_softmax, logsumexp)
+        node = parts[1]
     dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
     if isinstance(dim, (tuple, list)) and len(dim) == 1:
         dim = dim[0]
@@ -63,78 +65,14 @@ def softmax_dim(node: Node) -> int:
     return dim % max(ndim, 1)
 
 
-# ----- products ---------------------------------------------------------------------------------
-def bilinear(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
-    """A product as (left (*b, M, K), right (*b, K, N), out_index (*b, M, N) into the node's value)."""
-    if node.name == "einsum":
-        return _einsum(node)
-    if node.name not in PRODUCTS:
-        return None
-    tensors = [a for a in node.inputs if isinstance(a, Node)]
-    if len(tensors) != 2:
-        return None
-    a, b = (tensors[1], tensors[0]) if node.name == "rmatmul" else (tensors[0], tensors[1])
-    left, right = resolve(a), resolve(b)
-    li = left.index if left.index.dim() > 1 else left.index[None, :]
-    ri = right.index if right.index.dim() > 1 else right.index[:, None]
-    batch = broadcast_shape(li.shape[:-2], ri.shape[:-2])
-    li = li.expand(*batch, *li.shape[-2:])
-    ri = ri.expand(*batch, *ri.shape[-2:])
-    out_index = torch.arange(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])
-    return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
-
-
-def _einsum(node: Node) -> tuple[Ref, Ref, torch.Tensor] | None:
-    equation = node.inputs[0] if node.inputs and isinstance(node.inputs[0], str) else None
-    operands = [a for a in node.inputs[1:] for a in (a if isinstance(a, tuple) else (a,)) if isinstance(a, Node)]
-    if equation is None or len(operands) != 2 or "..." in equation or "->" not in equation:
-        return None
-    lhs, out = equation.replace(" ", "").split("->")
-    a, b = lhs.split(",")
-    contracted = [c for c in a if c in b and c not in out]
-    batch = [c for c in out if c in a and c in b]
-    m = [c for c in out if c in a and c not in b]
-    n = [c for c in out if c in b and c not in a]
-    if len(contracted) != 1 or len(m) != 1 or len(n) != 1 or len(set(a)) != len(a) or len(set(b)) != len(b) \
-            or set(a) != set(batch + m + contracted) or set(b) != set(batch + n + contracted):
-        return None
-    k = contracted
-    left, right = resolve(operands[0]), resolve(operands[1])
-    li = left.index.permute([a.index(c) for c in batch + m + k])
-    ri = right.index.permute([b.index(c) for c in batch + k + n])
-    out_index = torch.arange(node.value.numel()).reshape(node.value.shape).permute(
-        [out.index(c) for c in batch + m + n])
-    return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
-
-
-def _rows_and_cols(product: Node, positions: torch.Tensor) -> tuple[Ref, Ref]:
-    """For score positions (…, L, S) in a product: the left rows (…, L, K) and right rows (…, S, K) they read."""
-    found = bilinear(product)
-    if found is None:
-        raise UnrecognisedError(f"{product.name} is not a product of two matrices")
-    left, right, out_index = found
-    inverse = torch.empty(out_index.numel(), dtype=torch.long)
-    inverse[out_index.reshape(-1)] = torch.arange(out_index.numel())
-    where = unravel(inverse[positions], tuple(out_index.shape))
-    batch = torch.zeros_like(positions)
-    for size, part in zip(out_index.shape[:-2], where[:-2]):
-        batch = batch * size + part
-    i, j = where[-2], where[-1]
-    if not (bool((batch == batch[..., :1, :1]).all()) and bool((i == i[..., :, :1]).all())
-            and bool((j == j[..., :1, :]).all())):
-        raise UnrecognisedError("the scores are not one query per row and one key per column")
-    rows, width = left.index.shape[-2], left.index.shape[-1]
-    left3 = left.index.reshape(-1, rows, width)
-    right3 = right.index.reshape(-1, width, right.index.shape[-1]).transpose(1, 2)  # (B', N, K)
-    q = left3[batch[..., :, 0], i[..., :, 0]]  # (…, L, K)
-    k = right3[batch[..., 0, :], j[..., 0, :]]  # (…, S, K)
-    return Ref(left.node, left.base, q), Ref(right.node, right.base, k)
-
-
 # ----- the output side -------------------------------------------------------------------------
 def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None] | None:
     """The product of the weights with the values: (node, weights ref (*b, L, S) into the softmax's numbers,
-    values ref (*b, S, dv), output positions (*b, L, dv), the weights after a dropout or cast between them)."""
+    values ref (*b, S, dv), output positions (*b, L, dv), the weights after a dropout or cast between them).
+
+    The product may be `weights @ values`, `values.T @ weights`, or `(weights * values).sum(dim)`
+    (then the values must keep a dimension of their own: a sum against a mask is no output).
+    """
     queue, seen = [weights], set()
     while queue:
         node = queue.pop(0)
@@ -142,7 +80,7 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
             if id(consumer) in seen:
                 continue
             seen.add(id(consumer))
-            if consumer.is_view or consumer.name in PASS:
+            if consumer.is_view or consumer.name in PASS or consumer.name in AFTER_SOFTMAX:
                 queue.append(consumer)
                 continue
             try:
@@ -151,16 +89,48 @@ def find_output(weights: Node) -> tuple[Node, Ref, Ref, torch.Tensor, Ref | None
                 continue
             if found is None:
                 continue
-            left, right, out_index = found
-            dropped = None
-            if left.node is not weights and left.node is not None and left.node.name in PASS:
-                dropped = left
-                try:
-                    left = operand_ref(left.node, left.node.inputs[0], left.index)
-                except UnfollowableError:
+            for left, right, out_index in (found, transposed(found)):
+                if consumer.name == "sum" and right.index.shape[-1] == 1:
                     continue
-            if left.node is weights:
-                return consumer, left, right, out_index, dropped
+                on_left = _weights_side(left, weights)
+                if on_left is not None:
+                    return consumer, on_left[0], right, out_index, on_left[1]
+    return None
+
+
+def _weights_side(left: Ref, weights: Node) -> tuple[Ref, Ref | None] | None:
+    """`left` as a ref into the softmax's numbers, and the ref it had before when something came between:
+    a dropout or a cast, or a change after the softmax (`masked_fill(pad, 0)`, `nan_to_num`, a renormalisation)."""
+    if left.node is weights:
+        return left, None
+    ref = left
+    for _ in range(8):
+        node = ref.node
+        if node is None or (node.name not in PASS and node.name not in AFTER_SOFTMAX):
+            return None
+        main = _main_input(node)
+        if main is None:
+            return None
+        try:
+            ref = operand_ref(node, main, ref.index)
+        except UnfollowableError:
+            return None
+        if ref.node is weights:
+            return ref, left
+    return None
+
+
+def _main_input(node: Node) -> Node | None:
+    """The input an elementwise change after the softmax changes: of the node's shape, not a mask, on the way back."""
+    candidates = [a for a in node.inputs[:3] if isinstance(a, Node) and a.value.shape == node.value.shape
+                  and a.value.dtype != torch.bool]
+    for candidate in candidates:
+        try:
+            made = base_of(candidate)
+        except UnfollowableError:
+            continue
+        if made.hops is not None and (made.hops == 0 or made.name in PASS or made.name in AFTER_SOFTMAX):
+            return candidate
     return None
 
 
@@ -170,12 +140,15 @@ def _mask_like(values: torch.Tensor) -> bool:
 
 
 def _fill(value: object) -> float | None:
+    """The one number a mask writes: a Python number, a tensor of one number, or `full_like(scores, -inf)`."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, Node) and value.value.numel() == 1:
-        return float(value.value.reshape(-1)[0])
+    if isinstance(value, Node) and value.value.numel() >= 1 and value.value.is_floating_point():
+        first = value.value.reshape(-1)[0]
+        if value.value.numel() == 1 or bool((value.value == first).all()):
+            return float(first)
     return None
 
 
@@ -223,10 +196,26 @@ class Chain:
                 self.steps.append(("scaled", ref, scaled[1]))
                 ref = operand_ref(node, scaled[0], pos)
                 continue
-            if name in PRODUCTS or name == "einsum":
-                return "product", ref
-            if name in ("linear", "sum"):
+            gated = _gate(node, pos)
+            if gated is not None and self.steps and self.steps[-1][0] == "masked" \
+                    and torch.equal(self.steps[-1][2][0], gated[1]):  # type: ignore[index]
+                ref = operand_ref(node, gated[0], pos)  # `scores * mask + (1 - mask) * -1e9`: one masking
+                continue
+            per_slice = _per_slice_scale(node, pos)
+            if per_slice is not None:
+                self.steps.append(("scaled", ref, per_slice[1]))
+                ref = operand_ref(node, per_slice[0], pos)
+                continue
+            if name == "linear" or (name == "sum" and learned_vector(node)):
                 return "reduce", ref
+            if is_product(node):
+                return "product", ref
+            if name == "sum":
+                return "reduce", ref
+            unfolded = unfused(node)
+            if unfolded is not None:  # baddbmm: a product, a scale and a sum in one call, taken apart
+                ref = Ref(unfolded, unfolded.value, pos)
+                continue
             return "given", ref
         return "given", ref
 
@@ -265,12 +254,47 @@ class Chain:
         if node.name != "add":
             return None
         source, other = (a, b) if a.value.numel() >= b.value.numel() else (b, a)
+        if a.value.numel() == b.value.numel() and _mask_like(_spread(node, a, pos)) \
+                and not _mask_like(_spread(node, b, pos)):
+            source, other = b, a  # `mask + scores`, the mask as large as the scores
         spread = _spread(node, other, pos)
         if _mask_like(spread):
             self.steps.append(("masked", ref, (spread == 0, float(spread.min()))))
         else:
             self.steps.append(("biased", ref, operand_ref(node, other, pos)))
         return operand_ref(node, source, pos)
+
+
+def _gate(node: Node, pos: torch.Tensor) -> tuple[Node, torch.Tensor] | None:
+    """`x * mask` with a mask of 0 and 1: (x, where the mask is 1, at `pos`)."""
+    if node.name != "mul" or len(node.inputs) < 2:
+        return None
+    for x, gate in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        if isinstance(x, Node) and isinstance(gate, Node) and x.value.shape == node.value.shape:
+            spread = _spread(node, gate, pos)
+            if bool(((spread == 0) | (spread == 1)).all()):
+                return x, spread == 1
+    return None
+
+
+def _per_slice_scale(node: Node, pos: torch.Tensor) -> tuple[Node, torch.Tensor] | None:
+    """`scores * tau` (or `/ tau`) with tau one number per head or batch item, a learned temperature:
+    (the scores, the factors (*lead) at `pos` (*lead, L, S))."""
+    if node.name not in ("mul", "div") or len(node.inputs) < 2:
+        return None
+    a, b = node.inputs[0], node.inputs[1]
+    if not isinstance(a, Node) or not isinstance(b, Node) or not b.value.is_floating_point():
+        return None
+    pairs = [(a, b)] if node.name == "div" else [(a, b), (b, a)]
+    for x, tau in pairs:
+        if x.value.shape != node.value.shape or tau.value.numel() >= x.value.numel() or pos.dim() < 2:
+            continue
+        spread = _spread(node, tau, pos)  # (*lead, L, S)
+        if not bool((spread == spread[..., :1, :1]).all()) or not bool((spread != 0).all()):
+            continue
+        factors = spread[..., 0, 0]
+        return x, (1.0 / factors if node.name == "div" else factors)
+    return None
 
 
 def _view_back(node: Node, ref: Ref) -> Ref:
@@ -280,6 +304,22 @@ def _view_back(node: Node, ref: Ref) -> Ref:
 
 
 # ----- the scores' makers ----------------------------------------------------------------------
+def learned_vector(node: Node) -> bool:
+    """`sum(v * energy, -1)` with v a parameter: a learned vector scoring energies, not a product of two inputs."""
+    product = node.inputs[0] if node.inputs else None
+    if not isinstance(product, Node) or product.name != "mul":
+        return False
+    hidden = product.value.shape[-1] if product.value.dim() else 0
+    for vector in product.inputs[:2]:
+        if isinstance(vector, Node) and vector.value.numel() == hidden:
+            try:
+                if base_of(vector).is_param:
+                    return True
+            except UnfollowableError:
+                continue
+    return False
+
+
 def reduce_energy(node: Node, ref: Ref) -> tuple[Ref, Node, Node | None] | None:
     """`Va(energy)` (a linear to one number), `sum(v * energy, -1)` or `energy @ v`: (energy (…, L, S, H), v, bias)."""
     pos = ref.index

@@ -82,7 +82,12 @@ def _unwrap(value: Any) -> Any:
 
 
 def resolve(node: Node) -> Ref:
-    """The ref of a node: itself for an op, the numbers of its base node for a view."""
+    """The ref of a node: itself for an op, the numbers of its base node for a view (or for pieces of one
+    node joined again: `torch.stack(q.split(d, -1), 1)`, the heads of one output put back side by side)."""
+    if node.name in ("cat", "stack"):
+        found = joined(node)
+        if found is not None:
+            return found
     if not node.is_view:
         return whole(node)
     if node.value.numel() > MAX_INDEX:
@@ -95,6 +100,26 @@ def resolve(node: Node) -> Ref:
     if tuple(index.shape) != tuple(node.value.shape):
         raise UnfollowableError(node.name)
     return Ref(inner.node, inner.base, index)
+
+
+def joined(node: Node) -> Ref | None:
+    """`cat` / `stack` of views of one and the same node, as a ref into that node; None for anything else."""
+    parts = node.inputs[0] if node.inputs and isinstance(node.inputs[0], tuple) else ()
+    dim = node.kwargs.get("dim", node.inputs[1] if len(node.inputs) > 1 else 0)
+    if not parts or not all(isinstance(p, Node) for p in parts) or not isinstance(dim, int):
+        return None
+    try:
+        refs = [resolve(p) for p in parts]
+    except UnfollowableError:
+        return None
+    first = refs[0]
+    if first.node is None or any(r.node is not first.node or r.base is not first.base for r in refs):
+        return None
+    try:
+        index = (torch.cat if node.name == "cat" else torch.stack)([r.index for r in refs], dim=dim)
+    except (RuntimeError, IndexError):
+        return None
+    return Ref(first.node, first.base, index) if tuple(index.shape) == tuple(node.value.shape) else None
 
 
 def replay(node: Node, index: torch.Tensor) -> torch.Tensor:

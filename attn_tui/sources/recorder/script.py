@@ -16,9 +16,9 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext, redirect_stdout, suppress
+from contextlib import contextmanager, redirect_stderr, redirect_stdout, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.files import quoted
@@ -51,6 +51,30 @@ def sample_script(name: str) -> Path:
     return found[name]
 
 
+class _Tracked:
+    """The script's stdout or stderr, remembering whether it stopped mid-line (`input("name: ")`, a progress bar),
+    so that the one line that reports the script's end starts a line of its own."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.mid_line = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.mid_line = not text.endswith("\n")
+        written = self.stream.write(text)
+        return written if isinstance(written, int) else len(text)
+
+    def end_line(self) -> None:
+        if self.mid_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.mid_line = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def _short(text: str) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= MAX_MESSAGE else line[:MAX_MESSAGE - 1] + "…"
@@ -61,7 +85,8 @@ def describe_failure(exc: BaseException, script: Path) -> str:
     from attn_tui.sources.recorder.capture import is_user_file
 
     if isinstance(exc, SyntaxError):
-        where = f"{os.path.basename(exc.filename or str(script))}:{exc.lineno}"
+        line = f":{exc.lineno}" if exc.lineno else ""  # a file with a null byte has no line to name
+        where = f"{os.path.basename(exc.filename or str(script))}{line}"
         return f"{where}: SyntaxError: {_short(exc.msg)}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_user_file(f.filename)]
     frame = frames[-1] if frames else None
@@ -138,12 +163,15 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     sys.path.insert(0, os.path.dirname(absolute))
     recording = Recording(max_calls=max_calls, script=script.name)
     parent = os.getpid()
+    out, err = _Tracked(sys.stderr if quiet_stdout else sys.stdout), _Tracked(sys.stderr)
     try:
-        with redirect_stdout(sys.stderr) if quiet_stdout else nullcontext(), recording, _time_limit(timeout):
+        with redirect_stdout(out), redirect_stderr(err), recording, _time_limit(timeout):
             runpy.run_path(absolute, run_name="__main__")
         _leave_if_forked(parent, 0)
     except SystemExit as exc:
         _leave_if_forked(parent, exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
+        if isinstance(exc.code, str):  # sys.exit("message"): Python prints the message and exits with 1
+            raise ScriptError(Msg("{script} exited: {message}", script=script.name, message=_short(exc.code))) from None
         if exc.code not in (None, 0):
             raise ScriptError(Msg("{script} exited with status {code}", script=script.name, code=exc.code)) from None
     except _TimedOut:
@@ -159,6 +187,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+        for stream in (out, err):
+            stream.end_line()
     from attn_tui.sources.recorder.build import NoAttentionError
 
     try:

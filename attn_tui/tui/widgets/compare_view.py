@@ -25,10 +25,13 @@ class CompareView(Horizontal):
     CompareView > Vertical { width: 1fr; height: 1fr; margin: 0 1 0 0; }
     CompareView .compare-title { height: 1; text-style: bold; }
     CompareView .compare-legend { height: 1; }
+    CompareView #compare-note { display: none; dock: bottom; height: auto; max-height: 2; width: 100%; }
+    CompareView.-noted #compare-note { display: block; }
     CompareView Heatmap { height: 1fr; }
     """
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="compare-note")
         for side in SIDES:
             with Vertical(id=f"compare-{side}"):
                 yield Static("", classes="compare-title")
@@ -38,8 +41,14 @@ class CompareView(Horizontal):
     def heatmap(self, side: str) -> Heatmap:
         return self.query_one(f"#compare-{side}-map", Heatmap)
 
-    def show(self, titles: dict[str, Text | str], grids: dict[str, Grid | None], messages: dict[str, str]) -> None:
-        """Each side's title and grid; a side without a grid says why (B lacks the stage, shapes differ)."""
+    def show(self, titles: dict[str, Text | str], grids: dict[str, Grid | None], messages: dict[str, str],
+             note: str = "") -> None:
+        """Each side's title and grid; a side without a grid says why (B lacks the stage, shapes differ).
+
+        `note`: a line under the three about all of them (two models: where their strongest inputs agree).
+        """
+        self.query_one("#compare-note", Static).update(Text(note, style="italic"))
+        self.set_class(bool(note), "-noted")
         for side in SIDES:
             box = self.query_one(f"#compare-{side}", Vertical)
             title = titles.get(side, "")
@@ -61,6 +70,11 @@ class CompareView(Horizontal):
         cells = [int(h.value) for h in heights if h is not None]
         return max(cells) if cells else None
 
+    @property
+    def chrome(self) -> int:
+        """Lines besides the heatmaps: a title and a legend, and the note when there is one."""
+        return 2 + (2 if self.has_class("-noted") else 0)
+
     def move_cursor_by(self, d_row: int, d_col: int) -> None:
         a = self.heatmap("a")
         a.move_cursor_by(d_row, d_col)
@@ -78,11 +92,14 @@ class CompareView(Horizontal):
             self.heatmap("a").move_cursor(message.row, message.col)
 
     def _sync(self, cursor: tuple[int, int]) -> None:
+        a = self.heatmap("a")
         for side in ("b", "diff"):
             heatmap = self.heatmap(side)
             if heatmap.grid is not None and heatmap.cursor != cursor:
                 with heatmap.prevent(CursorMoved):
                     heatmap.move_cursor(*cursor)
+            if heatmap.grid is not None and a.grid is not None and heatmap.grid.cols == a.grid.cols:
+                heatmap.scroll_to(x=a.scroll_offset.x, animate=False, immediate=True)  # the same columns in view
 
     def caption(self) -> str:
         return _("compare: one cursor for A, B and B − A (c leaves)")

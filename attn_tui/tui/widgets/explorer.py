@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
+from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
 from attn_tui.present.positions import Position, bar_window, positions, same_place
 from attn_tui.present.stage_view import StageView, place_caption, stage_view
@@ -38,6 +39,7 @@ from attn_tui.tui.widgets.stage_bar import StageBar
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
     from attn_tui.present.compare import Comparison
+    from attn_tui.present.date_compare import SideBySide
     from attn_tui.present.shown import Shown
 
 STAGES = "heatmap"  # the panel of the stages themselves
@@ -79,6 +81,8 @@ class Explorer(Vertical):
         self.comparison: Comparison | None = None
         self.shown_b: Shown | None = None  # B's computation (a head comparison reads A's trace)
         self.view_b: StageView | None = None
+        self.pair: SideBySide | None = None  # two date models side by side: what the compare panel shows
+        self.b_layer, self.b_head = 0, 0  # B's layer and head when B has them and A has not
 
     def compose(self) -> ComposeResult:
         yield StageBar(_("loading torch…"), id="stage-bar")
@@ -126,7 +130,7 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.summary is not None, "rollout": shown.summary is not None,
-                "alignment": trace.steps() > 0, "heads": True, "params": True, STAGES: True,
+                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
@@ -138,6 +142,8 @@ class Explorer(Vertical):
 
     def show_b(self, comparison: Comparison, shown_b: Shown | None) -> None:
         """Compare with B: `shown_b` is B's computation (None: a head comparison, read from A's trace)."""
+        if comparison is not self.comparison and shown_b is not None:
+            self.b_layer, self.b_head = shown_b.trace.layers - 1, 0  # another model's last layer reads the input most
         self.comparison, self.shown_b = comparison, shown_b
         if self.panel != "compare":
             self.switch_panel("compare")
@@ -145,7 +151,7 @@ class Explorer(Vertical):
             self.render_place()
 
     def end_compare(self) -> None:
-        self.comparison, self.shown_b, self.view_b = None, None, None
+        self.comparison, self.shown_b, self.view_b, self.pair = None, None, None, None
         if self.panel == "compare":
             self.switch_panel(STAGES)
 
@@ -170,8 +176,9 @@ class Explorer(Vertical):
         window = bar_window(self.places, self.stage_index)
         stage = trace.stages[view.place]
         origin = stage.origin or ""
-        self.query_one(StageBar).show(self.stage_titles(), window.index(self.stage_index), view.formula, view.shape,
-                                      view.note, place_caption(trace, view, self.layer_index, self.head), origin)
+        self.query_one(StageBar).show(self.stage_titles(compact=True), window.index(self.stage_index), view.formula,
+                                      view.shape, view.note, place_caption(trace, view, self.layer_index, self.head),
+                                      origin)
         if self.panel != "compare":
             self.query_one("#heatmap", Heatmap).show(view.grid)
         self._fit_panels()
@@ -194,6 +201,8 @@ class Explorer(Vertical):
         view, trace = self.view, self.trace
         if view is None or trace is None:
             return
+        if self.panel == "compare" and self.pair is not None:
+            view = self.pair.a  # two models side by side: the cursor is on A's alignment
         row, col = self.heatmap.cursor
         row, col = min(row, view.grid.rows - 1), min(col, view.grid.cols - 1)
         if view.grid.row_axis in ("query", "token"):
@@ -206,9 +215,10 @@ class Explorer(Vertical):
         if self.panel == "compare" and self.comparison is not None and self.view_b is not None:
             b_trace = trace if self.shown_b is None else self.shown_b.trace
             b_view = self.view_b
+            a_label, b_label = ((self.pair.a_heading, self.pair.b_heading) if self.pair is not None
+                                else (self.comparison.a_label, self.comparison.b_label))
             if row < b_view.grid.rows and col < b_view.grid.cols:
-                other = (f"A: {self.comparison.a_label}", f"B: {self.comparison.b_label}",
-                         explain(b_trace, b_view.place, b_view.index(row, col)))
+                other = (f"A: {a_label}", f"B: {b_label}", explain(b_trace, b_view.place, b_view.index(row, col)))
         origin = trace.stages[view.place].origin or ""
         self.query_one(Inspector).show(where, arithmetic, other, origin)
 
@@ -228,10 +238,14 @@ class Explorer(Vertical):
         several = len({p.module for p in window}) > 1
         return [f"{p.module}.{p.name}" if several and p.module else p.name for p in window]
 
-    def stage_titles(self) -> list[str]:
-        """The bar's names in the language on show."""
+    def stage_titles(self, compact: bool = False) -> list[str]:
+        """The bar's names in the language on show; `compact`: a module named once, where its stages begin
+        (a transformer decode lists three modules' stages, which would fill the bar)."""
         window = [self.places[n] for n in bar_window(self.places, self.stage_index)]
         several = len({p.module for p in window}) > 1
+        if compact and several:
+            return [f"{p.module}: {stage_title(p.name)}" if p.module and (n == 0 or window[n - 1].module != p.module)
+                    else stage_title(p.name) for n, p in enumerate(window)]
         return [f"{p.module}.{stage_title(p.name)}" if several and p.module else stage_title(p.name) for p in window]
 
     def go_to_place(self, index: int) -> None:
@@ -245,9 +259,31 @@ class Explorer(Vertical):
         if window:
             self.go_to_place(window[max(0, min(index, len(window) - 1))])
 
+    def transformer_place(self) -> tuple[int, int | None]:
+        """Two date models side by side: the layer and head (None: the mean of the heads) of the transformer's
+        alignment, A's own when A has them, else B's."""
+        place = self.places[self.stage_index] if self.places else None
+        mean = (self.comparison is not None and self.comparison.mean_heads) or (
+            place is not None and place.name == "alignment_mean")
+        own = self.trace is not None and (self.trace.layers > 1 or self.trace.heads > 1)
+        layer, head = (self.layer_index, self.head) if own else (self.b_layer, self.b_head)
+        return layer, None if mean else head
+
+    def _b_layered(self) -> Trace | None:
+        """Two date models side by side where A has one attention and B layers of heads: the keys move B's."""
+        trace, shown_b = self.trace, self.shown_b
+        if self.comparison is None or not self.comparison.models or shown_b is None or trace is None:
+            return None
+        b = shown_b.trace
+        return b if trace.layers == trace.heads == 1 and (b.layers > 1 or b.heads > 1) else None
+
     def change_head(self, step: int) -> bool:
         """Next or previous head (wrapping); False when the trace has one head."""
-        trace = self.trace
+        trace, b = self.trace, self._b_layered()
+        if b is not None:
+            self.b_head = (self.b_head + step) % b.heads
+            self.render_place()
+            return True
         if trace is None or trace.heads == 1:
             return False
         self.head = (self.head + step) % trace.heads
@@ -256,7 +292,11 @@ class Explorer(Vertical):
 
     def change_layer(self, step: int) -> bool:
         """Next or previous layer (wrapping); False when the trace has one layer."""
-        trace = self.trace
+        trace, b = self.trace, self._b_layered()
+        if b is not None:
+            self.b_layer = (self.b_layer + step) % b.layers
+            self.render_place()
+            return True
         if trace is None or trace.layers == 1:
             return False
         self.layer_index = (self.layer_index + step) % trace.layers
@@ -309,8 +349,9 @@ class Explorer(Vertical):
         if self.panel == STAGES:
             switcher.styles.max_height = own.styles.max_height
         elif self.panel == "compare":
-            tallest = self.query_one(CompareView).tallest()
-            switcher.styles.max_height = None if tallest is None else tallest + 2  # a title and a legend line
+            compare = self.query_one(CompareView)
+            tallest = compare.tallest()
+            switcher.styles.max_height = None if tallest is None else tallest + compare.chrome
         else:
             switcher.styles.max_height = None
 
@@ -318,6 +359,6 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.summary is not None:
             return "model_grid"
-        if self.trace is not None and self.trace.steps():
+        if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.columns import Columns
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -51,19 +51,24 @@ class HeadsGrid(VerticalScroll, inherit_bindings=False):
     ]
 
     titles: list[str] = []
+    extra: RenderableType | None = None  # drawn above the blocks: which key/value head each query head reads
 
     def compose(self) -> ComposeResult:
         yield Static("", id="heads-grid-body")
 
-    def show(self, title: str, panel: HeadsPanel) -> None:
+    def show(self, title: str, panel: HeadsPanel, extra: RenderableType | None = None) -> None:
+        """`extra` is drawn above the heads: which key/value head each query head reads (grouped-query)."""
         self.titles = [name for name, _grid in panel.grids]  # what is on show, for tests and the palette
+        self.extra = extra
         shared = None if panel.shared is None else Scale.fit(*panel.shared, probability=panel.probability)
         blocks = [_block(name, grid, shared or grid_scale(grid), n == panel.current)
                   for n, (name, grid) in enumerate(panel.grids)]
-        parts: list[Text | Columns] = [Text(title, style="bold")]
+        parts: list[RenderableType] = [Text(title, style="bold")]
         if len(panel.grids) > 1 or panel.shared is not None:
             parts.append(scale_caption(panel))
         if panel.note:
             parts.append(Text(panel.note, style="dim"))
+        if extra is not None:
+            parts.append(extra)
         parts.append(Columns(blocks, padding=(1, 2)))
         self.query_one("#heads-grid-body", Static).update(Group(*parts))

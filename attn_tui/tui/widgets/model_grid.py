@@ -9,7 +9,9 @@ from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
-from attn_tui.present.model_view import ModelSummary
+from attn_tui.present.kv_sharing import sharing_of
+from attn_tui.present.model_view import ModelSummary, sink_note
+from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
 KEY = "each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), " \
@@ -46,4 +48,6 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         body = self.query_one("#model-grid-body", Static)
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
         body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads))
-        body.update(Group(title, Text(KEY, style="dim"), now, table))
+        sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
+        body.update(Group(title, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
+                          *([] if sharing is None else [sharing_block(sharing)]), table))

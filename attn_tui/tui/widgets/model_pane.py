@@ -4,12 +4,15 @@ It holds no trace: the app hands it settings (and the device actually used) and 
 posts `SettingsEdited` whenever the person changes something valid, `ModelChosen` when a
 real or trained model is picked, `TargetEdited` for the seq2seq target. Rows that do not
 apply to the current kind of model are hidden by CSS classes, not removed; settings that
-change nothing for the variant on this input (heads for scaled_dot) are greyed out.
+change nothing for the variant on this input (heads for scaled_dot) are greyed out; the rows
+of one variant's own knob (kv heads, rope base, tile) and the window of a sliding mask are
+shown only where they apply.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -24,13 +27,15 @@ from attn_tui.core.settings import MASK_NAMES as MASKS
 from attn_tui.core.settings import PROJECTION_NAMES as PROJECTIONS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
 from attn_tui.i18n import NP_, _, pgettext
-from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES
+from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES,
             "projection": PROJECTIONS}
-_NUMBERS = {"dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number", "pad_keys": "integer"}
+_NUMBERS: dict[str, Literal["integer", "number"]] = {
+    "dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number", "pad_keys": "integer",
+    "kv_heads": "integer", "rope_base": "number", "window": "integer", "tile": "integer"}
 # Each row's label, by the setting it shows (translated with the context "setting").
 LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path"), "variant": NP_("setting", "variant"),
           "projection": NP_("setting", "proj"), "dim": NP_("setting", "dim"), "heads": NP_("setting", "heads"),
@@ -38,8 +43,11 @@ LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path"), "var
           "forcing": NP_("setting", "forcing"), "mask": NP_("setting", "mask"), "pad_keys": NP_("setting", "pad keys"),
           "mask_fill": NP_("setting", "fill"), "positional": NP_("setting", "pos enc"),
           "temperature": NP_("setting", "temp"), "seed": NP_("setting", "seed"), "device": NP_("setting", "device"),
-          "used": NP_("setting", "used"), "dtype": NP_("setting", "dtype")}
-GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "positional", "seed")
+          "used": NP_("setting", "used"), "dtype": NP_("setting", "dtype"), "kv_heads": NP_("setting", "kv heads"),
+          "rope_base": NP_("setting", "θ base"), "window": NP_("setting", "window"), "tile": NP_("setting", "tile")}
+OWN = ("kv_heads", "rope_base", "tile", "window")  # one variant's (or the sliding mask's) knob: hidden elsewhere
+GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "positional", "seed", *OWN)
+LIMITS = {"dim": 4096, "heads": 64, "kv_heads": 64, "window": 100_000, "tile": 100_000}  # as the command line's
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
 MODELS = MODEL_NAMES
@@ -70,6 +78,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane.-other .other-only, ModelPane.-transformer .transformer-only,
     ModelPane.-seq2seq .seq2seq-only { display: block; }
     ModelPane.-model .variant-only, ModelPane.-seq2seq .head-row { display: none; }
+    ModelPane.-layered .head-row, ModelPane.-layered .transformer-only { display: block; }
+    ModelPane .setting.own.-unused { display: none; }
     """
 
     def __init__(self, settings: Settings, *, id: str | None = None) -> None:
@@ -94,6 +104,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                                           placeholder="8"), "variant-only")
         yield from self._row("heads", Input(str(s.heads), type="integer", compact=True, id="set-heads"),
                              "variant-only")
+        yield from self._own_row("kv_heads", s)
+        yield from self._own_row("rope_base", s)
+        yield from self._own_row("tile", s)
         yield from self._row("layer", Label("0 / 1  { }", id="layer-view", classes="value"), "transformer-only")
         yield from self._row("head", Label("0 / 1  [ ]", id="head-view", classes="value"), "head-row")
         yield from self._row("target", Input(placeholder="2026-11-22", compact=True, id="set-target"),
@@ -102,6 +115,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                              "seq2seq-only")
         yield from self._row("mask", Select([(m, m) for m in MASKS], value=s.mask, allow_blank=False,
                                             compact=True, id="set-mask"), "variant-only")
+        yield from self._own_row("window", s)
         yield from self._row("pad_keys", Input(str(s.pad_keys), type="integer", compact=True, id="set-pad_keys"),
                              "variant-only")
         yield from self._row("mask_fill", Select([(f, f) for f in FILLS], value=s.mask_fill, allow_blank=False,
@@ -123,6 +137,16 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         with Horizontal(classes=f"setting {classes}".strip(), id=f"row-{name}"):
             yield Label(pgettext("setting", LABELS[name]), classes="setting-label", id=f"label-{name}")
             yield control
+
+    def _own_row(self, name: str, s: Settings) -> ComposeResult:
+        """A row that shows only where it applies (hidden until the app says it does)."""
+        yield from self._row(name, Input(self._number_text(s, name), type=_NUMBERS[name], compact=True,
+                                         id=f"set-{name}"), "variant-only own -unused")
+
+    @staticmethod
+    def _number_text(s: Settings, name: str) -> str:
+        value = getattr(s, name)
+        return f"{value:g}" if isinstance(value, float) else str(value)
 
     def relabel(self) -> None:
         """Every label in the language on show (after `t`)."""
@@ -163,6 +187,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def _set_kind(self, choice: str) -> None:
         self.choice = choice
         set_classes(self, {"-model": choice != VARIANTS, "-seq2seq": choice in SEQ2SEQ,
+                           "-layered": choice in TRANSFORMER_DATE_MODELS,
                            "-transformer": choice not in (VARIANTS, *SEQ2SEQ), "-other": choice == OTHER})
 
     def show_status(self, text: str) -> None:
@@ -190,6 +215,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self.query_one("#set-temperature", Input).value = f"{settings.temperature:g}"
             self.query_one("#set-seed", Input).value = str(settings.seed)
             self.query_one("#set-positional", Checkbox).value = settings.positional
+            for name in OWN:
+                self.query_one(f"#set-{name}", Input).value = self._number_text(settings, name)
         self.query_one("#settings-error", Label).update("")
 
     def show_view(self, head: int, heads: int, device_used: str) -> None:
@@ -262,19 +289,21 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             return "", None
         label = pgettext("setting", LABELS[name])
         try:
-            value: object = float(text) if name == "temperature" else int(text)
+            value: object = float(text) if name in ("temperature", "rope_base") else int(text)
         except ValueError:
             return _("{setting}: {text} is not a number").format(setting=label, text=repr(text[:30])), None
-        if name in ("dim", "heads") and value < 1:  # type: ignore[operator]
+        if name in ("dim", "heads", "kv_heads", "window", "tile") and value < 1:  # type: ignore[operator]
             return _("{setting} must be at least 1").format(setting=label), None
         if name == "pad_keys" and value < 0:  # type: ignore[operator]
             return _("{setting} must be 0 or more").format(setting=label), None
         if name == "temperature" and not 0 < value < float("inf"):  # type: ignore[operator]
             return _("temperature must be a positive number"), None
+        if name == "rope_base" and not 1 < value < float("inf"):  # type: ignore[operator]
+            return _("{setting} must be a finite number above 1").format(setting=label), None
         if name == "seed" and not -(2**62) <= value <= 2**62:  # type: ignore[operator]
             return _("seed must be between -2^62 and 2^62"), None
-        if name in ("dim", "heads") and value > (4096 if name == "dim" else 64):  # type: ignore[operator]
-            return _("{setting} must be at most {n}").format(setting=label, n=4096 if name == "dim" else 64), None
+        if name in LIMITS and value > LIMITS[name]:  # type: ignore[operator]
+            return _("{setting} must be at most {n}").format(setting=label, n=LIMITS[name]), None
         return "", value
 
     def _edited(self, settings: Settings) -> None:

@@ -12,9 +12,11 @@ from rich.text import Text
 
 from attn_tui.i18n import _
 from attn_tui.present.compare import diff_grid
+from attn_tui.present.kv_sharing import kv_sharing
 from attn_tui.present.model_view import alignment_so_far
 from attn_tui.present.stage_view import StageView, heads_panel, param_grids, stage_view
 from attn_tui.present.titles import stage_title
+from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
@@ -39,7 +41,8 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
               "layer and the residual path (r returns; click a cell for its value)"))
     elif panel == "alignment":
         place = explorer.places[explorer.stage_index]
-        title, grid = alignment_so_far(trace, place.name, place.step)
+        head = None if place.name == "alignment_mean" else explorer.head  # a mean over heads, or the head's
+        title, grid = alignment_so_far(trace, place.name, place.step, explorer.layer_index, head, place.module)
         explorer.query_one("#alignment", MatrixPanel).show(
             title, grid, _("a row fills in when its step's weights are computed; → steps on (g returns)"))
     elif panel == "params":
@@ -51,15 +54,20 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
             HeadsPanel(grids, -1, "" if grids else _("this input has no learned parameters (typed Q, K, V)"), None,
                        False))
     else:
+        sharing = kv_sharing(trace, explorer.head)  # grouped-query heads: which key/value head each one reads
         explorer.query_one(HeadsGrid).show(
             _("{stage}: all heads (g returns to the heatmap)").format(stage=stage_title(view.name)),
-            heads_panel(trace, view, explorer.energy_query, explorer.shared_scale))
+            heads_panel(trace, view, explorer.energy_query, explorer.shared_scale),
+            None if sharing is None else sharing_block(sharing))
 
 
 def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
     """A, B and B − A for the stage at the current place; B's view (None when B lacks the stage)."""
     comparison, trace = explorer.comparison, explorer.trace
     assert comparison is not None and trace is not None
+    explorer.pair = None
+    if comparison.models and explorer.shown_b is not None:
+        return draw_models(explorer, view)
     b_trace = trace if explorer.shown_b is None else explorer.shown_b.trace
     place = view.place
     head = comparison.head if comparison.head is not None else explorer.head
@@ -77,3 +85,20 @@ def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
     messages = {"b": message, "diff": message or _("A and B have different shapes here")}
     explorer.query_one(CompareView).show(titles, grids, messages)
     return b_view
+
+
+def draw_models(explorer: Explorer, view: StageView) -> StageView:
+    """Two date models side by side: each one's alignment as far as A's decode has got, and B − A."""
+    from attn_tui.present.date_compare import side_by_side
+
+    comparison, a, shown_b = explorer.comparison, explorer.trace, explorer.shown_b
+    assert comparison is not None and a is not None and shown_b is not None
+    layer, head = explorer.transformer_place()
+    place = view.place
+    pair = explorer.pair = side_by_side(a, shown_b.trace, place.name, place.step, place.module, layer, head)
+    titles: dict[str, Text | str] = {"a": Text.assemble(("A  ", "bold yellow"), pair.a_title),
+                                     "b": Text.assemble(("B  ", "bold magenta"), pair.b_title),
+                                     "diff": Text(pair.diff_title, style="bold")}
+    explorer.query_one(CompareView).show(titles, {"a": pair.a.grid, "b": pair.b.grid, "diff": pair.diff},
+                                         {"diff": pair.message}, pair.note())
+    return pair.b
