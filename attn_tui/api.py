@@ -11,24 +11,27 @@ Python console (`repr`); `trace.show()` prints it in colour.
 from __future__ import annotations
 
 import argparse
+import functools
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.text import Text
 
 from attn_tui.cli.request import Reader, model_input, variant_request
-from attn_tui.core.errors import InputError
+from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.files import quoted, short_repr
 from attn_tui.core.inputs import Parsed
 from attn_tui.core.stage import Trace as CoreTrace
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import N_, Msg, _
 from attn_tui.sources.recorder import Recording as SourceRecording
 
 OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads",
            "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to", "target",
            "teacher_forcing", "projection")
 HTML_WIDTH = 100
+PYTHON_FLOAT_BYTES = 32  # a float object and its list slot: what a matrix costs once it is Python lists
 
 
 class Trace(CoreTrace):
@@ -101,16 +104,82 @@ class Recording(SourceRecording):
 class _Matrices(Reader):
     """Matrices given as Python lists, arrays or tensors; a string is a file path, as on the command line."""
 
+    def __init__(self, max_memory: int | str | None = None) -> None:
+        super().__init__()
+        self.max_memory = max_memory
+
     def matrix(self, path: Any, name: str | Msg) -> Parsed:
         if isinstance(path, str):
             return super().matrix(path, name)
-        rows = path.tolist() if hasattr(path, "tolist") else path
+        shape = getattr(path, "shape", None)
+        if shape is None and isinstance(path, Sequence) and path and isinstance(path[0], Sized):
+            shape = (len(path), len(path[0]))
+        if shape is not None and len(shape) == 2:  # sized before a single number becomes a Python float
+            _check_size(int(shape[0]), int(shape[1]), name, self.max_memory)
         try:
+            rows = path.tolist() if hasattr(path, "tolist") else path
             out = [[float(v) for v in row] for row in rows]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError, NotImplementedError):  # also a meta or sparse tensor
             raise InputError(Msg("{name} must be a matrix: a list of rows of numbers, an array or a tensor",
                                  name=name)) from None
         return Parsed(out, (None,) * len(out))
+
+
+def _check_size(rows: int, width: int, name: str | Msg, max_memory: int | str | None) -> None:
+    from attn_tui.core.budget import Estimate, memory_limit
+    from attn_tui.core.footprint import MAX_DIM, MAX_TOKENS
+
+    if rows > MAX_TOKENS:
+        raise ConfigError(Msg("{name} has {n} rows; attn-tui shows at most {max}", name=name, n=f"{rows:,}",
+                              max=f"{MAX_TOKENS:,}"))
+    if width > MAX_DIM:
+        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
+                              width=width, max=MAX_DIM))
+    as_lists = Estimate()
+    as_lists.add(N_("inputs"), rows * width, PYTHON_FLOAT_BYTES)
+    as_lists.check(memory_limit(max_memory), name)
+
+
+MATRICES = ("q", "k", "v", "x", "mask_file")  # a list, an array or a tensor; a string is a file, as on the command line
+
+
+@functools.lru_cache(maxsize=1)
+def _stage_options() -> dict[str, argparse.Action]:
+    """The options of `attn-tui stages` by name, with the types and choices the command line checks them with."""
+    from attn_tui.cli.parser import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {action.dest: action for action in sub.choices["stages"]._actions}
+
+
+def _checked(values: dict[str, Any]) -> dict[str, Any]:
+    """Each option given to `compute` as the command line would take it: its type, its range, its choices.
+
+    A keyword holds a Python value rather than typed text, so its kind is checked first (a bool is no
+    number); then the parser's own type reads it, so `heads=0` and `--heads 0` get the same refusal.
+    """
+    actions = _stage_options()
+    checked = dict(values)
+    for name, value in values.items():
+        action = actions.get(name)
+        if value is None or action is None or (name in MATRICES and not isinstance(value, str)):
+            continue
+        wanted = (N_("true or false") if action.nargs == 0 else N_("text") if action.type is None
+                  else N_("a number"))
+        kinds: tuple[type, ...] = (bool,) if action.nargs == 0 else (str,) if action.type is None else (str, int, float)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and action.nargs != 0):
+            raise ConfigError(Msg("{name} must be {kind}, not {value}", name=f"{name}=", kind=Msg(wanted),
+                                  value=short_repr(value)))
+        if action.type is not None and action.nargs != 0:
+            try:
+                checked[name] = action.type(str(value))  # type: ignore[operator]  # argparse types it loosely
+            except argparse.ArgumentTypeError as exc:
+                raise ConfigError(Msg("{option}: {reason}", option=f"{name}=", reason=str(exc))) from None
+        if action.choices is not None and checked[name] not in action.choices:
+            raise ConfigError(Msg("unknown {name} {value}; choose one of {names}", name=f"{name}=",
+                                  value=quoted(str(value), 30), names=", ".join(map(str, action.choices))))
+    return checked
 
 
 def compute(text: str | None = None, *, max_memory: int | None = None, **options: Any) -> Trace:
@@ -125,13 +194,13 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
                                 known=", ".join(OPTIONS))))
     values = {name: options.get(name) for name in OPTIONS}
     values["text"] = text if text is not None else options.get("text")
-    args = argparse.Namespace(**values)
+    args = argparse.Namespace(**_checked(values))
     model = model_input(args)
     if model is not None:
         from attn_tui.sources.registry import trace_for
 
         return Trace.of(trace_for(model, max_memory))
-    request = variant_request(args, _Matrices())
+    request = variant_request(args, _Matrices(max_memory))
     if request is None:
         raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
     from attn_tui.core.engine import compute as run
@@ -142,5 +211,4 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
 def record(tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
            max_calls: int = 64) -> Recording:
     """Record the attention computed inside a `with` block; `tokens` label its queries (and keys)."""
-    return Recording(None if tokens is None else list(tokens), None if key_tokens is None else list(key_tokens),
-                     max_calls)
+    return Recording(tokens, key_tokens, max_calls)  # a sentence, or a list of words; checked there

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from attn_tui.cli.parser import one_line
 from attn_tui.cli.request import Reader, model_input, variant_request
-from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.files import check_text, quoted, writable_file
+from attn_tui.core.errors import AttnError, ConfigError, InputError
+from attn_tui.core.files import check_text, quoted, writable_file, writable_folder
 from attn_tui.i18n import Msg, Plural, _
+from attn_tui.present.text import printable
 from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
+
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
 
 
 def samples(args: argparse.Namespace) -> int:
@@ -57,7 +65,7 @@ def stages(args: argparse.Namespace) -> int:
 
         written = export(trace, chosen, args.format, out, True if args.params else None)
         print(str(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=len(chosen),
-                         path=str(written))))  # whole: the person needs to find it
+                         path=printable(str(written)))))  # whole (the person needs to find it), but no control byte
     elif args.format == "json":
         from attn_tui.core.export import write_trace_json
 
@@ -81,15 +89,18 @@ def _output(args: argparse.Namespace) -> Path | None:
     """Where `stages` writes (None: standard output), checked before anything is computed."""
     if args.params and args.format != "json":
         raise ConfigError(Msg("--params applies to --format json"))
-    if args.out is None:
+    if args.out is None or args.out == "-":  # `-`: standard output, as for the inputs
         if args.format == "npz":
             raise ConfigError(Msg("--format npz writes a binary file: name it with --out FILE.npz"))
         return None
+    if not args.out.strip():
+        raise ConfigError(Msg("--out is empty: name a file, or leave --out out to print"))
     if args.format == "table":
         raise ConfigError(Msg("--out writes json, csv or npz: add --format json, csv or npz"))
-    if args.format == "csv" and Path(args.out).is_dir():
-        return Path(args.out)
-    return writable_file(Path(args.out), Msg("the output"))
+    out = Path(args.out)
+    if args.format == "csv" and (args.stage is None or out.is_dir()):  # several stages: a file each, in a folder
+        return writable_folder(out, Msg("the output"))
+    return writable_file(out, Msg("the output"))
 
 
 def heads(args: argparse.Namespace) -> int:
@@ -211,7 +222,36 @@ def trace(args: argparse.Namespace) -> int:
     from attn_tui.sources.recorder.script import run_script, sample_script
 
     path = sample_script(args.sample) if args.sample is not None else Path(args.script)
-    recorded = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app")
+    before = set(threading.enumerate())
+    recorded = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app",
+                          timeout=args.timeout)
+    try:
+        code = _show_recorded(args, recorded)
+    except AttnError as exc:
+        _leave_threads_behind(before, path.name, exc)
+        raise
+    _leave_threads_behind(before, path.name)
+    return code
+
+
+def _leave_threads_behind(before: set[threading.Thread], script: str, error: AttnError | None = None) -> None:
+    """The file's own threads that still run (not daemons) would keep attn-tui from ever exiting: say so, and go
+    (with the error line instead, when there is one)."""
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    if not left:
+        return
+    if error is None:
+        print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",
+                         "warning: {script} left {n} threads running; attn-tui exits without waiting for them",
+                         script=script, n=len(left))), file=sys.stderr)
+    else:
+        print(f"attn-tui: {_('error')}: {one_line(str(error))}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if error is None else 2)
+
+
+def _show_recorded(args: argparse.Namespace, recorded: Trace) -> int:
     if args.format == "app":
         from attn_tui.tui.app import run_app
 

@@ -233,6 +233,8 @@ def _add_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     trace.add_argument("--params", action="store_true", help=_("JSON: include every recorded parameter"))
     trace.add_argument("--max-calls", type=_int_between(1, 4096), default=64, metavar="N",
                        help=_("calls of each attention module kept, the last ones (default 64)"))
+    trace.add_argument("--timeout", type=_int_between(0, 10**6), default=600, metavar="SECONDS",
+                       help=_("stop the file after this many seconds (default 600; 0: no limit)"))
     _add_common(trace, "")
 
 

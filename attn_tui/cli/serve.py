@@ -12,7 +12,9 @@ import shlex
 import sys
 
 from attn_tui.core.errors import ConfigError
+from attn_tui.core.files import quoted
 from attn_tui.i18n import Msg
+from attn_tui.present.text import printable
 
 INSTALL_HINT = "pip install 'attn-tui[web]'"
 
@@ -31,6 +33,31 @@ def app_command() -> str:
     return f"{shlex.quote(sys.executable)} -m attn_tui"
 
 
+def check_address(host: str, port: int) -> None:
+    """Resolve `host` and bind `port` on it once, as the server will (address reuse included), then let go."""
+    import socket
+
+    where = quoted(host)
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else Msg("not a host name or address")
+        raise ConfigError(Msg("cannot serve on {host}: {reason}", host=where, reason=_lower(reason))) from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ConfigError(Msg("cannot serve on {host} port {port}: {reason}", host=where, port=port,
+                                  reason=_lower(exc.strerror or str(exc)))) from None
+
+
+def _lower(reason: str | Msg) -> str:
+    text = str(reason)
+    return text[:1].lower() + text[1:]
+
+
 def serve(host: str, port: int, public_url: str | None = None, debug: bool = False) -> int:
     try:
         from textual_serve.server import Server
@@ -38,6 +65,8 @@ def serve(host: str, port: int, public_url: str | None = None, debug: bool = Fal
         raise ConfigError(Msg("attn-tui serve needs textual-serve: {hint}", hint=INSTALL_HINT)) from None
     if not host.strip():
         raise ConfigError(Msg("--host is empty: give an address such as 127.0.0.1"))
+    check_address(host, port)  # before any line is printed: a bad address is the one line, not the third
+    host, public_url = printable(host), None if public_url is None else printable(public_url)
     if not is_loopback(host):
         print(str(Msg("warning: serving on {host}: anyone who can reach this address on port {port} can use the app "
                       "(and the Python it runs); 127.0.0.1 keeps it to this machine", host=host, port=port)),

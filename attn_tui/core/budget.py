@@ -8,6 +8,7 @@ available, capped by cgroup and rlimit ceilings) unless the user sets one.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import resource
@@ -96,10 +97,20 @@ def default_limit() -> int:
     return int(min(available) * DEFAULT_FRACTION)
 
 
-def memory_limit(override: int | None = None) -> int:
-    """`--max-memory` when given (or ATTN_TUI_MAX_MEMORY), else the default fraction."""
+def memory_limit(override: int | float | str | None = None) -> int:
+    """`--max-memory` when given (or ATTN_TUI_MAX_MEMORY), else the default fraction.
+
+    The override may come from the Python API too: a size text ('2G') or a number of bytes, checked alike.
+    """
+    if isinstance(override, str):
+        return parse_size(override, "max_memory")
     if override is not None:
-        return override
+        if isinstance(override, bool) or not isinstance(override, (int, float)) or not math.isfinite(override):
+            raise ConfigError(Msg("{what} expects a size such as 512M or 2G, not {text}", what="max_memory",
+                                  text=repr(str(override)[:30])))
+        if not 1024**2 <= override <= 2**60:
+            raise ConfigError(Msg("{what} must be between 1M and 1024P", what="max_memory"))
+        return int(override)
     env = os.environ.get("ATTN_TUI_MAX_MEMORY")
     return parse_size(env, "ATTN_TUI_MAX_MEMORY") if env else default_limit()
 

@@ -68,9 +68,9 @@ def compute(request: Request, max_memory: int | None = None, lazy: bool | None =
     `lazy` None keeps the score family lazy exactly when it has more than LAZY_CELLS cells.
     """
     s = request.settings
+    estimate(request).check(memory_limit(max_memory), Msg("this request"))  # checks every field's type first
     if not math.isfinite(s.temperature) or s.temperature <= 0:
         raise ConfigError(Msg("temperature must be a positive number, not {t}", t=f"{s.temperature:g}"))
-    estimate(request).check(memory_limit(max_memory), Msg("this request"))
     device, dtype = resolve_device(s.device), resolve_dtype(s.dtype)
     trace = Trace(VariantRun(s), (), (), str(device), s.dtype)
     params = ParamFactory(s.seed, dtype, device, trace.params)
@@ -188,7 +188,13 @@ def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed
 
 def _tensor(rows: list[list[float]], dtype: torch.dtype, device: torch.device, name: str) -> torch.Tensor:
     """A typed matrix in the chosen dtype; a number the dtype cannot hold is an error, not a silent inf."""
-    tensor = torch.tensor(rows, dtype=torch.float64).to(dtype=dtype, device=device)
+    given = torch.tensor(rows, dtype=torch.float64)
+    bad = torch.nonzero(~torch.isfinite(given))
+    if len(bad):  # NaN or ±inf as given (the API and a session pass numbers, not text the parser read)
+        row, column = (int(i) for i in bad[0])
+        raise InputError(Msg("{name} holds {value} at row {row}, column {column}: every number must be finite",
+                             name=name, value=str(float(given[row, column])), row=row + 1, column=column + 1))
+    tensor = given.to(dtype=dtype, device=device)
     if not bool(torch.isfinite(tensor).all()):
         limit = torch.finfo(dtype).max
         raise InputError(Msg("{name} holds a number beyond {dtype}'s range (largest {limit}): choose a wider --dtype, "

@@ -7,12 +7,16 @@ document stays standard JSON that any parser reads.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
+import os
+import secrets
+import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
@@ -20,8 +24,9 @@ from typing import TextIO
 import numpy as np
 import torch
 
-from attn_tui.core.errors import ConfigError
-from attn_tui.core.files import quoted
+from attn_tui.core.budget import JSON_BYTES_PER_NUMBER, format_bytes
+from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.files import quoted, writable_file, writable_folder
 from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.meta import RecordedRun, TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
@@ -182,7 +187,8 @@ def write_npz(stages: list[Stage], path: Path) -> None:
     An .npz is a zip of .npy files: each is written block by block into a memory-mapped
     .npy first, so a 16k × 16k stage never has to fit in memory.
     """
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive, tempfile.TemporaryDirectory() as scratch:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive, \
+            tempfile.TemporaryDirectory(dir=path.parent) as scratch:  # on the disk whose room was checked
         for stage in stages:
             member = Path(scratch) / "stage.npy"
             array = np.lib.format.open_memmap(member, mode="w+", dtype=np.float64, shape=stage.shape)
@@ -234,26 +240,83 @@ def file_name(stage: Stage) -> str:
     return "".join(c if c.isalnum() or c in "._@-" else "_" for c in stage.key)
 
 
-def export(trace: Trace, stages: list[Stage], fmt: str, path: Path, params: bool | None = None) -> Path:
+CSV_BYTES_PER_NUMBER = 22  # repr of a float64 and its comma
+NPZ_BYTES_PER_NUMBER = 8  # float64, stored
+
+
+def output_size(trace: Trace, stages: list[Stage], fmt: str, params: bool | None = None) -> int:
+    """About how many bytes `export` will write: checked against the free disk space before a byte is written."""
+    numbers = sum(math.prod(stage.shape) for stage in stages)
+    if fmt == "json":
+        include = params_are_small(trace) if params is None else params
+        numbers += sum(t.numel() for t in trace.params.values()) if include else 0
+        numbers += sum(t.numel() for t in trace.inputs.values())
+        return numbers * JSON_BYTES_PER_NUMBER
+    return numbers * (NPZ_BYTES_PER_NUMBER if fmt == "npz" else CSV_BYTES_PER_NUMBER)
+
+
+def _check_room(folder: Path, size: int, what: str | Msg, path: Path) -> None:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # a file system that cannot say: the write itself will tell
+    if size > free:
+        raise InputError(Msg("cannot write {what} to {path}: it would take about {size} and {free} is free there",
+                             what=what, path=quoted(str(path)), size=format_bytes(size), free=format_bytes(free)))
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Write through a file beside `path` and rename it into place: a failure (a full disk, an interrupt) leaves
+    whatever was at `path` before, never a truncated export."""
+    partial = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask's mode, as open() would
+    try:
+        write(partial)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _text(writer: Callable[[TextIO], None]) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with path.open("w", encoding="utf-8", newline="") as out:
+            writer(out)
+    return write
+
+
+def export(trace: Trace, stages: list[Stage], fmt: str, path: Path, params: bool | None = None,
+           what: str | Msg | None = None) -> Path:
     """Write `stages` of `trace` to `path` as json, npz or csv; what was written is returned.
 
-    CSV holds one matrix: one stage goes to `path` itself, several to a folder `path` with
-    one file per stage. JSON and .npz hold any number of stages in one file.
+    CSV holds one matrix: one stage goes to `path` itself (or into it, when it is a folder),
+    several to a folder `path` with one file per stage. JSON and .npz hold any number of
+    stages in one file. The target is checked, and the disk's free space, before anything is
+    written; every file is written beside its place and renamed into it, so a failure leaves
+    no half-written file; any error of the file system is one InputError naming the path.
     """
-    if fmt == "json":
-        with path.open("w", encoding="utf-8") as out:
-            write_trace_json(trace, out, stages, params)
-            out.write("\n")
-    elif fmt == "npz":
-        write_npz(stages, path)
-    elif fmt == "csv" and len(stages) == 1:
-        with path.open("w", encoding="utf-8", newline="") as out:
-            write_csv(stages[0], out)
-    elif fmt == "csv":
-        path.mkdir(exist_ok=True)
-        for stage in stages:
-            with (path / (file_name(stage) + ".csv")).open("w", encoding="utf-8", newline="") as out:
-                write_csv(stage, out)
-    else:
+    if fmt not in ("json", "npz", "csv"):
         raise ConfigError(Msg("unknown format {fmt}; choose json, npz or csv", fmt=repr(fmt)))
+    what = Msg("the output") if what is None else what
+    folder = fmt == "csv" and (len(stages) > 1 or path.is_dir())
+    (writable_folder if folder else writable_file)(path, what)
+    _check_room(path if path.is_dir() else path.parent if str(path.parent) else Path("."),
+                output_size(trace, stages, fmt, params), what, path)
+    try:
+        if fmt == "json":
+            def write_json(out: TextIO) -> None:
+                write_trace_json(trace, out, stages, params)
+                out.write("\n")
+            _atomic(path, _text(write_json))
+        elif fmt == "npz":
+            _atomic(path, lambda partial: write_npz(stages, partial))
+        elif folder:
+            path.mkdir(exist_ok=True)
+            for stage in stages:
+                _atomic(path / (file_name(stage) + ".csv"), _text(functools.partial(write_csv, stage)))
+        else:
+            _atomic(path, _text(functools.partial(write_csv, stages[0])))
+    except OSError as exc:
+        raise InputError(Msg("cannot write {what} to {path}: {reason}", what=what, path=quoted(str(path)),
+                             reason=exc.strerror or exc)) from None
     return path

@@ -19,7 +19,7 @@ from attn_tui.i18n import N_, Msg
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a typed matrix, mask or target is never this large
 QUOTE_LIMIT = 60  # characters of user input an error line may quote
-_UNSAFE = re.compile("[\0\udc80-\udcff]")  # NUL, or a byte that argv could not decode (surrogateescape)
+_UNSAFE = re.compile("[\0\ud800-\udfff]")  # NUL, or a byte argv could not decode (surrogateescape), or a lone surrogate
 
 
 def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
@@ -28,6 +28,12 @@ def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return repr(text)
+
+
+def short_repr(value: object, limit: int = QUOTE_LIMIT // 2) -> str:
+    """A Python value as `repr` shows it, cut with '…': for errors about a value of the wrong kind."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _kind(mode: int) -> str:
@@ -98,16 +104,24 @@ def read_stdin(what: str | Msg, limit: int = MAX_FILE_BYTES) -> str:
     return _decode(_read_capped(sys.stdin.buffer, limit, what, where), what, where)
 
 
+def _mode_for_writing(target: Path, what: str | Msg) -> int | None:
+    """The file mode of what is at `target` now (None: nothing), or the error a person reads instead."""
+    try:
+        return os.stat(target).st_mode
+    except FileNotFoundError:
+        return None
+    except ValueError:  # a NUL in the path: no file system takes one
+        raise InputError(Msg("cannot write {what} to {path}: {reason}", what=what, path=quoted(str(target)),
+                             reason=Msg("{what} holds a NUL character", what=Msg("the path")))) from None
+    except OSError as exc:
+        raise InputError(Msg("cannot write {what} to {path}: {reason}", what=what, path=quoted(str(target)),
+                             reason=exc.strerror or exc)) from None
+
+
 def writable_file(path: str | Path, what: str | Msg) -> Path:
     """`path` if a file may be written there: absent, or a regular file, in an existing directory."""
     target = Path(path)
-    try:
-        mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as exc:
-        raise InputError(Msg("cannot write {what} to {path}: {reason}", what=what, path=quoted(str(path)),
-                             reason=exc.strerror or exc)) from None
+    mode = _mode_for_writing(target, what)
     if mode is not None and not stat.S_ISREG(mode):
         raise InputError(Msg("cannot write {what} to {path}: it is {kind}, not a file", what=what,
                              path=quoted(str(path)), kind=Msg(_kind(mode))))
@@ -120,8 +134,26 @@ def writable_file(path: str | Path, what: str | Msg) -> Path:
     return target
 
 
+def writable_folder(path: str | Path, what: str | Msg) -> Path:
+    """`path` if files may be written into it: an existing directory, or a new one in an existing directory."""
+    target = Path(path)
+    mode = _mode_for_writing(target, what)
+    if mode is None:
+        return writable_file(target, what)  # made later: its parent must exist and take it
+    if not stat.S_ISDIR(mode):
+        kind = Msg("a file") if stat.S_ISREG(mode) else Msg(_kind(mode))
+        raise InputError(Msg("cannot write {what} to {path}: it is {kind}, and several files need a folder",
+                             what=what, path=quoted(str(path)), kind=kind))
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise InputError(Msg("cannot write {what} to {path}: permission denied", what=what, path=quoted(str(path))))
+    return target
+
+
 def check_text(text: str, what: str | Msg) -> str:
-    """Refuse text that holds undecodable bytes (argv decoded with surrogateescape) or NULs."""
+    """Refuse text that holds undecodable bytes (argv decoded with surrogateescape), lone surrogates or NULs."""
+    if not isinstance(text, str):
+        raise InputError(Msg("{name} must be {kind}, not {value}", name=what, kind=Msg(N_("text")),
+                             value=short_repr(text)))
     bad = _UNSAFE.search(text)
     if bad is not None:
         if bad.group(0) == "\0":

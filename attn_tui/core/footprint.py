@@ -7,7 +7,9 @@ Counted before anything is embedded or projected, so a sentence of 100,000 words
 from __future__ import annotations
 
 from attn_tui.core.budget import Estimate, json_numbers
+from attn_tui.core.checks import check_fields, matrix_shape
 from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.core.files import check_text
 from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
 from attn_tui.core.variants import VARIANTS, Sizes
 from attn_tui.i18n import N_, Msg
@@ -21,7 +23,7 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def _width(rows: list[list[float]], name: str) -> int:
-    width = len(rows[0]) if rows else 0
+    width = matrix_shape(rows, name)[1]
     if width > MAX_DIM:
         raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
                               width=width, max=MAX_DIM))
@@ -31,6 +33,7 @@ def _width(rows: list[list[float]], name: str) -> int:
 def request_sizes(request: Request) -> tuple[Sizes, int]:
     """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
     s = request.settings
+    check_fields(s)
     variant = VARIANTS.get(s.variant)
     if variant is None:
         raise ConfigError(Msg("unknown variant {name}; choose one of {names}", name=repr(s.variant),
@@ -44,7 +47,7 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
         inputs = n_q * d_q + n_k * (d_k + d_v)
     else:
         if isinstance(source, SentenceInput):
-            words = source.text.split()
+            words = check_text(source.text, Msg("the sentence")).split()
             n = len(words)
             if n == 0:
                 raise InputError(Msg("the sentence is empty: type at least one word"))
@@ -58,6 +61,8 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
             inputs += 3 * d * d + 3 * n * d  # W_q, W_k, W_v and the projections
         n_q = n_k = n
         d_q = d_k = d_v = d
+    if request.custom_mask is not None:
+        matrix_shape(request.custom_mask, Msg("the mask"))  # its size against the scores' is checked where it is built
     for count, what in ((n_q, N_("{count} queries; attn-tui shows at most {max}: shorten the input")),
                         (n_k, N_("{count} keys; attn-tui shows at most {max}: shorten the input"))):
         if count > MAX_TOKENS:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attn_tui.core.ops import Masking, RunningMax, Softmax
+from attn_tui.core.ops import Given, Masking, RunningMax, Softmax
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.i18n import Msg, Plural
 
@@ -118,7 +118,8 @@ def stats_of(trace: Trace, stage: Stage) -> StageStats:
 
 def check_values(trace: Trace) -> None:
     """Report non-finite values, naming the stage and the cause (never a silent inf or NaN)."""
-    overflowed: str | None = None  # the first stage that went infinite, blamed for later NaN
+    infinite: dict[tuple[int | None, int | None], str] = {}  # the first stage of each place that went infinite
+    undefined: dict[tuple[int | None, int | None], str] = {}  # … that went NaN with no infinity before it
     for stage in trace:
         stats = stats_of(trace, stage)
         temperature = stage.op.temperature if isinstance(stage.op, Masking) else 1.0
@@ -129,21 +130,54 @@ def check_values(trace: Trace) -> None:
                                "so the weights are uniform", stage=stage.key, temperature=f"{temperature:g}"))
         # A running max is −∞ until its row has seen a key it may attend: that is the online softmax's start.
         n_inf = stats.posinf + (0 if isinstance(stage.op, RunningMax) else stats.neginf)
+        overflowed = _earlier(infinite, stage)
         if n_inf:
             dtype = stage.data.dtype
             limit = torch.finfo(dtype).max if dtype.is_floating_point else math.inf
-            cause = (Msg("dividing by the temperature {temperature} overflowed {dtype}", temperature=f"{temperature:g}",
-                         dtype=dtype) if temperature != 1
+            cause = (Msg("they follow from the infinite values of stage {stage}", stage=overflowed) if overflowed
+                     else Msg("dividing by the temperature {temperature} overflowed {dtype}",
+                              temperature=f"{temperature:g}", dtype=dtype) if temperature != 1
                      else Msg("{dtype} overflowed (its largest finite value is {limit})", dtype=dtype,
                               limit=f"{limit:.4g}"))
             trace.warn(Plural("stage {stage} has {n} infinite value: {cause}", "stage {stage} has {n} infinite values: "
                               "{cause}", stage=stage.key, n=n_inf, cause=cause))
+            infinite.setdefault((stage.layer, stage.head), stage.key)
             overflowed = overflowed or stage.key
         if stats.nan:
-            cause = (Msg("they follow from the infinite values of stage {stage}", stage=overflowed) if overflowed
-                     else Msg("an undefined operation such as ∞ − ∞ or 0·∞"))
+            cause = _nan_cause(stage, overflowed, _earlier(undefined, stage))
+            undefined.setdefault((stage.layer, stage.head), stage.key)
             trace.warn(Plural("stage {stage} has {n} NaN value: {cause}", "stage {stage} has {n} NaN values: {cause}",
                               stage=stage.key, n=stats.nan, cause=cause))
+
+
+def _earlier(found: dict[tuple[int | None, int | None], str], stage: Stage) -> str | None:
+    """The first stage that went bad on the way to `stage`: in its own head, before the heads split, or (for a stage
+    that gathers the heads) in any head."""
+    for place in ((stage.layer, stage.head), (stage.layer, None), (None, None)):
+        if place in found:
+            return found[place]
+    return next(iter(found.values()), None) if stage.head is None else None
+
+
+def _nan_cause(stage: Stage, overflowed: str | None, undefined: str | None) -> Msg:
+    """Why a stage holds NaN: values given so, an earlier stage's, or an overflow inside this stage's own sums.
+
+    Typed inputs are refused unless finite and learned parameters are seeded, so a computed
+    stage whose every earlier stage is finite can only get a NaN from ∞ − ∞ or 0·∞ between
+    partial results its dtype could not hold: the overflow is named, not just the NaN.
+    """
+    if isinstance(stage.op, Given):
+        return Msg("they were in the input as given")
+    if overflowed:
+        return Msg("they follow from the infinite values of stage {stage}", stage=overflowed)
+    if undefined:
+        return Msg("they follow from the NaN values of stage {stage}", stage=undefined)
+    dtype = stage.data.dtype
+    if not dtype.is_floating_point:
+        return Msg("an undefined operation such as ∞ − ∞ or 0·∞")
+    return Msg("{dtype} overflowed inside this stage (its largest finite value is {limit}), and ∞ − ∞ or 0·∞ is "
+               "undefined: smaller inputs or a wider --dtype keep it finite", dtype=dtype,
+               limit=f"{torch.finfo(dtype).max:.4g}")
 
 
 def fold_heads(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor | None = None,

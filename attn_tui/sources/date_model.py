@@ -31,8 +31,11 @@ class DateModelSource:
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)
+        from attn_tui.models.seq2seq.codec import check_target
         from attn_tui.models.seq2seq.transformer import DateTransformer
 
+        if ask.target:  # as the command line checks it, so the app and the API refuse the same targets
+            check_target(ask.target)
         model = date_model(ask.name)
         if isinstance(model, DateTransformer):
             if not 0 <= ask.layer < model.cfg.layers:

@@ -7,6 +7,8 @@ so switching layer, head or sentence in the app never loads weights twice.
 
 from __future__ import annotations
 
+from attn_tui.core.checks import check_fields
+from attn_tui.core.settings import ModelInput
 from attn_tui.core.stage import Trace
 from attn_tui.sources.base import Ask, Source
 from attn_tui.sources.date_model import DateModelSource
@@ -23,5 +25,7 @@ def source_for(ask: Ask) -> Source:
 
 
 def trace_for(ask: Ask, max_memory: int | None = None) -> Trace:
-    """The trace of `ask` from whichever source handles it."""
+    """The trace of `ask` from whichever source handles it (a model's ask checked field by field first)."""
+    if isinstance(ask, ModelInput):
+        check_fields(ask, "model")
     return source_for(ask).trace(ask, max_memory)

@@ -9,9 +9,11 @@ move there are in actions.py; what is typed, loaded and undone, in editing.py.
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from textual import events, work
 from textual.app import App, ComposeResult
@@ -23,7 +25,7 @@ from textual.widgets import Static
 from attn_tui import i18n
 from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.core.settings import ModelInput, Request
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import Msg, Plural, _
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
@@ -65,6 +67,19 @@ def screen_classes(width: int, height: int) -> dict[str, bool]:
 
 
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
+Handler = TypeVar("Handler", bound=Callable[..., None])
+
+
+def while_running(handler: Handler) -> Handler:
+    """A worker's result that arrives while the app shuts down (its panes already gone) is dropped, not handled:
+    quitting while a model loads must not end in a traceback."""
+
+    @functools.wraps(handler)
+    def handle(self: App[int], message: Any) -> None:
+        if self.is_running:
+            handler(self, message)
+
+    return handle  # type: ignore[return-value]
 
 
 def palette_commands() -> type[Provider]:
@@ -189,6 +204,7 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
             return
         self.post_message(TorchReady(time.perf_counter() - start))
 
+    @while_running
     def on_torch_ready(self, message: TorchReady) -> None:
         self.torch_ready = True
         if self.recorded is not None:  # `attn-tui trace`: the trace exists already; editing a setting leaves it
@@ -199,6 +215,7 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
             return
         self.compute_wanted()
 
+    @while_running
     def on_torch_failed(self, message: TorchFailed) -> None:
         self.show_error([message.error])
 
@@ -233,6 +250,7 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
         except Exception as exc:
             self.post_message(ComputeFailed(generation, ask, describe(exc)))
 
+    @while_running
     def on_trace_ready(self, message: TraceReady) -> None:
         if message.generation != self.generation:
             return  # a newer ask is on its way
@@ -265,6 +283,7 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
             self.compute_b()
         self.save_soon()
 
+    @while_running
     def on_compute_failed(self, message: ComputeFailed) -> None:
         if message.generation != self.generation:
             return
@@ -370,10 +389,12 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
         except Exception as exc:
             self.post_message(CompareFailed(generation, describe(exc)))
 
+    @while_running
     def on_compare_ready(self, message: CompareReady) -> None:
         if message.generation == self.b_generation and self.comparison is not None:
             self.explorer.show_b(self.comparison, message.shown)
 
+    @while_running
     def on_compare_failed(self, message: CompareFailed) -> None:
         if message.generation == self.b_generation:
             self.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
@@ -414,7 +435,6 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
     def _export(self, ask: ExportAsk) -> None:
         from attn_tui.core.errors import AttnError, describe
         from attn_tui.core.export import export
-        from attn_tui.core.files import writable_file
 
         trace, view = self.trace, self.view
         assert trace is not None and view is not None
@@ -425,9 +445,7 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
                 stages = list(trace)
             else:
                 stages = [trace.stages[view.place]]
-            if not (ask.fmt == "csv" and len(stages) > 1):
-                writable_file(ask.path, Msg("the export"))
-            export(trace, stages, ask.fmt, ask.path)
+            export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
         except AttnError as exc:
             self.post_message(ExportFailed(exc.message))
             return
@@ -436,10 +454,13 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
             return
         self.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
 
+    @while_running
     def on_export_done(self, message: ExportDone) -> None:
-        self.notify(Msg("wrote {n} stages to {path}", n=message.stages, path=message.path), title=_("exported"),
+        self.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
+                           path=message.path), title=_("exported"),
                     timeout=10)
 
+    @while_running
     def on_export_failed(self, message: ExportFailed) -> None:
         self.notify(message.error, title=_("export failed"), severity="error", timeout=10)
 

@@ -11,18 +11,21 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from attn_tui.core.errors import InputError
-from attn_tui.core.files import read_text
-from attn_tui.core.settings import ModelInput, Settings
+from attn_tui.core.checks import CHOICES, check_fields, matrix_shape
+from attn_tui.core.errors import AttnError, InputError
+from attn_tui.core.files import check_text, read_text
+from attn_tui.core.settings import DEVICE_NAMES, VARIANT_NAMES, ModelInput, Settings
 from attn_tui.i18n import LANGUAGES, Msg
 
 VERSION = 1
 MAX_BYTES = 8 * 1024 * 1024
 EDITORS = ("Q", "K", "V", "X")
+MENUS = CHOICES | {"variant": VARIANT_NAMES, "device": DEVICE_NAMES}  # every value a menu of the app can show
 
 
 def state_dir() -> Path:
@@ -67,20 +70,27 @@ def _typed(value: object, kind: type | tuple[type, ...], what: str) -> Any:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise SessionError(str(Msg("{what} has the wrong type", what=what)))
+    if isinstance(value, str):
+        _checked(check_text, value, what)  # JSON may spell a lone surrogate or a NUL that no keyboard types
     return value
 
 
+def _checked(check: Callable[..., object], *args: Any) -> None:
+    """Run one of the core's checks; what it refuses makes the session unusable, said in its own words."""
+    try:
+        check(*args)
+    except AttnError as exc:
+        raise SessionError(str(exc)) from None
+
+
 def _settings(data: object) -> Settings:
-    """Settings from the file, each field checked against the type of its default."""
+    """Settings from the file, each field checked for its type and, for a menu of the app, its choices."""
     if not isinstance(data, dict):
         raise SessionError(str(Msg("{what} has the wrong type", what="settings")))
-    kinds: dict[str, tuple[type, ...]] = {"dim": (int, type(None)), "temperature": (float, int)}
-    found = {}
-    for f in fields(Settings):
-        if f.name in data:
-            default = getattr(Settings(), f.name)
-            found[f.name] = _typed(data[f.name], kinds.get(f.name, (type(default),)), f"settings.{f.name}")
-    return Settings(**found)
+    known = {f.name for f in fields(Settings)}
+    settings = Settings(**{k: v for k, v in data.items() if k in known})
+    _checked(check_fields, settings, "settings", MENUS)
+    return settings
 
 
 def _model(data: object) -> ModelInput | None:
@@ -92,9 +102,9 @@ def _model(data: object) -> ModelInput | None:
     values = {k: v for k, v in data.items() if k in known}
     _typed(values.get("name"), str, "model.name")
     _typed(values.get("text", ""), str, "model.text")
-    for key in ("layer", "head"):
-        _typed(values.get(key, 0), int, f"model.{key}")
-    return ModelInput(**values)
+    model = ModelInput(**values)
+    _checked(check_fields, model, "model", MENUS)
+    return model
 
 
 def parse(text: str) -> Session:
@@ -103,7 +113,9 @@ def parse(text: str) -> Session:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SessionError(str(Msg("not JSON ({reason})", reason=exc.msg))) from None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    except RecursionError:  # `[[[[…` a million deep: json's decoder recurses once per level
+        raise SessionError(str(Msg("the input is nested too deeply"))) from None
+    if not isinstance(data, dict) or type(data.get("version")) is not int or data["version"] != VERSION:
         raise SessionError(str(Msg("written by another version of attn-tui")))
     editors = _typed(data.get("editors", {}), dict, "editors")
     source = data.get("source", "sentence")
@@ -113,6 +125,8 @@ def parse(text: str) -> Session:
     if mask is not None and not (isinstance(mask, list) and all(
             isinstance(row, list) and all(isinstance(x, (int, float)) for x in row) for row in mask)):
         raise SessionError(str(Msg("{what} has the wrong type", what="custom_mask")))
+    if mask is not None:
+        _checked(matrix_shape, mask, "custom_mask")
     language = data.get("language", "en")
     stage = data.get("stage")
     return Session(_settings(data.get("settings", {})), source, _typed(data.get("sentence", ""), str, "sentence"),
@@ -125,8 +139,11 @@ def load(path: Path | None = None) -> Session | None:
     """The saved session; None when there is none. A broken one raises SessionError (and is set aside,
     as session.json.broken, so it is never read again but not lost either)."""
     path = path or session_path()
-    if not path.exists():
-        return None
+    try:
+        if not path.exists():
+            return None
+    except OSError as exc:  # a state directory whose path is too long, or that cannot be searched
+        raise SessionError(exc.strerror or str(exc)) from None
     try:
         return parse(read_text(path, Msg("the saved session"), limit=MAX_BYTES))
     except (InputError, SessionError, TypeError, ValueError) as exc:

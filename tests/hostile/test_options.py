@@ -39,6 +39,10 @@ pytestmark = pytest.mark.slow
     (["stages", "--text", "a", "--variant", "v" * 300], "invalid choice"),
     (["train-seq2seq", "--out", "-"], "written to a file"),
     (["heads", "--model", "minilm", "--text", " "], "the sentence is empty"),
+    (["serve", "--host", "!!!garbage!!!", "--port", "8765"], "cannot serve on '!!!garbage!!!'"),
+    (["serve", "--host", "300.1.1.1"], "cannot serve on '300.1.1.1'"),
+    (["serve", "--host", "a" * 300], "not a host name or address"),
+    (["serve", "--host", "8.8.8.8", "--port", "8766"], "cannot serve on '8.8.8.8' port 8766"),  # not this machine's
 ])
 def test_options_that_do_not_apply_are_errors(argv: list[str], fragment: str) -> None:
     outcome = attn_tui(*argv)

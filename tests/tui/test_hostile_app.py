@@ -116,3 +116,54 @@ async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
         panel = heads_panel(app.trace, app.view, 0)
         assert all(g.rows <= SMALL_ROWS and g.cols <= SMALL_COLS for _, g in panel.grids)
         assert "evenly spaced" in panel.note and panel.shared == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("settings", [{"variant": "bogus"}, {"mask": "zzz"}, {"dtype": "int8"}, {"heads": "2"}])
+async def test_a_session_with_a_value_no_menu_holds_starts_fresh(settings: dict[str, object]) -> None:
+    """Once a crash before the first frame (a Select cannot show 'bogus'); now a notice and the defaults."""
+    import json
+
+    from attn_tui.tui.session import session_path
+    from tests.tui.helpers import RecordingApp
+
+    path = session_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": 1, "sentence": "내 문장", "settings": settings}), encoding="utf-8")
+    app = RecordingApp(fresh=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace.query_tokens == ("나는", "학교에", "간다")
+        assert any("could not be read" in n.message and "settings." in n.message for n in app.notices)
+    assert path.with_name("session.json.broken").exists()  # set aside, not lost
+
+
+@pytest.mark.parametrize("typed,fragment", [("~no-such-user-here/x.json", "no directory"),
+                                            ("a\0b.json", "NUL"), ("", "name a file"), ("/dev/full", "device")])
+async def test_an_export_path_that_cannot_be_written_is_said_on_the_export_screen(typed: str, fragment: str) -> None:
+    from attn_tui.tui.screens.export import ExportScreen
+
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ExportScreen)
+        screen.query_one("#export-path", Input).value = typed
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is screen and fragment in str(screen.query_one("#export-error").render())
+        assert screen.query_one("#export-path", Input).value == typed  # nothing typed is lost
+
+
+async def test_a_result_that_arrives_while_the_app_shuts_down_is_dropped() -> None:
+    """Quitting while a model loads: the worker's message is handled after the panes are gone, and must not crash."""
+    from attn_tui.tui.messages import ComputeFailed
+
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        ask = app.wanted
+    app.on_compute_failed(ComputeFailed(app.generation, ModelInput("minilm", "a"), "late"))
+    app.on_trace_ready(type("Late", (), {"generation": app.generation, "shown": None})())  # type: ignore[arg-type]
+    assert app.wanted is ask and app._exception is None

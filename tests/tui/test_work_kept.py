@@ -133,4 +133,6 @@ async def test_an_export_to_a_place_that_cannot_be_written_says_so(tmp_path: Pat
         await settle(pilot)
         await _export(pilot, "stage", "json", tmp_path / "no" / "such" / "dir.json")
         await pilot.pause()
-        assert any(n.severity == "error" and "no directory" in n.message for n in app.notices)
+        screen = app.screen  # said on the export screen itself, with the path still as typed
+        assert isinstance(screen, ExportScreen) and "no directory" in str(screen.query_one("#export-error").render())
+        assert screen.query_one("#export-path", Input).value == str(tmp_path / "no" / "such" / "dir.json")

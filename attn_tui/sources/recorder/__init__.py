@@ -8,6 +8,7 @@ and core ops the inspector recomputes; each carries the line of code that made i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 
 _ACTIVE: list[Recording] = []  # the recordings whose block is running, innermost last
+MAX_CALLS = 4096  # calls of one module a recording keeps at most (as `attn-tui trace --max-calls` allows)
 
 
 def label(tokens: list[str] | tuple[str, ...], key_tokens: list[str] | tuple[str, ...] | None = None) -> None:
@@ -26,8 +28,24 @@ def label(tokens: list[str] | tuple[str, ...], key_tokens: list[str] | tuple[str
     run by plain `python` it costs nothing.
     """
     for recording in _ACTIVE:
-        recording.tokens = tuple(str(t) for t in tokens)
-        recording.key_tokens = None if key_tokens is None else tuple(str(t) for t in key_tokens)
+        recording.tokens = words(tokens, "tokens")
+        recording.key_tokens = words(key_tokens, "key_tokens")
+
+
+def words(given: object, name: str) -> tuple[str, ...] | None:
+    """Labels as given: None, a sentence (split on whitespace, as everywhere in attn-tui), or a list of words."""
+    from attn_tui.core.errors import ConfigError
+    from attn_tui.core.files import short_repr
+    from attn_tui.i18n import N_, Msg
+
+    if given is None:
+        return None
+    if isinstance(given, str):
+        return tuple(given.split())
+    if not isinstance(given, (list, tuple)):
+        raise ConfigError(Msg("{name} must be {kind}, not {value}", name=f"{name}=", kind=Msg(N_("a list of words")),
+                              value=short_repr(given)))
+    return tuple(str(t) for t in given)
 
 
 class Recording:
@@ -37,13 +55,19 @@ class Recording:
     count matches; `max_calls` is how many calls of each module are kept (the last ones).
     """
 
-    def __init__(self, tokens: list[str] | tuple[str, ...] | None = None,
-                 key_tokens: list[str] | tuple[str, ...] | None = None, max_calls: int = 64,
+    def __init__(self, tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
+                 max_calls: int = 64,
                  script: str = "") -> None:
+        from attn_tui.core.errors import ConfigError
+        from attn_tui.core.files import short_repr
+        from attn_tui.i18n import Msg
         from attn_tui.sources.recorder.capture import Recorder
 
-        self.tokens = None if tokens is None else tuple(str(t) for t in tokens)
-        self.key_tokens = None if key_tokens is None else tuple(str(t) for t in key_tokens)
+        self.tokens = words(tokens, "tokens")
+        self.key_tokens = words(key_tokens, "key_tokens")
+        if isinstance(max_calls, bool) or not isinstance(max_calls, int) or not 1 <= max_calls <= MAX_CALLS:
+            raise ConfigError(Msg("{name} must be a whole number between {lo} and {hi}, not {value}",
+                                  name="max_calls=", lo=1, hi=MAX_CALLS, value=short_repr(max_calls)))
         self.script = script
         self.recorder: Recorder = Recorder(max_calls)
         self._trace: Trace | None = None

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from attn_tui.core.errors import AttnError
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import RecordedRun
 from attn_tui.core.ops import (
@@ -27,14 +28,14 @@ from attn_tui.core.ops import (
 )
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.values import check_values
-from attn_tui.i18n import Msg
+from attn_tui.i18n import N_, Msg
 from attn_tui.sources.recorder import found as f
 from attn_tui.sources.recorder.capture import Node, Recorder, Scope
 from attn_tui.sources.recorder.found import Found, Role
 
 
-class NoAttentionError(Exception):
-    """The code ran, but computed no attention the recorder could lay out."""
+class NoAttentionError(AttnError):
+    """The code ran, but computed no attention the recorder could lay out (an AttnError: one line, like the others)."""
 
 
 def recognise(node: Node, found: Found) -> None:
@@ -171,6 +172,10 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
                        tuple(next(x.kind for x in founds if x.scope == s) for s in scopes),
                        _step_names([x for x in founds if x.scope == scopes[0]]))
     trace = Trace(meta, q_labels, k_labels, str(weights.device), dtype)
+    for given, count, what in ((tokens, weights.shape[-2], N_("queries")), (key_tokens, weights.shape[-1], N_("keys"))):
+        if given is not None and len(given) != count:  # never dropped in silence: said, and q0, q1, … shown
+            trace.warn(Msg("{n} labels were given for {count} {what}; they are numbered instead", n=len(given),
+                           count=count, what=Msg(what)))
     next_step = dict.fromkeys(scopes, 0)
     for found in founds:
         module = names[found.scope] if several else None

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
+import threading
+import time
 import traceback
-from collections.abc import Sequence
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,8 +95,60 @@ def describe_failure(exc: BaseException, script: Path) -> str:
     return f"{where}{type(exc).__name__}" + (f": {message}" if message else "")
 
 
-def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, quiet_stdout: bool = False) -> Trace:
-    """Run `path` with `args` under the recorder and return the trace of the attention it computed."""
+class _TimedOut(BaseException):
+    """Raised in the user's code when --timeout runs out; a BaseException, so `except Exception` there lets it by."""
+
+
+_deadline: list[float] = []  # monotonic time the running file must end by; a child it forks inherits it
+
+
+def _rearm_in_child() -> None:
+    """A timer is not inherited across fork: a child of the file gets what is left of its parent's time."""
+    if _deadline:
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, _deadline[0] - time.monotonic()))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_rearm_in_child)
+
+
+@contextmanager
+def _time_limit(seconds: int) -> Iterator[None]:
+    """Interrupt the main thread after `seconds` (0: never), even in `time.sleep` or `input()`."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _TimedOut
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    _deadline[:] = [time.monotonic() + seconds]
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _deadline.clear()
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _leave_if_forked(parent: int, code: int) -> None:
+    """A child the file forked must end where the file's own code ends, never go on to print or open the app."""
+    if os.getpid() != parent:
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, quiet_stdout: bool = False,
+               timeout: int = 0) -> Trace:
+    """Run `path` with `args` under the recorder and return the trace of the attention it computed.
+
+    `timeout` seconds (0: none) bound the run: a file that sleeps or loops forever is stopped
+    with one line, as any other failure of the file is.
+    """
     script = Path(path)
     try:
         is_file = script.is_file()
@@ -107,18 +162,27 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     sys.argv = [str(script), *args]
     sys.path.insert(0, os.path.dirname(absolute))
     recording = Recording(max_calls=max_calls, script=script.name)
+    parent = os.getpid()
     out, err = _Tracked(sys.stderr if quiet_stdout else sys.stdout), _Tracked(sys.stderr)
     try:
-        with redirect_stdout(out), redirect_stderr(err), recording:
+        with redirect_stdout(out), redirect_stderr(err), recording, _time_limit(timeout):
             runpy.run_path(absolute, run_name="__main__")
+        _leave_if_forked(parent, 0)
     except SystemExit as exc:
+        _leave_if_forked(parent, exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
         if isinstance(exc.code, str):  # sys.exit("message"): Python prints the message and exits with 1
             raise ScriptError(Msg("{script} exited: {message}", script=script.name, message=_short(exc.code))) from None
         if exc.code not in (None, 0):
             raise ScriptError(Msg("{script} exited with status {code}", script=script.name, code=exc.code)) from None
+    except _TimedOut:
+        _leave_if_forked(parent, 124)
+        raise ScriptError(Msg("{script} ran for {seconds} s and was stopped (--timeout SECONDS sets the limit, 0 "
+                              "none)", script=script.name, seconds=timeout)) from None
     except KeyboardInterrupt:
+        _leave_if_forked(parent, 130)
         raise
     except BaseException as exc:
+        _leave_if_forked(parent, 1)
         raise ScriptError(describe_failure(exc, script)) from None
     finally:
         sys.argv = saved_argv

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,10 +12,25 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet
 
-from attn_tui.i18n import N_, _
+from attn_tui.core.errors import AttnError, InputError
+from attn_tui.i18n import N_, Msg, _
 
 WHAT = ("stage", "trace", "screen")
 FORMATS = ("json", "csv", "npz")
+
+
+def target(what: str, fmt: str, text: str) -> Path:
+    """The path typed for an export, checked for what will be written there (a folder for a trace's CSV files)."""
+    from attn_tui.core.files import writable_file, writable_folder
+
+    if not text:
+        raise InputError(Msg("name a file to write to"))
+    path = Path(text)
+    with suppress(RuntimeError):  # `~someone` with no such user: the path as typed
+        path = path.expanduser()
+    what_msg = Msg("the screenshot") if what == "screen" else Msg("the export")
+    folder = fmt == "csv" and (what == "trace" or path.is_dir())
+    return (writable_folder if folder else writable_file)(path, what_msg)
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
     ExportScreen #export-path { margin: 1 0 0 0; }
     ExportScreen #export-buttons { height: auto; margin: 1 0 0 0; }
     ExportScreen .hint { color: $text-muted; }
+    ExportScreen #export-error { color: $error; }
     """
 
     BINDINGS = [Binding("escape", "cancel", N_("Cancel"), id="export.cancel")]
@@ -61,6 +78,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
             yield Input(str(self._path("stage", "json")), id="export-path")
             yield Label(_("Enter writes the file (Tab reaches the choices); the notice says where it went"),
                         classes="hint")
+            yield Label("", id="export-error", markup=False)
             with Horizontal(id="export-buttons"):
                 yield Button(_("Export"), variant="primary", id="export-go")
                 yield Button(_("Cancel"), id="export-cancel")
@@ -98,9 +116,15 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
             self.dismiss(None)
 
     def _go(self) -> None:
+        """Write, once the path can take what is chosen; otherwise say why here, with the path still as typed."""
         what, fmt = self._choice()
         text = self.query_one("#export-path", Input).value.strip()
-        self.dismiss(ExportAsk(what, fmt, Path(text).expanduser()) if text else None)
+        try:
+            ask = ExportAsk(what, fmt, target(what, fmt, text))
+        except AttnError as exc:
+            self.query_one("#export-error", Label).update("✗ " + str(exc))
+            return
+        self.dismiss(ask)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
