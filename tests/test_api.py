@@ -48,6 +48,26 @@ def test_compute_is_stages(capsys) -> None:
                               torch.tensor(numbers(stage["data"]), dtype=torch.float64), atol=1e-6, equal_nan=True)
 
 
+@pytest.mark.parametrize("variant, options, flags", [
+    ("gqa", {"kv_heads": 2, "heads": 4, "window": 2, "mask": "sliding"},
+     ["--heads", "4", "--kv-heads", "2", "--window", "2", "--mask", "sliding"]),
+    ("rope", {"rope_base": 500.0}, ["--rope-base", "500"]),
+    ("flash", {"tile": 2, "mask": "causal"}, ["--tile", "2", "--mask", "causal"]),
+])
+def test_compute_takes_the_options_of_todays_variants(variant, options, flags, capsys) -> None:
+    from tests.cli.test_cli import run_cli
+
+    trace = attn_tui.compute("나는 어제 친구와 함께 갔다", variant=variant, dim=8, **options)
+    _, out, _ = run_cli(capsys, "stages", "--text", "나는 어제 친구와 함께 갔다", "--variant", variant, "--dim", "8",
+                        *flags, "--stage", "output", "--format", "json")
+    for stage in json.loads(out)["stages"]:
+        assert torch.allclose(trace.tensor("output", head=stage["head"]).double(),
+                              torch.tensor(stage["data"], dtype=torch.float64), atol=1e-6)
+    own = next(iter(options))  # the variant's own option: refused for a variant it does not belong to
+    with pytest.raises(ConfigError, match=f"--{own.replace('_', '-')} does not apply to scaled_dot"):
+        attn_tui.compute("a b", variant="scaled_dot", **{own: options[own]})
+
+
 def test_compute_takes_matrices_and_refuses_what_does_not_apply() -> None:
     trace = attn_tui.compute(q=[[0, 10, 0]], k=torch.eye(3) * 10, v=[[1, 0], [10, 0], [100, 5]], variant="dot")
     assert torch.allclose(trace["output"], torch.tensor([[10.0, 0.0]]))
