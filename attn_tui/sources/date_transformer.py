@@ -18,7 +18,6 @@ import torch
 
 from attn_tui.core.attend import Tail, attend
 from attn_tui.core.budget import Estimate, memory_limit
-from attn_tui.core.errors import InputError
 from attn_tui.core.meta import DecoderRun
 from attn_tui.core.ops import Dot, Linear, Mean, Place, Scale, Stack
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
@@ -26,7 +25,7 @@ from attn_tui.core.variants.scaled_dot import SCALE_REASON
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
-from attn_tui.sources.dates import visible
+from attn_tui.sources.dates import encoded, visible
 
 CROSS = "cross_attn"
 
@@ -108,11 +107,7 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
     needed.add(N_("decoder steps"), codec.MAX_OUTPUT * cfg.layers * 2 * (cfg.heads * (4 * n * d_h + 3 * n)
                                                                      + 2 * n * cfg.d_model))
     needed.check(memory_limit(max_memory), Msg("decoding with {name}", name=name))
-    if teacher_forcing and not target:
-        raise InputError(Msg("teacher forcing needs a target date, e.g. 2026-11-22"))
-    ids = codec.encode_input(text)
-    forced = codec.encode_target(target)[1:] if teacher_forcing and target else None
-    chars = tuple(visible(c) for c in text.strip())
+    ids, forced, chars = encoded(text, target, teacher_forcing)
     src = torch.tensor([ids])  # (1, S)
     meta = DecoderRun(name, "scaled_dot", text.strip(), "", 0, target, teacher_forcing, layers=cfg.layers,
                       heads=cfg.heads, arch="transformer")

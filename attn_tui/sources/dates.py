@@ -25,6 +25,15 @@ def visible(ch: str) -> str:
     return "␣" if ch == " " else ch
 
 
+def encoded(text: str, target: str | None,
+            teacher_forcing: bool) -> tuple[list[int], list[int] | None, tuple[str, ...]]:
+    """The input's ids, the ids teacher forcing feeds (None without it), and the input's characters as shown."""
+    if teacher_forcing and not target:
+        raise InputError(Msg("teacher forcing needs a target date, e.g. 2026-11-22"))
+    forced = codec.encode_target(target)[1:] if teacher_forcing and target else None
+    return codec.encode_input(text), forced, tuple(visible(c) for c in text.strip())
+
+
 def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, parts: AttentionParts,
                  predicted: str, key_axis: Axis, additive: bool) -> None:
     """Record step t: the state querying the encoder outputs, then the shared tail."""
@@ -66,11 +75,7 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     needed.add(N_("decoder steps"), codec.MAX_OUTPUT * codec.MAX_INPUT * 8 * model.cfg.attn_hidden)
     needed.check(memory_limit(max_memory), Msg("decoding with {name}", name=name))
     kind = model.cfg.attention
-    if teacher_forcing and not target:
-        raise InputError(Msg("teacher forcing needs a target date, e.g. 2026-11-22"))
-    ids = codec.encode_input(text)
-    forced = codec.encode_target(target)[1:] if teacher_forcing and target else None
-    chars = tuple(visible(c) for c in text.strip())
+    ids, forced, chars = encoded(text, target, teacher_forcing)
     src = torch.tensor([ids])  # (1, S)
     keys, state = model.encoder(src, torch.tensor([len(ids)]))  # (1, S, K), (1, D)
     mask = src != 0

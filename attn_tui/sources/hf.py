@@ -12,7 +12,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -239,20 +239,26 @@ def _layer(run_: ModelRun, layer: int) -> LayerWeights:
 def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
     """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
     loaded = run_.loaded
+    meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special)
+    return layered_trace(run_, meta, layer, head, _fill)
+
+
+def layered_trace(run_: ModelRun, meta: TransformerRun, layer: int, head: int,
+                  fill: Callable[[ModelRun, Trace, int | None], None]) -> Trace:
+    """A model's run as one Trace whose layers `fill` computes: `layer` now, the others when asked for."""
+    loaded = run_.loaded
     if not 0 <= layer < loaded.layers:
         raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
                               model=loaded.name, last=loaded.layers - 1))
     if not 0 <= head < loaded.heads:
         raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
                               model=loaded.name, last=loaded.heads - 1))
-    model = loaded.model
-    meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special)
     n = len(run_.tokens)
-    mask = None if bool(run_.mask.all()) else MaskSpec((n, n), loaded.causal, run_.padding, dense=run_.mask)
+    mask = None if bool(run_.mask.all()) else MaskSpec((n, n), meta.causal, run_.padding, dense=run_.mask)
     trace = Trace(meta, run_.tokens, run_.tokens, str(run_.mask.device),
-                  str(next(model.parameters()).dtype).replace("torch.", ""), mask=mask,
-                  warnings=list(run_.warnings), filler=lambda t, lay, _head: _fill(run_, t, lay))
-    _fill(run_, trace, layer)
+                  str(next(loaded.model.parameters()).dtype).replace("torch.", ""), mask=mask,
+                  warnings=list(run_.warnings), filler=lambda t, lay, _head: fill(run_, t, lay))
+    fill(run_, trace, layer)
     return trace
 
 

@@ -13,8 +13,6 @@ from dataclasses import replace
 import torch
 
 from attn_tui.core.attend import Tail, score_family
-from attn_tui.core.errors import ConfigError
-from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import TransformerRun
 from attn_tui.core.ops import Linear, Place
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
@@ -22,7 +20,7 @@ from attn_tui.core.variants.gqa import kv_map, shared_formula
 from attn_tui.core.variants.rope import record_rotation, rotated_score_stages
 from attn_tui.core.variants.scaled_dot import scaled_pre
 from attn_tui.i18n import Msg
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.hf import ModelRun, layered_trace
 
 
 def rope_base(config: object) -> float:
@@ -36,23 +34,11 @@ def rope_base(config: object) -> float:
 def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
     """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
     loaded = run_.loaded
-    if not 0 <= layer < loaded.layers:
-        raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
-                              model=loaded.name, last=loaded.layers - 1))
-    if not 0 <= head < loaded.heads:
-        raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
-                              model=loaded.name, last=loaded.heads - 1))
     cfg = loaded.model.config
     kv_heads = int(cfg.num_key_value_heads)
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, run_.special,
                           kv_heads, kv_map(loaded.heads, kv_heads), rope_base(cfg))
-    n = len(run_.tokens)
-    mask = None if bool(run_.mask.all()) else MaskSpec((n, n), True, run_.padding, dense=run_.mask)
-    trace = Trace(meta, run_.tokens, run_.tokens, str(run_.mask.device),
-                  str(next(loaded.model.parameters()).dtype).replace("torch.", ""), mask=mask,
-                  warnings=list(run_.warnings), filler=lambda t, lay, _head: _fill(run_, t, lay))
-    _fill(run_, trace, layer)
-    return trace
+    return layered_trace(run_, meta, layer, head, _fill)
 
 
 def _fill(run_: ModelRun, trace: Trace, layer: int | None) -> None:
