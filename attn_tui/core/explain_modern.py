@@ -8,6 +8,7 @@ recomputed in float64 from the trace's own tensors, and compared with the stored
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from attn_tui.core import ops
 from attn_tui.core.explain import MAX_TERMS, Explained, _floats, _sum_terms, fmt, register
@@ -67,12 +68,33 @@ def _distance_bias(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explai
              _("the farther the key, the lower its score: nearby tokens win ties")], total)
 
 
-def _sink_terms(trace: Trace, source: Stage, i: int, sink: float) -> tuple[list[float], float, float]:
-    """The row's exps (max-shifted), exp(sink − max), and the max, with the sink taking part in both."""
+class _SinkRow(NamedTuple):
+    """Row i of a softmax a sink logit joins: its exps (max-shifted), exp(s − max), the max and s."""
+
+    exps: list[float]
+    sunk: float
+    top: float
+    sink: float
+
+    @property
+    def denom(self) -> float:
+        return math.fsum(self.exps) + self.sunk
+
+    def opening(self, i: int, head: int) -> list[str]:
+        return [_("the sink logit of head {h}: s = {s}").format(h=head, s=fmt(self.sink)),
+                _("max of row {i} and s = {top}").format(i=i, top=fmt(self.top))]
+
+    def total(self) -> str:
+        shown = " + ".join(fmt(e) for e in self.exps[:MAX_TERMS]) + (" + …" if len(self.exps) > MAX_TERMS else "")
+        return f"Σ_k = {shown}  + exp(s − max) = {fmt(self.sunk)}  → {fmt(self.denom)}"
+
+
+def _sink_row(source: Stage, i: int, sink: float) -> _SinkRow:
+    """The sink takes part in the max as well as in the sum."""
     row = _floats(source.data[i])
     top = max([x for x in row if not math.isinf(x)] + [sink])
     exps = [0.0 if math.isinf(x) else math.exp(x - top) for x in row]
-    return exps, math.exp(sink - top), top
+    return _SinkRow(exps, math.exp(sink - top), top, sink)
 
 
 def sink_softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -82,17 +104,14 @@ def sink_softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     i, j = index
     source = trace.stages[op.source]
     sink = _param(trace, op.sink, op.sink_index)
-    exps, sunk, top = _sink_terms(trace, source, i, sink)
-    denom = math.fsum(exps) + sunk
-    total = exps[j] / denom
-    shown = " + ".join(fmt(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
+    row = _sink_row(source, i, sink)
+    total = row.exps[j] / row.denom
     m = source.symbol
     return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / (Σ_k exp({m}[{i},k] − max) + exp(s − max))",
-            [_("the sink logit of head {h}: s = {s}").format(h=op.sink_index, s=fmt(sink)),
-             _("max of row {i} and s = {top}").format(i=i, top=fmt(top)),
-             f"exp({fmt(float(source.data[i, j].double()))} − {fmt(top)}) = {fmt(exps[j])}",
-             f"Σ_k = {shown}  + exp(s − max) = {fmt(sunk)}  → {fmt(denom)}",
-             f"{fmt(exps[j])} / {fmt(denom)} = {fmt(total)}",
+            [*row.opening(i, op.sink_index),
+             f"exp({fmt(float(source.data[i, j].double()))} − {fmt(row.top)}) = {fmt(row.exps[j])}",
+             row.total(),
+             f"{fmt(row.exps[j])} / {fmt(row.denom)} = {fmt(total)}",
              _("the sink's share is dropped, so row {i} sums to 1 − p_sink").format(i=i)], total)
 
 
@@ -102,16 +121,13 @@ def _sink_mass(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i = index[0]
     source = trace.stages[op.source]
     sink = _param(trace, op.sink, op.index)
-    exps, sunk, top = _sink_terms(trace, source, i, sink)
-    denom = math.fsum(exps) + sunk
-    total = sunk / denom
-    shown = " + ".join(fmt(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
+    row = _sink_row(source, i, sink)
+    total = row.sunk / row.denom
     return (f"p_sink[{i}] = exp(s − max) / (Σ_k exp({source.symbol}[{i},k] − max) + exp(s − max))",
-            [_("the sink logit of head {h}: s = {s}").format(h=op.index, s=fmt(sink)),
-             _("max of row {i} and s = {top}").format(i=i, top=fmt(top)),
-             f"exp({fmt(sink)} − {fmt(top)}) = {fmt(sunk)}",
-             f"Σ_k = {shown}  + exp(s − max) = {fmt(sunk)}  → {fmt(denom)}",
-             f"{fmt(sunk)} / {fmt(denom)} = {fmt(total)}",
+            [*row.opening(i, op.index),
+             f"exp({fmt(sink)} − {fmt(row.top)}) = {fmt(row.sunk)}",
+             row.total(),
+             f"{fmt(row.sunk)} / {fmt(row.denom)} = {fmt(total)}",
              _("what query {i} gave to the sink instead of to any key").format(i=i)], total)
 
 

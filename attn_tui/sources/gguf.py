@@ -68,8 +68,8 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
                 contextlib.redirect_stderr(io.StringIO()):
             (Path(folder) / path.name).symlink_to(path)
             tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=path.name, trust_remote_code=False)
-            model = AutoModel.from_pretrained(folder, gguf_file=path.name, attn_implementation="eager",
-                                              trust_remote_code=False).to(device).eval()
+            model = AutoModel.from_pretrained(folder, trust_remote_code=False, gguf_file=path.name,
+                                              attn_implementation="eager").to(device).eval()
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, ImportError) or any(part in first.lower() for part in ("gguf", "accelerate")):

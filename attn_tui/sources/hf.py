@@ -82,8 +82,8 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
         with _no_stdin():
             config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-            model = AutoModel.from_pretrained(folder, config=config, attn_implementation="eager",
-                                              trust_remote_code=False, weights_only=True).to(device).eval()
+            model = AutoModel.from_pretrained(folder, trust_remote_code=False, config=config,
+                                              attn_implementation="eager", weights_only=True).to(device).eval()
     except Exception as exc:
         first: str | Msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
         if "weights_only" in str(first):

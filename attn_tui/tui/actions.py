@@ -31,9 +31,11 @@ class NavigationActions(_AppBase):
     _player: Any
     shown: Any
 
-    @property
-    def explorer(self) -> Explorer:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
+        @property
+        def explorer(self) -> Explorer: ...
+
+        def _show_pane_view(self) -> None: ...
 
     def palette_bindings(self) -> list[Binding]:
         return list(APP_BINDINGS)
@@ -116,9 +118,6 @@ class NavigationActions(_AppBase):
             self._show_pane_view()
         else:
             self.notify(_("only a real transformer has layers: pick minilm in the model pane"), timeout=3)
-
-    def _show_pane_view(self) -> None:
-        raise NotImplementedError
 
     def action_toggle_grid(self) -> None:
         explorer = self.explorer

@@ -4,16 +4,15 @@ torch is imported in a worker thread so the first frame appears at once; every a
 variant on an input, or a model on a sentence) goes through the same exclusive thread
 worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
 worker of its own. Where the user is in the trace lives in the Explorer; the keys that
-move there are in actions.py; what is typed, loaded and undone, in editing.py.
+move there are in actions.py; what is typed, loaded and undone, in editing.py; compare mode in
+comparing.py; exports in exporting.py.
 """
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
 from textual.app import App, ComposeResult
@@ -25,20 +24,18 @@ from textual.widgets import Static
 from attn_tui import i18n
 from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.core.settings import ModelInput, Request
-from attn_tui.i18n import Msg, Plural, _
+from attn_tui.i18n import Msg, _
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
 from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import set_classes
+from attn_tui.tui.comparing import CompareActions
 from attn_tui.tui.editing import OWN, EditingActions, source_key
+from attn_tui.tui.exporting import ExportActions
 from attn_tui.tui.messages import (
-    CompareFailed,
-    CompareReady,
     ComputeFailed,
-    ExportDone,
-    ExportFailed,
     PanelChanged,
     TorchFailed,
     TorchReady,
@@ -48,12 +45,12 @@ from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
+from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
     from textual.command import Provider
 
     from attn_tui.present.compare import Comparison
-    from attn_tui.tui.screens.export import ExportAsk
 
 MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
@@ -67,21 +64,6 @@ def screen_classes(width: int, height: int) -> dict[str, bool]:
 
 
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
-Handler = TypeVar("Handler", bound=Callable[..., None])
-
-
-def while_running(handler: Handler) -> Handler:
-    """A worker's result that arrives while the app shuts down (its panes already gone) is dropped, not handled:
-    quitting while a model loads must not end in a traceback."""
-
-    @functools.wraps(handler)
-    def handle(self: App[int], message: Any) -> None:
-        if self.is_running:
-            handler(self, message)
-
-    return handle  # type: ignore[return-value]
-
-
 def palette_commands() -> type[Provider]:
     """Our palette commands, imported when the palette first opens (not before the first frame)."""
     from attn_tui.tui.commands import AttnCommands
@@ -89,7 +71,7 @@ def palette_commands() -> type[Provider]:
     return AttnCommands
 
 
-class AttnApp(EditingActions, NavigationActions, App[int]):
+class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, App[int]):
     """Model and input panes on the left, the explorer on the right, around one ask and what is on show."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
@@ -334,135 +316,6 @@ class AttnApp(EditingActions, NavigationActions, App[int]):
 
     def on_panel_changed(self, message: PanelChanged) -> None:
         self.query_one("#main").set_class(message.full_width, "-full")
-
-    # ----- compare mode --------------------------------------------------------------------
-    def action_compare(self) -> None:
-        """c: choose one setting to change and see A, B and B − A; c again leaves."""
-        from attn_tui.present.compare import comparisons
-        from attn_tui.tui.screens.choose import ChoiceScreen
-
-        if self.comparison is not None:
-            self.end_compare()
-            return
-        if self.trace is None:
-            return
-        options = comparisons(self.wanted, self.trace.heads, self.explorer.head)
-        self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
-                                      [(str(c.title), c) for c in options]), self.start_compare)
-
-    def start_compare(self, comparison: Comparison | None) -> None:
-        if comparison is None:
-            return
-        self.comparison = comparison
-        if comparison.head is not None:
-            self.explorer.show_b(comparison, None)
-        else:
-            self.compute_b()
-
-    def end_compare(self) -> None:
-        self.comparison = None
-        self.b_generation += 1  # whatever B is in flight is no longer wanted
-        self.explorer.end_compare()
-
-    def compute_b(self) -> None:
-        comparison = self.comparison
-        if comparison is None or not self.torch_ready:
-            return
-        if not comparison.fits(self.wanted):
-            self.end_compare()
-            return
-        if comparison.head is not None:
-            self.explorer.show_b(comparison, None)
-            return
-        self.b_generation += 1
-        self._compute_b(comparison.b_ask(self.wanted), self.b_generation)
-
-    @work(thread=True, exclusive=True, group="compare")
-    def _compute_b(self, ask: Ask, generation: int) -> None:
-        from attn_tui.core.errors import AttnError, describe
-        from attn_tui.present.shown import run_ask
-
-        try:
-            self.post_message(CompareReady(generation, run_ask(ask, self.max_memory)))
-        except AttnError as exc:
-            self.post_message(CompareFailed(generation, exc.message))
-        except Exception as exc:
-            self.post_message(CompareFailed(generation, describe(exc)))
-
-    @while_running
-    def on_compare_ready(self, message: CompareReady) -> None:
-        if message.generation == self.b_generation and self.comparison is not None:
-            self.explorer.show_b(self.comparison, message.shown)
-
-    @while_running
-    def on_compare_failed(self, message: CompareFailed) -> None:
-        if message.generation == self.b_generation:
-            self.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
-            self.end_compare()
-
-    # ----- export --------------------------------------------------------------------------
-    def action_export(self) -> None:
-        from attn_tui.core.export import file_name
-        from attn_tui.tui.screens.export import ExportScreen
-
-        trace, view = self.trace, self.view
-        if trace is None or view is None:
-            self.notify(_("nothing to export yet"), timeout=3)
-            return
-        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), Path.cwd()), self.export)
-
-    def export(self, ask: ExportAsk | None) -> None:
-        if ask is None:
-            return
-        if ask.what == "screen":
-            self.call_after_refresh(self._save_screen, ask.path)
-            return
-        self._export(ask)
-
-    def _save_screen(self, path: Path) -> None:
-        from attn_tui.core.errors import AttnError
-        from attn_tui.core.files import writable_file
-
-        try:
-            writable_file(path, Msg("the screenshot"))
-            written = self.save_screenshot(filename=path.name, path=str(path.parent))
-        except (AttnError, OSError) as exc:
-            self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
-            return
-        self.notify(_("saved the screen to {path}").format(path=written), timeout=8)
-
-    @work(thread=True, exclusive=True, group="export")
-    def _export(self, ask: ExportAsk) -> None:
-        from attn_tui.core.errors import AttnError, describe
-        from attn_tui.core.export import export
-
-        trace, view = self.trace, self.view
-        assert trace is not None and view is not None
-        try:
-            if ask.what == "trace":
-                for layer in range(trace.layers if trace.layers > 1 else 0):
-                    trace.fill(layer, None)
-                stages = list(trace)
-            else:
-                stages = [trace.stages[view.place]]
-            export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
-        except AttnError as exc:
-            self.post_message(ExportFailed(exc.message))
-            return
-        except Exception as exc:
-            self.post_message(ExportFailed(describe(exc)))
-            return
-        self.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
-
-    @while_running
-    def on_export_done(self, message: ExportDone) -> None:
-        self.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
-                           path=message.path), title=_("exported"),
-                    timeout=10)
-
-    @while_running
-    def on_export_failed(self, message: ExportFailed) -> None:
-        self.notify(message.error, title=_("export failed"), severity="error", timeout=10)
 
     # ----- language ------------------------------------------------------------------------
     def action_toggle_language(self) -> None:

@@ -76,19 +76,16 @@ class EditingActions(_AppBase):
     _save_timer: Any
     pending_session: Session | None = None  # taken, not written yet
 
-    def ask(self, ask: Ask) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
+        def ask(self, ask: Ask) -> None: ...
 
-    def show_error(self, parts: list[Any], joiner: str = " · ") -> None:
-        raise NotImplementedError
+        def show_error(self, parts: list[Any], joiner: str = " · ") -> None: ...
 
-    @property
-    def variants(self) -> Request:
-        raise NotImplementedError
+        @property
+        def variants(self) -> Request: ...
 
-    @property
-    def explorer(self) -> Explorer:
-        raise NotImplementedError
+        @property
+        def explorer(self) -> Explorer: ...
 
     # ----- putting an ask into the panes -----------------------------------------------------
     def show_ask(self, ask: Ask, matrices: bool = True) -> None:

@@ -14,6 +14,7 @@ import torch
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.contract import rows_and_cols
+from attn_tui.sources.recorder.energy import energy_roles, reduce_energy
 from attn_tui.sources.recorder.found import (
     DotOp,
     Found,
@@ -31,9 +32,7 @@ from attn_tui.sources.recorder.recognise import (
     Chain,
     UnrecognisedError,
     describe_factor,
-    energy_roles,
     find_output,
-    reduce_energy,
     softmax_dim,
     softmax_input,
 )

@@ -12,11 +12,9 @@ recorded values are the very numbers the code computed.
 from __future__ import annotations
 
 import contextlib
-import functools
 import linecache
 import os
 import sys
-import sysconfig
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -25,6 +23,8 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from attn_tui.sources.recorder.whose import is_own_file, is_user_file
 
 VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
          "getitem", "select", "narrow", "expand", "expand_as", "repeat", "flatten", "unflatten", "movedim",
@@ -163,48 +163,6 @@ def written_parts(node: Node) -> tuple[Node, Node] | None:
 
 def written_softmax(node: Node) -> bool:
     return written_parts(node) is not None
-
-
-def _library_roots() -> tuple[str, ...]:
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # attn_tui/
-    roots = {os.path.dirname(torch.__file__), package}
-    for key in ("stdlib", "platstdlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            roots.add(path)
-    return tuple(os.path.realpath(root) + os.sep for root in roots)
-
-
-_ROOTS: tuple[str, ...] | None = None
-_SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
-
-
-@functools.lru_cache(maxsize=4096)
-def is_user_file(filename: str) -> bool:
-    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library.
-
-    Cached by file name: every recorded call asks this of every frame above it, and
-    `realpath` walks the file system each time (a loop of 10,000 calls took minutes).
-    """
-    global _ROOTS
-    if _ROOTS is None:
-        _ROOTS = _library_roots()
-    if filename.startswith("<"):  # <stdin>, <string>, <console>, <ipython-input-…> are typed code; <frozen …> is not
-        return not filename.startswith("<frozen")
-    real = os.path.realpath(filename)
-    if real.startswith(os.path.realpath(_SAMPLES) + os.sep):
-        return True
-    return not real.startswith(_ROOTS)
-
-
-_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) + os.sep
-
-
-@functools.lru_cache(maxsize=4096)
-def is_own_file(filename: str) -> bool:
-    """attn-tui's own code (its samples and this recorder excepted): what it computes is never the user's attention."""
-    real = os.path.realpath(filename)
-    return real.startswith(_PACKAGE) and not is_user_file(filename) and real != os.path.realpath(__file__)
 
 
 class _OwnCallError(Exception):

@@ -82,7 +82,7 @@ def _short(text: str) -> str:
 
 def describe_failure(exc: BaseException, script: Path) -> str:
     """`attention.py:31: ValueError: …`: where in the user's code it failed, the exception and its message."""
-    from attn_tui.sources.recorder.capture import is_user_file
+    from attn_tui.sources.recorder.whose import is_user_file
 
     if isinstance(exc, SyntaxError):
         line = f":{exc.lineno}" if exc.lineno else ""  # a file with a null byte has no line to name

@@ -1,0 +1,108 @@
+"""Compare mode: the stage on show (A) beside the same stage with one setting changed (B), and B − A.
+
+A mixin of AttnApp. B is computed by a worker of its own, so A stays responsive; a B that
+arrives after the comparison changed is dropped by its generation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from attn_tui.i18n import Msg, _
+from attn_tui.sources.base import Ask
+from attn_tui.tui.messages import CompareFailed, CompareReady
+from attn_tui.tui.workers import while_running
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from attn_tui.present.compare import Comparison
+    from attn_tui.tui.widgets.explorer import Explorer
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
+
+
+class CompareActions(_AppBase):
+    """`c`, the B worker and its results."""
+
+    comparison: Comparison | None
+    b_generation: int
+    torch_ready: bool
+    max_memory: int | None
+    wanted: Ask
+    trace: Any
+
+    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
+        @property
+        def explorer(self) -> Explorer: ...
+
+        def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
+
+    def action_compare(self) -> None:
+        """c: choose one setting to change and see A, B and B − A; c again leaves."""
+        from attn_tui.present.compare import comparisons
+        from attn_tui.tui.screens.choose import ChoiceScreen
+
+        if self.comparison is not None:
+            self.end_compare()
+            return
+        if self.trace is None:
+            return
+        options = comparisons(self.wanted, self.trace.heads, self.explorer.head)
+        self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
+                                      [(str(c.title), c) for c in options]), self.start_compare)
+
+    def start_compare(self, comparison: Comparison | None) -> None:
+        if comparison is None:
+            return
+        self.comparison = comparison
+        if comparison.head is not None:
+            self.explorer.show_b(comparison, None)
+        else:
+            self.compute_b()
+
+    def end_compare(self) -> None:
+        self.comparison = None
+        self.b_generation += 1  # whatever B is in flight is no longer wanted
+        self.explorer.end_compare()
+
+    def compute_b(self) -> None:
+        comparison = self.comparison
+        if comparison is None or not self.torch_ready:
+            return
+        if not comparison.fits(self.wanted):
+            self.end_compare()
+            return
+        if comparison.head is not None:
+            self.explorer.show_b(comparison, None)
+            return
+        self.b_generation += 1
+        self._compute_b(comparison.b_ask(self.wanted), self.b_generation)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def _compute_b(self, ask: Ask, generation: int) -> None:
+        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.present.shown import run_ask
+
+        try:
+            self.post_message(CompareReady(generation, run_ask(ask, self.max_memory)))
+        except AttnError as exc:
+            self.post_message(CompareFailed(generation, exc.message))
+        except Exception as exc:
+            self.post_message(CompareFailed(generation, describe(exc)))
+
+    @while_running
+    def on_compare_ready(self, message: CompareReady) -> None:
+        if message.generation == self.b_generation and self.comparison is not None:
+            self.explorer.show_b(self.comparison, message.shown)
+
+    @while_running
+    def on_compare_failed(self, message: CompareFailed) -> None:
+        if message.generation == self.b_generation:
+            self.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
+            self.end_compare()
+

@@ -1,0 +1,99 @@
+"""Exports from the app: the stage or the whole trace as npz, csv or json, or the screen as SVG.
+
+A mixin of AttnApp. Files are written by a worker (a long trace streams in row blocks);
+the notice names the path written, or why nothing was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+
+from attn_tui.i18n import Msg, Plural, _
+from attn_tui.tui.messages import ExportDone, ExportFailed
+from attn_tui.tui.workers import while_running
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from attn_tui.tui.screens.export import ExportAsk
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
+
+
+class ExportActions(_AppBase):
+    """`e`, the export worker and its results."""
+
+    trace: Any
+    view: Any
+
+    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
+        def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
+
+    def action_export(self) -> None:
+        from attn_tui.core.export import file_name
+        from attn_tui.tui.screens.export import ExportScreen
+
+        trace, view = self.trace, self.view
+        if trace is None or view is None:
+            self.notify(_("nothing to export yet"), timeout=3)
+            return
+        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), Path.cwd()), self.export)
+
+    def export(self, ask: ExportAsk | None) -> None:
+        if ask is None:
+            return
+        if ask.what == "screen":
+            self.call_after_refresh(self._save_screen, ask.path)
+            return
+        self._export(ask)
+
+    def _save_screen(self, path: Path) -> None:
+        from attn_tui.core.errors import AttnError
+        from attn_tui.core.files import writable_file
+
+        try:
+            writable_file(path, Msg("the screenshot"))
+            written = self.save_screenshot(filename=path.name, path=str(path.parent))
+        except (AttnError, OSError) as exc:
+            self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
+            return
+        self.notify(_("saved the screen to {path}").format(path=written), timeout=8)
+
+    @work(thread=True, exclusive=True, group="export")
+    def _export(self, ask: ExportAsk) -> None:
+        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.core.export import export
+
+        trace, view = self.trace, self.view
+        assert trace is not None and view is not None
+        try:
+            if ask.what == "trace":
+                for layer in range(trace.layers if trace.layers > 1 else 0):
+                    trace.fill(layer, None)
+                stages = list(trace)
+            else:
+                stages = [trace.stages[view.place]]
+            export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
+        except AttnError as exc:
+            self.post_message(ExportFailed(exc.message))
+            return
+        except Exception as exc:
+            self.post_message(ExportFailed(describe(exc)))
+            return
+        self.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
+
+    @while_running
+    def on_export_done(self, message: ExportDone) -> None:
+        self.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
+                           path=message.path), title=_("exported"),
+                    timeout=10)
+
+    @while_running
+    def on_export_failed(self, message: ExportFailed) -> None:
+        self.notify(message.error, title=_("export failed"), severity="error", timeout=10)
+
