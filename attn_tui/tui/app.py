@@ -22,8 +22,10 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from attn_tui import i18n
+from attn_tui.core.applies import applicable
 from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.core.settings import ModelInput, Request
+from attn_tui.core.warmup import Warmup
 from attn_tui.i18n import Msg, _
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
@@ -109,15 +111,17 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.undo_stack: list[Any] = []
         self._player: Any = None
         self._save_timer: Any = None
+        self.warmup = Warmup()
         self.set_reactive(AttnApp.language, i18n.language())
 
     # ----- layout and start-up -------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        self.warmup.begin()  # here, not earlier: the terminal driver has opened its own native modules
         for name, on in screen_classes(self.size.width, self.size.height).items():
             self.screen.set_class(on, name, update=False)  # before the panes are styled: a later change restyles all
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield ModelPane(self.variants.settings, id="model")
+                yield ModelPane(self.variants.settings, applicable(self.variants), id="model")
                 yield InputPane(id="inputs")
             yield Explorer(id="right")
         yield Static(self._too_small_text(), id="too-small")
@@ -199,6 +203,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     @while_running
     def on_torch_failed(self, message: TorchFailed) -> None:
+        self.warmup.end()
         self.show_error([message.error])
 
     # ----- computing: one path for every source --------------------------------------------
@@ -289,7 +294,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
                 self.compute_wanted()
 
     def settled(self, ask: Ask) -> None:
-        """A computation ended: the loading indicator goes."""
+        """A computation ended: the loading indicator goes (and, once painted, start-up is over)."""
+        self.call_after_refresh(self.warmup.end)
         self.explorer.heatmap.loading = False
         if not isinstance(ask, ModelInput):
             self.query_one(ModelPane).show_status("")

@@ -82,9 +82,11 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane .setting.own.-unused { display: none; }
     """
 
-    def __init__(self, settings: Settings, *, id: str | None = None) -> None:
+    def __init__(self, settings: Settings, applicable: frozenset[str] = frozenset(GREYABLE), *,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self.settings = settings
+        self.applicable = applicable  # the settings that change something: composed greyed out or not, not restyled
         self.choice = VARIANTS  # the model choice on show; a Select echoing it is no edit
 
     def compose(self) -> ComposeResult:
@@ -132,16 +134,17 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                                              compact=True, id="set-dtype"), "variant-only")
         yield Label("", id="settings-error")
 
-    @staticmethod
-    def _row(name: str, control: Widget, classes: str = "") -> ComposeResult:
-        with Horizontal(classes=f"setting {classes}".strip(), id=f"row-{name}"):
+    def _row(self, name: str, control: Widget, classes: str = "") -> ComposeResult:
+        unused = name in GREYABLE and name not in self.applicable
+        control.set_reactive(Widget.disabled, unused)  # before mount: no watcher, no restyle
+        with Horizontal(classes=f"setting {classes}{' -unused' if unused else ''}".strip(), id=f"row-{name}"):
             yield Label(pgettext("setting", LABELS[name]), classes="setting-label", id=f"label-{name}")
             yield control
 
     def _own_row(self, name: str, s: Settings) -> ComposeResult:
-        """A row that shows only where it applies (hidden until the app says it does)."""
+        """A row that shows only where it applies."""
         yield from self._row(name, Input(self._number_text(s, name), type=_NUMBERS[name], compact=True,
-                                         id=f"set-{name}"), "variant-only own -unused")
+                                         id=f"set-{name}"), "variant-only own")
 
     @staticmethod
     def _number_text(s: Settings, name: str) -> str:
