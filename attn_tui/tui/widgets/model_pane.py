@@ -82,8 +82,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane .setting.own.-unused { display: none; }
     """
 
-    def __init__(self, settings: Settings, applicable: frozenset[str] = frozenset(GREYABLE), *,
-                 id: str | None = None) -> None:
+    def __init__(self, settings: Settings, applicable: frozenset[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.settings = settings
         self.applicable = applicable  # the settings that change something: composed greyed out or not, not restyled
