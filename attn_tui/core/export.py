@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -206,10 +206,11 @@ def write_csv(stage: Stage, out: TextIO) -> None:
     """A stage as CSV with its axis labels: a header of column labels, one labelled row per row.
 
     A 3-D stage (an energy) gets one row per (query, key) pair; rows are written a block
-    at a time, so a lazy stage is never held whole.
+    at a time, so a lazy stage is never held whole. Labels are user text: one a spreadsheet
+    would read as a formula is written as text (see `_label`).
     """
     writer = csv.writer(out)
-    axes = stage.axes
+    axes = [replace(a, labels=tuple(map(_label, a.labels))) for a in stage.axes]
     if stage.data.dim() <= 1:
         writer.writerow(["", *(axes[0].labels if axes else ("value",))])
         writer.writerow(["", *(repr(v) for v in stage.tensor.detach().double().reshape(-1).tolist())])
@@ -227,6 +228,12 @@ def write_csv(stage: Stage, out: TextIO) -> None:
             else:
                 writer.writerow([labels, *map(repr, first)])
             row += 1
+
+
+def _label(text: str) -> str:
+    """A label a spreadsheet will show as text: one that starts as a formula would (=, +, -, @, tab or
+    carriage return; a token such as `=HYPERLINK(…)`) gets a leading apostrophe, as OWASP advises."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def stage_to_csv(stage: Stage) -> str:

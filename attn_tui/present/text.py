@@ -2,14 +2,17 @@
 
 A token may hold ESC or BEL (typed, or decoded from a model's byte-level vocabulary);
 printed raw it would recolour or retitle the user's terminal. C0 controls become their
-Unicode control pictures (ESC → ␛), DEL and C1 controls a replacement mark.
+Unicode control pictures (ESC → ␛), DEL and C1 controls a replacement mark. The bidirectional
+embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) become a mark too: in a terminal
+that reorders right-to-left text, one of them in a token would reverse the rest of the line, the
+numbers beside it included.
 """
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _picture(match: re.Match[str]) -> str:

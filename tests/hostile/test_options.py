@@ -95,3 +95,10 @@ def test_odd_matrix_files(tmp_path, content: bytes, fragment: str) -> None:
         assert outcome.refused(fragment), outcome
     else:
         assert outcome.code == 0, outcome.err
+
+
+def test_a_bidi_override_in_a_token_cannot_reverse_the_line() -> None:
+    outcome = attn_tui("stages", "--text", "abc \u202eevil \u2067x", "--stage", "weights")
+    assert outcome.code == 0, outcome.err
+    assert not any(ch in outcome.out for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert "abc" in outcome.out and "evil" in outcome.out

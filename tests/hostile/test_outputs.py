@@ -3,6 +3,8 @@ and a write that fails half way (a full disk) leaves no half-written file and ke
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import resource
@@ -12,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from attn_tui.core.engine import compute
+from attn_tui.core.export import stage_to_csv
+from tests.conftest import sentence
 from tests.hostile.helpers import MEMORY_CEILING, TIME_LIMIT, attn_tui
 
 pytestmark = pytest.mark.slow
@@ -81,3 +86,9 @@ def test_a_disk_that_fills_leaves_no_half_written_file(fmt: str, name: str, plac
     else:
         assert target.read_text() == "the previous export\n"  # what was there before, not a truncated file
     assert not [p for p in tmp_path.rglob("*.part")]
+
+
+def test_a_token_a_spreadsheet_would_run_is_written_as_text() -> None:
+    text = stage_to_csv(compute(sentence('=HYPERLINK("x") @SUM(1) plain -')).stage("weights"))
+    header = next(csv.reader(io.StringIO(text)))
+    assert header == ["query", "'=HYPERLINK(\"x\")", "'@SUM(1)", "plain", "'-"]
