@@ -1,5 +1,6 @@
-"""Start-up work that overlaps or avoids: torch's native libraries opened off the GIL, and the
-cyclic garbage collector kept out of the way while the app and torch build what they keep.
+"""What start-up can save beside a GIL-holding `import torch`: torch's native libraries opened off
+the GIL, and the cyclic garbage collector kept out of the way while the app and torch build what
+they keep.
 
 `import torch` holds the GIL throughout, so a thread importing it only takes turns with the UI.
 About a fifth of that import, though, is the dynamic linker mapping and relocating
@@ -10,9 +11,10 @@ left for the real import to report.
 
 Start-up allocates a few hundred thousand objects that live as long as the app (Textual's DOM,
 torch's modules). With the default thresholds the collector walks them again and again as they
-are made: at 120×40 that was about a sixth of the time to the first heatmap. Until the first
-heatmap is painted, young objects are collected rarely; then whatever start-up made is frozen
-out of the collector's sight (`gc.freeze`) and the usual thresholds come back.
+are made: on 2 cores, about 0.2 s of the 1.4 s to the first heatmap. Until the first
+heatmap is painted, young objects are collected rarely; then the usual thresholds come back.
+Nothing is frozen (`gc.freeze`): the first trace, a loaded model or a recorded trace may sit in
+a reference cycle, and frozen it would never be freed.
 """
 
 from __future__ import annotations
@@ -51,8 +53,7 @@ def _open(path: Path) -> None:
 class Warmup:
     """One app's start-up: `begin` as the first frame is composed, `end` once the first heatmap is painted.
 
-    Only the first start in a process does anything: later apps (tests make many) find torch
-    imported, and must not freeze what earlier apps left for the collector.
+    Only the first start in a process does anything: later apps (tests make many) find torch imported.
     """
 
     def __init__(self) -> None:
@@ -72,6 +73,5 @@ class Warmup:
     def end(self) -> None:
         if self.thresholds is None:
             return
-        gc.freeze()  # start-up's objects live as long as the app: later full collections skip them
         gc.set_threshold(*self.thresholds)
         self.thresholds = None

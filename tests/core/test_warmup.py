@@ -42,17 +42,17 @@ assert "torch" not in sys.modules
 import torch
 assert torch.ones(3).sum().item() == 3  # the import finds the opened libraries and works with them
 warmup.end()
-assert gc.get_threshold() == own and gc.get_freeze_count() > 0
+assert gc.get_threshold() == own
 """)
 
 
 def test_a_later_start_in_the_same_process_changes_nothing() -> None:
-    own, frozen = gc.get_threshold(), gc.get_freeze_count()  # torch is imported here already
+    own = gc.get_threshold()  # torch is imported here already
     warmup = Warmup()
     warmup.begin()
     assert warmup.opening is None and gc.get_threshold() == own
     warmup.end()
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_threshold() == own
 
 
 @pytest.mark.slow
@@ -73,5 +73,5 @@ class First(AttnApp):
         self.call_after_refresh(lambda: self.call_after_refresh(lambda: (seen.append(gc.get_threshold()), self.exit())))
 
 First().run(headless=True, size=(100, 32))
-assert seen[0] != own and seen[-1] == own and gc.get_freeze_count() > 0, (seen, own)
+assert seen[0] != own and seen[-1] == own, (seen, own)
 """)
