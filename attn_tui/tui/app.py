@@ -1,6 +1,7 @@
 """The attn-tui app: what is asked, what is on show, and the workers that turn the first into the second.
 
-torch is imported in a worker thread so the first frame appears at once; every ask (a
+torch is imported in a worker thread so the first frame appears at once (its native libraries
+are opened sooner, off the GIL, while that frame is drawn: core/warmup.py); every ask (a
 variant on an input, or a model on a sentence) goes through the same exclusive thread
 worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
 worker of its own. Where the user is in the trace lives in the Explorer; the keys that
