@@ -44,7 +44,11 @@ def torch_library() -> Path | None:
 
 
 def _open(path: Path) -> None:
-    dlopen = ctypes.CDLL(None).dlopen  # a foreign call through CDLL: the GIL is released while it runs
+    """dlopen `path`; quietly nothing where libc has no dlopen to call (a thread's error would print over the app)."""
+    try:
+        dlopen = ctypes.CDLL(None).dlopen  # a foreign call through CDLL: the GIL is released while it runs
+    except (AttributeError, OSError):
+        return
     dlopen.restype = ctypes.c_void_p
     dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
     dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL)  # the flags Python opens extension modules with

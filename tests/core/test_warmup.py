@@ -75,3 +75,14 @@ class First(AttnApp):
 First().run(headless=True, size=(100, 32))
 assert seen[0] != own and seen[-1] == own, (seen, own)
 """)
+
+
+@linux
+def test_what_cannot_be_opened_is_left_for_the_import_to_report(tmp_path: Path, monkeypatch) -> None:
+    from attn_tui.core import warmup
+
+    broken = tmp_path / "libtorch.so"
+    broken.write_bytes(b"not an ELF file")
+    warmup._open(broken)  # dlopen returns NULL: nothing raised in the thread, so nothing printed over the app
+    monkeypatch.setattr(warmup.ctypes, "CDLL", lambda name: object())  # a libc without dlopen (glibc < 2.34)
+    warmup._open(broken)
