@@ -42,4 +42,4 @@ def startup(rounds: int = 3) -> None:
     torch_s, frame, heatmap = (statistics.median(x) for x in (torch_runs, frames, heatmaps))
     print(f"start-up (median of {rounds}, fresh processes): python -c 'import torch' {torch_s * 1e3:.0f} ms; "
           f"first frame {frame * 1e3:.0f} ms ({frame / torch_s:.2f}× torch's import); first heatmap "
-          f"{heatmap * 1e3:.0f} ms (torch's import + {(heatmap - torch_s) * 1e3:.0f} ms)")
+          f"{heatmap * 1e3:.0f} ms ({heatmap / torch_s:.2f}× torch's import, + {(heatmap - torch_s) * 1e3:.0f} ms)")
