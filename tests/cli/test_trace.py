@@ -89,6 +89,8 @@ BAD = {
     "quiet.py": ("import torch\nprint(torch.ones(2) + 1)\n", "quiet.py ran, but no attention was recorded"),
     "broken.py": ("def f(:\n    pass\n", "broken.py:1: SyntaxError"),
     "exits.py": ("import sys\nsys.exit(3)\n", "exits.py exited with status 3"),
+    "hard_exit.py": ("import os\nos._exit(3)\n", "hard_exit.py exited with status 3"),  # not attn-tui's own exit
+    "closes.py": ("import sys\nsys.stdout.close()\nprint('x')\n", "closes.py:3: ValueError: I/O operation on closed"),
 }
 
 
@@ -108,6 +110,30 @@ def test_bad_scripts_end_with_one_line(capsys, tmp_path: Path, name: str) -> Non
 def test_bad_invocations_end_with_one_line(capsys, argv: list[str]) -> None:
     code, _, err = run_cli(capsys, *argv)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_attention_recorded_before_os_exit_is_kept(capsys, tmp_path: Path) -> None:
+    (tmp_path / "leaves.py").write_text("import os, torch\nimport torch.nn.functional as F\nq = torch.randn(1, 3, 4)\n"
+                                        "F.scaled_dot_product_attention(q, q, q)\nos._exit(0)\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "trace", "--format", "json", str(tmp_path / "leaves.py"))
+    assert code == 0, err
+    assert "weights" in {s["name"] for s in json.loads(out)["stages"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_script_closing_its_stream_leaves_attn_tui_its_own(tmp_path: Path, stream: str) -> None:
+    (tmp_path / "closes.py").write_text(f"import sys, torch\nimport torch.nn.functional as F\nsys.{stream}.close()\n"
+                                        "q = torch.randn(1, 3, 4)\nF.scaled_dot_product_attention(q, q, q)\n"
+                                        "print('after', file=sys.stderr)\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "attn_tui", "trace", "--format", "json", str(tmp_path / "closes.py")],
+                            capture_output=True, text=True, timeout=120, env={"ATTN_TUI_LANG": "en",
+                                                                                "PATH": "/usr/bin:/bin"})
+    if stream == "stdout":
+        assert result.returncode == 0 and json.loads(result.stdout)["stages"], result.stderr[-500:]
+    else:
+        assert result.returncode == 2 and "Fatal" not in result.stderr
+        assert result.stderr.strip() == "attn-tui: error: closes.py:6: ValueError: I/O operation on closed file."
 
 
 @pytest.mark.slow

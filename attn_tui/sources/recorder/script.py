@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.files import quoted
@@ -58,8 +58,11 @@ class _Tracked:
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.mid_line = False
+        self.closed = False
 
     def write(self, text: str) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
         if text:
             self.mid_line = not text.endswith("\n")
         written = self.stream.write(text)
@@ -70,6 +73,12 @@ class _Tracked:
             self.stream.write("\n")
             self.stream.flush()
             self.mid_line = False
+
+    def close(self) -> None:
+        """The file closing its stdout closes its own view of it: attn-tui still has to print the trace or the error."""
+        with suppress(Exception):
+            self.stream.flush()
+        self.closed = True
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
@@ -133,13 +142,36 @@ def _time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+_exit = os._exit  # the real one: the file runs with its own (see _exit_as_sys_exit)
+
+
 def _leave_if_forked(parent: int, code: int) -> None:
     """A child the file forked must end where the file's own code ends, never go on to print or open the app."""
     if os.getpid() != parent:
         for stream in (sys.stdout, sys.stderr):
             with suppress(Exception):
                 stream.flush()
-        os._exit(code)
+        _exit(code)
+
+
+@contextmanager
+def _exit_as_sys_exit(parent: int) -> Iterator[None]:
+    """While the file runs, `os._exit` in attn-tui's own process ends the file as `sys.exit` would.
+
+    The file runs in attn-tui's process, so a real `os._exit` there would end attn-tui at once, silently and
+    with the file's status, and the attention recorded so far would be lost. A child the file forked exits
+    for real.
+    """
+    def leave(code: int) -> NoReturn:
+        if os.getpid() != parent:
+            _exit(code)
+        raise SystemExit(code)
+
+    os._exit = leave
+    try:
+        yield
+    finally:
+        os._exit = _exit
 
 
 def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, quiet_stdout: bool = False,
@@ -165,7 +197,7 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     parent = os.getpid()
     out, err = _Tracked(sys.stderr if quiet_stdout else sys.stdout), _Tracked(sys.stderr)
     try:
-        with redirect_stdout(out), redirect_stderr(err), recording, _time_limit(timeout):
+        with redirect_stdout(out), redirect_stderr(err), recording, _time_limit(timeout), _exit_as_sys_exit(parent):
             runpy.run_path(absolute, run_name="__main__")
         _leave_if_forked(parent, 0)
     except SystemExit as exc:
