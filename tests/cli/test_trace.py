@@ -126,7 +126,8 @@ def test_a_script_closing_its_stream_leaves_attn_tui_its_own(tmp_path: Path, str
     (tmp_path / "closes.py").write_text(f"import sys, torch\nimport torch.nn.functional as F\nsys.{stream}.close()\n"
                                         "q = torch.randn(1, 3, 4)\nF.scaled_dot_product_attention(q, q, q)\n"
                                         "print('after', file=sys.stderr)\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "attn_tui", "trace", "--format", "json", str(tmp_path / "closes.py")],
+    command = [sys.executable, "-m", "attn_tui", "trace", "--format", "json", str(tmp_path / "closes.py")]
+    result = subprocess.run(command,
                             capture_output=True, text=True, timeout=120, env={"ATTN_TUI_LANG": "en",
                                                                                 "PATH": "/usr/bin:/bin"})
     if stream == "stdout":

@@ -162,10 +162,10 @@ def _exit_as_sys_exit(parent: int) -> Iterator[None]:
     with the file's status, and the attention recorded so far would be lost. A child the file forked exits
     for real.
     """
-    def leave(code: int) -> NoReturn:
+    def leave(status: int) -> NoReturn:
         if os.getpid() != parent:
-            _exit(code)
-        raise SystemExit(code)
+            _exit(status)
+        raise SystemExit(status)
 
     os._exit = leave
     try:
