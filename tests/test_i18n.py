@@ -92,3 +92,16 @@ def test_every_translation_keeps_the_placeholders_of_its_english() -> None:
             assert set(name.findall(string)) == wanted, (message.id, string)
             if len(ids) > 1:  # a plural entry written whole, not cut to its first character
                 assert len(string) > 1, (message.id, string)
+
+
+def test_a_particle_after_a_placeholder_fits_any_value() -> None:
+    """Korean particles follow the last sound of the word before them (1을, 2를): after a {placeholder}
+    whose value is not known in advance the entry must carry both forms, 을(를), 이(가), 은(는), 과(와), (으)로."""
+    import re
+
+    pytest.importorskip("babel")
+    single = re.compile(r"\{\w+\}(?:을|를|이|가|은|는|와|과|으로|로)(?![가-힣(])")
+    wrong = [string for message in _catalog_tool().korean() if message.id
+             for string in (message.string if isinstance(message.string, tuple) else (message.string,))
+             if single.search(string)]
+    assert wrong == []

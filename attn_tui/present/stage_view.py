@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun, RecordedRun
+from attn_tui.core.variants import VARIANTS
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.titles import axis_title
@@ -209,6 +210,12 @@ class HeadsPanel:
     probability: bool
 
 
+def one_head_note() -> str:
+    """What to pick for several heads: every variant that splits heads (from the registry), or a real model."""
+    headed = ", ".join(name for name, variant in VARIANTS.items() if variant.has_heads)
+    return _("one head here; several heads: {variants} (the heads setting), or a real model").format(variants=headed)
+
+
 def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) -> HeadsPanel:
     """Every head of the stage on show, on one colour scale unless `shared` is False.
 
@@ -219,7 +226,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     """
     probability = view.grid.probability
     if view.head is None:
-        note = _("only multihead has several heads") if trace.heads == 1 else _("this stage is shared by all heads")
+        note = one_head_note() if trace.heads == 1 else _("this stage is shared by all heads")
         return HeadsPanel([(view.name, small(view.grid))], 0, note, view.grid.finite_range() if shared else None,
                           probability)
     place = view.place

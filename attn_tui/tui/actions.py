@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from textual.binding import Binding
 
 from attn_tui.i18n import _
+from attn_tui.present.stage_view import one_head_note
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.screens.help import HelpScreen
 
@@ -105,7 +106,7 @@ class NavigationActions(_AppBase):
         if self.explorer.change_head(step):
             self._show_pane_view()
         else:
-            self.notify(_("only multihead and real transformers have several heads"), timeout=3)
+            self.notify(one_head_note(), timeout=5)
 
     def action_next_layer(self) -> None:
         self._change_layer(1)
