@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from attn_tui.i18n import _
 from attn_tui.present.explanations import explanation
+from attn_tui.present.titles import stage_title
 
 
 class Explanation(Static):
@@ -15,7 +16,7 @@ class Explanation(Static):
     def show(self, stage: str, keys: tuple[str, ...]) -> None:
         text = Text()
         text.append(_("Why") + " ", "bold")
-        text.append(stage, "bold yellow")
+        text.append(stage_title(stage), "bold yellow")  # as the stage bar names it
         text.append("  " + _("(t: 한국어)"), "dim")
         text.append("\n" + explanation(stage, keys))
         self.update(text)
