@@ -119,8 +119,10 @@ def _add_debug(p: argparse.ArgumentParser, prefix: str) -> None:
 def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     """Options shared by the app and `stages`; all default to None so a sample's own win."""
     src = p.add_argument_group(_("input (one of)"))
-    src.add_argument("--text", dest=f"{prefix}text", help=_("a sentence, split on whitespace (<pad> marks padding)"))
-    src.add_argument("--sample", dest=f"{prefix}sample", help=_("a shipped sample by name (see `attn-tui samples`)"))
+    src.add_argument("--text", dest=f"{prefix}text", metavar="TEXT",
+                     help=_("a sentence, split on whitespace (<pad> marks padding)"))
+    src.add_argument("--sample", dest=f"{prefix}sample", metavar="NAME",
+                     help=_("a shipped sample by name (see `attn-tui samples`)"))
     for name, about in (("q", _("typed Q matrix (- reads standard input; rows may be named, e.g. '나는: 1 0')")),
                         ("k", _("typed K matrix")), ("v", _("typed V matrix")),
                         ("x", _("typed X matrix: token vectors (an embedding table) for any variant"))):
@@ -136,7 +138,7 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                      help=_("treat the last N keys as padding"))
     opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",
                      help=_("value written into masked scores (default -inf)"))
-    opt.add_argument("--heads", type=_int_between(1, MAX_HEADS), dest=f"{prefix}heads",
+    opt.add_argument("--heads", type=_int_between(1, MAX_HEADS), metavar="N", dest=f"{prefix}heads",
                      help=_("heads for multihead, gqa, alibi and sink (must divide the width)"))
     opt.add_argument("--kv-heads", type=_int_between(1, MAX_HEADS), metavar="K", dest=f"{prefix}kv_heads",
                      help=_("gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)"))
@@ -146,13 +148,13 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                      help=_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"))
     opt.add_argument("--tile", type=_int_between(1, 100_000), metavar="T", dest=f"{prefix}tile",
                      help=_("flash: keys per tile of the online softmax (default 4)"))
-    opt.add_argument("--dim", type=_positive, dest=f"{prefix}dim",
+    opt.add_argument("--dim", type=_positive, metavar="D", dest=f"{prefix}dim",
                      help=_("model dimension for sentences; hidden size for additive/concat"))
     opt.add_argument("--positional", action="store_const", const=True, dest=f"{prefix}positional",
                      help=_("add sinusoidal positions"))
-    opt.add_argument("--temperature", type=_temperature, dest=f"{prefix}temperature",
+    opt.add_argument("--temperature", type=_temperature, metavar="TEMP", dest=f"{prefix}temperature",
                      help=_("divides the scores (default 1)"))
-    opt.add_argument("--seed", type=_int_between(-(2**62), 2**62), dest=f"{prefix}seed")
+    opt.add_argument("--seed", type=_int_between(-(2**62), 2**62), metavar="S", dest=f"{prefix}seed")
     opt.add_argument("--device", choices=DEVICE_NAMES, dest=f"{prefix}device")
     opt.add_argument("--dtype", choices=DTYPE_NAMES, dest=f"{prefix}dtype")
     real = p.add_argument_group(_("real or trained model"))

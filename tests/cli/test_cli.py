@@ -158,3 +158,10 @@ def test_table_colour_scale_leaves_masked_fill_out(capsys) -> None:
                            "--stage", "masked")
     scale_line = next(line for line in out.splitlines() if line.startswith("scale"))
     assert code == 0 and "e+09" not in scale_line
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["stages", "--help"]])
+def test_help_names_every_value_for_a_person(capsys, argv: list[str]) -> None:
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0 and "--heads N" in out and "--seed S" in out
+    assert "TOP_" not in out and "--text TEXT" in out  # argparse's default metavar is the internal dest

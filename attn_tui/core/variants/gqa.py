@@ -20,7 +20,7 @@ from attn_tui.core.meta import VariantRun
 from attn_tui.core.ops import Columns, Concat, Linear, Place
 from attn_tui.core.stage import Axis, Stage, dim_axis
 from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
-from attn_tui.i18n import Msg
+from attn_tui.i18n import Msg, Plural
 
 if TYPE_CHECKING:
     from attn_tui.core.engine import Context
@@ -68,11 +68,12 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     projected = {}
     for name, weight, count, letter in (("q_proj", w_q, heads, "q"), ("k_proj", w_k, kv_heads, "k"),
                                         ("v_proj", w_v, kv_heads, "v")):
-        what = Msg("{count} query heads", count=count) if letter == "q" else Msg("{count} key/value heads",
-                                                                                   count=count)
-        full = trace.add(Stage(Place(name), x @ weight.T, Msg("{upper} = X·W_{letter}ᵀ: {what} of {d} columns each",
-                                                             upper=letter.upper() + "_proj", letter=letter,
-                                                             what=what, d=d_h),
+        what = (Plural("{n} query head", "{n} query heads", n=count) if letter == "q"
+                else Plural("{n} key/value head", "{n} key/value heads", n=count))
+        formula = Plural("{upper} = X·W_{letter}ᵀ: {what} of {n} column each",
+                         "{upper} = X·W_{letter}ᵀ: {what} of {n} columns each",
+                         upper=letter.upper() + "_proj", letter=letter, what=what, n=d_h)
+        full = trace.add(Stage(Place(name), x @ weight.T, formula,
                                (tokens, Axis("head.dim", _labels(letter, count, d_h))),
                                Linear(ctx.source, f"W_{letter}")))  # (N, count·d_h)
         projected[name] = full.view(n, count, d_h).transpose(0, 1)  # (count, N, d_h): views
