@@ -118,6 +118,9 @@ class EditingActions(_AppBase):
 
     def on_settings_rejected(self, message: SettingsRejected) -> None:
         if message.error:
+            self.generation += 1  # what is in flight was asked with a value no longer on screen
+            self.shown_generation = self.generation
+            self.explorer.heatmap.loading = False
             self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown
                                                     else [])], "")
         elif self.error_parts[:1] == ["✗ "]:

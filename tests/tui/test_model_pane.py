@@ -38,10 +38,9 @@ async def test_dim_input_and_invalid_text_kept() -> None:
         await settle(pilot)
         await _change(pilot, "#set-dim", "4")
         assert app.trace.tensor("embedding").shape == (3, 4)
-        generation = app.generation
         app.query_one("#set-dim", Input).value = "0"
         await pilot.pause()
-        assert app.generation == generation  # not applied
+        assert app.wanted.settings.dim == 4 and not app.workers._workers  # not applied, nothing computed
         assert "at least 1" in str(app.query_one("#settings-error").render())
         assert app.query_one("#set-dim", Input).value == "0"  # nothing typed is discarded
 
@@ -54,6 +53,24 @@ async def test_heads_input() -> None:
         assert app.trace.heads == 2
         await _change(pilot, "#set-heads", "3")  # 16 is not divisible by 3: an error, last trace kept
         assert app.trace.heads == 2 and "does not divide" in app.error
+
+
+async def test_a_refused_field_holds_every_edit_until_it_reads_right() -> None:
+    app = sample_app("multihead_korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shown_heads, seed = app.trace.heads, app.wanted.settings.seed
+        heads = app.query_one("#set-heads", Input)
+        for text in ("1", "10", "100"):  # typed fast: "10" is asked for before "100" is refused
+            heads.value = text
+        await pilot.pause()
+        await settle(pilot)
+        assert "at most 64" in app.error and "does not divide" not in app.error  # the prefix's answer is dropped
+        assert app.trace.heads == shown_heads
+        await _change(pilot, "#set-seed", str(seed + 5))  # held: computing now would use heads 10, not what is shown
+        assert app.wanted.settings.seed == seed and "at most 64" in app.error
+        await _change(pilot, "#set-heads", "2")
+        assert app.trace.heads == 2 and app.wanted.settings.seed == seed + 5 and "✗" not in app.error
 
 
 async def test_head_view_label_follows_brackets() -> None:

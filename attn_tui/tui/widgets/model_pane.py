@@ -87,6 +87,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.settings = settings
         self.applicable = applicable  # the settings that change something: composed greyed out or not, not restyled
         self.choice = VARIANTS  # the model choice on show; a Select echoing it is no edit
+        self.refused: dict[str, str] = {}  # number fields whose text is refused, and why: no edit applies till fixed
+        self.held = False  # settings not yet posted: edited, or dropped in flight, while a field was refused
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -208,6 +210,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def show(self, settings: Settings) -> None:
         """Put settings into the controls without posting edits back (a sample was loaded)."""
         self.settings = settings
+        self.refused.clear()
+        self.held = False
         with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
             for name in _SELECTS:
                 self.query_one(f"#set-{name}", Select).value = getattr(settings, name)
@@ -278,10 +282,18 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         if name not in _NUMBERS:
             return
         error, value = self._parse(name, event.value)
-        self.query_one("#settings-error", Label).update(Text(error))
-        self.post_message(SettingsRejected(error))  # shown where it cannot scroll out of sight too
+        if error:
+            self.refused[name] = error
+            self.held = True  # the app drops what is in flight for this field: post again once all read right
+        else:
+            self.refused.pop(name, None)
+        shown = error or next(iter(self.refused.values()), "")  # this field's, else another still refused
+        self.query_one("#settings-error", Label).update(Text(shown))
+        self.post_message(SettingsRejected(shown))  # shown where it cannot scroll out of sight too
         if not error and value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
+        elif not self.refused and self.held:
+            self._edited(self.settings)
 
     @staticmethod
     def _parse(name: str, text: str) -> tuple[str, object]:
@@ -309,5 +321,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         return "", value
 
     def _edited(self, settings: Settings) -> None:
+        """Post `settings`, unless a field on screen is refused: then the app would compute with a value that is
+        not the one shown (the last valid prefix of `100` is `10`), so the edit waits for the field."""
         self.settings = settings
-        self.post_message(SettingsEdited(settings))
+        self.held = bool(self.refused)
+        if not self.held:
+            self.post_message(SettingsEdited(settings))
