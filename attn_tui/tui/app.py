@@ -90,6 +90,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
                  first_stage: str | None = None, recorded: Any = None) -> None:
         super().__init__()
         self.recorded = recorded  # a Trace recorded from the user's code: shown first, instead of computing
+        self.recorded_shown: Shown | None = None  # the recorded trace as shown: undo brings it back after an edit
         sample = load_samples()[DEFAULT_SAMPLE]
         variants = request or sample.request
         self.wanted: Ask = model or variants  # what the user asks for now (may be in flight, or invalid)
@@ -196,7 +197,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.torch_ready = True
         if self.recorded is not None:  # `attn-tui trace`: the trace exists already; editing a setting leaves it
             self.generation += 1
-            self.post_message(TraceReady(self.generation, Shown(self.wanted, self.recorded)))
+            self.recorded_shown = Shown(self.wanted, self.recorded)
+            self.post_message(TraceReady(self.generation, self.recorded_shown))
             self.query_one(ModelPane).show_status(_("✓ {title}").format(title=self.recorded.meta.title))
             self.recorded = None
             return
@@ -209,7 +211,13 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     # ----- computing: one path for every source --------------------------------------------
     def ask(self, ask: Ask) -> None:
-        """Ask for `ask`: remember it as its source's latest, and compute it."""
+        """Ask for `ask`: remember it as its source's latest, and compute it.
+
+        Leaving the recorded trace (an edit while it is on show) keeps it on the undo stack: it cannot be
+        computed again, the user's code made it."""
+        if self.shown is not None and self.shown is self.recorded_shown:
+            self.push_undo(self.recorded_shown)
+            self.notify(_("the recorded trace is set aside: ctrl+z brings it back"), timeout=6)
         self.wanted = ask
         self.kept[source_key(ask)] = ask
         self.show_applicable()

@@ -15,6 +15,7 @@ from attn_tui.core.samples import load_samples
 from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.core.variants import VARIANTS
 from attn_tui.i18n import Msg, _
+from attn_tui.present.shown import Shown
 from attn_tui.sources.names import DATE_MODELS
 from attn_tui.tui.messages import (
     InputTyped,
@@ -24,6 +25,7 @@ from attn_tui.tui.messages import (
     SettingsRejected,
     SourceEdited,
     TargetEdited,
+    TraceReady,
 )
 from attn_tui.tui.widgets.input_pane import InputPane, Typed
 from attn_tui.tui.widgets.model_pane import ModelPane
@@ -51,7 +53,7 @@ def source_key(ask: Ask) -> str:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What undo puts back: the variants' ask, what was typed, and the ask on show."""
+    """What undo puts back: the variants' ask, what was typed, and the ask on show (or the recorded trace)."""
 
     variants: Request
     typed: Typed
@@ -192,8 +194,9 @@ class EditingActions(_AppBase):
                     title=_("sample {name}").format(name=name), timeout=6)
         self.ask(ask)
 
-    def push_undo(self) -> None:
-        self.undo_stack.append(Snapshot(self.variants, self.query_one(InputPane).typed(), self.wanted))
+    def push_undo(self, shown: Shown | None = None) -> None:
+        """Keep what is there for ctrl+z; `shown`: a result that cannot be asked for again (a recorded trace)."""
+        self.undo_stack.append(Snapshot(self.variants, self.query_one(InputPane).typed(), shown or self.wanted))
         del self.undo_stack[:-UNDO_DEPTH]
 
     def action_undo(self) -> None:
@@ -203,10 +206,16 @@ class EditingActions(_AppBase):
         snapshot = self.undo_stack.pop()
         self.kept[OWN] = snapshot.variants
         self.query_one(ModelPane).show(snapshot.variants.settings)
-        self.show_ask(snapshot.wanted, matrices=False)
+        back = snapshot.wanted
+        self.show_ask(back.ask if isinstance(back, Shown) else back, matrices=False)
         self.query_one(InputPane).restore(snapshot.typed)
         self.notify(_("restored what you had before"), timeout=3)
-        self.ask(snapshot.wanted)
+        if isinstance(back, Shown):  # the recorded trace: shown again as it is, never recomputed
+            self.wanted = back.ask
+            self.generation += 1
+            self.post_message(TraceReady(self.generation, back))
+            return
+        self.ask(back)
 
     def set_variant(self, variant: str) -> None:
         settings = replace(self.variants.settings, variant=variant)

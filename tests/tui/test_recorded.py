@@ -60,3 +60,21 @@ async def test_walking_every_place_of_two_modules_never_fails() -> None:
             seen.add((app.view.place.module, app.view.name))
             await pilot.press("]", "right")
         assert ("BahdanauAttention", "energy") in seen and ("MultiHeadAttention", "concat") in seen
+
+
+async def test_an_edit_sets_the_recorded_trace_aside_and_undo_brings_it_back() -> None:
+    trace = recorded_multihead()
+    app = RecordingApp(recorded=trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.query_one("#set-mask").value = "causal"  # a variant's setting: the variants are computed instead
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace is not trace and app.trace.meta.settings.mask == "causal"
+        assert any("set aside" in str(n.message) for n in app._notifications)
+        await pilot.press("u")
+        await settle(pilot)
+        assert app.trace is trace and app.view.name == "weights"  # shown as it was, not recomputed
+        await pilot.press("u")  # nothing came before it
+        await settle(pilot)
+        assert app.trace is trace and any("nothing to undo" in str(n.message) for n in app._notifications)
