@@ -270,3 +270,16 @@ async def test_page_keys_scroll_the_parameters_panel() -> None:
         before = app.explorer.stage_index
         await pilot.press("right")  # arrows still step stages with the panel focused
         assert app.explorer.stage_index == before + 1
+
+
+async def test_t_in_the_help_switches_the_language_and_rewrites_the_help() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        start = app.language
+        await pilot.press("question_mark")
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.language != start and isinstance(app.screen, HelpScreen)
+        hint = str(app.screen.query_one(".hint").render())
+        assert ("닫" in hint) == (app.language == "ko"), hint

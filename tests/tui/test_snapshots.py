@@ -101,6 +101,27 @@ def test_matrices_tab_with_a_malformed_matrix(snap_compare) -> None:
     assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
 
 
+def test_export_dialog_says_why_a_path_cannot_take_the_file(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        pilot.app.screen.query_one("#export-path").value = "/nonexistent/dir/x.json"  # typed: no machine's own path
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
+
+
+def test_help_screen(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
+
+
 def test_terminal_too_small(snap_compare) -> None:
     assert snap_compare(sample_app("korean"), terminal_size=(40, 12), run_before=_at_stage("weights"))
 

@@ -53,8 +53,8 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
     ExportScreen #export-choices { height: auto; }
     ExportScreen #export-path { margin: 1 0 0 0; }
     ExportScreen #export-buttons { height: auto; margin: 1 0 0 0; }
-    ExportScreen .hint { color: $text-muted; }
-    ExportScreen #export-error { color: $error; }
+    ExportScreen .hint { color: $text-muted; width: 100%; }
+    ExportScreen #export-error { color: $error; width: 100%; height: auto; }
     """
 
     BINDINGS = [Binding("escape", "cancel", N_("Cancel"), id="export.cancel")]
@@ -76,7 +76,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
                     yield RadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
                     yield RadioButton(".npz", id="fmt-npz")
             yield Input(str(self._path("stage", "json")), id="export-path")
-            yield Label(_("Enter writes the file (Tab reaches the choices); the notice says where it went"),
+            yield Label(_("Enter writes the file (shift+Tab reaches the choices); the notice says where it went"),
                         classes="hint")
             yield Label("", id="export-error", markup=False)
             with Horizontal(id="export-buttons"):
@@ -84,7 +84,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
                 yield Button(_("Cancel"), id="export-cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#export-path", Input).focus()  # Enter writes at once; Tab reaches the choices
+        self.query_one("#export-path", Input).focus()  # Enter writes at once; shift+Tab reaches the choices
 
     def _path(self, what: str, fmt: str) -> Path:
         name = {"stage": self.stem, "trace": "attn-tui-trace", "screen": "attn-tui-screen"}[what]

@@ -49,6 +49,7 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape,q,question_mark,f1", "close", N_("Close help"), id="help.close"),
+        Binding("t", "language", "한/En", id="help.language"),
     ]
 
     def __init__(self, bindings: list[Binding]) -> None:
@@ -69,9 +70,14 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(key_text(b.key), _(b.description) + (f": {_(b.tooltip)}" if b.tooltip else ""))
         table.add_row("ctrl+p", _("Command palette: every action, stage, sample and variant by name"))
         with VerticalScroll(id="help-body"):
-            yield Static(_("Esc, q, ? or F1 closes this screen."), classes="hint")
+            yield Static(_("Esc, q, ? or F1 closes this screen; t switches 한국어 / English."), classes="hint")
             yield Static("\n".join("• " + _(note) for note in NOTES), id="help-notes")
             yield Static(table)
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_language(self) -> None:
+        """`t` here as everywhere: the app switches language, and the help is written again in it."""
+        self.app.action_toggle_language()  # type: ignore[attr-defined]
+        self.refresh(recompose=True)
