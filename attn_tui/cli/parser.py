@@ -65,7 +65,7 @@ def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
         value = int(text)
         if not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(_("must be between {lo} and {hi}, got {text}").format(
-                lo=minimum, hi=f"{maximum:,}", text=text[:30]))
+                lo=f"{minimum:,}", hi=f"{maximum:,}", text=text[:30]))
         return value
 
     parse.__name__ = "whole number"

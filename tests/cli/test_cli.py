@@ -93,6 +93,7 @@ def test_samples_command_lists_every_sample(capsys) -> None:
     (["stages"], "give an input"),
     (["stages", "--text", "a", "--variant", "nope"], "invalid choice: 'nope'"),
     (["stages", "--text", "a", "--heads", "0"], "must be between 1 and"),
+    (["stages", "--text", "a", "--seed", "9" * 23], "between -4,611,686,018,427,387,904 and 4,611,686,018,427,387,904"),
     (["stages", "--text", "a", "--variant", "multihead", "--seed", "x"], "expected a whole number"),
     (["stages", "--q", "/no/such/file", "--k", "x", "--v", "y"], "cannot read Q: no file '/no/such/file'"),
     (["stages", "--q", "/dev/null"], "missing --k, --v"),
