@@ -7,6 +7,7 @@ after torch has loaded).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -187,10 +188,13 @@ def shape_line(stage: Stage) -> str:
 def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str:
     """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked).
 
-    With a sink the rows sum to 1 − p_sink: what the sink took is the rest.
+    With a sink the rows sum to 1 − p_sink: what the sink took is the rest. The deviation is shown as its
+    nearest power of ten (±1e-07 for 6e-08 or 1.2e-07): float32 rounding lives at that scale, and how
+    many of its last bits a sum loses changes with the CPU's kernels, which the note should not.
     """
+    scale = 10.0 ** round(math.log10(deviation)) if 0 < deviation < math.inf else deviation
     text = (_("rows sum to 1 − p_sink (±{deviation})") if sink else _("rows sum to 1 (±{deviation})")).format(
-        deviation=f"{deviation:.0e}")
+        deviation=f"{scale:.0e}")
     if empty:
         shown = ", ".join(map(str, empty[:8])) + (", … " + _("({n} rows)").format(n=len(empty)) if len(empty) > 8
                                                   else "")

@@ -71,7 +71,10 @@ async def test_brackets_change_the_head_and_braces_the_layer() -> None:
         assert app.view.name == "weights"  # the stage stays put while the head changes
         same = trace_for(ModelInput("minilm", TEXT, layer=5, head=11))
         assert torch.equal(app.trace.tensor("scores", 5, 11), same.tensor("scores", 5, 11))
-        assert torch.equal(torch.from_numpy(app.view.grid.values).float(), own_attentions(TEXT)[5, 11])
+        # The heatmap is our own arithmetic on the model's tensors; the model's fused kernels may round the
+        # last bit differently on another CPU, so equal to within float32 rounding.
+        shown = torch.from_numpy(app.view.grid.values).float()
+        assert (shown - own_attentions(TEXT)[5, 11]).abs().max() <= 1e-6
 
 
 async def test_braces_without_a_transformer_say_why() -> None:
