@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import Static
 
 from attn_tui import i18n
@@ -44,6 +45,7 @@ from attn_tui.tui.messages import (
     TorchReady,
     TraceReady,
 )
+from attn_tui.tui.screens.main import MainScreen
 from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -117,6 +119,9 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.set_reactive(AttnApp.language, i18n.language())
 
     # ----- layout and start-up -------------------------------------------------------------
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen(id="_default")
+
     def compose(self) -> ComposeResult:
         self.warmup.begin()  # here, not earlier: the terminal driver has opened its own native modules
         for name, on in screen_classes(self.size.width, self.size.height).items():

@@ -37,3 +37,30 @@ async def test_first_screen_shows_loading_and_takes_edits_before_torch() -> None
         app.post_message(SourceEdited(SentenceInput("a b")))
         await pilot.pause()
         assert app.generation == 0 and app.variants.source == SentenceInput("a b")  # kept for later
+
+
+async def test_the_screen_is_styled_once_at_start_and_again_when_textual_asks(monkeypatch) -> None:
+    """Each widget is styled as it mounts; the whole-screen restyle Textual asks for on a screen's showing is
+    skipped the first time (nothing could have changed since), and done when it asks again."""
+    from textual import events
+    from textual.screen import Screen
+
+    from attn_tui.tui.screens.main import MainScreen
+
+    restyled: list[Screen] = []
+    whole = Screen.update_node_styles
+
+    def counted(self: Screen, animate: bool = True) -> None:
+        restyled.append(self)
+        whole(self, animate)
+
+    monkeypatch.setattr(Screen, "update_node_styles", counted)
+    app = _NoTorchYet(sample_app().variants)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        main = app.screen
+        assert isinstance(main, MainScreen) and main not in restyled
+        assert app.query_one("#model").styles.display == "block"  # styled all the same
+        main.post_message(events.ScreenResume())  # as Textual sends it when the screen comes back with new styles
+        await pilot.pause()
+        assert restyled == [main]
