@@ -67,12 +67,32 @@ def _floats(t: torch.Tensor) -> list[float]:
     return [float(v) for v in t.detach().double().cpu().flatten().tolist()]
 
 
-def _sum_terms(pairs: list[tuple[float, float]], a: str, b: str) -> tuple[list[str], float]:
+def row64(t: torch.Tensor) -> torch.Tensor:
+    """`t` flattened to float64 on the CPU, where a cell's arithmetic is redone.
+
+    A cell can sum a whole row (a weight's softmax, an output's Σ_k over 16k keys): torch sums it, and
+    only the terms written out become Python floats, so the inspector costs a row, not a Python loop.
+    """
+    return t.detach().to(device="cpu", dtype=torch.float64).flatten()
+
+
+def shifted_exps(row: torch.Tensor, top: float) -> torch.Tensor:
+    """exp(x − top) for each entry of a float64 row; 0 for an infinite entry (a masked key)."""
+    return torch.where(row.isinf(), 0.0, (row - top).exp())
+
+
+def first_terms(terms: torch.Tensor) -> str:
+    """The first MAX_TERMS numbers of a row joined by ' + ', then '…' if there are more."""
+    return " + ".join(fmt(t) for t in terms[:MAX_TERMS].tolist()) + (" + …" if terms.numel() > MAX_TERMS else "")
+
+
+def _sum_terms(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> tuple[list[str], float]:
     """Lines for Σ a_m·b_m and the float64 sum; long sums show the first terms then '…'."""
-    total = math.fsum(x * y for x, y in pairs)
-    shown = [f"{fmt(x)}·{fmt(y)}" for x, y in pairs[:MAX_TERMS]]
-    more = " + … " + _("({n} more)").format(n=len(pairs) - MAX_TERMS) if len(pairs) > MAX_TERMS else ""
-    return [f"Σ_m {a}[m]·{b}[m] =", "  " + " + ".join(shown) + more, f"  = {fmt(total)}"], total
+    x, y = row64(a), row64(b)
+    total = float((x * y).sum())
+    shown = [f"{fmt(p)}·{fmt(q)}" for p, q in zip(x[:MAX_TERMS].tolist(), y[:MAX_TERMS].tolist())]
+    more = " + … " + _("({n} more)").format(n=x.numel() - MAX_TERMS) if x.numel() > MAX_TERMS else ""
+    return [f"Σ_m {a_name}[m]·{b_name}[m] =", "  " + " + ".join(shown) + more, f"  = {fmt(total)}"], total
 
 
 def _name(trace: Trace, ref: Place | str) -> str:
@@ -144,7 +164,7 @@ def _linear(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     row = op.offset + j
     weight = trace.params[op.weight]
     source = _name(trace, op.source)
-    lines, total = _sum_terms(list(zip(_floats(trace.operand(op.source)[i]), _floats(weight[row]))),
+    lines, total = _sum_terms(trace.operand(op.source)[i], weight[row],
                               f"{source}[{i}]", f"{op.weight}[{row}]")
     title = f"{stage.symbol}[{i},{j}] = {source}[{i}]·{op.weight}[{row}]"
     if op.bias is not None:
@@ -185,7 +205,7 @@ def _dot(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Dot)
     i, j = index
     left, right = trace.stages[op.left], trace.stages[op.right]
-    lines, total = _sum_terms(list(zip(_floats(left.data[i]), _floats(right.data[j]))),
+    lines, total = _sum_terms(left.data[i], right.data[j],
                               f"{left.symbol}[{i}]", f"{right.symbol}[{j}]")
     return f"{stage.symbol}[{i},{j}] = {left.symbol}[{i}]·{right.symbol}[{j}]", lines, total
 
@@ -232,24 +252,24 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Softmax)
     i, j = index
-    row = _floats(trace.stages[op.source].data[i])
-    finite = [x for x in row if not math.isinf(x)]
     if op.sink is not None:
         from attn_tui.core.explain_modern import sink_softmax
 
         return sink_softmax(trace, stage, index)
-    if not finite:
+    row = row64(trace.stages[op.source].data[i])  # (keys,)
+    finite = row[~row.isinf()]
+    if not finite.numel():
         return (f"A[{i},{j}]", [_("every key of this row is masked with -∞:"),
                                 _("the row has nothing to attend to, so its weights are 0 (as SDPA returns)")], 0.0)
-    top = max(finite)
-    exps = [0.0 if math.isinf(x) else math.exp(x - top) for x in row]
-    denom = math.fsum(exps)
-    total = exps[j] / denom
-    shown = " + ".join(fmt(e) for e in exps[:MAX_TERMS]) + (" + …" if len(exps) > MAX_TERMS else "")
+    top = float(finite.max())
+    exps = shifted_exps(row, top)
+    denom, mine = float(exps.sum()), float(exps[j])
+    total = mine / denom
     m = trace.stages[op.source].symbol
     return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / Σ_k exp({m}[{i},k] − max)",
-            [_("max of row {i} = {top}").format(i=i, top=fmt(top)), f"exp({fmt(row[j])} − {fmt(top)}) = {fmt(exps[j])}",
-             f"Σ_k = {shown} = {fmt(denom)}", f"{fmt(exps[j])} / {fmt(denom)} = {fmt(total)}"], total)
+            [_("max of row {i} = {top}").format(i=i, top=fmt(top)),
+             f"exp({fmt(float(row[j]))} − {fmt(top)}) = {fmt(mine)}",
+             f"Σ_k = {first_terms(exps)} = {fmt(denom)}", f"{fmt(mine)} / {fmt(denom)} = {fmt(total)}"], total)
 
 
 def _weighted_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -257,7 +277,7 @@ def _weighted_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     assert isinstance(op, ops.WeightedSum)
     i, j = index
     weights, values = trace.stages[op.weights], trace.stages[op.values]
-    lines, total = _sum_terms(list(zip(_floats(weights.data[i]), _floats(values.data[:, j]))),
+    lines, total = _sum_terms(weights.data[i], values.data[:, j],
                               f"{weights.symbol}[{i}]", f"{values.symbol}[:,{j}]")
     lines[0] = f"Σ_k {weights.symbol}[{i},k]·{values.symbol}[k,{j}]  " + _(
         "(weights × column {j} of the values)").format(j=j) + " ="
@@ -280,8 +300,8 @@ def _tanh_of_pair(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     op = stage.op
     assert isinstance(op, ops.TanhOfPair)
     i, j, h = index
-    pair = _floats(trace.stages[op.query].data[i]) + _floats(trace.stages[op.key].data[j])
-    lines, inner = _sum_terms(list(zip(_floats(trace.params[op.weight][h]), pair)), f"{op.weight}[{h}]",
+    pair = torch.cat([row64(trace.stages[op.query].data[i]), row64(trace.stages[op.key].data[j])])
+    lines, inner = _sum_terms(trace.params[op.weight][h], pair, f"{op.weight}[{h}]",
                               f"[q_{i};k_{j}]")
     if op.bias is not None:
         b = float(trace.params[op.bias].reshape(-1)[h].double())
@@ -297,7 +317,7 @@ def _reduce(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.Reduce)
     i, j = index
     energy = trace.stages[op.source]
-    lines, total = _sum_terms(list(zip(_floats(trace.params[op.vector]), _floats(energy.data[i, j]))),
+    lines, total = _sum_terms(trace.params[op.vector], energy.data[i, j],
                               op.vector, f"E[{i},{j}]")
     if op.bias is not None:
         b = float(trace.params[op.bias].reshape(-1)[0].double())

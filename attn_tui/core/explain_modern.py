@@ -10,8 +10,20 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import torch
+
 from attn_tui.core import ops
-from attn_tui.core.explain import MAX_TERMS, Explained, _floats, _sum_terms, fmt, register
+from attn_tui.core.explain import (
+    MAX_TERMS,
+    Explained,
+    _floats,
+    _sum_terms,
+    first_terms,
+    fmt,
+    register,
+    row64,
+    shifted_exps,
+)
 from attn_tui.core.masks import FILLS
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.i18n import _
@@ -71,30 +83,32 @@ def _distance_bias(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explai
 class _SinkRow(NamedTuple):
     """Row i of a softmax a sink logit joins: its exps (max-shifted), exp(s − max), the max and s."""
 
-    exps: list[float]
+    exps: torch.Tensor  # (keys,) float64
     sunk: float
     top: float
     sink: float
 
     @property
     def denom(self) -> float:
-        return math.fsum(self.exps) + self.sunk
+        return float(self.exps.sum()) + self.sunk
+
+    def exp(self, j: int) -> float:
+        return float(self.exps[j])
 
     def opening(self, i: int, head: int) -> list[str]:
         return [_("the sink logit of head {h}: s = {s}").format(h=head, s=fmt(self.sink)),
                 _("max of row {i} and s = {top}").format(i=i, top=fmt(self.top))]
 
     def total(self) -> str:
-        shown = " + ".join(fmt(e) for e in self.exps[:MAX_TERMS]) + (" + …" if len(self.exps) > MAX_TERMS else "")
-        return f"Σ_k = {shown}  + exp(s − max) = {fmt(self.sunk)}  → {fmt(self.denom)}"
+        return f"Σ_k = {first_terms(self.exps)}  + exp(s − max) = {fmt(self.sunk)}  → {fmt(self.denom)}"
 
 
 def _sink_row(source: Stage, i: int, sink: float) -> _SinkRow:
     """The sink takes part in the max as well as in the sum."""
-    row = _floats(source.data[i])
-    top = max([x for x in row if not math.isinf(x)] + [sink])
-    exps = [0.0 if math.isinf(x) else math.exp(x - top) for x in row]
-    return _SinkRow(exps, math.exp(sink - top), top, sink)
+    row = row64(source.data[i])  # (keys,)
+    finite = row[~row.isinf()]
+    top = max(float(finite.max()), sink) if finite.numel() else sink
+    return _SinkRow(shifted_exps(row, top), math.exp(sink - top), top, sink)
 
 
 def sink_softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -105,13 +119,13 @@ def sink_softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     source = trace.stages[op.source]
     sink = _param(trace, op.sink, op.sink_index)
     row = _sink_row(source, i, sink)
-    total = row.exps[j] / row.denom
+    total = row.exp(j) / row.denom
     m = source.symbol
     return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / (Σ_k exp({m}[{i},k] − max) + exp(s − max))",
             [*row.opening(i, op.sink_index),
-             f"exp({fmt(float(source.data[i, j].double()))} − {fmt(row.top)}) = {fmt(row.exps[j])}",
+             f"exp({fmt(float(source.data[i, j].double()))} − {fmt(row.top)}) = {fmt(row.exp(j))}",
              row.total(),
-             f"{fmt(row.exps[j])} / {fmt(row.denom)} = {fmt(total)}",
+             f"{fmt(row.exp(j))} / {fmt(row.denom)} = {fmt(total)}",
              _("the sink's share is dropped, so row {i} sums to 1 − p_sink").format(i=i)], total)
 
 
@@ -137,7 +151,7 @@ def _tile_scores(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     i, c = index
     j = op.offset + c
     query, key = trace.stages[op.query], trace.stages[op.key]
-    lines, dot = _sum_terms(list(zip(_floats(query.data[i]), _floats(key.data[j]))), f"Q[{i}]", f"K[{j}]")
+    lines, dot = _sum_terms(query.data[i], key.data[j], f"Q[{i}]", f"K[{j}]")
     scaled = dot * op.factor / op.temperature
     lines.append(f"· {fmt(op.factor)}" + (f" / {op.temperature:g}" if op.temperature != 1 else "")
                  + f" = {fmt(scaled)}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from attn_tui.present.text import printable
+from attn_tui.present.text import printable_labels
 
 if TYPE_CHECKING:
     import numpy as np
@@ -122,8 +122,8 @@ class Grid:
     def __post_init__(self) -> None:
         import numpy as np  # not at import time: the app's first frame needs no numpy
 
-        object.__setattr__(self, "row_labels", tuple(printable(t) for t in self.row_labels))
-        object.__setattr__(self, "col_labels", tuple(printable(t) for t in self.col_labels))
+        object.__setattr__(self, "row_labels", printable_labels(tuple(self.row_labels)))
+        object.__setattr__(self, "col_labels", printable_labels(tuple(self.col_labels)))
         if isinstance(self.data, (np.ndarray, list)):
             values = np.asarray(self.data, dtype=np.float64)
             values = values.reshape(values.shape[0], -1) if values.size else np.zeros((len(self.row_labels), 0))

@@ -142,3 +142,22 @@ def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
             assert _in(language, stage, ("decoder", "additive")), stage
     assert "decoder" in _in("en", "query", ("decoder", "general"))
     assert "v_a" in _in("en", "scores", ("decoder", "additive"))
+
+
+def test_a_cell_that_sums_a_long_row_matches_a_python_loop_over_it() -> None:
+    """A weight and an output at 3,000 keys: the inspector sums the row in torch; here it is summed again
+    one term at a time, exactly (math.fsum), as the reference."""
+    n = 3000
+    trace = compute(sentence(" ".join(f"w{i % 89}" for i in range(n)), variant="scaled_dot", mask="causal"))
+    i, j = n - 1, 7
+    assert trace.lazy  # the score family is read a row at a time, as the app reads it
+    masked = [float(x) for x in trace.stage("masked").data[i].double()]
+    top = max(masked)
+    exps = [math.exp(x - top) for x in masked]
+    weight = explain(trace, Place("weights"), (i, j))
+    assert math.isclose(weight.total, exps[j] / math.fsum(exps), rel_tol=1e-12)
+    assert weight.matches and "+ …" in "\n".join(weight.lines)
+    a, v = trace.stage("weights").data[i].double().tolist(), trace.tensor("value")[:, 3].double().tolist()
+    output = explain(trace, Place("output"), (i, 3))
+    assert math.isclose(output.total, math.fsum(x * y for x, y in zip(a, v)), rel_tol=1e-9, abs_tol=1e-12)
+    assert output.matches and f"({n - 8} more)" in "\n".join(output.lines)

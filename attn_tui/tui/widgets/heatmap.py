@@ -61,6 +61,8 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self._scale: Scale | None = None
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._header_memo: tuple[tuple[object, ...], list[list[Segment]]] | None = None
+        self._sizes_seen: tuple[Size, Size, Size] | None = None
+        self._laid_out_for = 0  # the width the layout was made for
 
     def show(self, grid: Grid) -> None:
         """Take a new grid (new stage, head or data); the cursor stays where it was, inside the grid."""
@@ -97,11 +99,15 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self._cache.clear()
         if self.grid is None:
             return
-        self.layout_info = layout_for(self.grid, max(self.size.width, 20))
+        self._laid_out_for = max(self.size.width, 20)
+        self.layout_info = layout_for(self.grid, self._laid_out_for)
         lay = self.layout_info
         self.virtual_size = Size(lay.width, lay.header_height + lay.lines)
         # No taller than the matrix (+1 for a horizontal scrollbar): the inspector gets the rest.
         self.styles.max_height = lay.header_height + lay.lines + 1
+        # Which scrollbars the new size needs, now rather than in the layout pass: decided there, a change
+        # would ask for a second layout and paint the whole heatmap again on the frame after.
+        self._refresh_scrollbars()
         self._scroll_to_cursor()
         self.refresh()
 
@@ -114,8 +120,26 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         region = Region(x, lay.header_height + row, lay.cell_width, 1)
         self.scroll_to_region(region, animate=False, spacing=None, immediate=True)
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """Textual's sizes after a layout pass of the screen: passed on only when one of ours changed.
+
+        Textual's ScrollView compares the size the layout gives it with its own scrollable size; the two
+        always differ once the matrix overflows its pane, so every layout pass (any widget growing a line)
+        repainted both scrollbars on the frame after, and every such key took a frame longer.
+        """
+        seen = (size, self.virtual_size, container_size)
+        if seen == self._sizes_seen:
+            return False
+        self._sizes_seen = seen
+        return super()._size_updated(size, virtual_size, container_size, layout)
+
     def on_resize(self, event: Resize) -> None:
-        self._relayout()
+        """A new width lays the grid out again; a new height (a stage with or without a horizontal
+        scrollbar) only keeps the cursor in view: Textual repaints a resized widget itself."""
+        if self.layout_info is not None and self._laid_out_for == max(self.size.width, 20):
+            self._scroll_to_cursor()
+        else:
+            self._relayout()
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width

@@ -55,4 +55,16 @@ class Inspector(Static):
             text.append_text(arithmetic_text(b, b_heading))
             text.append("\n" + _("B − A = {value}").format(value=f"{b.expected - arithmetic.expected:.6g}"),
                         "bold yellow")
-        self.update(text)
+        self._update_in_place(text)
+
+    def _update_in_place(self, text: Text) -> None:
+        """New text, and a layout of the screen only when the inspector's height changes with it.
+
+        A cursor move changes the numbers, rarely the number of lines. A layout pass would cost a frame
+        more: Textual then repaints the heatmap's scrollbars on the next frame, so the key's last repaint
+        would come 16 ms later whenever the matrix is wider or taller than its pane.
+        """
+        self.update(text, layout=False)
+        width, height = self.content_size
+        if not width or self.get_content_height(self.content_size, self.app.size, width) != height:
+            self.refresh(layout=True)
