@@ -1,4 +1,10 @@
-"""What a keypress costs in the app, driven through Pilot at growing lengths: key → repaint, and handler time."""
+"""What a keypress costs in the app, driven through Pilot at growing lengths: key → last repaint, and handler time.
+
+Key → last repaint runs from the key's press to the last time the screen handed the terminal an update
+(`App._display`, which Textual calls after the compositor has rendered the changed lines). It is read from
+those calls, not from when Pilot's `pause()` returns: Pilot waits there for the process to look idle, which
+costs a hundred milliseconds or more at any length and would hide what the key itself costs.
+"""
 
 from __future__ import annotations
 
@@ -22,10 +28,12 @@ class _TimedApp(AttnApp):
     """The app with its key handlers timed (what the UI thread spends on a keypress before repainting)."""
 
     handler_seconds: list[float]
+    painted_at: float
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.handler_seconds = []
+        self.painted_at = 0.0
         for names in HANDLERS.values():
             for name in names:
                 setattr(self, name, self._timed(getattr(self, name)))
@@ -37,6 +45,11 @@ class _TimedApp(AttnApp):
             handler(*args)
             self.handler_seconds.append(time.perf_counter() - start)
         return run
+
+    def _display(self, screen: Any, renderable: Any) -> None:
+        if renderable is not None:
+            self.painted_at = time.perf_counter()
+        super()._display(screen, renderable)
 
 
 async def _settle(pilot: Any) -> None:
@@ -50,7 +63,7 @@ async def _settle(pilot: Any) -> None:
 
 
 async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
-    """Median key → repaint and median handler time (seconds) for one kind of key at n tokens."""
+    """Median key → last repaint and median handler time (seconds) for one kind of key at n tokens."""
     variant = "multihead" if kind == "head" else "scaled_dot"
     text = " ".join(f"w{i % 97}" for i in range(n))
     app = _TimedApp(Request(SentenceInput(text), Settings(variant=variant, mask="causal", heads=4)))
@@ -65,7 +78,7 @@ async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
                 start = time.perf_counter()
                 await pilot.press(key)
                 await pilot.pause()
-                walls.append(time.perf_counter() - start)
+                walls.append(app.painted_at - start)
             if kind == "params" and r % 2 == 0:
                 await pilot.press("p")  # back to the heatmap, untimed
                 await pilot.pause()
@@ -73,7 +86,7 @@ async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
 
 
 def keys(sizes: list[int], rounds: int = 5) -> None:
-    print("\nkeypresses in the app (Pilot, 120×40): median key → repaint ms / handler ms, and the ratio to the "
+    print("\nkeypresses in the app (Pilot, 120×40): median key → last repaint ms / handler ms, and the ratio to the "
           f"first size ({sizes[0]} tokens)")
     base: dict[str, tuple[float, float]] = {}
     print(f"{'tokens':>7} " + " ".join(f"{kind:>26}" for kind in KEYS))
