@@ -63,4 +63,4 @@ def startup(rounds: int = 7) -> None:
     for way, times in runs.items():
         frame, heatmap = (statistics.median(t[i] for t in times) for i in (0, 1))
         print(f"  {way:<21} first frame {frame * 1e3:4.0f} ms ({frame / torch_s:.2f}× torch's import); first heatmap "
-              f"{heatmap * 1e3:4.0f} ms ({heatmap / torch_s:.2f}×, + {(heatmap - torch_s) * 1e3:.0f} ms)")
+              f"{heatmap * 1e3:4.0f} ms ({heatmap / torch_s:.2f}×, {(heatmap - torch_s) * 1e3:+.0f} ms)")
