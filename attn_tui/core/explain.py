@@ -64,7 +64,7 @@ def fmt(x: float) -> str:
 
 
 def _floats(t: torch.Tensor) -> list[float]:
-    return [float(v) for v in t.detach().double().cpu().flatten().tolist()]
+    return row64(t).tolist()
 
 
 def row64(t: torch.Tensor) -> torch.Tensor:
@@ -74,6 +74,12 @@ def row64(t: torch.Tensor) -> torch.Tensor:
     only the terms written out become Python floats, so the inspector costs a row, not a Python loop.
     """
     return t.detach().to(device="cpu", dtype=torch.float64).flatten()
+
+
+def finite_max(row: torch.Tensor) -> float | None:
+    """The largest finite entry of a float64 row; None when every entry is infinite (a row masked whole)."""
+    finite = row[~row.isinf()]
+    return float(finite.max()) if finite.numel() else None
 
 
 def shifted_exps(row: torch.Tensor, top: float) -> torch.Tensor:
@@ -257,11 +263,10 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
         return sink_softmax(trace, stage, index)
     row = row64(trace.stages[op.source].data[i])  # (keys,)
-    finite = row[~row.isinf()]
-    if not finite.numel():
+    top = finite_max(row)
+    if top is None:
         return (f"A[{i},{j}]", [_("every key of this row is masked with -∞:"),
                                 _("the row has nothing to attend to, so its weights are 0 (as SDPA returns)")], 0.0)
-    top = float(finite.max())
     exps = shifted_exps(row, top)
     denom, mine = float(exps.sum()), float(exps[j])
     total = mine / denom

@@ -18,6 +18,7 @@ from attn_tui.core.explain import (
     Explained,
     _floats,
     _sum_terms,
+    finite_max,
     first_terms,
     fmt,
     register,
@@ -106,8 +107,8 @@ class _SinkRow(NamedTuple):
 def _sink_row(source: Stage, i: int, sink: float) -> _SinkRow:
     """The sink takes part in the max as well as in the sum."""
     row = row64(source.data[i])  # (keys,)
-    finite = row[~row.isinf()]
-    top = max(float(finite.max()), sink) if finite.numel() else sink
+    largest = finite_max(row)
+    top = sink if largest is None else max(largest, sink)
     return _SinkRow(shifted_exps(row, top), math.exp(sink - top), top, sink)
 
 

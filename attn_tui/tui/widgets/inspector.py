@@ -60,9 +60,8 @@ class Inspector(Static):
     def _update_in_place(self, text: Text) -> None:
         """New text, and a layout of the screen only when the inspector's height changes with it.
 
-        A cursor move changes the numbers, rarely the number of lines. A layout pass would cost a frame
-        more: Textual then repaints the heatmap's scrollbars on the next frame, so the key's last repaint
-        would come 16 ms later whenever the matrix is wider or taller than its pane.
+        A cursor move changes the numbers, rarely the number of lines; a layout pass re-arranges every
+        widget on the screen, which a key need not pay for when no size changed.
         """
         self.update(text, layout=False)
         width, height = self.content_size
