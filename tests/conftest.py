@@ -7,16 +7,22 @@ import pytest
 from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
 
 
+def _settings(settings: dict[str, object]) -> Settings:
+    """The settings asked for, on the CPU unless a device is named: the references tests compare with are CPU
+    tensors, and `auto` would pick CUDA where there is one (tests/core/test_cuda.py compares the two)."""
+    return Settings(**{"device": "cpu", **settings})  # type: ignore[arg-type]
+
+
 def sentence(text: str, **settings: object) -> Request:
-    return Request(SentenceInput(text), Settings(**settings))
+    return Request(SentenceInput(text), _settings(settings))
 
 
 def matrices(q, k, v, custom_mask=None, **settings: object) -> Request:
-    return Request(MatrixInput(q, k, v), Settings(**settings), custom_mask)
+    return Request(MatrixInput(q, k, v), _settings(settings), custom_mask)
 
 
 def x_matrix(x, **settings: object) -> Request:
-    return Request(XInput(x), Settings(**settings))
+    return Request(XInput(x), _settings(settings))
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ class MaskSpec:
     dense: torch.Tensor | None = None  # (L, S) bool, True = may attend: a mask given whole
     window: int | None = None  # sliding: query i sees keys i − window < j (with causal: … ≤ i)
     origin: tuple[int, int] = (0, 0)  # where this spec's cell (0, 0) sits in the whole mask
+    device: torch.device | str = "cpu"  # where a tile is built: the scores' device, so a CUDA run masks on CUDA
 
     def tile(self, rows: slice, cols: slice) -> torch.Tensor:
         """(rows, cols) bool, True = may attend, for one tile of the scores."""
@@ -45,7 +46,7 @@ class MaskSpec:
         r0, r1, c0, c1 = r0 + self.origin[0], r1 + self.origin[0], c0 + self.origin[1], c1 + self.origin[1]
         if self.dense is not None:
             return self.dense[r0:r1, c0:c1]
-        device = self.padding.device if self.padding is not None else "cpu"
+        device = self.device
         out = torch.ones(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
         if self.causal or self.window is not None:
             cols_at = torch.arange(c0, c1, device=device)[None, :]  # (1, cols)
@@ -65,7 +66,7 @@ class MaskSpec:
         r0, r1, _ = rows.indices(self.shape[0])
         c0, c1, _ = cols.indices(self.shape[1])
         return MaskSpec((r1 - r0, c1 - c0), self.causal, self.padding, self.custom, self.dense, self.window,
-                        (self.origin[0] + r0, self.origin[1] + c0))
+                        (self.origin[0] + r0, self.origin[1] + c0), self.device)
 
     @cached_property
     def allowed(self) -> torch.Tensor:
@@ -144,7 +145,7 @@ def build_mask(kind: str, key_tokens: tuple[str, ...], n_queries: int, pad_keys:
         custom = None if bool(custom.all()) else custom
     if not causal and kept_window is None and padding is None and custom is None:
         return None
-    return MaskSpec((n_queries, n_keys), causal, padding, custom, window=kept_window)
+    return MaskSpec((n_queries, n_keys), causal, padding, custom, window=kept_window, device=device)
 
 
 def padding_keys(key_tokens: tuple[str, ...], pad_keys: int, device: torch.device | str = "cpu"

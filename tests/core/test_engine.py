@@ -62,7 +62,7 @@ def test_seeded_and_deterministic_and_same_word_same_vector() -> None:
 
 def test_pad_token_embeds_to_zero() -> None:
     trace = compute(sentence("a <pad>"))
-    assert torch.equal(trace.tensor("embedding")[1], torch.zeros(8))
+    assert torch.equal(trace.tensor("embedding")[1].cpu(), torch.zeros(8))
 
 
 def test_positional_encoding_formula() -> None:

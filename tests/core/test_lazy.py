@@ -76,7 +76,8 @@ def test_sixteen_thousand_tokens_never_hold_a_whole_stage() -> None:
             "from attn_tui.core.engine import compute\n"
             "from attn_tui.core.settings import Request, SentenceInput, Settings\n"
             "text = ' '.join(f'w{i % 300}' for i in range(16384))\n"
-            "trace = compute(Request(SentenceInput(text), Settings(variant='scaled_dot', mask='causal')))\n"
+            "settings = Settings(variant='scaled_dot', mask='causal', device='cpu')\n"
+            "trace = compute(Request(SentenceInput(text), settings))\n"
             "trace.stage('weights').data[8000:8060, 7000:7100]\n"
             "print(next(int(line.split()[1]) for line in open('/proc/self/status')\n"
             "            if line.startswith('VmHWM')) // 1024)\n")
