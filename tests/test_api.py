@@ -35,7 +35,7 @@ def test_the_readme_examples_run(n: int, capsys) -> None:
 def test_compute_is_stages(capsys) -> None:
     from tests.cli.test_cli import run_cli
 
-    trace = attn_tui.compute("the cat sat", variant="multihead", heads=2, mask="causal", seed=3)
+    trace = attn_tui.compute("the cat sat", variant="multihead", heads=2, mask="causal", seed=3, device="cpu")
     _, out, _ = run_cli(capsys, "stages", "--text", "the cat sat", "--variant", "multihead", "--heads", "2",
                         "--mask", "causal", "--seed", "3", "--format", "json")
     doc = json.loads(out)
@@ -57,7 +57,7 @@ def test_compute_is_stages(capsys) -> None:
 def test_compute_takes_the_options_of_todays_variants(variant, options, flags, capsys) -> None:
     from tests.cli.test_cli import run_cli
 
-    trace = attn_tui.compute("나는 어제 친구와 함께 갔다", variant=variant, dim=8, **options)
+    trace = attn_tui.compute("나는 어제 친구와 함께 갔다", variant=variant, dim=8, device="cpu", **options)
     _, out, _ = run_cli(capsys, "stages", "--text", "나는 어제 친구와 함께 갔다", "--variant", variant, "--dim", "8",
                         *flags, "--stage", "output", "--format", "json")
     for stage in json.loads(out)["stages"]:
@@ -69,7 +69,8 @@ def test_compute_takes_the_options_of_todays_variants(variant, options, flags, c
 
 
 def test_compute_takes_matrices_and_refuses_what_does_not_apply() -> None:
-    trace = attn_tui.compute(q=[[0, 10, 0]], k=torch.eye(3) * 10, v=[[1, 0], [10, 0], [100, 5]], variant="dot")
+    trace = attn_tui.compute(q=[[0, 10, 0]], k=torch.eye(3) * 10, v=[[1, 0], [10, 0], [100, 5]], variant="dot",
+                             device="cpu")
     assert torch.allclose(trace["output"], torch.tensor([[10.0, 0.0]]))
     with pytest.raises(ConfigError, match="--heads does not apply to dot"):
         attn_tui.compute("a b", variant="dot", heads=2)

@@ -50,7 +50,7 @@ def test_half_dtypes_on_cuda_stay_close_to_float32_and_softmax_in_float32(varian
     name = "weights" if "weights" in half.names() else "output"
     for ours, reference in zip((s for s in half if s.name == name), (s for s in full if s.name == name),
                                strict=True):
-        assert ours.tensor.dtype in (torch.float32, torch.float64)
+        assert name == "output" or ours.tensor.dtype in (torch.float32, torch.float64)  # softmax in float32
         assert torch.allclose(ours.tensor.float().cpu(), reference.tensor.cpu(), atol=3e-2), ours.key
 
 
