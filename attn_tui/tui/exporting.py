@@ -37,12 +37,13 @@ class ExportActions(_AppBase):
     def action_export(self) -> None:
         from attn_tui.core.export import file_name
         from attn_tui.tui.screens.export import ExportScreen
+        from attn_tui.tui.served import export_folder
 
         trace, view = self.trace, self.view
         if trace is None or view is None:
             self.notify(_("nothing to export yet"), timeout=3)
             return
-        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), Path.cwd()), self.export)
+        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), export_folder()), self.export)
 
     def export(self, ask: ExportAsk | None) -> None:
         if ask is None:

@@ -52,23 +52,14 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server() -> Iterator[str]:
+def server(tmp_path) -> Iterator[str]:
     pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip install 'attn-tui[web]'")
     port = free_port()
     env = {**os.environ, "ATTN_TUI_LANG": "en"}
-    process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--port", str(port)], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-            time.sleep(0.2)
-        else:
-            pytest.fail("the server never listened")
-        yield f"http://127.0.0.1:{port}/"
+        yield served_url(process, port)
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the server and the apps it started for the page
         try:
@@ -78,6 +69,26 @@ def server() -> Iterator[str]:
             process.wait(timeout=15)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def served_url(process: subprocess.Popen, port: int) -> str:
+    """The URL serve printed (it carries the run's token), once serve listens on `port`."""
+    assert process.stderr is not None
+    url = ""
+    while not url:
+        line = process.stderr.readline()
+        line = line.decode() if isinstance(line, bytes) else line
+        assert line, "serve ended before it printed its address"
+        if "serving attn-tui on " in line:
+            url = line.split("serving attn-tui on ", 1)[1].split()[0]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return url
+        assert process.poll() is None
+        time.sleep(0.2)
+    pytest.fail("the server never listened")
 
 
 @pytest.fixture
@@ -153,6 +164,9 @@ def test_the_app_runs_in_a_browser_and_follows_keys(server: str, browser) -> Non
     screen = Screen(browser)
     lines = screen.wait_for("나는", "X = Embedding(tokens)")  # a token and the first stage's formula
     assert painted_pixels(browser) > 2000, "the page is blank"
+    origin = server.split("/?", 1)[0]
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched and all(name.startswith(origin + "/") for name in fetched), fetched  # no web-font host
     assert any("8·weights" in line for line in lines)
     keyboard = browser.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea")  # where the page takes keys
     keyboard.send_keys("8")
