@@ -78,7 +78,7 @@ def guard(app: Any) -> None:
 
     Installed once the driver runs, since Textual's web driver puts its own SIGTERM handler on the
     event loop, and a handler there never runs while the loop is blocked (a full pipe to serve)."""
-    if not served():
+    if not (served() and app.is_web):  # a test's headless app in served mode keeps the test runner's signals
         return
     die_with_parent()
     if str(os.getppid()) != os.environ.get(PARENT_ENV, str(os.getppid())):  # serve ended before the request
