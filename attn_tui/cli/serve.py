@@ -86,8 +86,11 @@ def serve(host: str, port: int, public_url: str | None = None, debug: bool = Fal
 
 def export_folder(name: str) -> Path:
     """serve's one folder for visitors' exports, made now (its parent must exist), as an absolute path."""
-    from attn_tui.core.files import writable_folder
+    from attn_tui.core.files import check_text, writable_folder
 
+    check_text(name, "--export-dir")
+    if not name.strip():
+        raise ConfigError(Msg("--export-dir is empty: name a folder"))
     folder = writable_folder(Path(name).expanduser(), Msg("the exports"))
     folder.mkdir(exist_ok=True)
     return folder.resolve()

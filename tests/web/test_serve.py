@@ -209,3 +209,19 @@ def test_a_port_in_use_is_one_line() -> None:
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].startswith("attn-tui: error: ") and "address already in use" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("options,fragment", [
+    (("--max-sessions", "0"), "--max-sessions"), (("--max-sessions", "65"), "between"),
+    (("--idle-minutes", "0"), "--idle-minutes"), (("--idle-minutes", "nan"), "--idle-minutes"),
+    (("--export-dir", "no-such-parent/exports"), "no directory"), (("--export-dir", "/dev/null"), "need a folder"),
+    (("--export-dir", " "), "--export-dir is empty"), (("--export-dir", "nope/\x1b]2;x\x07"), "no directory"),
+])
+def test_a_bad_serve_option_is_one_line(tmp_path, options: tuple[str, ...], fragment: str) -> None:
+    pytest.importorskip("textual_serve")
+    result = subprocess.run([sys.executable, "-m", "attn_tui", "serve", "--port", str(free_port()), *options],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                            env={**os.environ, "ATTN_TUI_LANG": "en"})
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("attn-tui") and fragment in result.stderr and "Traceback" not in result.stderr
+    assert "\x1b" not in result.stderr and not (tmp_path / "attn-tui-exports").exists()
