@@ -95,3 +95,24 @@ async def test_a_served_app_refuses_a_typed_model_folder(exports: Path, tmp_path
         await settle(pilot)
         assert any("shipped models" in str(n.message) for n in app.notices)
         assert app.trace is before and not isinstance(app.wanted, ModelInput)  # back on what was shown
+
+
+@pytest.mark.slow
+def test_snapshot_served_export_refuses_a_path_outside(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = Path("/tmp/attn-tui-snapshot-exports")  # fixed, so the picture is the same on every machine
+    folder.mkdir(exist_ok=True)
+    monkeypatch.setenv(SERVED_ENV, "1")
+    monkeypatch.setenv(EXPORT_ENV, str(folder))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        path = pilot.app.screen.query_one("#export-path")
+        path.cursor_blink = False
+        path.value = "../../etc/x.json"
+        path.action_end()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)

@@ -187,7 +187,7 @@ def test_a_host_beyond_loopback_is_warned_about(tmp_path) -> None:
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--host", "0.0.0.0", "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               env={**os.environ, "ATTN_TUI_LANG": "en"})
+                               env={**os.environ, "ATTN_TUI_LANG": "en"}, cwd=tmp_path)
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
