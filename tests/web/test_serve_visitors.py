@@ -25,7 +25,7 @@ pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip
 START = 120.0  # seconds for an app's first bytes (it imports Textual on a busy machine)
 VISITOR = r"""
 import asyncio, sys, aiohttp
-async def main(url, width, height, origin):
+async def main(url, width, height, origin, resize):
     async with aiohttp.ClientSession() as session:
         try:
             socket = await session.ws_connect(f"{url}&width={width}&height={height}".replace("http", "ws", 1)
@@ -41,8 +41,11 @@ async def main(url, width, height, origin):
                 if seen > 2000:
                     print("screen", flush=True)
                     seen = -10**12
+                    if resize:  # what the page sends when its window changes, asked of a huge window
+                        await socket.send_json(["resize", {"width": int(resize), "height": int(resize)}])
+                        await socket.send_json(["stdin", "8"])
         print("closed", flush=True)
-asyncio.run(main(*sys.argv[1:4], sys.argv[4] if len(sys.argv) > 4 else None))
+asyncio.run(main(*sys.argv[1:4], sys.argv[4] or None, sys.argv[5] or None))
 """
 
 
@@ -87,8 +90,9 @@ class Serve:
 
 
 class Visitor:
-    def __init__(self, url: str, width: int = 100, height: int = 30, origin: str = "") -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", VISITOR, url, str(width), str(height), origin],
+    def __init__(self, url: str, width: int = 100, height: int = 30, origin: str = "", resize: int = 0) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", VISITOR, url, str(width), str(height), origin,
+                                         str(resize or "")],
                                         stdout=subprocess.PIPE, text=True)
 
     def said(self, word: str, seconds: float = START) -> str:
@@ -236,3 +240,17 @@ def test_the_token_and_serve_own_origin_are_needed_even_on_loopback(serve) -> No
     own.said("open")
     own.drop()
     server.wait_for_apps(0, 30)
+
+
+def test_a_huge_resize_is_capped(serve) -> None:
+    server = serve()
+    visitor = Visitor(server.url, resize=20000)
+    visitor.said("screen")
+    (app,) = server.wait_for_apps(1)
+    peak = 0.0
+    for _ in range(20):  # ten seconds of the app drawing whatever size it was given
+        peak = max(peak, rss_mb(app))
+        time.sleep(0.5)
+    assert peak < 600, peak  # uncapped, 20000×20000 passed 900 MB in these ten seconds and grew; capped: about 300
+    visitor.drop()
+    server.wait_for_apps(0)
