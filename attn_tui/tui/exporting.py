@@ -13,6 +13,7 @@ from textual import work
 
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.tui.messages import ExportDone, ExportFailed
+from attn_tui.tui.served import offer_download
 from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class ExportActions(_AppBase):
             self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
             return
         self.notify(_("saved the screen to {path}").format(path=written), timeout=8)
+        offer_download(self, Path(written))
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, ask: ExportAsk) -> None:
@@ -93,6 +95,7 @@ class ExportActions(_AppBase):
         self.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
                            path=message.path), title=_("exported"),
                     timeout=10)
+        offer_download(self, Path(message.path))
 
     @while_running
     def on_export_failed(self, message: ExportFailed) -> None:

@@ -62,6 +62,13 @@ def check_ask(ask: object) -> None:
                              names=", ".join(MODEL_NAMES)))
 
 
+def offer_download(app: Any, path: Path) -> None:
+    """Served in a browser: a file just exported also goes to the visitor's browser (serve's folder is on
+    serve's machine, and the visitor may be on another). A folder of CSV files stays in serve's folder."""
+    if served() and app.is_web and path.is_file():
+        app.deliver_binary(path, save_filename=path.name, open_method="download")
+
+
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent ends (run in the child, before exec or at start)."""
     if not sys.platform.startswith("linux"):

@@ -254,3 +254,44 @@ def test_a_huge_resize_is_capped(serve) -> None:
     assert peak < 600, peak  # uncapped, 20000×20000 passed 900 MB in these ten seconds and grew; capped: about 300
     visitor.drop()
     server.wait_for_apps(0)
+
+
+def test_an_export_lands_in_serve_folder_and_in_the_visitor_browser(serve, tmp_path: Path) -> None:
+    """Keys over the websocket open the export dialog and take its offered path; the page is handed the file."""
+    import asyncio
+    import json
+
+    import aiohttp
+
+    server = serve()
+
+    async def visit() -> tuple[str, bytes]:
+        async with aiohttp.ClientSession() as session:
+            socket = await session.ws_connect(server.url.replace("http", "ws", 1).replace("/?", "/ws?", 1)
+                                              + "&width=100&height=32")
+            deadline = time.monotonic() + START
+            next_try = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                if time.monotonic() > next_try:  # until torch has loaded and there is a trace: e, then Enter
+                    await socket.send_json(["stdin", "e"])
+                    await asyncio.sleep(1.5)
+                    await socket.send_json(["stdin", "\r"])
+                    next_try = time.monotonic() + 5
+                try:
+                    message = await socket.receive(timeout=0.5)
+                except asyncio.TimeoutError:
+                    continue
+                if message.type == aiohttp.WSMsgType.TEXT and json.loads(message.data)[0] == "deliver_file_start":
+                    key = json.loads(message.data)[1]
+                    async with session.get(server.url.replace("/?", f"/download/{key}?", 1)) as download:
+                        assert download.status == 200
+                        name = download.headers["Content-Disposition"].rsplit("filename=", 1)[1]
+                        return name, await download.read()
+                assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
+            raise AssertionError("no file was offered")
+
+    name, body = asyncio.run(visit())
+    written = tmp_path / "attn-tui-exports" / name
+    assert written.read_bytes() == body and json.loads(body)  # the very file serve's folder holds, whole
+    assert [p.name for p in (tmp_path / "attn-tui-exports").iterdir()] == [name]
+    server.wait_for_apps(0, 30)
