@@ -54,7 +54,8 @@ class Serve:
         self.port = free_port()
         self.process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--port", str(self.port), *options],
                                         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env={**os.environ, "ATTN_TUI_LANG": "en", "TMPDIR": str(folder)},
+                                        env={**os.environ, "ATTN_TUI_LANG": "en", "TMPDIR": str(folder),
+                                             "ATTN_TUI_STATE_DIR": str(folder / "state")},
                                         start_new_session=True)
         self.url = served_url(self.process, self.port)
 
@@ -242,15 +243,18 @@ def test_the_token_and_serve_own_origin_are_needed_even_on_loopback(serve) -> No
     server.wait_for_apps(0, 30)
 
 
-def test_a_huge_resize_is_capped(serve) -> None:
+def test_a_huge_resize_is_capped_and_the_session_is_the_visitor_own(serve, tmp_path: Path) -> None:
     server = serve()
-    visitor = Visitor(server.url, resize=20000)
+    visitor = Visitor(server.url, resize=20000)  # then the key 8: the weights stage, which the session keeps
     visitor.said("screen")
     (app,) = server.wait_for_apps(1)
+    own = Path(environment(app)["ATTN_TUI_STATE_DIR"])
     peak = 0.0
     for _ in range(20):  # ten seconds of the app drawing whatever size it was given
         peak = max(peak, rss_mb(app))
         time.sleep(0.5)
+    assert (own / "session.json").is_file()  # saved in this visitor's folder
+    assert not (tmp_path / "state" / "session.json").exists()  # not in the session of the person who started serve
     assert peak < 600, peak  # uncapped, 20000×20000 passed 900 MB in these ten seconds and grew; capped: about 300
     visitor.drop()
     server.wait_for_apps(0)
