@@ -26,7 +26,7 @@ log = logging.getLogger("textual-serve")
 
 MAX_COLUMNS, MAX_ROWS = 400, 200  # a terminal larger than any screen: each cell costs the app memory
 MIN_COLUMNS, MIN_ROWS = 10, 4
-QUIT_GRACE, TERM_GRACE = 3.0, 3.0  # seconds an app has to end after `quit`, and then after SIGTERM
+QUIT_GRACE, TERM_GRACE = 1.0, 3.0  # seconds an app has to end after `quit` (its session is thrown away), then SIGTERM
 live_groups: set[int] = set()  # process groups of apps not yet waited for: killed at exit whatever happens
 
 

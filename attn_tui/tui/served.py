@@ -26,7 +26,7 @@ from attn_tui.i18n import Msg
 SERVED_ENV = "ATTN_TUI_SERVED"
 EXPORT_ENV = "ATTN_TUI_EXPORT_DIR"
 PARENT_ENV = "ATTN_TUI_SERVE_PID"  # serve's process id: the parent this app must not outlive
-TERM_GRACE = 2.0  # seconds a SIGTERM'd app has to end by itself before it is ended without ceremony
+TERM_GRACE = 1.0  # seconds a SIGTERM'd app has to end by itself before it is ended without ceremony
 PR_SET_PDEATHSIG = 1
 
 
