@@ -29,12 +29,19 @@ from textual_serve.server import Server
 from attn_tui.cli.serve_gate import Gate
 from attn_tui.cli.serve_visitor import VisitorApp, clamp_size, kill_left_groups
 from attn_tui.i18n import _
+from attn_tui.present.text import printable
 
 log = logging.getLogger("textual-serve")
 
 PAGE = Path(__file__).with_name("page")
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and sizes are small
 SHUTDOWN_GRACE = 10.0  # seconds aiohttp waits for handlers at exit (they end with their apps)
+
+
+class OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        lines = printable(record.getMessage()).splitlines() or [""]
+        return f"attn-tui serve: {lines[0][:200]}"
 
 
 class GuardedServer(Server):
@@ -46,7 +53,7 @@ class GuardedServer(Server):
         self.gate, self.export_dir = gate, export_dir
         self.max_sessions, self.idle_timeout = max_sessions, idle_timeout
         self.visitors: set[VisitorApp] = set()
-        self.folder = Path(tempfile.mkdtemp(prefix="attn-tui-serve-"))  # visitors' session folders
+        self.folder = Path(tempfile.gettempdir())  # replaced by this run's own folder for the visitors' sessions
 
     async def _make_app(self) -> web.Application:
         app = web.Application(middlewares=[self.gate.middleware], client_max_size=MAX_MESSAGE)
@@ -82,6 +89,8 @@ class GuardedServer(Server):
                                 .format(n=self.max_sessions) + "\n")
         width, height = clamp_size(request.query.get("width"), request.query.get("height"))
         websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        if not websocket.can_prepare(request).ok:
+            return web.Response(status=400, text=_("attn-tui: this address takes a websocket") + "\n")
         folder = Path(tempfile.mkdtemp(prefix="visitor-", dir=self.folder))
         visitor = VisitorApp(folder=folder, export_dir=self.export_dir, write_bytes=websocket.send_bytes,
                              write_str=websocket.send_str, close=websocket.close,
@@ -148,11 +157,21 @@ class GuardedServer(Server):
         await asyncio.gather(*(visitor.remote_close() for visitor in visitors), return_exceptions=True)
         await asyncio.gather(*(visitor.stop() for visitor in visitors), return_exceptions=True)
 
+    def initialize_logging(self) -> None:
+        """Warnings as one printable line each on stderr, never a traceback (--debug: textual-serve's own log)."""
+        if self.debug:
+            super().initialize_logging()
+            return
+        handler = logging.StreamHandler()
+        handler.setFormatter(OneLine())
+        logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+
     def serve(self, debug: bool = False) -> None:
         """Run until Ctrl+C, SIGTERM or SIGHUP; every app serve started has ended when this returns."""
         self.debug = debug
         self.initialize_logging()
         atexit.register(kill_left_groups)
+        self.folder = Path(tempfile.mkdtemp(prefix="attn-tui-serve-"))
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         for kind in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

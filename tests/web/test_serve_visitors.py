@@ -237,10 +237,20 @@ def test_the_token_and_serve_own_origin_are_needed_even_on_loopback(serve) -> No
         assert visitor.said("refused").split()[1] == "403"
         visitor.drop()
     assert server.apps() == []
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as plain:  # the websocket's address asked for a page
+        urllib.request.urlopen(server.url.replace("/?", "/ws?", 1), timeout=30)
+    assert plain.value.code == 400
     own = Visitor(server.url, origin=page.rstrip("/"))  # the page serve served opens its websocket
     own.said("open")
     own.drop()
     server.wait_for_apps(0, 30)
+    server.process.send_signal(signal.SIGINT)
+    server.process.wait(timeout=30)
+    assert not server.process.stdout.read()
+    assert server.process.stderr.read().decode().splitlines()[1:] == []  # after its start lines: no log, no traceback
 
 
 def test_a_huge_resize_is_capped_and_the_session_is_the_visitor_own(serve, tmp_path: Path) -> None:
