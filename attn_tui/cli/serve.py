@@ -64,6 +64,8 @@ def serve(host: str, port: int, public_url: str | None = None, debug: bool = Fal
     if not host.strip():
         raise ConfigError(Msg("--host is empty: give an address such as 127.0.0.1"))
     check_address(host, port)  # before any line is printed: a bad address is the one line, not the third
+    if public_url is not None:
+        check_public_url(public_url)
     exports = export_folder(export_dir)
     host, public_url = printable(host), None if public_url is None else printable(public_url)
     if not is_loopback(host):
@@ -82,6 +84,20 @@ def serve(host: str, port: int, public_url: str | None = None, debug: bool = Fal
                            max_sessions=max_sessions, idle_timeout=idle_minutes * 60, public_url=public_url)
     server.serve(debug=debug)
     return 0
+
+
+def check_public_url(url: str) -> None:
+    """An http(s) address with a host: the page's scripts, styles and websocket are fetched from it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (read for its check: a port that is not a number raises)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError(Msg("--public-url {url} is not an address such as https://example.org/attn",
+                              url=quoted(printable(url))))
 
 
 def export_folder(name: str) -> Path:

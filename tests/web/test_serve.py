@@ -215,6 +215,8 @@ def test_a_port_in_use_is_one_line() -> None:
     (("--max-sessions", "0"), "--max-sessions"), (("--max-sessions", "65"), "between"),
     (("--idle-minutes", "0"), "--idle-minutes"), (("--idle-minutes", "nan"), "--idle-minutes"),
     (("--export-dir", "no-such-parent/exports"), "no directory"), (("--export-dir", "/dev/null"), "need a folder"),
+    (("--public-url", "javascript:alert(1)"), "--public-url"), (("--public-url", "http://x:port"), "--public-url"),
+    (("--public-url", "https://"), "--public-url"), (("--public-url", "http://x/?a=1"), "--public-url"),
     (("--export-dir", " "), "--export-dir is empty"), (("--export-dir", "nope/\x1b]2;x\x07"), "no directory"),
 ])
 def test_a_bad_serve_option_is_one_line(tmp_path, options: tuple[str, ...], fragment: str) -> None:
