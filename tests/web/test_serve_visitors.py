@@ -309,3 +309,38 @@ def test_an_export_lands_in_serve_folder_and_in_the_visitor_browser(serve, tmp_p
     assert written.read_bytes() == body and json.loads(body)  # the very file serve's folder holds, whole
     assert [p.name for p in (tmp_path / "attn-tui-exports").iterdir()] == [name]
     server.wait_for_apps(0, 30)
+
+
+def test_malformed_messages_are_dropped_and_an_oversized_one_ends_only_its_visitor(serve) -> None:
+    import asyncio
+
+    import aiohttp
+
+    server = serve()
+
+    async def visit() -> None:
+        async with aiohttp.ClientSession() as session:
+            url = server.url.replace("http", "ws", 1).replace("/?", "/ws?", 1) + "&width=x&height=-1"
+            socket = await session.ws_connect(url)
+            for junk in ("not json", "{}", "[]", "5", '["stdin", 5]', '["resize", {"width": "x", "height": null}]',
+                         '["resize", [1, 2]]', '["nonsense", 1]', '["stdin"]', '["resize", {"width": 1e999}]'):
+                await socket.send_str(junk)
+            await socket.send_bytes(b"\x00\xff binary")
+            await socket.send_json(["ping", "still here"])
+            while True:
+                message = await socket.receive(timeout=START)
+                assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
+                if message.type == aiohttp.WSMsgType.TEXT and message.data == '["pong", "still here"]':
+                    break
+            assert len(server.apps()) == 1
+            await socket.send_str('["stdin", "' + "x" * 100_000 + '"]')  # over the 64 KiB a message may hold
+            while (message := await socket.receive(timeout=30)).type not in (aiohttp.WSMsgType.CLOSE,
+                                                                              aiohttp.WSMsgType.CLOSED):
+                pass
+
+    asyncio.run(visit())
+    server.wait_for_apps(0, 30)
+    assert server.process.poll() is None  # serve goes on for the next visitor
+    again = Visitor(server.url)
+    again.said("screen")
+    again.drop()
