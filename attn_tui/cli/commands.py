@@ -277,7 +277,8 @@ def serve(args: argparse.Namespace) -> int:
     """The app in web browsers, through textual-serve; one app per visitor."""
     from attn_tui.cli.serve import serve as run
 
-    return run(args.host, args.port, args.public_url, args.debug)
+    return run(args.host, args.port, args.public_url, args.debug, max_sessions=args.max_sessions,
+               idle_minutes=args.idle_minutes, export_dir=args.export_dir)
 
 
 COMMANDS = {None: app, "stages": stages, "heads": heads, "train-seq2seq": train, "samples": samples,

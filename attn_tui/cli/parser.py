@@ -248,6 +248,12 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help=_("address to listen on (default 127.0.0.1: this machine only)"))
     serve.add_argument("--port", type=_int_between(1, 65535), default=8000, help=_("port (default 8000)"))
     serve.add_argument("--public-url", metavar="URL", help=_("the address browsers use, when it differs (a proxy)"))
+    serve.add_argument("--max-sessions", type=_int_between(1, 64), default=4, metavar="N",
+                       help=_("visitors at once, each with their own app (default 4)"))
+    serve.add_argument("--idle-minutes", type=_temperature, default=30.0, metavar="M",
+                       help=_("end a visitor's app after M minutes without a key (default 30)"))
+    serve.add_argument("--export-dir", default="attn-tui-exports", metavar="FOLDER",
+                       help=_("the one folder visitors' exports are written to (default ./attn-tui-exports)"))
     _add_debug(serve, "")
 
 

@@ -32,6 +32,7 @@ from attn_tui.i18n import Msg, _
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.sources.base import Ask
+from attn_tui.tui import served
 from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import set_classes
@@ -164,6 +165,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         return self.explorer.heatmap.cursor
 
     def on_mount(self) -> None:
+        served.guard(self)  # under `attn-tui serve`: ends with serve and on SIGTERM (the driver has started)
         self.explorer.language = self.language
         if not self.fresh:
             self.restore_session()
@@ -245,6 +247,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         from attn_tui.present.shown import run_ask
 
         try:
+            served.check_ask(ask)
             self.post_message(TraceReady(generation, run_ask(ask, self.max_memory)))
         except AttnError as exc:
             self.post_message(ComputeFailed(generation, ask, exc.message))

@@ -12,6 +12,7 @@ from textual import work
 
 from attn_tui.i18n import Msg, _
 from attn_tui.sources.base import Ask
+from attn_tui.tui import served
 from attn_tui.tui.messages import CompareFailed, CompareReady
 from attn_tui.tui.workers import while_running
 
@@ -89,6 +90,7 @@ class CompareActions(_AppBase):
         from attn_tui.present.shown import run_ask
 
         try:
+            served.check_ask(ask)
             self.post_message(CompareReady(generation, run_ask(ask, self.max_memory)))
         except AttnError as exc:
             self.post_message(CompareFailed(generation, exc.message))

@@ -52,23 +52,14 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def server() -> Iterator[str]:
+def server(tmp_path) -> Iterator[str]:
     pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip install 'attn-tui[web]'")
     port = free_port()
     env = {**os.environ, "ATTN_TUI_LANG": "en"}
-    process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--port", str(port)],
+    process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--port", str(port)], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-            time.sleep(0.2)
-        else:
-            pytest.fail("the server never listened")
-        yield f"http://127.0.0.1:{port}/"
+        yield served_url(process, port)
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the server and the apps it started for the page
         try:
@@ -78,6 +69,26 @@ def server() -> Iterator[str]:
             process.wait(timeout=15)
         if process.stderr is not None:
             process.stderr.close()
+
+
+def served_url(process: subprocess.Popen, port: int) -> str:
+    """The URL serve printed (it carries the run's token), once serve listens on `port`."""
+    assert process.stderr is not None
+    url = ""
+    while not url:
+        line = process.stderr.readline()
+        line = line.decode() if isinstance(line, bytes) else line
+        assert line, "serve ended before it printed its address"
+        if "serving attn-tui on " in line:
+            url = line.split("serving attn-tui on ", 1)[1].split()[0]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return url
+        assert process.poll() is None
+        time.sleep(0.2)
+    pytest.fail("the server never listened")
 
 
 @pytest.fixture
@@ -153,6 +164,9 @@ def test_the_app_runs_in_a_browser_and_follows_keys(server: str, browser) -> Non
     screen = Screen(browser)
     lines = screen.wait_for("나는", "X = Embedding(tokens)")  # a token and the first stage's formula
     assert painted_pixels(browser) > 2000, "the page is blank"
+    origin = server.split("/?", 1)[0]
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched and all(name.startswith(origin + "/") for name in fetched), fetched  # no web-font host
     assert any("8·weights" in line for line in lines)
     keyboard = browser.find_element(By.CSS_SELECTOR, "textarea.xterm-helper-textarea")  # where the page takes keys
     keyboard.send_keys("8")
@@ -173,7 +187,7 @@ def test_a_host_beyond_loopback_is_warned_about(tmp_path) -> None:
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--host", "0.0.0.0", "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               env={**os.environ, "ATTN_TUI_LANG": "en"})
+                               env={**os.environ, "ATTN_TUI_LANG": "en"}, cwd=tmp_path)
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
@@ -195,3 +209,21 @@ def test_a_port_in_use_is_one_line() -> None:
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].startswith("attn-tui: error: ") and "address already in use" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("options,fragment", [
+    (("--max-sessions", "0"), "--max-sessions"), (("--max-sessions", "65"), "between"),
+    (("--idle-minutes", "0"), "--idle-minutes"), (("--idle-minutes", "nan"), "--idle-minutes"),
+    (("--export-dir", "no-such-parent/exports"), "no directory"), (("--export-dir", "/dev/null"), "need a folder"),
+    (("--public-url", "javascript:alert(1)"), "--public-url"), (("--public-url", "http://x:port"), "--public-url"),
+    (("--public-url", "https://"), "--public-url"), (("--public-url", "http://x/?a=1"), "--public-url"),
+    (("--export-dir", " "), "--export-dir is empty"), (("--export-dir", "nope/\x1b]2;x\x07"), "no directory"),
+])
+def test_a_bad_serve_option_is_one_line(tmp_path, options: tuple[str, ...], fragment: str) -> None:
+    pytest.importorskip("textual_serve")
+    result = subprocess.run([sys.executable, "-m", "attn_tui", "serve", "--port", str(free_port()), *options],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                            env={**os.environ, "ATTN_TUI_LANG": "en"})
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("attn-tui") and fragment in result.stderr and "Traceback" not in result.stderr
+    assert "\x1b" not in result.stderr and not (tmp_path / "attn-tui-exports").exists()

@@ -22,12 +22,14 @@ FORMATS = ("json", "csv", "npz")
 def target(what: str, fmt: str, text: str) -> Path:
     """The path typed for an export, checked for what will be written there (a folder for a trace's CSV files)."""
     from attn_tui.core.files import writable_file, writable_folder
+    from attn_tui.tui.served import inside_export_folder, served
 
     if not text:
         raise InputError(Msg("name a file to write to"))
     path = Path(text)
     with suppress(RuntimeError):  # `~someone` with no such user: the path as typed
-        path = path.expanduser()
+        path = path if served() else path.expanduser()
+    path = inside_export_folder(path)  # served: serve's folder only; otherwise the path as typed
     what_msg = Msg("the screenshot") if what == "screen" else Msg("the export")
     folder = fmt == "csv" and (what == "trace" or path.is_dir())
     return (writable_folder if folder else writable_file)(path, what_msg)

@@ -1,0 +1,185 @@
+"""textual-serve's Server made safe to leave running: a gate in front, its own page, visitors kept apart and capped.
+
+What changes from textual-serve, and why:
+- every request passes the gate (serve_gate): Host, Origin and the run's secret;
+- the page is ours: it loads its font from serve, not from a web-font host (offline, and no third party);
+- each websocket gets a VisitorApp (serve_visitor) with its own session folder, a capped terminal,
+  an end when the websocket ends or sits idle, and at most `max_sessions` of them at once;
+- serve's end (Ctrl+C, SIGTERM, SIGHUP) closes every websocket and ends every app before it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import logging
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import WSMsgType, web
+from textual_serve.server import Server
+
+from attn_tui.cli.serve_gate import Gate
+from attn_tui.cli.serve_visitor import VisitorApp, clamp_size, kill_left_groups
+from attn_tui.i18n import _
+from attn_tui.present.text import printable
+
+log = logging.getLogger("textual-serve")
+
+PAGE = Path(__file__).with_name("page")
+MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and sizes are small
+SHUTDOWN_GRACE = 10.0  # seconds aiohttp waits for handlers at exit (they end with their apps)
+
+
+class OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        lines = printable(record.getMessage()).splitlines() or [""]
+        return f"attn-tui serve: {lines[0][:200]}"
+
+
+class GuardedServer(Server):
+    def __init__(self, *, host: str, port: int, gate: Gate, export_dir: Path, max_sessions: int,
+                 idle_timeout: float, public_url: str | None = None) -> None:
+        super().__init__("attn-tui", host=host, port=port, title="attn-tui", public_url=public_url,
+                         templates_path=PAGE)
+        self.given_public_url = public_url
+        self.gate, self.export_dir = gate, export_dir
+        self.max_sessions, self.idle_timeout = max_sessions, idle_timeout
+        self.visitors: set[VisitorApp] = set()
+        self.folder = Path(tempfile.gettempdir())  # replaced by this run's own folder for the visitors' sessions
+
+    async def _make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self.gate.middleware], client_max_size=MAX_MESSAGE)
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path), autoescape=True)
+        app.add_routes([
+            web.get("/", self.handle_index, name="index"),
+            web.get("/ws", self.handle_websocket, name="websocket"),
+            web.get("/download/{key}", self.handle_download, name="download"),
+            web.static("/static", self.statics_path, name="static"),  # no folder listings
+        ])
+        app.on_shutdown.append(self.on_shutdown)
+        return app
+
+    def base_url(self, request: web.Request) -> str:
+        """Where the page's own requests go: the public URL, else the address the browser used."""
+        return (self.given_public_url or f"http://{request.host}").rstrip("/")
+
+    @aiohttp_jinja2.template("app_index.html")
+    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+        base = self.base_url(request)
+        try:
+            font_size = min(max(int(request.query.get("fontsize", "16")), 6), 48)
+        except ValueError:
+            font_size = 16
+        socket = ("wss:" if base.startswith("https:") else "ws:") + base.split(":", 1)[1] + "/ws"
+        return {"font_size": font_size, "app_websocket_url": socket, "config": {"static": {"url": base + "/static/"}},
+                "application": {"name": self.title}, "start": _("Start"), "restart": _("Restart"),
+                "ended": _("Session ended.")}
+
+    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+        if len(self.visitors) >= self.max_sessions:
+            return web.Response(status=503, text=_("attn-tui: {n} visitors already; try again later")
+                                .format(n=self.max_sessions) + "\n")
+        width, height = clamp_size(request.query.get("width"), request.query.get("height"))
+        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        if not websocket.can_prepare(request).ok:
+            return web.Response(status=400, text=_("attn-tui: this address takes a websocket") + "\n")
+        folder = Path(tempfile.mkdtemp(prefix="visitor-", dir=self.folder))
+        visitor = VisitorApp(folder=folder, export_dir=self.export_dir, write_bytes=websocket.send_bytes,
+                             write_str=websocket.send_str, close=websocket.close,
+                             download_manager=self.download_manager, debug=self.debug)
+        self.visitors.add(visitor)  # before any await: visitors arriving together are counted together
+        try:
+            await websocket.prepare(request)
+            await visitor.start(width, height)
+            idle = asyncio.create_task(self._end_when_idle(visitor, websocket))
+            try:
+                await self._pass_messages(websocket, visitor)
+            finally:
+                idle.cancel()
+        except asyncio.CancelledError:
+            pass
+        except Exception as error:
+            log.debug("visitor %s: %r", visitor.app_service_id, error)
+        finally:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(visitor.stop())
+            self.visitors.discard(visitor)
+            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(Exception):
+                await websocket.close()
+        return websocket
+
+    async def _pass_messages(self, websocket: web.WebSocketResponse, visitor: VisitorApp) -> None:
+        """The browser's messages to the app; anything malformed is dropped, a size is capped."""
+        async for message in websocket:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+            except ValueError:
+                continue
+            if not isinstance(envelope, list) or not envelope:
+                continue
+            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+            if kind == "stdin" and isinstance(data, str):
+                visitor.touch()
+                await visitor.send_bytes(data.encode("utf-8", "replace"))
+            elif kind == "resize" and isinstance(data, dict):
+                visitor.touch()
+                await visitor.set_terminal_size(*clamp_size(data.get("width"), data.get("height")))
+            elif kind == "ping":
+                await websocket.send_json(["pong", data])
+            elif kind == "blur":
+                await visitor.blur()
+            elif kind == "focus":
+                await visitor.focus()
+
+    async def _end_when_idle(self, visitor: VisitorApp, websocket: web.WebSocketResponse) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            left = visitor.last_input + self.idle_timeout - loop.time()
+            if left <= 0:
+                await websocket.close(message=b"idle")
+                return
+            await asyncio.sleep(min(left, 5.0) + 0.05)
+
+    async def on_shutdown(self, app: web.Application) -> None:
+        """Serve is ending: every visitor's websocket closes and every app ends before the server returns."""
+        visitors = list(self.visitors)
+        await asyncio.gather(*(visitor.remote_close() for visitor in visitors), return_exceptions=True)
+        await asyncio.gather(*(visitor.stop() for visitor in visitors), return_exceptions=True)
+
+    def initialize_logging(self) -> None:
+        """Warnings as one printable line each on stderr, never a traceback (--debug: textual-serve's own log)."""
+        if self.debug:
+            super().initialize_logging()
+            return
+        handler = logging.StreamHandler()
+        handler.setFormatter(OneLine())
+        logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+
+    def serve(self, debug: bool = False) -> None:
+        """Run until Ctrl+C, SIGTERM or SIGHUP; every app serve started has ended when this returns."""
+        self.debug = debug
+        self.initialize_logging()
+        atexit.register(kill_left_groups)
+        self.folder = Path(tempfile.mkdtemp(prefix="attn-tui-serve-"))
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        for kind in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(kind, self.request_exit)
+        try:
+            web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False, loop=loop,
+                        print=None, access_log=logging.getLogger("aiohttp.access") if debug else None,
+                        shutdown_timeout=SHUTDOWN_GRACE)
+        finally:
+            kill_left_groups()
+            shutil.rmtree(self.folder, ignore_errors=True)

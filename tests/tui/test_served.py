@@ -1,0 +1,118 @@
+"""The app as `attn-tui serve` runs it for a visitor: exports only into serve's folder, only the shipped models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from attn_tui.core.errors import InputError
+from attn_tui.core.settings import ModelInput
+from attn_tui.tui.served import EXPORT_ENV, SERVED_ENV, check_ask, export_folder, inside_export_folder
+from tests.tui.helpers import sample_app, settle
+
+SIZE = (100, 32)
+
+
+@pytest.fixture
+def exports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    monkeypatch.setenv(SERVED_ENV, "1")
+    monkeypatch.setenv(EXPORT_ENV, str(folder))
+    return folder
+
+
+def test_outside_serve_paths_are_as_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SERVED_ENV, raising=False)
+    monkeypatch.setenv(EXPORT_ENV, str(tmp_path))  # read only under serve
+    assert export_folder() == Path.cwd()
+    assert inside_export_folder(Path("/etc/passwd")) == Path("/etc/passwd")
+    check_ask(ModelInput("/some/folder", "a b"))
+
+
+def test_served_paths_stay_in_serve_folder(exports: Path, tmp_path: Path) -> None:
+    assert export_folder() == exports
+    assert inside_export_folder(Path("a.json")) == exports.resolve() / "a.json"
+    assert inside_export_folder(Path("sub/../b.npz")) == exports.resolve() / "b.npz"
+    (exports / "out").symlink_to(tmp_path)  # a link inside that leads outside
+    (exports / "sub").mkdir()
+    assert inside_export_folder(Path("sub/c.csv")) == exports.resolve() / "sub" / "c.csv"
+    for typed in ("../a.json", str(tmp_path / "a.json"), "/etc/passwd", "out/a.json", ".", "", "sub/../..",
+                  os.path.expanduser("~/.bashrc")):
+        with pytest.raises(InputError, match="writes only into"):
+            inside_export_folder(Path(typed))
+
+
+def test_served_models_are_the_shipped_ones(exports: Path, tmp_path: Path) -> None:
+    check_ask(ModelInput("minilm", "a b"))
+    for name in (str(tmp_path), "gpt2", "../models/x", "sshleifer/tiny-gpt2"):
+        with pytest.raises(InputError, match="shipped models"):
+            check_ask(ModelInput(name, "a b"))
+
+
+@pytest.mark.slow
+@pytest.mark.app
+async def test_served_export_writes_only_into_serve_folder(exports: Path, tmp_path: Path) -> None:
+    from attn_tui.tui.screens.export import ExportScreen
+
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for typed in ("../escaped.json", str(tmp_path / "escaped.json")):
+            await pilot.press("e")
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, ExportScreen)
+            assert screen.query_one("#export-path", Input).value.startswith(str(exports))  # where it offers to write
+            screen.query_one("#export-path", Input).value = typed
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.screen is screen and "writes only into" in str(screen.query_one("#export-error").render())
+            assert screen.query_one("#export-path", Input).value == typed  # nothing typed is lost
+            await pilot.press("escape")
+            await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path", Input).value = "mine.json"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert (exports / "mine.json").stat().st_size > 0
+    assert not (tmp_path / "escaped.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.app
+async def test_a_served_app_refuses_a_typed_model_folder(exports: Path, tmp_path: Path) -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        before = app.trace
+        app.choose_model(str(tmp_path))
+        await settle(pilot)
+        assert any("shipped models" in str(n.message) for n in app.notices)
+        assert app.trace is before and not isinstance(app.wanted, ModelInput)  # back on what was shown
+
+
+@pytest.mark.slow
+def test_snapshot_served_export_refuses_a_path_outside(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = Path("/tmp/attn-tui-snapshot-exports")  # fixed, so the picture is the same on every machine
+    folder.mkdir(exist_ok=True)
+    monkeypatch.setenv(SERVED_ENV, "1")
+    monkeypatch.setenv(EXPORT_ENV, str(folder))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        path = pilot.app.screen.query_one("#export-path")
+        path.cursor_blink = False
+        path.value = "../../etc/x.json"
+        path.action_end()
+        await pilot.press("enter")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
