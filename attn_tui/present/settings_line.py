@@ -18,13 +18,13 @@ from attn_tui.i18n import NP_, _, pgettext
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
-# What each setting is called on the line; the variant is left out: the formula and the stage titles name it.
-LABELS = {
+# The variant is left out: the formula and the stage titles name it.
+LABELS = {  # the model pane's own row labels, so the line reads like the pane
     "mask": NP_("setting", "mask"), "mask_fill": NP_("setting", "fill"), "pad_keys": NP_("setting", "pad keys"),
-    "heads": NP_("setting", "heads"), "dim": NP_("setting", "dim"), "positional": NP_("setting", "positional"),
+    "heads": NP_("setting", "heads"), "dim": NP_("setting", "dim"), "positional": NP_("setting", "pos enc"),
     "seed": NP_("setting", "seed"), "device": NP_("setting", "device"), "dtype": NP_("setting", "dtype"),
-    "temperature": NP_("setting", "temperature"), "projection": NP_("setting", "projection"),
-    "rope_base": NP_("setting", "rope base"), "kv_heads": NP_("setting", "kv heads"),
+    "temperature": NP_("setting", "temp"), "projection": NP_("setting", "proj"),
+    "rope_base": NP_("setting", "θ base"), "kv_heads": NP_("setting", "kv heads"),
     "window": NP_("setting", "window"), "tile": NP_("setting", "tile"),
 }
 DEFAULTS = Settings()

@@ -20,11 +20,11 @@ def test_every_setting_that_changes_the_numbers_is_named_in_order() -> None:
     trace = compute(matrices(Q, K, V, mask="causal+padding", pad_keys=1, mask_fill="-1e9", temperature=2.0,
                              dtype="float64"))
     assert settings_line(trace) == "≠ defaults: mask causal+padding · fill -1e9 · pad keys 1 · dtype float64 · " \
-                                   "temperature 2"
+                                   "temp 2"
     trace = compute(sentence("a b c", positional=True, seed=3, dim=4, projection="identity"))  # seeded embedding
-    assert settings_line(trace) == "≠ defaults: dim 4 · positional on · seed 3 · projection identity"
+    assert settings_line(trace) == "≠ defaults: dim 4 · pos enc on · seed 3 · proj identity"
     trace = compute(x_matrix([[1, 0], [0, 1]], variant="multihead", heads=1, positional=True))
-    assert settings_line(trace) == "≠ defaults: heads 1 · positional on"
+    assert settings_line(trace) == "≠ defaults: heads 1 · pos enc on"
 
 
 def test_settings_that_do_nothing_here_are_not_named() -> None:
