@@ -171,7 +171,7 @@ class EditingActions(_AppBase):
         A causal or padding mask chosen for the last exercise silently changes the next
         one's numbers (causal over one query and four keys keeps only key 0), so the
         mask and its padded keys go back to their defaults; the notice names what went,
-        ctrl+z brings it back, and 'keep the mask for new matrices' keeps it for good.
+        ctrl+z brings it back, and the 'keep the mask' checkbox keeps it for good.
         """
         settings = self.variants.settings
         fresh = replace(settings, mask="none", pad_keys=0)
@@ -182,8 +182,8 @@ class EditingActions(_AppBase):
         self.undo_stack.append(Snapshot(kept, self.query_one(InputPane).typed(), kept))
         del self.undo_stack[:-UNDO_DEPTH]
         self.query_one(ModelPane).show(fresh)
-        self.notify(str(Msg("new matrices start with mask none (was {mask}); ctrl+z keeps {mask}, and 'keep the "
-                            "mask for new matrices' keeps it from now on", mask=settings.mask)),
+        self.notify(str(Msg("new matrices start with mask none (was {mask}); ctrl+z keeps {mask}, and ticking "
+                            "'keep the mask' (Matrices tab) keeps it from now on", mask=settings.mask)),
                     title=_("a new exercise starts clean"), timeout=8)
         return fresh
 

@@ -103,7 +103,7 @@ class InputPane(Vertical):
 
     @staticmethod
     def _keep_label() -> str:
-        return _("keep the mask for new matrices")
+        return _("keep the mask")
 
     @property
     def keep_mask(self) -> bool:
