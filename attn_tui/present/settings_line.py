@@ -13,19 +13,16 @@ from typing import TYPE_CHECKING
 from attn_tui.core.applies import applicable
 from attn_tui.core.meta import VariantRun
 from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
-from attn_tui.i18n import NP_, _, pgettext
+from attn_tui.i18n import _, pgettext
 
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
 # The variant is left out: the formula and the stage titles name it.
-LABELS = {  # the model pane's own row labels, so the line reads like the pane
-    "mask": NP_("setting", "mask"), "mask_fill": NP_("setting", "fill"), "pad_keys": NP_("setting", "pad keys"),
-    "heads": NP_("setting", "heads"), "dim": NP_("setting", "dim"), "positional": NP_("setting", "pos enc"),
-    "seed": NP_("setting", "seed"), "device": NP_("setting", "device"), "dtype": NP_("setting", "dtype"),
-    "temperature": NP_("setting", "temp"), "projection": NP_("setting", "proj"),
-    "rope_base": NP_("setting", "θ base"), "kv_heads": NP_("setting", "kv heads"),
-    "window": NP_("setting", "window"), "tile": NP_("setting", "tile"),
+LABELS = {  # the model pane's row labels, marked there (context "setting"): the line reads like the pane
+    "mask": "mask", "mask_fill": "fill", "pad_keys": "pad keys", "heads": "heads", "dim": "dim",
+    "positional": "pos enc", "seed": "seed", "device": "device", "dtype": "dtype", "temperature": "temp",
+    "projection": "proj", "rope_base": "θ base", "kv_heads": "kv heads", "window": "window", "tile": "tile",
 }
 DEFAULTS = Settings()
 
@@ -47,7 +44,8 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
             continue
         found.append((pgettext("setting", LABELS[name]), _value(value)))
     if custom_mask:
-        found.append((pgettext("setting", "mask"), _("cells masked by hand")))
+        mask = LABELS["mask"]
+        found.append((pgettext("setting", mask), _("cells masked by hand")))
     return found
 
 
