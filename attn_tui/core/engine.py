@@ -115,6 +115,8 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
         trace.warn(Msg("the {mask} mask masks nothing here (no <pad> keys, no --pad-keys)", mask=s.mask)
                    if "padding" in s.mask and "causal" not in s.mask
                    else Msg("the {mask} mask masks nothing here", mask=s.mask))
+    if (meaningless := masks.shape_meaningless(s.mask, len(q_tokens), len(k_tokens))) is not None:
+        trace.warn(meaningless)
     tail = Tail(Axis("query", q_tokens), Axis("key", k_tokens), mask, s.mask_fill, s.temperature)
     if lazy is None:
         lazy = len(q_tokens) * len(k_tokens) > LAZY_CELLS

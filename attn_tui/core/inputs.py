@@ -18,6 +18,7 @@ from attn_tui.i18n import Msg, Plural
 PAD_TOKEN = "<pad>"
 _NUMBER = re.compile(r"[+\-\u2212]?(?:\d+\.?\d*|\.\d+)(?:[eE][+\-]?\d+)?")
 _WORDISH = re.compile(r"[^\s,;\[\]#]+")
+_NOT_FINITE = re.compile(r"([+\-\u2212]?)(nan|inf(?:inity)?)", re.IGNORECASE)  # what float() would take as NaN or ±inf
 _FAST_CHARS = re.compile(r"[0-9eE+\-.\s,;\u2212]*")  # a plain matrix of numbers, nothing else
 _BAD_COMMA = re.compile(r",[ \t]*,|(?:^|;)[ \t]*,|,[ \t]*(?:$|;)", re.MULTILINE)
 _ROW_BREAK = re.compile(r"[\n;]")
@@ -88,6 +89,9 @@ class _Scanner:
         match = _NUMBER.match(self.text, self.pos)
         word = _WORDISH.match(self.text, self.pos)
         if match is None or (word is not None and word.end() > match.end()):
+            if word is not None and (special := _NOT_FINITE.fullmatch(word.group(0))):
+                raise self.error(Msg("{value} is not a finite number: every number must be finite",
+                                     value=_spelled(special)), start)
             found = word.group(0) if word else self.peek()
             raise self.error(Msg("expected a number, found {found}", found=quoted(found, 20)) if self.echo
                              else Msg("expected a number"), start)
@@ -97,6 +101,13 @@ class _Scanner:
             raise self.error(Msg("{number} is too large to be a finite number", number=quoted(match.group(0), 20)),
                              start)
         return value
+
+
+def _spelled(special: re.Match[str]) -> str:
+    """NaN, inf or -inf as Python spells them: one of three fixed words, safe to echo even from a file."""
+    if special.group(2).lower() == "nan":
+        return "nan"
+    return "-inf" if special.group(1) in ("-", "\u2212") else "inf"
 
 
 def _describe(ch: str) -> str | Msg:

@@ -193,3 +193,18 @@ def masked_softmax(masked: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
         empty = ~mask.any(dim=-1, keepdim=True) & torch.isinf(masked).all(dim=-1, keepdim=True)
         weights = weights.masked_fill(empty, 0.0)
     return weights
+
+
+def shape_meaningless(kind: str, n_queries: int, n_keys: int) -> Msg | None:
+    """Why a causal or sliding mask means nothing for these shapes, or None when it may mean something.
+
+    Causality compares the position of a query with the position of a key, so it needs
+    one sequence on both axes. With L ≠ S (typed cross-attention: a decoder's queries over
+    an encoder's keys) torch's top-left `is_causal` still keeps query i to keys 0..i,
+    which changes the numbers without meaning anything: say so rather than hide it.
+    """
+    if not ("causal" in kind or kind.startswith("sliding")) or n_queries == n_keys or n_keys < 2:
+        return None
+    return Msg("the {mask} mask means nothing for {rows} × {cols} scores: queries and keys are not one sequence "
+               "(cross-attention), yet query i is kept to keys 0..i (choose mask none or padding)",
+               mask=kind, rows=n_queries, cols=n_keys)

@@ -12,6 +12,7 @@ from attn_tui.core.masks import MaskSpec
 from attn_tui.core.stage import Stage, Trace
 from attn_tui.core.values import StageStats, stats_of
 from attn_tui.i18n import _
+from attn_tui.present.settings_line import settings_line
 from attn_tui.present.text import printable
 from attn_tui.present.titles import axis_title
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
@@ -117,6 +118,8 @@ def print_trace(trace: Trace, stages: list[Stage], console: Console | None = Non
         "device {device}  dtype {dtype}  queries {queries}  keys {keys}").format(
         device=trace.device, dtype=trace.dtype, queries=len(trace.query_tokens), keys=len(trace.key_tokens)))
     console.print(head)
+    if changed := settings_line(trace):
+        console.print(Text(changed, style="yellow"))
     for stage in stages:
         console.print()
         console.print(stage_renderable(stage, stats_of(trace, stage), trace.mask_of(stage), width))

@@ -47,6 +47,15 @@ MAX_CUSTOM_CELLS = 512 * 512  # a mask edited cell by cell is held as a list of 
 UNDO_DEPTH = 20
 
 
+def _shapes(source: SentenceInput | MatrixInput | XInput) -> tuple[str, int, int]:
+    """What makes typed matrices a new exercise rather than an edit: their kind and the number of queries and keys."""
+    if isinstance(source, MatrixInput):
+        return "qkv", len(source.q), len(source.k)
+    if isinstance(source, XInput):
+        return "x", len(source.x), len(source.x)
+    return "sentence", 0, 0
+
+
 def source_key(ask: Ask) -> str:
     return ask.name if isinstance(ask, ModelInput) else OWN
 
@@ -154,7 +163,29 @@ class EditingActions(_AppBase):
                 return
             self.ask(replace(self.wanted, text=message.source.text))
             return
-        self.ask(Request(message.source, self.variants.settings, self._kept_mask(message.source)))
+        self.ask(Request(message.source, self._fresh_settings(message.source), self._kept_mask(message.source)))
+
+    def _fresh_settings(self, source: SentenceInput | MatrixInput | XInput) -> Settings:
+        """Typed matrices of new shapes start a new exercise: its mask starts at none unless the user keeps it.
+
+        A causal or padding mask chosen for the last exercise silently changes the next
+        one's numbers (causal over one query and four keys keeps only key 0), so the
+        mask and its padded keys go back to their defaults; the notice names what went,
+        ctrl+z brings it back, and the 'keep the mask' checkbox keeps it for good.
+        """
+        settings = self.variants.settings
+        fresh = replace(settings, mask="none", pad_keys=0)
+        if (isinstance(source, SentenceInput) or settings.mask == "none" or self.query_one(InputPane).keep_mask
+                or _shapes(source) == _shapes(self.variants.source)):
+            return settings
+        kept = Request(source, settings)  # the new matrices with the old mask: what ctrl+z asks for
+        self.undo_stack.append(Snapshot(kept, self.query_one(InputPane).typed(), kept))
+        del self.undo_stack[:-UNDO_DEPTH]
+        self.query_one(ModelPane).show(fresh)
+        self.notify(str(Msg("new matrices start with mask none (was {mask}); ctrl+z keeps {mask}, and ticking "
+                            "'keep the mask' (Matrices tab) keeps it from now on", mask=settings.mask)),
+                    title=_("a new exercise starts clean"), timeout=8)
+        return fresh
 
     def _kept_mask(self, source: SentenceInput | MatrixInput | XInput) -> list[list[float]] | None:
         """The custom mask still fits the new input (same queries and keys): keep it; otherwise say it went."""

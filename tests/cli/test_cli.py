@@ -131,6 +131,24 @@ def test_matrix_errors_name_line_and_column(capsys, tmp_path) -> None:
     assert code == 2 and "Q is 2×2 but K is 2×3: their last dimensions must match" in err
 
 
+@pytest.mark.parametrize("typed,word,where", [("1 0 0\n0 nan 0", "nan", "line 2, column 3"),
+                                              ("[[1, -inf, 0]]", "-inf", "line 1, column 6")])
+def test_typed_nan_and_inf_are_named_in_one_line(capsys, tmp_path, typed: str, word: str, where: str) -> None:
+    """A file holding nan or inf: exit 2, one line naming the file, the place and the value, in both languages."""
+    (tmp_path / "q").write_text(typed)
+    (tmp_path / "k").write_text("1 0 0\n0 1 0")
+    (tmp_path / "v").write_text("1\n2")
+    argv = ("stages", "--q", str(tmp_path / "q"), "--k", str(tmp_path / "k"), "--v", str(tmp_path / "v"))
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{where}: {word} is not a finite number" in err and str(tmp_path / "q") in err
+    from attn_tui import i18n
+
+    i18n.set_language("ko")
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and f"{word}은(는) 유한한 수가 아닙니다" in err, err
+
+
 @pytest.mark.slow
 def test_installed_script_reads_stdin_and_exits_2_without_traceback() -> None:
     """Through a real process: standard input, exit codes and stderr as a user sees them."""

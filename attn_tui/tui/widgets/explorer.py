@@ -20,6 +20,7 @@ from textual.widgets import ContentSwitcher, Label, Static
 from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
 from attn_tui.present.positions import Position, bar_window, positions, same_place
+from attn_tui.present.settings_line import settings_line
 from attn_tui.present.stage_view import StageView, place_caption, stage_view
 from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
@@ -178,7 +179,7 @@ class Explorer(Vertical):
         origin = stage.origin or ""
         self.query_one(StageBar).show(self.stage_titles(compact=True), window.index(self.stage_index), view.formula,
                                       view.shape, view.note, place_caption(trace, view, self.layer_index, self.head),
-                                      origin)
+                                      origin, settings_line(trace))
         if self.panel != "compare":
             self.query_one("#heatmap", Heatmap).show(view.grid)
         self._fit_panels()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, Label, OptionList, TabbedContent, TabPane, TextArea
+from textual.widgets import Checkbox, Input, Label, OptionList, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class InputPane(Vertical):
     InputPane #matrix-status { width: 100%; height: auto; max-height: 3; color: $success; }
     InputPane #matrix-status.-error { color: $error; text-style: bold; }
     InputPane .hint { width: 100%; color: $text-muted; }
+    InputPane #keep-mask { width: 100%; }
     InputPane .matrix-editor { height: 5; }
     InputPane .editor-title { text-style: bold; margin: 1 0 0 0; }
     InputPane .editor-error { width: 100%; color: $error; height: auto; }
@@ -88,6 +89,7 @@ class InputPane(Vertical):
             yield Label(_("type Q, K, V, or X (token vectors) for any variant"), id="matrix-status")
             with QuietScroll(id="matrices"):
                 yield Label(self._hint(), classes="hint", id="matrix-hint")
+                yield Checkbox(self._keep_label(), False, compact=True, id="keep-mask")
                 for name in EDITORS:
                     yield Label(self._editor_title(name), classes="editor-title", id=f"title-{name}")
                     yield TextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
@@ -98,6 +100,18 @@ class InputPane(Vertical):
     @staticmethod
     def _hint() -> str:
         return _("one row per line, numbers split by spaces or commas; a row may be named: 나는: 0.1 0.2")
+
+    @staticmethod
+    def _keep_label() -> str:
+        return _("keep the mask")
+
+    @property
+    def keep_mask(self) -> bool:
+        """Ticked: typed matrices of new shapes keep the mask; unticked (the default), they start with none."""
+        return self.query_one("#keep-mask", Checkbox).value
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.stop()  # a choice about the next matrices: nothing to compute now
 
     @staticmethod
     def _editor_title(name: str) -> str:
@@ -115,6 +129,7 @@ class InputPane(Vertical):
             tabs.get_tab(pane_id).label = title
         self.query_one("#sentence", Input).placeholder = _("type a sentence")
         self.query_one("#matrix-hint", Label).update(self._hint())
+        self.query_one("#keep-mask", Checkbox).label = self._keep_label()
         for name in EDITORS:
             self.query_one(f"#title-{name}", Label).update(self._editor_title(name))
         samples = self.query_one("#sample-list", OptionList)

@@ -13,7 +13,7 @@ class StageBar(Static):
     """Breadcrumb (digits and clicks jump to a stage), current stage highlighted, formula and shape below."""
 
     def show(self, titles: list[str], current: int, formula: str, shape: str, note: str, place: str = "",
-             origin: str = "") -> None:
+             origin: str = "", settings: str = "") -> None:
         text = Text()
         for n, title in enumerate(titles):
             if n:
@@ -31,6 +31,8 @@ class StageBar(Static):
             text.append(f"   {place}", "magenta")
         if note:
             text.append(f"   {note}", "green")
+        if settings:  # what besides the input shapes these numbers: never to be missed after another exercise
+            text.append("\n" + settings, "yellow")
         if origin:  # a recorded stage: the line of the user's code that made it
             text.append("\n" + made_by(origin), "italic")
         self.update(text)

@@ -1,0 +1,72 @@
+"""The settings a trace was computed with that differ from the defaults, named in one line for every stage.
+
+A learner who loads an exercise after another must see at a glance when something
+other than the input shapes its numbers (a mask left on, a fill of -1e9, a temperature):
+the stage bar and the CLI table both print this line, so it cannot be missed or disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING
+
+from attn_tui.core.applies import applicable
+from attn_tui.core.meta import VariantRun
+from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.i18n import _, pgettext
+
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+
+# The variant is left out: the formula and the stage titles name it.
+LABELS = {  # the model pane's row labels, marked there (context "setting"): the line reads like the pane
+    "mask": "mask", "mask_fill": "fill", "pad_keys": "pad keys", "heads": "heads", "dim": "dim",
+    "positional": "pos enc", "seed": "seed", "device": "device", "dtype": "dtype", "temperature": "temp",
+    "projection": "proj", "rope_base": "θ base", "kv_heads": "kv heads", "window": "window", "tile": "tile",
+}
+DEFAULTS = Settings()
+
+
+def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | XInput,
+                     custom_mask: bool = False) -> list[tuple[str, str]]:
+    """(label, value) of each setting that differs from its default and changes something for this input.
+
+    A setting that does nothing here (a window without a sliding mask, a seed for typed
+    Q, K, V) is left out: it cannot have changed the numbers, and naming it would send
+    the reader looking for an effect that is not there.
+    """
+    applying = applicable(Request(source, settings))
+    found: list[tuple[str, str]] = []
+    for field in fields(Settings):
+        name = field.name
+        value = getattr(settings, name)
+        if name not in LABELS or name not in applying or value == getattr(DEFAULTS, name):
+            continue
+        found.append((pgettext("setting", LABELS[name]), _value(value)))
+    if custom_mask:
+        mask = LABELS["mask"]
+        found.append((pgettext("setting", mask), _("cells masked by hand")))
+    return found
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return pgettext("setting", "on") if value else pgettext("setting", "off")
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def settings_line(trace: Trace) -> str:
+    """'≠ defaults: mask causal · fill -1e9' for a trace of the attention variants; '' when all are defaults."""
+    meta = trace.meta
+    if not isinstance(meta, VariantRun):
+        return ""  # a model's settings are its own
+    inputs = trace.inputs
+    source: SentenceInput | MatrixInput | XInput = (
+        MatrixInput([], [], []) if "Q" in inputs else XInput([]) if "X" in inputs else SentenceInput(""))
+    custom = trace.mask is not None and trace.mask.custom is not None
+    changed = changed_settings(meta.settings, source, custom)
+    if not changed:
+        return ""
+    return _("≠ defaults: {settings}").format(settings=" · ".join(f"{label} {value}" for label, value in changed))

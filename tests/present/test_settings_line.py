@@ -1,0 +1,44 @@
+"""The line naming every setting that differs from the defaults, from a computed trace, in both languages."""
+
+from __future__ import annotations
+
+from attn_tui import i18n
+from attn_tui.core.engine import compute
+from attn_tui.core.samples import get_sample
+from attn_tui.present.settings_line import settings_line
+from tests.conftest import matrices, sentence, x_matrix
+
+Q, K, V = [[0, 10, 0]], [[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]], [[1, 0], [10, 0], [100, 5], [1000, 6]]
+
+
+def test_defaults_say_nothing() -> None:
+    assert settings_line(compute(matrices(Q, K, V))) == ""
+    assert settings_line(compute(sentence("나는 학교에 간다"))) == ""
+
+
+def test_every_setting_that_changes_the_numbers_is_named_in_order() -> None:
+    trace = compute(matrices(Q, K, V, mask="causal+padding", pad_keys=1, mask_fill="-1e9", temperature=2.0,
+                             dtype="float64"))
+    assert settings_line(trace) == "≠ defaults: mask causal+padding · fill -1e9 · pad keys 1 · dtype float64 · " \
+                                   "temp 2"
+    trace = compute(sentence("a b c", positional=True, seed=3, dim=4, projection="identity"))  # seeded embedding
+    assert settings_line(trace) == "≠ defaults: dim 4 · pos enc on · seed 3 · proj identity"
+    trace = compute(x_matrix([[1, 0], [0, 1]], variant="multihead", heads=1, positional=True))
+    assert settings_line(trace) == "≠ defaults: heads 1 · pos enc on"
+
+
+def test_settings_that_do_nothing_here_are_not_named() -> None:
+    # a window without a sliding mask, a seed and positions for typed Q, K, V: none of them changed a number
+    trace = compute(matrices(Q, K, V, window=5, seed=9))
+    assert settings_line(trace) == ""
+
+
+def test_a_mask_edited_by_hand_is_named() -> None:
+    trace = compute(matrices(Q, K, V, custom_mask=[[1, 0, 1, 1]]))
+    assert settings_line(trace) == "≠ defaults: mask cells masked by hand"
+
+
+def test_the_line_speaks_korean() -> None:
+    trace = compute(get_sample("korean_padded").request)
+    i18n.set_language("ko")
+    assert settings_line(trace) == "≠ 기본값: 마스크 padding"
