@@ -1,16 +1,21 @@
-"""Reading what a user points at: size-capped, regular files only, errors that never echo the content.
+"""Reading and writing what a user points at: size-capped reads of regular files, writes that replace whole.
 
 A path on the command line may be a FIFO that never ends, a device that never stops
 (`/dev/zero`), a directory, or a secret that is not a matrix at all. Each is refused
-at once with a line that names the file, not what is inside it.
+at once with a line that names the file, not what is inside it. Every file attn-tui
+writes (exports, the screenshot, the session, a checkpoint) goes through `write_atomic`:
+a full disk, an interrupt or a signal leaves the old file as it was and no partial file.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import stat
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -160,3 +165,51 @@ def check_text(text: str, what: str | Msg) -> str:
             raise InputError(Msg("{what} holds a NUL character", what=what))
         raise InputError(Msg("{what} holds bytes that are not valid UTF-8", what=what))
     return text
+
+
+_PARTIALS: set[Path] = set()  # files being written now, in any thread: removed by `remove_partials` on a signal
+_PARTIALS_LOCK = threading.Lock()
+
+
+def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """Call `write` on a new file beside `path`, then rename it into place.
+
+    A failure anywhere (a full disk, KeyboardInterrupt, a signal's SystemExit) removes
+    the partial file and leaves whatever was at `path` before; a process that ends while
+    another thread writes removes it through `remove_partials`. The rename is atomic on
+    one file system, so a reader sees the old file or the new one, never a mix.
+    """
+    partial = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask's mode, as open() would
+    with _PARTIALS_LOCK:
+        _PARTIALS.add(partial)
+    try:
+        write(partial)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        with _PARTIALS_LOCK:
+            _PARTIALS.discard(partial)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """`text` as UTF-8 at `path`, through `write_atomic`."""
+    write_atomic(path, lambda partial: partial.write_text(text, encoding="utf-8", newline=""))
+
+
+def remove_partials() -> list[Path]:
+    """Remove the files `write_atomic` is writing now (the process is ending under them); the paths removed.
+
+    The writer's thread may still be running: its writes go to an unlinked file, and its
+    rename then fails, so the old file stays."""
+    with _PARTIALS_LOCK:
+        partials, removed = list(_PARTIALS), []
+    for partial in partials:
+        try:
+            partial.unlink()
+        except OSError:
+            continue
+        removed.append(partial)
+    return removed
