@@ -38,7 +38,7 @@ from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.comparing import CompareActions
 from attn_tui.tui.editing import OWN, EditingActions, source_key
-from attn_tui.tui.ending import catch_ending_signals, exit_code
+from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within, exit_code
 from attn_tui.tui.exporting import ExportActions
 from attn_tui.tui.messages import (
     ComputeFailed,
@@ -189,6 +189,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
         self.save_now()
         remove_partials()
+        end_within(SHUTDOWN_GRACE, exit_code(signum))  # a closed terminal can block the shutdown's last writes
         self.exit(exit_code(signum), return_code=exit_code(signum))
 
     def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None:

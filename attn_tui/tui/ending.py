@@ -7,16 +7,22 @@ written stayed behind as a partial file, and the terminal was left in raw mode. 
 each becomes a message-loop callback that writes the session from the panes as they
 are now, removes the partial files of writes still running in worker threads, and
 exits with 128 + the signal's number, as a shell reports a process a signal ended.
+Textual's shutdown writes to the terminal to restore it; a terminal that has closed can
+block that write for good, so a watchdog ends the process if the shutdown has not within
+a few seconds (everything worth keeping is written by then).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import threading
 from collections.abc import Callable
 
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # a terminal that closes sends SIGHUP to the process it ran
+SHUTDOWN_GRACE = 3.0  # seconds Textual's own shutdown may take after a signal before the watchdog ends the process
 
 
 def exit_code(signum: int) -> int:
@@ -40,3 +46,11 @@ def catch_ending_signals(on_signal: Callable[[int], None]) -> Callable[[], None]
                 loop.remove_signal_handler(signum)
 
     return release
+
+
+def end_within(seconds: float, code: int) -> threading.Timer:
+    """End the process with `code` after `seconds` unless it has ended by then (a daemon timer dies with it)."""
+    timer = threading.Timer(seconds, os._exit, (code,))
+    timer.daemon = True
+    timer.start()
+    return timer
