@@ -171,16 +171,17 @@ _PARTIALS: set[Path] = set()  # files being written now, in any thread: removed 
 _PARTIALS_LOCK = threading.Lock()
 
 
-def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+def write_atomic(path: Path, write: Callable[[Path], object], mode: int = 0o666) -> None:
     """Call `write` on a new file beside `path`, then rename it into place.
 
     A failure anywhere (a full disk, KeyboardInterrupt, a signal's SystemExit) removes
     the partial file and leaves whatever was at `path` before; a process that ends while
     another thread writes removes it through `remove_partials`. The rename is atomic on
-    one file system, so a reader sees the old file or the new one, never a mix.
+    one file system, so a reader sees the old file or the new one, never a mix. The new
+    file has `mode` less the umask, as open() would give it (0o600: for the owner only).
     """
     partial = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
-    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask's mode, as open() would
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
     with _PARTIALS_LOCK:
         _PARTIALS.add(partial)
     try:
@@ -194,9 +195,9 @@ def write_atomic(path: Path, write: Callable[[Path], object]) -> None:
             _PARTIALS.discard(partial)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, mode: int = 0o666) -> None:
     """`text` as UTF-8 at `path`, through `write_atomic`."""
-    write_atomic(path, lambda partial: partial.write_text(text, encoding="utf-8", newline=""))
+    write_atomic(path, lambda partial: partial.write_text(text, encoding="utf-8", newline=""), mode)
 
 
 def remove_partials() -> list[Path]:

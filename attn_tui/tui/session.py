@@ -155,4 +155,4 @@ def save(session: Session, path: Path | None = None) -> None:
     """Write atomically: a crash, a signal or a full disk mid-write leaves the previous session whole."""
     path = path or session_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, session.to_json())
+    write_text_atomic(path, session.to_json(), mode=0o600)  # what a person typed is theirs alone to read

@@ -169,3 +169,10 @@ def test_a_signal_mid_export_leaves_the_old_file_and_no_partial_one(signum: int,
     assert child.returncode == 128 + signum, err
     assert b"Traceback" not in err
     assert target.read_text() == OLD and not _leftovers(tmp_path)
+
+
+def test_the_session_is_for_its_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "session.json"
+    save(Session(sentence="비밀 문장"), path)
+    save(Session(sentence="다시 쓴 문장"), path)  # replaced, not rewritten in place: the mode is the new file's
+    assert path.stat().st_mode & 0o777 == 0o600 and not _leftovers(path.parent)

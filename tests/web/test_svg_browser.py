@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from attn_tui.tui.screens.export import ExportAsk
 from tests.tui.helpers import sample_app, settle
-from tests.web.test_serve import browser  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.app]
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
 SIZE = (130, 40)
 TOLERANCE = 0.6  # px: Chromium's layout rounds to 1/64 px; Rich writes coordinates to 6 digits
 MEASURE = """
@@ -35,6 +39,28 @@ for (const text of document.querySelectorAll("svg g text[clip-path]")) {
 }
 return out;
 """
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip("the browser test needs Debian's chromium and chromium-driver "
+                    "(apt-get install chromium chromium-driver; .ci/run installs them)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the test extra has it)")
+    pytest.importorskip("pyte", reason="pyte is not installed (the test extra has it)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1700,1100"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 def terminal(frame: str, width: int, height: int) -> dict[tuple[int, int], str]:
@@ -98,7 +124,7 @@ async def korean_screen(path: Path) -> tuple[str, str]:
     return path.read_text(encoding="utf-8"), frame
 
 
-async def test_a_korean_screenshot_keeps_every_glyph_in_its_cells(browser, tmp_path: Path) -> None:  # noqa: F811
+async def test_a_korean_screenshot_keeps_every_glyph_in_its_cells(browser, tmp_path: Path) -> None:
     svg, frame = await korean_screen(tmp_path / "screen.svg")
     cells = terminal(frame, *SIZE)
     assert sum(1 for c in cells.values() if re.match(r"[가-힣]", c)) > 100  # a Korean screen indeed
