@@ -24,7 +24,7 @@ import torch
 
 from attn_tui.core.budget import JSON_BYTES_PER_NUMBER, format_bytes
 from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.files import quoted, writable_file, writable_folder, write_atomic
+from attn_tui.core.files import partial, quoted, writable_file, writable_folder, write_atomic
 from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.meta import RecordedRun, TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
@@ -186,7 +186,9 @@ def write_npz(stages: list[Stage], path: Path) -> None:
     .npy first, so a 16k × 16k stage never has to fit in memory.
     """
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive, \
-            tempfile.TemporaryDirectory(dir=path.parent) as scratch:  # on the disk whose room was checked
+            tempfile.TemporaryDirectory(dir=path.parent, prefix=".attn-tui-", suffix=".part",
+                                        ignore_cleanup_errors=True) as scratch, \
+            partial(Path(scratch)):  # on the disk whose room was checked; removed on a signal too
         for stage in stages:
             member = Path(scratch) / "stage.npy"
             array = np.lib.format.open_memmap(member, mode="w+", dtype=np.float64, shape=stage.shape)

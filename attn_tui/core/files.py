@@ -9,13 +9,15 @@ a full disk, an interrupt or a signal leaves the old file as it was and no parti
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
+import shutil
 import stat
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -167,8 +169,20 @@ def check_text(text: str, what: str | Msg) -> str:
     return text
 
 
-_PARTIALS: set[Path] = set()  # files being written now, in any thread: removed by `remove_partials` on a signal
+_PARTIALS: set[Path] = set()  # files (or scratch folders) being written now, in any thread: see `remove_partials`
 _PARTIALS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def partial(path: Path) -> Iterator[Path]:
+    """Mark `path`, a file or scratch folder being written, for `remove_partials` while the block runs."""
+    with _PARTIALS_LOCK:
+        _PARTIALS.add(path)
+    try:
+        yield path
+    finally:
+        with _PARTIALS_LOCK:
+            _PARTIALS.discard(path)
 
 
 def write_atomic(path: Path, write: Callable[[Path], object], mode: int = 0o666) -> None:
@@ -180,37 +194,36 @@ def write_atomic(path: Path, write: Callable[[Path], object], mode: int = 0o666)
     one file system, so a reader sees the old file or the new one, never a mix. The new
     file has `mode` less the umask, as open() would give it (0o600: for the owner only).
     """
-    partial = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
-    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
-    with _PARTIALS_LOCK:
-        _PARTIALS.add(partial)
-    try:
-        write(partial)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    finally:
-        with _PARTIALS_LOCK:
-            _PARTIALS.discard(partial)
+    temporary = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    with partial(temporary):
+        try:
+            write(temporary)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
 
 
 def write_text_atomic(path: Path, text: str, mode: int = 0o666) -> None:
     """`text` as UTF-8 at `path`, through `write_atomic`."""
-    write_atomic(path, lambda partial: partial.write_text(text, encoding="utf-8", newline=""), mode)
+    write_atomic(path, lambda temporary: temporary.write_text(text, encoding="utf-8", newline=""), mode)
 
 
 def remove_partials() -> list[Path]:
-    """Remove the files `write_atomic` is writing now (the process is ending under them); the paths removed.
+    """Remove the files and scratch folders being written now (the process is ending under them); those removed.
 
     The writer's thread may still be running: its writes go to an unlinked file, and its
     rename then fails, so the old file stays."""
     with _PARTIALS_LOCK:
-        partials, removed = list(_PARTIALS), []
-    for partial in partials:
+        partials, removed = sorted(_PARTIALS), []
+    for path in partials:
         try:
-            partial.unlink()
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
         except OSError:
             continue
-        removed.append(partial)
+        removed.append(path)
     return removed

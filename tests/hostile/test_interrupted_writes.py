@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.files import remove_partials, write_atomic, write_text_atomic
+from attn_tui.core.files import partial, remove_partials, write_atomic, write_text_atomic
 from attn_tui.tui.session import Session, save
 from tests.hostile.helpers import MEMORY_CEILING, TIME_LIMIT
 
@@ -176,3 +176,12 @@ def test_the_session_is_for_its_owner_only(tmp_path: Path) -> None:
     save(Session(sentence="비밀 문장"), path)
     save(Session(sentence="다시 쓴 문장"), path)  # replaced, not rewritten in place: the mode is the new file's
     assert path.stat().st_mode & 0o777 == 0o600 and not _leftovers(path.parent)
+
+
+def test_a_scratch_folder_being_written_is_removed_too(tmp_path: Path) -> None:
+    scratch = tmp_path / ".attn-tui-x.part"  # where an .npz export keeps its arrays until they are zipped
+    (scratch / "inner").mkdir(parents=True)
+    (scratch / "inner" / "stage.npy").write_bytes(b"\0" * 100)
+    with partial(scratch):
+        assert remove_partials() == [scratch]
+    assert not scratch.exists() and remove_partials() == []
