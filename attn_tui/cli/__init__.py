@@ -8,7 +8,9 @@ the one boundary where every failure, ours or a dependency's, becomes one line a
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Sequence
@@ -21,7 +23,19 @@ QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": 
              "TQDM_DISABLE": "1"}  # read when tqdm is imported: the GGUF de-quantising bar would garble the app
 
 
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # a closed terminal sends SIGHUP
+
+
+def _end_cleanly(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP unwind the stack like an interrupt (exit 128 + the signal), so every `finally` runs:
+    a file being written is removed, the one it was to replace stays."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for number in ENDING_SIGNALS if threading.current_thread() is threading.main_thread() else ():
+        if signal.getsignal(number) is signal.SIG_DFL:  # not where a caller (a test, an embedding app) set its own
+            signal.signal(number, _end_cleanly)
     args = parse(sys.argv[1:] if argv is None else argv)
     debug = bool(args.debug) or os.environ.get("ATTN_TUI_DEBUG", "").lower() in ("1", "true", "yes")
     for key, value in QUIET_ENV.items():

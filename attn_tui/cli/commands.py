@@ -177,7 +177,11 @@ def train(args: argparse.Namespace) -> int:
                 bar.update(task, completed=p.step, loss=p.loss, acc=f"{p.accuracy:.2%}")
 
         model, accuracy = trainer.train(attention, epochs, steps, seed=args.seed, on_step=report, arch=args.arch)
-    trainer.save(model, out, accuracy)
+    try:
+        trainer.save(model, out, accuracy)
+    except OSError as exc:  # a full disk: the checkpoint that was there stays whole
+        raise InputError(Msg("cannot write {what} to {path}: {reason}", what=Msg("the checkpoint"),
+                             path=quoted(str(out)), reason=exc.strerror or exc)) from None
     print(_("held-out exact match {accuracy}; saved {path} ({kib} KiB)").format(
         accuracy=f"{accuracy:.2%}", path=quoted(str(out)), kib=f"{out.stat().st_size / 1024:.0f}"))
     return 0

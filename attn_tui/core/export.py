@@ -11,8 +11,6 @@ import functools
 import io
 import json
 import math
-import os
-import secrets
 import shutil
 import tempfile
 import zipfile
@@ -26,7 +24,7 @@ import torch
 
 from attn_tui.core.budget import JSON_BYTES_PER_NUMBER, format_bytes
 from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.files import quoted, writable_file, writable_folder
+from attn_tui.core.files import partial, quoted, writable_file, writable_folder, write_atomic
 from attn_tui.core.lazy import LazyTensor
 from attn_tui.core.meta import RecordedRun, TransformerRun, VariantRun
 from attn_tui.core.stage import Stage, Trace
@@ -188,7 +186,9 @@ def write_npz(stages: list[Stage], path: Path) -> None:
     .npy first, so a 16k × 16k stage never has to fit in memory.
     """
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive, \
-            tempfile.TemporaryDirectory(dir=path.parent) as scratch:  # on the disk whose room was checked
+            tempfile.TemporaryDirectory(dir=path.parent, prefix=".attn-tui-", suffix=".part",
+                                        ignore_cleanup_errors=True) as scratch, \
+            partial(Path(scratch)):  # on the disk whose room was checked; removed on a signal too
         for stage in stages:
             member = Path(scratch) / "stage.npy"
             array = np.lib.format.open_memmap(member, mode="w+", dtype=np.float64, shape=stage.shape)
@@ -272,19 +272,6 @@ def _check_room(folder: Path, size: int, what: str | Msg, path: Path) -> None:
                              what=what, path=quoted(str(path)), size=format_bytes(size), free=format_bytes(free)))
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Write through a file beside `path` and rename it into place: a failure (a full disk, an interrupt) leaves
-    whatever was at `path` before, never a truncated export."""
-    partial = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
-    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # the umask's mode, as open() would
-    try:
-        write(partial)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-
-
 def _text(writer: Callable[[TextIO], None]) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         with path.open("w", encoding="utf-8", newline="") as out:
@@ -314,15 +301,15 @@ def export(trace: Trace, stages: list[Stage], fmt: str, path: Path, params: bool
             def write_json(out: TextIO) -> None:
                 write_trace_json(trace, out, stages, params)
                 out.write("\n")
-            _atomic(path, _text(write_json))
+            write_atomic(path, _text(write_json))
         elif fmt == "npz":
-            _atomic(path, lambda partial: write_npz(stages, partial))
+            write_atomic(path, lambda partial: write_npz(stages, partial))
         elif folder:
             path.mkdir(exist_ok=True)
             for stage in stages:
-                _atomic(path / (file_name(stage) + ".csv"), _text(functools.partial(write_csv, stage)))
+                write_atomic(path / (file_name(stage) + ".csv"), _text(functools.partial(write_csv, stage)))
         else:
-            _atomic(path, _text(functools.partial(write_csv, stages[0])))
+            write_atomic(path, _text(functools.partial(write_csv, stages[0])))
     except OSError as exc:
         raise InputError(Msg("cannot write {what} to {path}: {reason}", what=what, path=quoted(str(path)),
                              reason=exc.strerror or exc)) from None

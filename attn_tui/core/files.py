@@ -1,16 +1,23 @@
-"""Reading what a user points at: size-capped, regular files only, errors that never echo the content.
+"""Reading and writing what a user points at: size-capped reads of regular files, writes that replace whole.
 
 A path on the command line may be a FIFO that never ends, a device that never stops
 (`/dev/zero`), a directory, or a secret that is not a matrix at all. Each is refused
-at once with a line that names the file, not what is inside it.
+at once with a line that names the file, not what is inside it. Every file attn-tui
+writes (exports, the screenshot, the session, a checkpoint) goes through `write_atomic`:
+a full disk, an interrupt or a signal leaves the old file as it was and no partial file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
+import shutil
 import stat
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -160,3 +167,63 @@ def check_text(text: str, what: str | Msg) -> str:
             raise InputError(Msg("{what} holds a NUL character", what=what))
         raise InputError(Msg("{what} holds bytes that are not valid UTF-8", what=what))
     return text
+
+
+_PARTIALS: set[Path] = set()  # files (or scratch folders) being written now, in any thread: see `remove_partials`
+_PARTIALS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def partial(path: Path) -> Iterator[Path]:
+    """Mark `path`, a file or scratch folder being written, for `remove_partials` while the block runs."""
+    with _PARTIALS_LOCK:
+        _PARTIALS.add(path)
+    try:
+        yield path
+    finally:
+        with _PARTIALS_LOCK:
+            _PARTIALS.discard(path)
+
+
+def write_atomic(path: Path, write: Callable[[Path], object], mode: int = 0o666) -> None:
+    """Call `write` on a new file beside `path`, then rename it into place.
+
+    A failure anywhere (a full disk, KeyboardInterrupt, a signal's SystemExit) removes
+    the partial file and leaves whatever was at `path` before; a process that ends while
+    another thread writes removes it through `remove_partials`. The rename is atomic on
+    one file system, so a reader sees the old file or the new one, never a mix. The new
+    file has `mode` less the umask, as open() would give it (0o600: for the owner only).
+    """
+    temporary = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
+    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    with partial(temporary):
+        try:
+            write(temporary)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+
+
+def write_text_atomic(path: Path, text: str, mode: int = 0o666) -> None:
+    """`text` as UTF-8 at `path`, through `write_atomic`."""
+    write_atomic(path, lambda temporary: temporary.write_text(text, encoding="utf-8", newline=""), mode)
+
+
+def remove_partials() -> list[Path]:
+    """Remove the files and scratch folders being written now (the process is ending under them); those removed.
+
+    The writer's thread may still be running: its writes go to an unlinked file, and its
+    rename then fails, so the old file stays."""
+    with _PARTIALS_LOCK:
+        partials, removed = sorted(_PARTIALS), []
+    for path in partials:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed

@@ -12,6 +12,7 @@ comparing.py; exports in exporting.py.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -38,6 +39,7 @@ from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.comparing import CompareActions
 from attn_tui.tui.editing import OWN, EditingActions, source_key
+from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within, exit_code
 from attn_tui.tui.exporting import ExportActions
 from attn_tui.tui.messages import (
     ComputeFailed,
@@ -116,6 +118,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.undo_stack: list[Any] = []
         self._player: Any = None
         self._save_timer: Any = None
+        self._release_signals: Callable[[], None] = lambda: None
         self.warmup = Warmup()
         self.set_reactive(AttnApp.language, i18n.language())
 
@@ -172,11 +175,24 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.show_ask(self.wanted)
         self.explorer.heatmap.focus()
         self._fit_screen(self.size.width, self.size.height)
+        if not self.is_headless:  # a test's event loop keeps its own signal handling
+            self._release_signals = catch_ending_signals(self.end_on_signal)
         # After the first frame is painted: torch's import holds the GIL for seconds and would delay it.
         self.call_after_refresh(self._load_torch)
 
     def on_unmount(self) -> None:
+        self._release_signals()
         self.save_session()  # what save_soon took and has not written yet
+
+    def end_on_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP (the terminal closed): write the session as the panes hold it now, drop the partial
+        file of an export still being written, and leave as `q` does."""
+        from attn_tui.core.files import remove_partials
+
+        self.save_now()
+        remove_partials()
+        end_within(SHUTDOWN_GRACE, exit_code(signum))  # a closed terminal can block the shutdown's last writes
+        self.exit(exit_code(signum), return_code=exit_code(signum))
 
     def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None:
         """Notifications carry user text (sample notes, model paths, errors): never read as markup."""

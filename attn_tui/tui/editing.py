@@ -7,6 +7,7 @@ included, valid or not) is saved for the next start.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -357,6 +358,12 @@ class EditingActions(_AppBase):
             save(session)
         except Exception as exc:  # a full disk or a read-only home must not stop the app
             self.notify(str(Msg("the session could not be saved: {reason}", reason=exc)), severity="warning", timeout=6)
+
+    def save_now(self) -> None:
+        """Write the session from the panes as they are this moment (a signal is ending the app)."""
+        with contextlib.suppress(Exception):  # the panes are already gone: what save_soon took is the latest
+            self.pending_session = self.session()
+        self.save_session()
 
     def restore_session(self) -> None:
         """Put back the saved session; an input named on the command line wins, and the saved one is a ctrl+z away."""

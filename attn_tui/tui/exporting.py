@@ -55,17 +55,24 @@ class ExportActions(_AppBase):
         self._export(ask)
 
     def _save_screen(self, path: Path) -> None:
+        """The screen as SVG, re-set so a browser keeps each character in its cells (render/svg.py), written
+        beside `path` and renamed: a full disk keeps the file that was there."""
         from attn_tui.core.errors import AttnError
-        from attn_tui.core.files import writable_file
+        from attn_tui.core.files import quoted, writable_file, write_text_atomic
+        from attn_tui.render.svg import cell_aligned
 
         try:
             writable_file(path, Msg("the screenshot"))
-            written = self.save_screenshot(filename=path.name, path=str(path.parent))
-        except (AttnError, OSError) as exc:
+            try:
+                write_text_atomic(path, cell_aligned(self.export_screenshot()))
+            except OSError as exc:
+                raise AttnError(Msg("cannot write {what} to {path}: {reason}", what=Msg("the screenshot"),
+                                    path=quoted(str(path)), reason=exc.strerror or exc)) from None
+        except AttnError as exc:
             self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
             return
-        self.notify(_("saved the screen to {path}").format(path=written), timeout=8)
-        offer_download(self, Path(written))
+        self.notify(_("saved the screen to {path}").format(path=path.resolve()), timeout=8)
+        offer_download(self, path.resolve())
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, ask: ExportAsk) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from attn_tui.core.checks import CHOICES, check_fields, matrix_shape
 from attn_tui.core.errors import AttnError, InputError
-from attn_tui.core.files import check_text, read_text
+from attn_tui.core.files import check_text, read_text, write_text_atomic
 from attn_tui.core.settings import DEVICE_NAMES, VARIANT_NAMES, ModelInput, Settings
 from attn_tui.i18n import LANGUAGES, Msg
 
@@ -153,14 +152,7 @@ def load(path: Path | None = None) -> Session | None:
 
 
 def save(session: Session, path: Path | None = None) -> None:
-    """Write atomically: a crash mid-write leaves the previous session whole."""
+    """Write atomically: a crash, a signal or a full disk mid-write leaves the previous session whole."""
     path = path or session_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".session-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(session.to_json())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, session.to_json(), mode=0o600)  # what a person typed is theirs alone to read

@@ -43,3 +43,85 @@ def attn_tui(*argv: str | bytes, stdin: bytes = b"", ceiling: int = MEMORY_CEILI
                             cwd=cwd, env={**os.environ, **(env or {})})
     return Outcome(result.returncode, result.stdout.decode("utf-8", "replace"),
                    result.stderr.decode("utf-8", "replace"))
+
+
+class AppInPty:
+    """`attn-tui ARGV…` in a pseudo-terminal of its own, as a person runs it; the screen read back through pyte.
+
+    The child is the session leader of the pty, so closing the parent's end hangs it up as closing a
+    terminal window does (SIGHUP)."""
+
+    def __init__(self, *argv: str, env: dict[str, str] | None = None, size: tuple[int, int] = (120, 40)) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        import pyte
+
+        self.screen = pyte.Screen(*size)
+        self._stream = pyte.ByteStream(self.screen)
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: nothing but exec
+            os.execve(sys.executable, [sys.executable, "-m", "attn_tui", *argv],
+                      {**os.environ, "TERM": "xterm-256color", **(env or {})})
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        self.open = True
+
+    def pump(self, seconds: float) -> None:
+        """Read what the app draws for `seconds` (a pty whose reader stops would block the app's writes)."""
+        import select
+        import time
+
+        end = time.monotonic() + seconds
+        while self.open and time.monotonic() < end:
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(self.fd, 65536)
+                except OSError:  # EIO: the app has gone
+                    return
+                if not data:
+                    return
+                self._stream.feed(data)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.screen.display)
+
+    def wait_for(self, fragment: str, seconds: float = TIME_LIMIT) -> None:
+        import time
+
+        end = time.monotonic() + seconds
+        while fragment not in self.text:
+            assert time.monotonic() < end, f"{fragment!r} never appeared:\n{self.text}"
+            self.pump(0.1)
+
+    def type(self, keys: str, pause: float = 0.2) -> None:
+        os.write(self.fd, keys.encode("utf-8"))
+        self.pump(pause)
+
+    def close(self) -> None:
+        if self.open:
+            os.close(self.fd)
+            self.open = False
+
+    def exit_code(self, seconds: float = 30.0) -> int:
+        """Wait for the app to end (reading its screen meanwhile); its exit code, or -signal if a signal killed it."""
+        import signal
+        import time
+
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.close()
+                return os.waitstatus_to_exitcode(status)
+            if self.open:
+                self.pump(0.05)
+            else:
+                time.sleep(0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        self.close()
+        raise AssertionError("the app did not end")

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from attn_tui.core.errors import InputError
+from attn_tui.core.files import write_atomic
 from attn_tui.i18n import Msg
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import NetConfig, Seq2Seq
@@ -139,11 +140,16 @@ def exact_match(model: DateModel, pairs: list[tuple[str, str]], batch_size: int 
 
 
 def save(model: DateModel, path: Path, accuracy: float | None = None) -> None:
-    """Weights in float16 (half the size, no measurable loss) plus the config and vocabularies."""
+    """Weights in float16 (half the size, no measurable loss) plus the config and vocabularies.
+
+    Written beside `path` and renamed into place: a full disk keeps the checkpoint that was there."""
     state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
     arch = TRANSFORMER if isinstance(model, DateTransformer) else "gru"
-    torch.save({"config": model.cfg.to_dict(), "state": state, "in_vocab": codec.IN_ITOS,
-                "out_vocab": codec.OUT_ITOS, "held_out_accuracy": accuracy, "arch": arch}, path)
+    checkpoint = {"config": model.cfg.to_dict(), "state": state, "in_vocab": codec.IN_ITOS,
+                  "out_vocab": codec.OUT_ITOS, "held_out_accuracy": accuracy, "arch": arch}
+    buffer = io.BytesIO()  # torch's own file writer reports a full disk as a RuntimeError: Python's says ENOSPC
+    torch.save(checkpoint, buffer)
+    write_atomic(path, lambda partial: partial.write_bytes(buffer.getbuffer()))
 
 
 def load(source: Path | bytes) -> DateModel:
