@@ -34,7 +34,7 @@ def applicable(request: Request) -> frozenset[str]:
     if isinstance(source, SentenceInput) or variant.learned or learned_projection:
         found.add("seed")
     if s.mask != "none" or request.custom_mask is not None:
-        found.add("mask_fill")
+        found |= {"mask_fill", "mask_means"}
     if "padding" in s.mask:
         found.add("pad_keys")
     return frozenset(found)
@@ -62,6 +62,7 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
                            variant=s.variant)),
         "seed": Msg("--seed does not apply to {variant} here: nothing is learned or seeded", variant=s.variant),
         "mask_fill": Msg("--mask-fill does not apply without a mask: add --mask or --mask-file"),
+        "mask_means": Msg("--mask-means does not apply without a mask: add --mask-file (or --mask)"),
         "pad_keys": Msg("--pad-keys needs a padding mask (--mask padding or causal+padding), not {mask}",
                         mask=repr(s.mask)),
         "window": Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",

@@ -138,7 +138,10 @@ def from_sdpa(node: Node, found: Found) -> None:
         allowed_flat = lay.flat(allowed)
         data = found.role(last).data
         masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
-        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf), origin,
+        held = lay.flat(mask.expand(shape).cpu()) if mask is not None and mask.dtype == torch.bool \
+            and not args.get("is_causal") else None  # SDPA's own bool attn_mask: True = may attend
+        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf, held,
+                                                       "sdpa_bool" if held is not None else ""), origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
     found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),

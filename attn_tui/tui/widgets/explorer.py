@@ -184,8 +184,10 @@ class Explorer(Vertical):
         self._fit_panels()
         lo, hi = view.grid.finite_range()
         masking = trace.masking(stage)
+        spec = getattr(masking, "mask", None)
         self.query_one("#legend", Static).update(legend(grid_scale(view.grid), lo, hi, view.grid.marks(),
-                                                        masking.fill if masking is not None else "-inf"))
+                                                        masking.fill if masking is not None else "-inf",
+                                                        "" if spec is None else spec.legend_note()))
         self._explain()
         if self.panel == "compare":
             self.view_b = draw_compare(self, view)
