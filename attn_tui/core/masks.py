@@ -122,7 +122,7 @@ class MaskSpec:
         at_i, at_j = i + self.origin[0], j + self.origin[1]
         if self.code_mask is not None:
             value = self.code_mask[at_i, at_j]
-            held = str(bool(value)) if value.dtype == torch.bool else f"{float(value):g}"
+            held = str(bool(value)) if value.dtype == torch.bool else f"{float(value) + 0.0:g}"  # -0.0 reads 0
             blocked = self.dense is not None and not bool(self.dense[at_i, at_j])
             return code_rule_says(self.code_rule, held, blocked, self.code_fill)
         if self.custom is not None and self.means == "block":
