@@ -130,10 +130,18 @@ class MaskSpec:
             return Msg("the mask as typed holds {value} here (1 = blocked)", value=typed)
         return None
 
+    def given_as(self) -> str:
+        """How the mask was given when not as the heatmap's 1 = may attend: 'code-mask', 'typed-block', or ''."""
+        if self.code_mask is not None:
+            return "code-mask"
+        return "typed-block" if self.custom is not None and self.means == "block" else ""
+
     def legend_note(self) -> str:
-        """The convention for a heatmap's legend, only when the mask was given otherwise than 1 = may attend."""
-        given = self.code_mask is not None or (self.custom is not None and self.means == "block")
-        return str(self.convention()) if given else ""
+        """The convention, short, for a heatmap's legend: only when the mask was given otherwise than 1 = may attend."""
+        if self.code_mask is not None:
+            rule = CODE_RULE_SHORT.get(self.code_rule, "?").format(fill=self.code_fill.replace("inf", "∞"))
+            return str(Msg("code: {rule}", rule=rule))
+        return str(Msg("typed 1 = blocked")) if self.given_as() else ""
 
     def convention(self) -> Msg:
         """The convention of the mask as given: the app's view is always 1 = may attend."""
@@ -156,6 +164,12 @@ class MaskSpec:
                 "padding_keys": None if self.padding is None else torch.nonzero(self.padding).flatten().tolist(),
                 "custom": None if self.custom is None else self.custom.to(torch.int64).tolist(),
                 "custom_means": "attend"}  # `custom` is exported read: 1 = may attend, whatever was typed
+
+
+# Each rule in code, for the legend's one line: which value of the code's mask becomes the fill.
+CODE_RULE_SHORT = {"masked_fill": "True → {fill}", "setitem": "True → {fill}", "where_keep": "False → {fill}",
+                   "where_fill": "True → {fill}", "additive": "+ mask", "gate": "0 → {fill}",
+                   "sdpa_bool": "False → {fill}"}
 
 
 def code_rule_name(rule: str) -> Msg:

@@ -48,9 +48,11 @@ def legend(scale: Scale, lo: float, hi: float, marks: set[str], fill: str = "-in
     if "masked" in marks:
         text.append("   ")
         text.append(f"{HATCH}{HATCH}", MASKED_STYLE)
-        text.append(" " + _("masked (fill {fill})").format(fill=fill), "dim")
-        if convention:  # a mask given another way round than the heatmap's 1 = may attend: say how
+        if convention:  # a mask given another way round than the heatmap's 1 = may attend: say how, in the same line
+            text.append(" " + _("masked ({fill})").format(fill=fill), "dim")
             text.append("  " + convention, "dim italic")
+        else:
+            text.append(" " + _("masked (fill {fill})").format(fill=fill), "dim")
     if "-inf" in marks:
         text.append("  ")
         text.append("-∞", NEG_INF_STYLE)

@@ -95,5 +95,6 @@ def test_the_inspector_shows_the_codes_own_mask_beside_the_may_attend_view() -> 
     assert "masked, your code's mask holds True here → filled with -inf (blocked)" in pad
     word = explain(trace, masked.place, (0, 0)).lines
     assert word[:2] == ["mask[0,0] = 1   (1 = may attend)", "your code's mask holds False here → kept (may attend)"]
-    assert trace.masking(masked).mask.legend_note() == (  # type: ignore[union-attr]
-        "your code's mask: masked_fill where True (True = blocked)")
+    spec = trace.masking(masked).mask  # type: ignore[union-attr]
+    assert spec is not None and str(spec.convention()) == "your code's mask: masked_fill where True (True = blocked)"
+    assert spec.legend_note() == "code: True → -∞"

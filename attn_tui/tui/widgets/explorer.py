@@ -231,7 +231,9 @@ class Explorer(Vertical):
 
     def _explain(self) -> None:
         if self.view is not None and self.trace is not None:
-            self.query_one(Explanation).show(self.view.name, self.trace.meta.explains)
+            masking = self.trace.masking(self.trace.stages[self.view.place])
+            given = getattr(getattr(masking, "mask", None), "given_as", lambda: "")()  # a mask typed another way
+            self.query_one(Explanation).show(self.view.name, ((given,) if given else ()) + self.trace.meta.explains)
 
     # ----- moving --------------------------------------------------------------------------
     def stage_names(self) -> list[str]:

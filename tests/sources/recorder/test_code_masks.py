@@ -60,7 +60,8 @@ def test_each_way_of_masking_is_said_as_the_code_holds_it(rule: str) -> None:
     trace = rec.trace
     masked = next(s for s in trace.stages.values() if s.place.name.startswith("masked"))
     spec = trace.masking(masked).mask  # type: ignore[union-attr]
-    assert spec is not None and spec.code_rule == rule and legend in spec.legend_note()
+    assert spec is not None and spec.code_rule == rule and legend in str(spec.convention())
+    assert spec.legend_note().startswith("code: ")
     assert torch.equal(spec.allowed, KEEP.bool())  # the may-attend view the heatmap draws
     assert torch.equal(trace.tensor("weights") == 0, ~KEEP.bool())
     assert any(blocked in line for line in explain(trace, masked.place, (1, 1)).lines)
@@ -75,6 +76,7 @@ def test_sdpas_bool_mask_is_kept_as_true_may_attend() -> None:
     trace = rec.trace
     masked = next(s for s in trace.stages.values() if s.place.name == "masked")
     spec = trace.masking(masked).mask  # type: ignore[union-attr]
-    assert spec is not None and "SDPA's attn_mask (True = may attend)" in spec.legend_note()
+    assert spec is not None and "SDPA's attn_mask (True = may attend)" in str(spec.convention())
+    assert spec.legend_note() == "code: False → -∞"
     assert any("holds False here → filled with -inf (blocked)" in line
                for line in explain(trace, masked.place, (1, 2)).lines)
