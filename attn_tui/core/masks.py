@@ -22,7 +22,8 @@ from attn_tui.i18n import Join, Msg
 
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 # How a program's own mask (a recorded trace) is read: what its values mean where the code applies it.
-CODE_RULES = ("masked_fill", "setitem", "where_keep", "where_fill", "additive", "gate", "sdpa_bool")
+CODE_RULES = ("masked_fill", "setitem", "where_keep", "where_fill", "additive", "gate", "sdpa_bool",
+              "key_padding")
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +170,7 @@ class MaskSpec:
 # Each rule in code, for the legend's one line: which value of the code's mask becomes the fill.
 CODE_RULE_SHORT = {"masked_fill": "True → {fill}", "setitem": "True → {fill}", "where_keep": "False → {fill}",
                    "where_fill": "True → {fill}", "additive": "+ mask", "gate": "0 → {fill}",
-                   "sdpa_bool": "False → {fill}"}
+                   "sdpa_bool": "False → {fill}", "key_padding": "True → {fill}"}
 
 
 def code_rule_name(rule: str) -> Msg:
@@ -180,7 +181,8 @@ def code_rule_name(rule: str) -> Msg:
              "where_fill": Msg("your code's mask: where(mask, fill, scores) (True = blocked)"),
              "additive": Msg("your code's mask: added to the scores (0 = may attend, large negative = blocked)"),
              "gate": Msg("your code's mask: scores · mask (1 = may attend)"),
-             "sdpa_bool": Msg("your code's mask: SDPA's attn_mask (True = may attend)")}
+             "sdpa_bool": Msg("your code's mask: SDPA's attn_mask (True = may attend)"),
+             "key_padding": Msg("your code's mask: key_padding_mask (True = blocked)")}
     return names.get(rule, Msg("your code's own mask"))
 
 

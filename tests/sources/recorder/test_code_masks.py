@@ -68,6 +68,23 @@ def test_each_way_of_masking_is_said_as_the_code_holds_it(rule: str) -> None:
     assert any(kept in line for line in explain(trace, masked.place, (0, 0)).lines)
 
 
+def test_multihead_attentions_key_padding_mask_is_kept_as_true_blocked() -> None:
+    torch.manual_seed(3)
+    module = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
+    x = torch.randn(1, 3, 4)
+    pad = torch.tensor([[False, False, True]])  # (batch, keys): True = padding, as the module reads it
+    with attn_tui.record() as rec, torch.no_grad():
+        module(x, x, x, key_padding_mask=pad)
+    trace = rec.trace
+    masked = next(s for s in trace.stages.values() if s.place.name == "masked")
+    spec = trace.masking(masked).mask  # type: ignore[union-attr]
+    assert spec is not None and "key_padding_mask (True = blocked)" in str(spec.convention())
+    assert torch.equal(spec.allowed, ~pad.expand(3, 3))
+    assert any("holds True here → filled with -inf (blocked)" in line
+               for line in explain(trace, masked.place, (0, 2)).lines)
+    assert any("holds False here → kept (may attend)" in line for line in explain(trace, masked.place, (1, 0)).lines)
+
+
 def test_sdpas_bool_mask_is_kept_as_true_may_attend() -> None:
     torch.manual_seed(2)
     q, k, v = torch.randn(1, 2, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 4)
