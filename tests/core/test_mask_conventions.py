@@ -95,7 +95,10 @@ def test_the_command_line_and_the_api_take_the_setting(capsys, tmp_path) -> None
     assert [row[3] for row in weights] == [0.0, 0.0, 0.0]
     api = attn_tui.compute(q=Q, k=K, v=V, mask_file=[[0, 0, 0, 1]], mask_means="block", dtype="float64")
     assert torch.equal(api.tensor("weights"), torch.tensor(weights, dtype=torch.float64))
+    (tmp_path / "two").write_text("0 0 2 1\n")
     for bad, said in ((["--mask-means", "block"], "--mask-means does not apply without a custom mask"),
+                      (["--mask-file", str(tmp_path / "two"), "--mask-means", "block"],
+                       "use 1 where a key is blocked and 0 where a query may attend"),
                       (["--mask-file", str(tmp_path / "mask"), "--mask-means", "1"], "invalid choice")):
         code, out, err = run_cli(capsys, "stages", *files, *bad)
         assert code == 2 and said in err and len(err.strip().splitlines()) == 1
