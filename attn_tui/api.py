@@ -27,9 +27,9 @@ from attn_tui.core.stage import Trace as CoreTrace
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.sources.recorder import Recording as SourceRecording
 
-OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads",
-           "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to", "target",
-           "teacher_forcing", "projection", "kv_heads", "rope_base", "window", "tile")
+OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "mask_means",
+           "heads", "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to",
+           "target", "teacher_forcing", "projection", "kv_heads", "rope_base", "window", "tile")
 HTML_WIDTH = 100
 PYTHON_FLOAT_BYTES = 32  # a float object and its list slot: what a matrix costs once it is Python lists
 

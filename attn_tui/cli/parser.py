@@ -19,6 +19,7 @@ from attn_tui.core.settings import (
     DEVICE_NAMES,
     DTYPE_NAMES,
     FILL_NAMES,
+    MASK_MEANS_NAMES,
     MASK_NAMES,
     PROJECTION_NAMES,
     VARIANT_NAMES,
@@ -133,7 +134,10 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                      help=_("from a sentence or X: learned (seeded) W_q, W_k, W_v, or identity (Q = K = V = X)"))
     opt.add_argument("--mask", choices=MASK_NAMES, dest=f"{prefix}mask")
     opt.add_argument("--mask-file", metavar="FILE", dest=f"{prefix}mask_file",
-                     help=_("custom 0/1 mask, 1 = may attend (ANDed with --mask)"))
+                     help=_("custom 0/1 mask, L×S or 1×S (one row per key, for every query); ANDed with --mask"))
+    opt.add_argument("--mask-means", choices=MASK_MEANS_NAMES, dest=f"{prefix}mask_means",
+                     help=_("what a 1 in the mask means: attend (1 = may attend, torch's SDPA; the default) or "
+                            "block (1 = padding, the key is blocked, as some notes write it)"))
     opt.add_argument("--pad-keys", type=_non_negative, metavar="N", dest=f"{prefix}pad_keys",
                      help=_("treat the last N keys as padding"))
     opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",

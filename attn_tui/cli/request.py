@@ -18,10 +18,10 @@ from attn_tui.core.variants import VARIANTS
 from attn_tui.i18n import Join, Msg, Plural
 from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
 
-VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "heads", "dim", "positional",
+VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "mask_means", "heads", "dim", "positional",
                    "temperature", "seed", "dtype", "projection", "kv_heads", "rope_base", "window", "tile")
-_SETTING_NAMES = ("variant", "mask", "mask_fill", "pad_keys", "heads", "dim", "positional", "seed", "device",
-                  "dtype", "temperature", "projection", "kv_heads", "rope_base", "window", "tile")
+_SETTING_NAMES = ("variant", "mask", "mask_fill", "mask_means", "pad_keys", "heads", "dim", "positional", "seed",
+                  "device", "dtype", "temperature", "projection", "kv_heads", "rope_base", "window", "tile")
 MATRIX_OPTIONS = ("q", "k", "v", "x")
 MAX_TEXT = 1_000_000  # characters of a sentence; the token budget refuses far less
 

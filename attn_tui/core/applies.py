@@ -35,6 +35,8 @@ def applicable(request: Request) -> frozenset[str]:
         found.add("seed")
     if s.mask != "none" or request.custom_mask is not None:
         found.add("mask_fill")
+    if request.custom_mask is not None:  # the kinds (causal, padding) have no typed 1s to read either way
+        found.add("mask_means")
     if "padding" in s.mask:
         found.add("pad_keys")
     return frozenset(found)
@@ -62,6 +64,8 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
                            variant=s.variant)),
         "seed": Msg("--seed does not apply to {variant} here: nothing is learned or seeded", variant=s.variant),
         "mask_fill": Msg("--mask-fill does not apply without a mask: add --mask or --mask-file"),
+        "mask_means": Msg("--mask-means does not apply without a custom mask: add --mask-file (it says what the "
+                          "file's 1s mean)"),
         "pad_keys": Msg("--pad-keys needs a padding mask (--mask padding or causal+padding), not {mask}",
                         mask=repr(s.mask)),
         "window": Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",

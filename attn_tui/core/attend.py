@@ -46,6 +46,10 @@ def masked_formula(source: str, tail: Tail) -> Msg:
     scaled = f"{source} / T (T = {tail.temperature:g})" if tail.temperature != 1 else source
     if tail.mask is None:
         return Msg("M = {scaled}   (no mask)", scaled=scaled)
+    if tail.mask.custom is not None and tail.mask.means == "block":  # typed the note's way: say both conventions
+        return Msg("M = {scaled} where the typed mask = 0, {fill} where it = 1   (mask: {mask}; typed 1 = blocked, "
+                   "shown as 1 = may attend)", scaled=scaled, fill=tail.fill.replace("inf", "∞"),
+                   mask=tail.mask.describe())
     return Msg("M = {scaled} where mask = 1, {fill} where mask = 0   (mask: {mask}; 1 = may attend)", scaled=scaled,
                fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
 

@@ -15,12 +15,13 @@ from typing import Any
 
 from attn_tui.core.errors import ConfigError, InputError, ShapeError
 from attn_tui.core.files import QUOTE_LIMIT, quoted, short_repr
-from attn_tui.core.settings import DTYPE_NAMES, FILL_NAMES, MASK_NAMES, PROJECTION_NAMES
+from attn_tui.core.settings import DTYPE_NAMES, FILL_NAMES, MASK_MEANS_NAMES, MASK_NAMES, PROJECTION_NAMES
 from attn_tui.i18n import N_, Msg, Plural
 
 # The choices of each text field. The variant is checked against the registry where its sizes are read, the
 # device where it is resolved (the API may name `cuda:1`); a saved session adds both, for the app's menus.
-CHOICES: dict[str, tuple[str, ...]] = {"mask": MASK_NAMES, "mask_fill": FILL_NAMES, "dtype": DTYPE_NAMES,
+CHOICES: dict[str, tuple[str, ...]] = {"mask": MASK_NAMES, "mask_fill": FILL_NAMES, "mask_means": MASK_MEANS_NAMES,
+                                       "dtype": DTYPE_NAMES,
                                        "projection": PROJECTION_NAMES}
 _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "int": ((int,), N_("a whole number")),

@@ -108,9 +108,12 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
             x, x_source = _add_positional(trace, x, x_source, tokens)
         q_tokens = k_tokens = tokens
     trace.query_tokens, trace.key_tokens = q_tokens, k_tokens
-    custom = masks.custom_mask(request.custom_mask) if request.custom_mask is not None else None
-    mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device, s.window)
+    custom = masks.custom_mask(request.custom_mask, s.mask_means) if request.custom_mask is not None else None
+    mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device, s.window, s.mask_means)
     trace.mask = mask
+    if custom is not None and s.mask_means == "attend" and 0 < int(custom.sum()) < custom.numel() / 2:
+        trace.warn(Msg("the custom mask blocks more cells than it lets through (1 = may attend): if its 1s mark "
+                       "padding, as some notes write masks, use --mask-means block"))
     if s.mask != "none" and mask is None and custom is None:
         trace.warn(Msg("the {mask} mask masks nothing here (no <pad> keys, no --pad-keys)", mask=s.mask)
                    if "padding" in s.mask and "causal" not in s.mask

@@ -240,6 +240,9 @@ def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     before = float(source.data[i, j].double())
     allowed = op.mask is None or bool(op.mask.tile(slice(i, i + 1), slice(j, j + 1))[0, 0])
     lines = [_("mask[{i},{j}] = {allowed}   (1 = may attend)").format(i=i, j=j, allowed=int(allowed))]
+    given = None if op.mask is None else op.mask.as_given(i, j)
+    if given is not None and allowed:  # where blocked, the reasons below say it
+        lines.append(str(given))
     if op.temperature != 1:
         lines.append(_("divided by the temperature: {score} / {t}").format(score=fmt(before), t=f"{op.temperature:g}"))
     if allowed:

@@ -14,6 +14,9 @@ MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding
 SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
 PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
+# What a 1 in a custom mask means: torch's SDPA (and the app) read 1 = may attend; some notes (seed 003) write
+# 1 = padding, the key is blocked. The setting says which, so a mask typed the note's way is read the note's way.
+MASK_MEANS_NAMES = ("attend", "block")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
 DEFAULT_DIM = 8
@@ -26,6 +29,7 @@ class Settings:
     variant: str = "scaled_dot"
     mask: str = "none"  # none | causal | padding | causal+padding | sliding | sliding+padding
     mask_fill: str = "-inf"  # -inf | -1e9
+    mask_means: str = "attend"  # attend | block: what a 1 in a custom mask means (1 = may attend, or 1 = blocked)
     pad_keys: int = 0  # typed matrices: the last N keys are padding
     heads: int = 2  # multihead, gqa (query heads), alibi, sink
     dim: int | None = None  # model dim for sentences; attention hidden size for additive/concat

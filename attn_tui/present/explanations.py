@@ -67,6 +67,14 @@ _TEXT: dict[str, str] = {
         "Where the mask is 0 (padding, or a future word under a causal mask) the score is replaced by -∞ "
         "or -1e9, so softmax gives it no weight. The mask here follows torch: 1 means the query may "
         "attend to the key."),
+    "masked:typed-block": N_(
+        "This mask was typed the other way round from torch: 1 marks a blocked key (padding, as the study "
+        "notes write it) and 0 a key the query may see. The heatmap and its masked cells still show torch's "
+        "view, 1 = may attend; the caption and the inspector say what was typed."),
+    "masked:code-mask": N_(
+        "Your code masked its scores in its own way. The heatmap shows torch's view (masked cells = may not "
+        "attend); the inspector shows your code's own mask value at the cell and what the code did with it, "
+        "for example True → filled with -inf by masked_fill."),
     "weights": N_(
         "Softmax turns each row of scores into probabilities: exponentiate, then divide by the row's sum,"
         " so every row sums to 1. Subtracting the row's maximum first changes nothing but avoids "

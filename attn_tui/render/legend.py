@@ -30,7 +30,7 @@ def ramp(scale: Scale, width: int = RAMP_WIDTH) -> Text:
 
 
 
-def legend(scale: Scale, lo: float, hi: float, marks: set[str], fill: str = "-inf") -> Text:
+def legend(scale: Scale, lo: float, hi: float, marks: set[str], fill: str = "-inf", convention: str = "") -> Text:
     """`min -0.53 ▕ramp▏ max 1.2   ░ masked  -∞  NaN`, naming only the marks that occur.
 
     The ramp spans the scale (which may be wider than the data: symmetric about 0 for
@@ -48,7 +48,11 @@ def legend(scale: Scale, lo: float, hi: float, marks: set[str], fill: str = "-in
     if "masked" in marks:
         text.append("   ")
         text.append(f"{HATCH}{HATCH}", MASKED_STYLE)
-        text.append(" " + _("masked (fill {fill})").format(fill=fill), "dim")
+        if convention:  # a mask given another way round than the heatmap's 1 = may attend: say how, in the same line
+            text.append(" " + _("masked ({fill})").format(fill=fill), "dim")
+            text.append("  " + convention, "dim italic")
+        else:
+            text.append(" " + _("masked (fill {fill})").format(fill=fill), "dim")
     if "-inf" in marks:
         text.append("  ")
         text.append("-∞", NEG_INF_STYLE)

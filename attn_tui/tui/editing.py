@@ -199,7 +199,7 @@ class EditingActions(_AppBase):
             n, m = len(source.q), len(source.k)
         else:
             n = m = len(source.x)
-        if (len(mask), len(mask[0]) if mask else 0) == (n, m):
+        if (len(mask), len(mask[0]) if mask else 0) in ((n, m), (1, m)):  # 1×S: one entry per key, for every query
             return mask
         self.notify(_("the cells you masked by hand were cleared: the input has other tokens now "
                       "(ctrl+z brings them back)"), timeout=6)
@@ -274,13 +274,18 @@ class EditingActions(_AppBase):
             return
         request = self.variants
         i, j = self.explorer.cursor
+        block = request.settings.mask_means == "block"  # the mask is kept as typed: 1 = blocked, or 1 = may attend
+        on, off = (0.0, 1.0) if block else (1.0, 0.0)  # (may attend, blocked) as the typed convention writes them
         custom = request.custom_mask
+        shape = (len(custom), len(custom[0]) if custom else 0) if custom is not None else None
+        if custom is not None and shape == (1, cols):  # one row per key: each query gets its own copy to edit
+            custom = [list(custom[0]) for _r in range(rows)]
         fits = custom is not None and (len(custom), len(custom[0]) if custom else 0) == (rows, cols)
-        mask = [list(row) for row in custom] if fits and custom is not None else [[1.0] * cols for _r in range(rows)]
+        mask = [list(row) for row in custom] if fits and custom is not None else [[on] * cols for _r in range(rows)]
         spec = trace.mask_of(trace.stages[view.place])
         kind = [] if spec is None else [r for r in spec.reasons(i, j) if not str(r.text).startswith("custom")]
-        if mask[i][j] == 0.0:
-            mask[i][j] = 1.0
+        if mask[i][j] == off:
+            mask[i][j] = on
             said = Msg("cell {i},{j} unmasked by hand", i=i, j=j) if not kind else Msg(
                 "cell {i},{j} no longer masked by hand, but still masked: {reason}", i=i, j=j, reason=kind[0])
         elif kind:
@@ -288,11 +293,11 @@ class EditingActions(_AppBase):
                             i=i, j=j, reason=kind[0])), timeout=6)
             return
         else:
-            mask[i][j] = 0.0
+            mask[i][j] = off
             said = Msg("cell {i},{j} masked by hand (a custom mask; x again unmasks it, ctrl+z undoes)", i=i, j=j)
         self.push_undo()
-        self.notify(str(said), timeout=4)
-        self.ask(replace(request, custom_mask=None if all(all(row) for row in mask) else mask))
+        self.notify(str(said) + ("  " + _("(the mask is kept as typed: 1 = blocked)") if block else ""), timeout=4)
+        self.ask(replace(request, custom_mask=None if all(v == on for row in mask for v in row) else mask))
 
     # ----- models ------------------------------------------------------------------------
     def on_model_chosen(self, message: ModelChosen) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_tui.core.masks import code_rule_name
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.contract import rows_and_cols
@@ -139,11 +140,12 @@ def from_softmax(weights: Node, found: Found) -> None:
                                   ("query", "key")))
         elif step == "masked":
             assert isinstance(detail, tuple)
-            hidden_ok, fill = detail
+            hidden_ok, fill, held, rule = detail
             allowed = lay.flat(hidden_ok, keep)
-            last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill), ref.origin,
-                                  Msg("M = {source} where the mask allows, {fill} where it does not", source=last,
-                                      fill=f"{fill:g}"), ("query", "key")))
+            formula = Msg("M = {source} where the mask allows, {fill} where it does not   ({convention})",
+                          source=last, fill=f"{fill:g}", convention=code_rule_name(rule))  # as the code reads it
+            last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill, lay.flat(held, keep), rule),
+                                  ref.origin, formula, ("query", "key")))
         elif step == "shifted":
             last = found.add(Role(found.fresh("shifted"), data, GivenOp(Msg("the scores minus their row's largest "
                                                                             "score: softmax is the same, exp cannot "

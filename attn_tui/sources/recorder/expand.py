@@ -138,7 +138,10 @@ def from_sdpa(node: Node, found: Found) -> None:
         allowed_flat = lay.flat(allowed)
         data = found.role(last).data
         masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
-        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf), origin,
+        held = lay.flat(mask.expand(shape).cpu()) if mask is not None and mask.dtype == torch.bool \
+            and not args.get("is_causal") else None  # SDPA's own bool attn_mask: True = may attend
+        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf, held,
+                                                       "sdpa_bool" if held is not None else ""), origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
     found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),
@@ -227,7 +230,17 @@ def from_mha(node: Node, found: Found) -> None:
     last = "scaled"
     if allowed is not None:
         masked = (scores * factor).masked_fill(~allowed.to(scores.device), -math.inf)
-        last = found.add(Role("masked", masked, MaskOp("scaled", allowed, -math.inf), origin,
+        padding = _value(args.get("key_padding_mask"))
+        held = None  # the code's own key_padding_mask (True = blocked), when it is the only mask given
+        converted = padding is not None and padding.dtype != torch.bool and bool(
+            ((padding == 0) | torch.isneginf(padding)).all())  # MHA turns a bool mask into 0 / -inf before this call
+        if padding is not None and (padding.dtype == torch.bool or converted) \
+                and _value(args.get("attn_mask")) is None and not args.get("is_causal"):
+            pad = (padding if padding.dtype == torch.bool else torch.isneginf(padding)).cpu()  # True: as passed
+            held = pad.reshape(batch, 1, 1, keys).expand(batch, heads, length, keys).reshape(batch * heads, length,
+                                                                                             keys)
+        last = found.add(Role("masked", masked, MaskOp("scaled", allowed, -math.inf, held,
+                                                       "key_padding" if held is not None else ""), origin,
                               Msg("M = S' where the masks allow, -∞ where they do not"), ("query", "key")))
     weights = _softmax(_wide(found.role(last).data)).to(scores.dtype)
     returned = node.returned[1] if node.returned is not None and len(node.returned) > 1 else None

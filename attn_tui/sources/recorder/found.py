@@ -56,6 +56,8 @@ class MaskOp:
     source: str
     allowed: torch.Tensor | None  # (n, L, S) bool, True = may attend
     fill: float
+    held: torch.Tensor | None = None  # (n, L, S) the code's own mask values as it holds them (True, 1, -1e9)
+    rule: str = ""  # how the code applies them: one of masks.CODE_RULES (masked_fill where True, additive, …)
 
 
 @dataclass(frozen=True)

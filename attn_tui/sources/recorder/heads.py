@@ -131,8 +131,10 @@ def _merge_op(ops: list[RoleOp], prefixes: list[str], batch: int) -> RoleOp | No
         elif field.name == "offsets" or (field.name == "factor" and any(v != values[0] for v in values)):
             per = [v if isinstance(v, tuple) else (v,) * batch for v in values]  # one per batch item of each head
             changes[field.name] = tuple(per[h][b] for b in range(batch) for h in range(heads))
-        elif kind is MaskOp and field.name == "allowed":
-            if any(v is None for v in values):
+        elif kind is MaskOp and field.name in ("allowed", "held"):
+            if all(v is None for v in values) and field.name == "held":
+                continue
+            if any(v is None for v in values) or any(v.dtype != values[0].dtype for v in values):
                 return None
             changes[field.name] = torch.stack(values, 1).reshape(batch * heads, *values[0].shape[1:])
         elif any(v != values[0] for v in values):

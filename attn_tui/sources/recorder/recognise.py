@@ -196,6 +196,9 @@ class Chain:
             gated = _gate(node, pos)
             if gated is not None and self.steps and self.steps[-1][0] == "masked" \
                     and torch.equal(self.steps[-1][2][0], gated[1]):  # type: ignore[index]
+                kind, at, detail = self.steps[-1]
+                assert isinstance(detail, tuple)
+                self.steps[-1] = (kind, at, (*detail[:2], gated[1].float(), "gate"))  # the code's mask: the 0/1 gate
                 ref = operand_ref(node, gated[0], pos)  # `scores * mask + (1 - mask) * -1e9`: one masking
                 continue
             per_slice = _per_slice_scale(node, pos)
@@ -217,30 +220,34 @@ class Chain:
         return "given", ref
 
     def _masking(self, node: Node, ref: Ref) -> Ref | None:
+        """`masked_fill`, `scores[mask] = fill` or `where`: the blocked cells, the fill, and the code's own mask
+        values with the rule that reads them (True = blocked for masked_fill, True = kept for where(mask, x, …))."""
         args = list(node.inputs) + [node.kwargs.get(k) for k in ("mask", "value") if k in node.kwargs]
         pos = ref.index
         if node.name == "masked_fill" and len(args) >= 3 and isinstance(args[1], Node):
-            fill, hidden, source = _fill(args[2]), _spread(node, args[1], pos).bool(), args[0]
+            held = _spread(node, args[1], pos)
+            fill, hidden, source, rule = _fill(args[2]), held.bool(), args[0], "masked_fill"
         elif node.name == "setitem" and len(args) >= 3 and isinstance(args[1], Node) \
                 and args[1].value.dtype == torch.bool:
-            fill, source = _fill(args[2]), args[0]
+            fill, source, rule = _fill(args[2]), args[0], "setitem"
             try:
-                hidden = args[1].value.expand(node.value.shape).reshape(-1)[pos]
+                held = hidden = args[1].value.expand(node.value.shape).reshape(-1)[pos]
             except RuntimeError:
                 return None
         elif node.name == "where" and len(args) >= 3 and isinstance(args[0], Node):
-            cond = _spread(node, args[0], pos).bool()
+            held = _spread(node, args[0], pos)
+            cond = held.bool()
             if isinstance(args[1], Node) and _fill(args[2]) is not None:
-                fill, hidden, source = _fill(args[2]), ~cond, args[1]
+                fill, hidden, source, rule = _fill(args[2]), ~cond, args[1], "where_keep"
             elif isinstance(args[2], Node) and _fill(args[1]) is not None:
-                fill, hidden, source = _fill(args[1]), cond, args[2]
+                fill, hidden, source, rule = _fill(args[1]), cond, args[2], "where_fill"
             else:
                 return None
         else:
             return None
         if fill is None or not isinstance(source, Node):
             return None
-        self.steps.append(("masked", ref, (~hidden, fill)))
+        self.steps.append(("masked", ref, (~hidden, fill, held, rule)))
         return operand_ref(node, source, pos)
 
     def _added(self, node: Node, ref: Ref) -> Ref | None:
@@ -256,7 +263,7 @@ class Chain:
             source, other = b, a  # `mask + scores`, the mask as large as the scores
         spread = _spread(node, other, pos)
         if _mask_like(spread):
-            self.steps.append(("masked", ref, (spread == 0, float(spread.min()))))
+            self.steps.append(("masked", ref, (spread == 0, float(spread.min()), spread, "additive")))
         else:
             self.steps.append(("biased", ref, operand_ref(node, other, pos)))
         return operand_ref(node, source, pos)

@@ -185,8 +185,10 @@ class Explorer(Vertical):
         self._fit_panels()
         lo, hi = view.grid.finite_range()
         masking = trace.masking(stage)
+        spec = getattr(masking, "mask", None)
         self.query_one("#legend", Static).update(legend(grid_scale(view.grid), lo, hi, view.grid.marks(),
-                                                        masking.fill if masking is not None else "-inf"))
+                                                        masking.fill if masking is not None else "-inf",
+                                                        "" if spec is None else spec.legend_note()))
         self._explain()
         if self.panel == "compare":
             self.view_b = draw_compare(self, view)
@@ -230,7 +232,9 @@ class Explorer(Vertical):
 
     def _explain(self) -> None:
         if self.view is not None and self.trace is not None:
-            self.query_one(Explanation).show(self.view.name, self.trace.meta.explains)
+            masking = self.trace.masking(self.trace.stages[self.view.place])
+            given = getattr(getattr(masking, "mask", None), "given_as", lambda: "")()  # a mask typed another way
+            self.query_one(Explanation).show(self.view.name, ((given,) if given else ()) + self.trace.meta.explains)
 
     # ----- moving --------------------------------------------------------------------------
     def stage_names(self) -> list[str]:

@@ -23,6 +23,7 @@ from textual.widgets import Checkbox, Input, Label, Select
 from attn_tui.core.settings import DEVICE_NAMES as DEVICES
 from attn_tui.core.settings import DTYPE_NAMES as DTYPES
 from attn_tui.core.settings import FILL_NAMES as FILLS
+from attn_tui.core.settings import MASK_MEANS_NAMES as MASK_MEANS
 from attn_tui.core.settings import MASK_NAMES as MASKS
 from attn_tui.core.settings import PROJECTION_NAMES as PROJECTIONS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
@@ -31,8 +32,8 @@ from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MO
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 
-_SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES,
-            "projection": PROJECTIONS}
+_SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "mask_means": MASK_MEANS,
+            "device": DEVICES, "dtype": DTYPES, "projection": PROJECTIONS}
 _NUMBERS: dict[str, Literal["integer", "number"]] = {
     "dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number", "pad_keys": "integer",
     "kv_heads": "integer", "rope_base": "number", "window": "integer", "tile": "integer"}
@@ -41,12 +42,13 @@ LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path"), "var
           "projection": NP_("setting", "proj"), "dim": NP_("setting", "dim"), "heads": NP_("setting", "heads"),
           "layer": NP_("setting", "layer"), "head": NP_("setting", "head"), "target": NP_("setting", "target"),
           "forcing": NP_("setting", "forcing"), "mask": NP_("setting", "mask"), "pad_keys": NP_("setting", "pad keys"),
-          "mask_fill": NP_("setting", "fill"), "positional": NP_("setting", "pos enc"),
+          "mask_fill": NP_("setting", "fill"),
+          "mask_means": NP_("setting", "1 means"), "positional": NP_("setting", "pos enc"),
           "temperature": NP_("setting", "temp"), "seed": NP_("setting", "seed"), "device": NP_("setting", "device"),
           "used": NP_("setting", "used"), "dtype": NP_("setting", "dtype"), "kv_heads": NP_("setting", "kv heads"),
           "rope_base": NP_("setting", "θ base"), "window": NP_("setting", "window"), "tile": NP_("setting", "tile")}
 OWN = ("kv_heads", "rope_base", "tile", "window")  # one variant's (or the sliding mask's) knob: hidden elsewhere
-GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "positional", "seed", *OWN)
+GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "mask_means", "positional", "seed", *OWN)
 LIMITS = {"dim": 4096, "heads": 64, "kv_heads": 64, "window": 100_000, "tile": 100_000}  # as the command line's
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
@@ -123,6 +125,10 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                              "variant-only")
         yield from self._row("mask_fill", Select([(f, f) for f in FILLS], value=s.mask_fill, allow_blank=False,
                                                  compact=True, id="set-mask_fill"), "variant-only")
+        # What a 1 of a custom mask means (attend: torch's SDPA; block: 1 = padding): shown while a mask is in play.
+        yield from self._row("mask_means", Select([(m, m) for m in MASK_MEANS], value=s.mask_means,
+                                                  allow_blank=False, compact=True, id="set-mask_means"),
+                             "variant-only own")
         yield from self._row("positional", Checkbox(_("sinusoidal"), s.positional, compact=True,
                                                     id="set-positional"), "variant-only")
         yield from self._row("temperature", Input(f"{s.temperature:g}", type="number", compact=True,
