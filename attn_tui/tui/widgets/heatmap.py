@@ -116,8 +116,10 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         if self.grid is None or lay is None:
             return
         row, col = self.cursor
-        x = lay.label_width + col * lay.cell_width
-        region = Region(x, lay.header_height + row, lay.cell_width, 1)
+        # In scroll coordinates a cell starts at (col · width, row): the label column and the header stay put
+        # over the scrolled matrix, so the region reaches past the cell by their size on the far side; placed
+        # at the label column's end instead, column 0 (and row 0) could stay scrolled under the labels.
+        region = Region(col * lay.cell_width, row, lay.cell_width + lay.label_width, 1 + lay.header_height)
         self.scroll_to_region(region, animate=False, spacing=None, immediate=True)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:

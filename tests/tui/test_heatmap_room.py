@@ -1,0 +1,67 @@
+"""Numbers where there is room, labels always: a heatmap wider than its pane keeps its numbers and scrolls,
+and its first row and column can always be scrolled back to (they once stayed under the labels)."""
+
+from __future__ import annotations
+
+import pytest
+
+from attn_tui.tui.widgets.heatmap import Heatmap
+from tests.tui.helpers import model_app, sample_app, settle
+
+pytestmark = pytest.mark.slow
+
+
+def _line(heatmap: Heatmap, y: int) -> str:
+    return heatmap.render_line(y).text
+
+
+async def test_the_first_row_comes_back_into_view_after_scrolling_away() -> None:
+    app = sample_app("long_paragraph")
+    async with app.run_test(size=(90, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("8")  # weights of 70-odd tokens, scrolled both ways
+        heatmap = app.query_one(Heatmap)
+        lay = heatmap.layout_info
+        await pilot.press(*["down"] * 40, "shift+right")
+        await pilot.pause()
+        assert heatmap.scroll_offset.y > 0
+        await pilot.press(*["up"] * 40, "shift+left")
+        await pilot.pause()
+        assert app.cursor == (0, 0) and tuple(heatmap.scroll_offset) == (0, 0)
+        first = app.trace.query_tokens[0]
+        assert _line(heatmap, lay.header_height)[:lay.label_width].strip() == first[:lay.label_width - 1]
+        assert "▶" in _line(heatmap, lay.header_height)[lay.label_width:lay.label_width + lay.cell_width]
+
+
+async def test_a_query_wider_than_its_pane_keeps_its_numbers_and_scrolls_with_its_labels() -> None:
+    app = sample_app("korean", dim=24)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        app.go_to_stage(app.stage_names().index("query"))
+        await pilot.pause()
+        heatmap = app.query_one(Heatmap)
+        lay = heatmap.layout_info
+        assert app.view.grid.cols == 24 and lay.show_values and lay.width > heatmap.size.width
+        await pilot.press(*["shift+right"] * 23)
+        await pilot.pause()
+        assert heatmap.scroll_offset.x > 0
+        header = _line(heatmap, 0)
+        assert "d23" in header and "d0 " not in header  # the last column's label scrolled in, the first's out
+        row = _line(heatmap, lay.header_height)
+        assert f"{app.view.grid.value(0, 23):.{lay.digits}f}" in row  # its number, not colour only
+        await pilot.press(*["shift+left"] * 23)
+        await pilot.pause()
+        assert heatmap.scroll_offset.x == 0 and "d0" in _line(heatmap, 0)
+
+
+@pytest.mark.models
+async def test_minilms_first_query_column_is_drawn_and_reachable() -> None:
+    app = model_app("minilm", "the cat sat on the mat")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        heatmap = app.query_one(Heatmap)
+        assert app.view.name == "query" and app.view.grid.col_labels[0] == "d0"
+        assert _line(heatmap, 0).split()[1] == "d0"  # the first column after the corner, not d1
+        await pilot.press(*["shift+right"] * 31, *["shift+left"] * 31)
+        await pilot.pause()
+        assert heatmap.scroll_offset.x == 0 and _line(heatmap, 0).split()[1] == "d0"
