@@ -65,3 +65,22 @@ async def test_minilms_first_query_column_is_drawn_and_reachable() -> None:
         await pilot.press(*["shift+right"] * 31, *["shift+left"] * 31)
         await pilot.pause()
         assert heatmap.scroll_offset.x == 0 and _line(heatmap, 0).split()[1] == "d0"
+
+
+def _visible_text(widget) -> str:
+    """What the widget shows on screen now: its lines as painted, nothing below its visible height."""
+    from textual.geometry import Region
+
+    return "\n".join(strip.text for strip in widget.render_lines(Region(0, 0, *widget.size)))
+
+
+async def test_a_long_caption_wraps_whole_under_the_stage_bar() -> None:
+    app = model_app("transformer-dates", "26년 11월 22일 일요일", layer=1, head=0)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        app.go_to_stage(app.stage_names().index("enc_attn.weights"))  # five lines of stages, then the caption
+        await pilot.pause()
+        shown = " ".join(_visible_text(app.query_one("#stage-bar")).split())
+        assert "7·weights" in shown and "softmax(M)" in shown  # the stages and the formula
+        assert "encoder self-attention, before the first decoder step" in shown  # wrapped, not cut
+        assert "layer 1, head 0" in shown and "rows sum to 1" in shown  # and the notes after it
