@@ -42,8 +42,12 @@ async def test_a_query_wider_than_its_pane_keeps_its_numbers_and_scrolls_with_it
         heatmap = app.query_one(Heatmap)
         lay = heatmap.layout_info
         assert app.view.grid.cols == 24 and lay.show_values and lay.width > heatmap.size.width
-        await pilot.press(*["shift+right"] * 23)
+        await pilot.press(*["shift+right"] * 22)
         await pilot.pause()
+        before = heatmap.lines_built
+        await pilot.press("shift+right")  # a move that scrolls: every line in view again, never more
+        await pilot.pause()
+        assert 0 < heatmap.lines_built - before <= heatmap.size.height
         assert heatmap.scroll_offset.x > 0
         header = _line(heatmap, 0)
         assert "d23" in header and "d0 " not in header  # the last column's label scrolled in, the first's out
@@ -84,3 +88,24 @@ async def test_a_long_caption_wraps_whole_under_the_stage_bar() -> None:
         assert "7·weights" in shown and "softmax(M)" in shown  # the stages and the formula
         assert "encoder self-attention, before the first decoder step" in shown  # wrapped, not cut
         assert "layer 1, head 0" in shown and "rows sum to 1" in shown  # and the notes after it
+
+
+async def test_a_long_compare_title_wraps_and_the_three_matrices_stay_side_by_side() -> None:
+    from attn_tui.tui.widgets.compare_view import CompareView
+    from tests.tui.test_compare import _compare
+
+    app = model_app("seq2seq-dates", "26년 11월 22일 일요일", target="2026-11-22")
+    async with app.run_test(size=(110, 36)) as pilot:
+        await settle(pilot)
+        await _compare(pilot, "model")
+        await pilot.press(*["right"] * 20)  # steps on: B − A's title counts the steps that agree
+        await pilot.pause()
+        view = app.query_one(CompareView)
+        titles = list(view.query(".compare-title"))
+        assert "same strongest input at" in " ".join(_visible_text(titles[2]).split()) and " steps" in \
+            _visible_text(titles[2])  # whole, on a second line
+        assert {t.size.height for t in titles} == {2}
+        assert len({view.heatmap(side).region.y for side in ("a", "b", "diff")}) == 1  # rows side by side
+        await pilot.resize_terminal(160, 36)  # wide enough for one line
+        await pilot.pause()
+        assert {t.size.height for t in titles} == {1}

@@ -31,7 +31,7 @@ class CompareView(Horizontal):
     DEFAULT_CSS = """
     CompareView { height: 1fr; }
     CompareView > Vertical { width: 1fr; height: 1fr; margin: 0 1 0 0; }
-    CompareView .compare-title { height: 1; text-style: bold; }
+    CompareView .compare-title { height: 1; text-style: bold; }  /* 2 when a title wraps: see fit_titles */
     CompareView .compare-legend { height: 1; }
     CompareView #compare-foot { dock: bottom; height: auto; width: 100%; margin: 0; }
     CompareView #compare-scale { height: auto; max-height: 2; color: $text-muted; }
@@ -52,6 +52,21 @@ class CompareView(Horizontal):
 
     def heatmap(self, side: str) -> Heatmap:
         return self.query_one(f"#compare-{side}-map", Heatmap)
+
+    def title_lines(self) -> int:
+        """Lines the longest of the three titles wraps to in its panel's width (at most two): every title
+        takes as many, so the three matrices' rows stay side by side."""
+        width = self.query_one("#compare-a", Vertical).size.width
+        if width <= 0:
+            return 1
+        titles = [t.content for t in self.query(".compare-title").results(Static)]
+        wrapped = [len(t.wrap(self.app.console, width)) for t in titles if isinstance(t, Text) and t.plain]
+        return max(1, min(2, max(wrapped, default=1)))
+
+    def fit_titles(self) -> None:
+        lines = self.title_lines()
+        for title in self.query(".compare-title").results(Static):
+            title.styles.height = lines
 
     def show(self, titles: dict[str, Text | str], grids: dict[str, Grid | None], messages: dict[str, str],
              note: str = "", shared: bool = True) -> None:
@@ -86,8 +101,9 @@ class CompareView(Horizontal):
 
     @property
     def chrome(self) -> int:
-        """Lines besides the heatmaps: a title, a legend and the scale line, and the note when there is one."""
-        return 3 + (2 if self.has_class("-noted") else 0)
+        """Lines besides the heatmaps: a title (one line or two), a legend and the scale line, and the note when
+        there is one."""
+        return self.title_lines() + 2 + (2 if self.has_class("-noted") else 0)
 
     def move_cursor_by(self, d_row: int, d_col: int) -> None:
         a = self.heatmap("a")

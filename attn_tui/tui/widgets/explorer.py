@@ -222,6 +222,11 @@ class Explorer(Vertical):
         origin = trace.stages[view.place].origin or ""
         self.query_one(Inspector).show(where, arithmetic, other, origin)
 
+    def on_resize(self) -> None:
+        """A new width may wrap compare's titles to another number of lines."""
+        if self.panel == "compare":
+            self._fit_panels()
+
     def on_heatmap_height_changed(self, message: Heatmap.HeightChanged) -> None:
         """A heatmap laid out again for its real width (compare's three, once placed) may need fewer lines."""
         message.stop()
@@ -355,6 +360,7 @@ class Explorer(Vertical):
             switcher.styles.max_height = own.styles.max_height
         elif self.panel == "compare":
             compare = self.query_one(CompareView)
+            compare.fit_titles()
             tallest = compare.tallest()
             switcher.styles.max_height = None if tallest is None else tallest + compare.chrome
         else:
