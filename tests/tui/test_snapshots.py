@@ -93,6 +93,19 @@ def test_compare_positions_each_panel_on_its_own_scale(snap_compare) -> None:
     assert snap_compare(sample_app("korean"), terminal_size=(130, 40), run_before=run_before)
 
 
+def test_compare_in_korean_says_which_scale_on_two_lines(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        from tests.tui.test_compare import _compare
+
+        await settle(pilot)
+        await pilot.press("t")
+        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        await _compare(pilot, "positional")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
+
+
 def test_query_wider_than_the_pane_keeps_its_numbers_scrolled_to_its_last_column(snap_compare) -> None:
     assert snap_compare(sample_app("korean", dim=24), terminal_size=(100, 32),
                         run_before=_at_stage("query", *["shift+right"] * 23))

@@ -57,11 +57,14 @@ class CompareView(Horizontal):
         """Lines the longest of the three titles wraps to in its panel's width (at most two): every title
         takes as many, so the three matrices' rows stay side by side."""
         width = self.query_one("#compare-a", Vertical).size.width
-        if width <= 0:
+        return max([self._lines(t, width) for t in self.query(".compare-title").results(Static)], default=1)
+
+    def _lines(self, static: Static, width: int, most: int = 2) -> int:
+        """Lines a static's text wraps to in `width` cells, one to `most`."""
+        text = static.content
+        if width <= 0 or not isinstance(text, Text) or not text.plain:
             return 1
-        titles = [t.content for t in self.query(".compare-title").results(Static)]
-        wrapped = [len(t.wrap(self.app.console, width)) for t in titles if isinstance(t, Text) and t.plain]
-        return max(1, min(2, max(wrapped, default=1)))
+        return max(1, min(most, len(text.wrap(self.app.console, width))))
 
     def fit_titles(self) -> None:
         lines = self.title_lines()
@@ -101,9 +104,10 @@ class CompareView(Horizontal):
 
     @property
     def chrome(self) -> int:
-        """Lines besides the heatmaps: a title (one line or two), a legend and the scale line, and the note when
-        there is one."""
-        return self.title_lines() + 2 + (2 if self.has_class("-noted") else 0)
+        """Lines besides the heatmaps: a title and the scale line (one line or two each), a legend, and the note
+        when there is one."""
+        scale = self._lines(self.query_one("#compare-scale", Static), self.size.width)  # one line, or two
+        return self.title_lines() + 1 + scale + (2 if self.has_class("-noted") else 0)
 
     def move_cursor_by(self, d_row: int, d_col: int) -> None:
         a = self.heatmap("a")
