@@ -109,3 +109,9 @@ async def test_a_long_compare_title_wraps_and_the_three_matrices_stay_side_by_si
         await pilot.resize_terminal(160, 36)  # wide enough for one line
         await pilot.pause()
         assert {t.size.height for t in titles} == {1}
+        a, b = view.heatmap("a").grid, view.heatmap("b").grid
+        assert a.finite_range() == b.finite_range()  # two date models: one scale, as for any comparison
+        await pilot.press("s")
+        await pilot.pause()
+        a, b = view.heatmap("a").grid, view.heatmap("b").grid
+        assert a.finite_range() != b.finite_range() and a.finite_range()[1] == float(a.values[:a.filled_rows].max())
