@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import Msg
-from attn_tui.present.grid import Grid, GridStats
+from attn_tui.present.grid import Grid, GridStats, one_scale
 from attn_tui.present.model_view import alignment_grid, alignment_stage, filled_rows
 from attn_tui.present.stage_view import StageView, shape_line
 
@@ -102,9 +102,10 @@ def strongest(grid: Grid, rows: int) -> list[int]:
 
 
 def side_by_side(a: Trace, b: Trace, name: str, step: int | None, module: str | None, layer: int,
-                 head: int | None) -> SideBySide:
+                 head: int | None, shared: bool = True) -> SideBySide:
     """A at stage `name` of decoder `step` (in `module`), and B as far: the transformer's alignment is that of
-    `layer` and `head` (None: the mean over its heads), whichever side it is on.
+    `layer` and `head` (None: the mean over its heads), whichever side it is on; `shared`: both on one
+    colour scale (else each on its own).
 
     B has as many rows as A has reached; when A has reached the end, B shows all of its own.
     """
@@ -115,18 +116,18 @@ def side_by_side(a: Trace, b: Trace, name: str, step: int | None, module: str | 
     steps = min(filled_a, filled_b)
     same = tuple(t for t, (i, j) in enumerate(zip(strongest(a_view.grid, steps), strongest(b_view.grid, steps)))
                  if i == j)
-    a_view, b_view = _one_scale(a_view, b_view)
+    if shared:
+        a_view, b_view = _one_scale(a_view, b_view)
     diff = _diff(a_view.grid, b_view.grid, steps)
     return SideBySide(a_view, b_view, diff, describe(a, layer, head, short=True), describe(b, layer, head, short=True),
                       describe(a, layer, head), describe(b, layer, head), steps, same, a.query_tokens)
 
 
 def _one_scale(a: StageView, b: StageView) -> tuple[StageView, StageView]:
-    """Both alignments on one colour scale (0 to the larger of their largest weights so far), so the same
-    colour is the same weight on either side."""
-    hi = max(a.grid.finite_range()[1], b.grid.finite_range()[1]) or 1.0
-    stats = GridStats(0.0, hi, frozenset())
-    return (replace(a, grid=replace(a.grid, stats=stats)), replace(b, grid=replace(b.grid, stats=stats)))
+    """Both alignments on one colour scale (weights: 0 to the larger of their largest weights so far), so the
+    same colour is the same weight on either side."""
+    a_grid, b_grid = one_scale(a.grid, b.grid)
+    return replace(a, grid=a_grid), replace(b, grid=b_grid)
 
 
 def _diff(a: Grid, b: Grid, filled: int) -> Grid | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from attn_tui.present.text import printable_labels
@@ -210,3 +210,12 @@ class Grid:
         if np.isposinf(drawn).any():
             found.add("+inf")
         return found
+
+
+def one_scale(a: Grid, b: Grid) -> tuple[Grid, Grid]:
+    """A and B on one colour range, the union of their finite ranges, so one colour is one value on either
+    side (compare mode; B − A keeps its own, symmetric about 0). Each keeps its own marks."""
+    (a_lo, a_hi), (b_lo, b_hi) = a.finite_range(), b.finite_range()
+    lo, hi = min(a_lo, b_lo), max(a_hi, b_hi)
+    return (replace(a, stats=GridStats(lo, hi, frozenset(a.marks()))),
+            replace(b, stats=GridStats(lo, hi, frozenset(b.marks()))))

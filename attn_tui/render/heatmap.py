@@ -4,8 +4,9 @@ Everything works one terminal line at a time and only on the columns asked for, 
 widget can draw what is visible and nothing else. Widths are terminal cells
 (`rich.cells`), never characters: Korean tokens are two cells wide.
 
-Two kinds of cell: values (the number on its colour) when the columns are few enough,
-colour only (one to five cells wide) when they are not. Either way each row has its
+Two kinds of cell: values (the number on its colour) when the columns are few enough to
+read, scrolling sideways when the pane is narrower than they are, and colour only (one to
+five cells wide) when there are too many to read. Either way each row has its
 label; column labels go in a header of one or two lines, placed greedily where they fit,
 the cursor's column always first and whole.
 """
@@ -87,8 +88,9 @@ def stage_digits(lo: float, hi: float, width: int) -> int | None:
 def layout_for(grid: Grid, available: int) -> Layout:
     """Values when the columns are few enough to read, colour only otherwise; always one row per line.
 
-    Values mode widens cells to fit the longest column label, narrows them to colour
-    only when that keeps the whole matrix in view, and scrolls when even that cannot.
+    Values mode widens cells to fit the longest column label and, when the pane cannot
+    hold every column, keeps the numbers and scrolls (the labels stay in place): a
+    reader of a 32-wide query wants its numbers, not a colour-only strip of all of it.
     """
     label = min(MAX_LABEL_WIDTH, widest(grid.row_labels)) + 1
     cols = max(1, grid.cols)
@@ -98,19 +100,10 @@ def layout_for(grid: Grid, available: int) -> Layout:
     longest = widest(grid.col_labels) + 1
     ideal = max(VALUE_WIDTH, min(MAX_CELL_WIDTH, longest))
     fit = (available - label) // cols
-    if fit >= ideal:
-        width = ideal
-    elif fit >= VALUE_WIDTH:
-        width = VALUE_WIDTH
-    elif fit >= 3:
-        width = fit  # colour only, but the whole matrix in view
-    else:
-        width = VALUE_WIDTH  # too many columns even for colour: scroll instead
-    values = width >= VALUE_WIDTH
+    width = ideal if fit >= ideal else VALUE_WIDTH  # narrower than the pane: numbers, scrolling
     header = 1 if longest <= width else 2  # a second line carries whole labels where they fit
     lo, hi = grid.finite_range()
-    return Layout(label, width, header, grid.rows, values, grid.cols,
-                  stage_digits(lo, hi, width - 1) if values else None)
+    return Layout(label, width, header, grid.rows, True, grid.cols, stage_digits(lo, hi, width - 1))
 
 
 def _fit(text: str, width: int, align: str) -> str:

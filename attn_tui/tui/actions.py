@@ -127,8 +127,9 @@ class NavigationActions(_AppBase):
 
     def action_toggle_scale(self) -> None:
         self.explorer.toggle_scale()
-        if self.explorer.panel != "heads":
-            self.notify(_("s sets the colour scale of the heads panel (g): it applies there"), timeout=3)
+        if self.explorer.panel not in ("heads", "compare"):
+            self.notify(_("s sets the colour scale of the heads panel (g) and of compare (c): it applies there"),
+                        timeout=3)
 
     def action_toggle_rollout(self) -> None:
         if self.shown is None or self.shown.summary is None:

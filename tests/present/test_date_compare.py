@@ -104,3 +104,16 @@ def test_the_choices_offer_every_other_date_model_and_the_transformers_mean() ->
     assert all(c.b_ask(transformer) == ModelInput(dict(c.change)["name"], TEXT, target=TARGET) for c in chosen)
     assert all(c.fits(transformer) and not c.fits(ModelInput("minilm", TEXT)) for c in chosen)
     assert not chosen[0].fits(chosen[0].b_ask(transformer))  # A switched to B's model: nothing to compare
+
+
+def test_both_alignments_share_one_colour_range_unless_asked_for_their_own() -> None:
+    gru, transformer = _traces()
+    own = side_by_side(gru, transformer, "weights", 5, None, 1, 2, shared=False)
+    shared = side_by_side(gru, transformer, "weights", 5, None, 1, 2)
+    ours, theirs = gru.tensor("alignment")[:6], transformer.tensor("alignment", 1, 2, None, "cross_attn")[:6]
+    assert own.a.grid.finite_range() == pytest.approx((float(ours.min()), float(ours.max())))  # rows reached
+    assert own.b.grid.finite_range() == pytest.approx((float(theirs.min()), float(theirs.max())))
+    both = (min(float(ours.min()), float(theirs.min())), max(float(ours.max()), float(theirs.max())))
+    assert shared.a.grid.finite_range() == shared.b.grid.finite_range() == pytest.approx(both)
+    assert shared.diff is not None and shared.diff.finite_range() == own.diff.finite_range()  # B − A: its own
+    assert np.array_equal(shared.a.grid.values, own.a.grid.values)  # the colours change, never the numbers

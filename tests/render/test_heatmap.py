@@ -103,10 +103,14 @@ def test_one_precision_for_the_whole_stage() -> None:
     assert len(decimals) == 1  # 0.12, 12.50, -3.00 …: the same number of decimals everywhere
 
 
-def test_narrow_space_drops_values_but_keeps_colour() -> None:
-    grid = Grid([[0.5] * 12 for _ in range(4)], tuple("abcd"), tuple(f"k{j}" for j in range(12)))
-    lay = layout_for(grid, 50)
-    assert not lay.show_values and lay.cell_width >= 3
+def test_narrow_space_keeps_the_numbers_and_scrolls_instead_of_turning_to_colour_only() -> None:
+    grid = Grid([[0.5 + j for j in range(12)] for _ in range(4)], tuple("abcd"), tuple(f"k{j}" for j in range(12)))
+    lay = layout_for(grid, 50)  # 12 columns of 6 cells do not fit in 50
+    assert lay.show_values and lay.cell_width == 6 and lay.width > 50
+    cells = line_segments(grid, grid_scale(grid), lay, 0, 7, 9, None)  # two columns far right, and only those
+    assert [_text([s]).strip() for s in cells] == ["7.50", "8.50"]
+    header = header_lines(grid, lay, 7, 9, None)
+    assert _text(header[0]).split() == ["k7", "k8"]  # the columns scrolled to keep their labels
 
 
 def test_small_multiples_carry_token_labels_and_a_given_scale() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import torch
 from textual.widgets import OptionList
 
@@ -86,3 +88,54 @@ async def test_the_choices_fit_the_ask() -> None:
     assert {"scale", "mask"} <= keys and "fill" not in keys and "projection" not in keys  # no mask, typed Q/K/V
     dates = load_samples()["dates_english"].model
     assert {c.key for c in comparisons(dates, 1, 0)} == {"teacher", "model"}  # model: another date model as B
+
+
+async def test_a_and_b_share_one_colour_scale_and_s_gives_each_panel_its_own() -> None:
+    from attn_tui.render.heatmap import grid_scale
+
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.run_action("stage(4)")  # scores: signed, and positions change their range
+        await _compare(pilot, "positional")
+        view = app.query_one(CompareView)
+        a_own = app.view.grid.values  # A's scores as the stage holds them
+        b_own = compute(app.comparison.b_ask(app.wanted)).tensor("scores").double().numpy()
+        both = (min(a_own.min(), b_own.min()), max(a_own.max(), b_own.max()))
+        a, b, diff = (view.heatmap(side).grid for side in ("a", "b", "diff"))
+        assert a.finite_range() == b.finite_range() == pytest.approx(both)
+        assert grid_scale(a) == grid_scale(b)  # one colour is one value in A and in B
+        bound = float(abs(b_own - a_own).max())
+        assert grid_scale(diff).lo == pytest.approx(-bound) and grid_scale(diff).hi == pytest.approx(bound)
+        assert "share one colour scale" in str(view.query_one("#compare-scale").render())
+        await pilot.press("s")
+        await pilot.pause()
+        a, b, diff_own = (view.heatmap(side).grid for side in ("a", "b", "diff"))
+        assert a.finite_range() == pytest.approx((a_own.min(), a_own.max()))
+        assert b.finite_range() == pytest.approx((b_own.min(), b_own.max()))
+        assert grid_scale(a) != grid_scale(b) and grid_scale(diff_own) == grid_scale(diff)
+        assert np.array_equal(a.values, a_own)  # the numbers stay; only the colours change
+        assert "each on its own colour scale" in str(view.query_one("#compare-scale").render())
+        assert not app.notices  # s applies here: nothing to explain
+        await pilot.press("s")
+        await pilot.pause()
+        assert grid_scale(view.heatmap("a").grid) == grid_scale(view.heatmap("b").grid)
+
+
+async def test_compare_panes_narrower_than_the_stage_show_numbers_and_scroll_together() -> None:
+    app = sample_app("korean", dim=24)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.run_action("stage(1)")  # query: 24 columns in a third of the screen
+        await _compare(pilot, "positional")
+        view = app.query_one(CompareView)
+        a = view.heatmap("a")
+        assert a.layout_info.show_values and a.layout_info.width > a.size.width
+        await pilot.press(*["shift+right"] * 23)
+        await pilot.pause()
+        for side in ("a", "b", "diff"):
+            heatmap = view.heatmap(side)
+            lay = heatmap.layout_info
+            assert heatmap.scroll_offset.x > 0 and "d23" in heatmap.render_line(0).text
+            value = heatmap.grid.value(0, 23)
+            assert f"{value:.{lay.digits}f}" in heatmap.render_line(lay.header_height).text

@@ -80,6 +80,37 @@ def test_compare_fill_minus_inf_against_minus_1e9(snap_compare) -> None:
                         run_before=run_before)
 
 
+def test_compare_positions_each_panel_on_its_own_scale(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        from tests.tui.test_compare import _compare
+
+        await settle(pilot)
+        pilot.app.go_to_stage(pilot.app.stage_names().index("scores"))
+        await _compare(pilot, "positional")
+        await pilot.press("s")  # A, B and B − A each on its own range, the line under them says so
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(130, 40), run_before=run_before)
+
+
+def test_compare_in_korean_says_which_scale_on_two_lines(snap_compare) -> None:
+    async def run_before(pilot) -> None:
+        from tests.tui.test_compare import _compare
+
+        await settle(pilot)
+        await pilot.press("t")
+        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        await _compare(pilot, "positional")
+        await pilot.pause()
+
+    assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
+
+
+def test_query_wider_than_the_pane_keeps_its_numbers_scrolled_to_its_last_column(snap_compare) -> None:
+    assert snap_compare(sample_app("korean", dim=24), terminal_size=(100, 32),
+                        run_before=_at_stage("query", *["shift+right"] * 23))
+
+
 def test_korean_mode(snap_compare) -> None:
     assert snap_compare(sample_app("korean"), terminal_size=(120, 40),
                         run_before=_at_stage("weights", "t", "down"))
@@ -138,6 +169,12 @@ def test_minilm_layer_by_head_grid(snap_compare) -> None:
 
     assert snap_compare(model_app("minilm", "the cat sat", layer=2, head=5), terminal_size=(100, 32),
                         run_before=run_before)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs attn-tui[models]")
+def test_minilm_query_from_its_first_column(snap_compare) -> None:
+    assert snap_compare(model_app("minilm", "the cat sat on the mat"), terminal_size=(120, 40),
+                        run_before=_at_stage("query", *["shift+right"] * 31, *["shift+left"] * 31))
 
 
 def test_seq2seq_finished_alignment(snap_compare) -> None:

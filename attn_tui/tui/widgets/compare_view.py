@@ -17,21 +17,33 @@ from attn_tui.tui.widgets.heatmap import Heatmap
 SIDES = ("a", "b", "diff")
 
 
+def scale_line(shared: bool) -> Text:
+    """Which colour scales the three panels use, and the key that switches them."""
+    if shared:
+        return Text(_("A and B share one colour scale; B − A has its own, symmetric about 0 (s: a scale per "
+                      "panel)"))
+    return Text(_("A, B and B − A each on its own colour scale (s: one scale for A and B)"))
+
+
 class CompareView(Horizontal):
     """Three heatmaps; moving the cursor in any of them moves it in all, and the explorer hears one move."""
 
     DEFAULT_CSS = """
     CompareView { height: 1fr; }
     CompareView > Vertical { width: 1fr; height: 1fr; margin: 0 1 0 0; }
-    CompareView .compare-title { height: 1; text-style: bold; }
+    CompareView .compare-title { height: 1; text-style: bold; }  /* 2 when a title wraps: see fit_titles */
     CompareView .compare-legend { height: 1; }
-    CompareView #compare-note { display: none; dock: bottom; height: auto; max-height: 2; width: 100%; }
+    CompareView #compare-foot { dock: bottom; height: auto; width: 100%; margin: 0; }
+    CompareView #compare-scale { height: auto; max-height: 2; color: $text-muted; }
+    CompareView #compare-note { display: none; height: auto; max-height: 2; }
     CompareView.-noted #compare-note { display: block; }
     CompareView Heatmap { height: 1fr; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="compare-note")
+        with Vertical(id="compare-foot"):  # under the three: which scales they use, and the two models' note
+            yield Static("", id="compare-scale")
+            yield Static("", id="compare-note")
         for side in SIDES:
             with Vertical(id=f"compare-{side}"):
                 yield Static("", classes="compare-title")
@@ -41,12 +53,32 @@ class CompareView(Horizontal):
     def heatmap(self, side: str) -> Heatmap:
         return self.query_one(f"#compare-{side}-map", Heatmap)
 
+    def title_lines(self) -> int:
+        """Lines the longest of the three titles wraps to in its panel's width (at most two): every title
+        takes as many, so the three matrices' rows stay side by side."""
+        width = self.query_one("#compare-a", Vertical).size.width
+        return max([self._lines(t, width) for t in self.query(".compare-title").results(Static)], default=1)
+
+    def _lines(self, static: Static, width: int, most: int = 2) -> int:
+        """Lines a static's text wraps to in `width` cells, one to `most`."""
+        text = static.content
+        if width <= 0 or not isinstance(text, Text) or not text.plain:
+            return 1
+        return max(1, min(most, len(text.wrap(self.app.console, width))))
+
+    def fit_titles(self) -> None:
+        lines = self.title_lines()
+        for title in self.query(".compare-title").results(Static):
+            title.styles.height = lines
+
     def show(self, titles: dict[str, Text | str], grids: dict[str, Grid | None], messages: dict[str, str],
-             note: str = "") -> None:
+             note: str = "", shared: bool = True) -> None:
         """Each side's title and grid; a side without a grid says why (B lacks the stage, shapes differ).
 
-        `note`: a line under the three about all of them (two models: where their strongest inputs agree).
+        `note`: a line under the three about all of them (two models: where their strongest inputs agree);
+        `shared`: whether A and B were put on one colour scale, which the line under them says.
         """
+        self.query_one("#compare-scale", Static).update(scale_line(shared))
         self.query_one("#compare-note", Static).update(Text(note, style="italic"))
         self.set_class(bool(note), "-noted")
         for side in SIDES:
@@ -72,8 +104,10 @@ class CompareView(Horizontal):
 
     @property
     def chrome(self) -> int:
-        """Lines besides the heatmaps: a title and a legend, and the note when there is one."""
-        return 2 + (2 if self.has_class("-noted") else 0)
+        """Lines besides the heatmaps: a title and the scale line (one line or two each), a legend, and the note
+        when there is one."""
+        scale = self._lines(self.query_one("#compare-scale", Static), self.size.width)  # one line, or two
+        return self.title_lines() + 1 + scale + (2 if self.has_class("-noted") else 0)
 
     def move_cursor_by(self, d_row: int, d_col: int) -> None:
         a = self.heatmap("a")

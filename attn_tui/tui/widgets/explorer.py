@@ -55,7 +55,7 @@ class Explorer(Vertical):
     compare), legend, inspector and explanation."""
 
     DEFAULT_CSS = """
-    Explorer #stage-bar { height: auto; max-height: 7; }
+    Explorer #stage-bar { height: auto; max-height: 45%; }  /* a long caption wraps whole; only a huge bar stops */
     Explorer #error { display: none; width: 100%; color: $warning; height: auto; max-height: 3; }
     Explorer #error.-shown { display: block; }
     Explorer #panels { height: 2fr; }
@@ -78,7 +78,7 @@ class Explorer(Vertical):
         self.energy_query = 0  # the query whose energy slice is shown
         self.panel = STAGES
         self.view: StageView | None = None
-        self.shared_scale = True  # the heads panel: one colour scale for every head
+        self.shared_scale = True  # one colour scale for every head (heads panel), for A and B (compare)
         self.comparison: Comparison | None = None
         self.shown_b: Shown | None = None  # B's computation (a head comparison reads A's trace)
         self.view_b: StageView | None = None
@@ -225,6 +225,16 @@ class Explorer(Vertical):
         origin = trace.stages[view.place].origin or ""
         self.query_one(Inspector).show(where, arithmetic, other, origin)
 
+    def on_resize(self) -> None:
+        """A new width may wrap compare's titles to another number of lines."""
+        if self.panel == "compare":
+            self._fit_panels()
+
+    def on_heatmap_height_changed(self, message: Heatmap.HeightChanged) -> None:
+        """A heatmap laid out again for its real width (compare's three, once placed) may need fewer lines."""
+        message.stop()
+        self._fit_panels()
+
     def on_cursor_moved(self, message: CursorMoved) -> None:
         message.stop()
         if message.heatmap is self.heatmap:
@@ -326,9 +336,9 @@ class Explorer(Vertical):
         self.switch_panel(STAGES if self.panel == panel else panel)
 
     def toggle_scale(self) -> None:
-        """Heads panel: one colour scale for all heads, or each head on its own range."""
+        """One colour scale for all heads (heads panel) and for A and B (compare), or each on its own range."""
         self.shared_scale = not self.shared_scale
-        if self.panel == "heads":
+        if self.panel in ("heads", "compare"):
             self.render_place()
 
     def switch_panel(self, panel: str) -> None:
@@ -355,6 +365,7 @@ class Explorer(Vertical):
             switcher.styles.max_height = own.styles.max_height
         elif self.panel == "compare":
             compare = self.query_one(CompareView)
+            compare.fit_titles()
             tallest = compare.tallest()
             switcher.styles.max_height = None if tallest is None else tallest + compare.chrome
         else:

@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import Click, Resize
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -50,6 +51,9 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("pageup", "page_up", "Page up", show=False, id="heatmap.page_up"),
         Binding("pagedown", "page_down", "Page down", show=False, id="heatmap.page_down"),
     ]
+
+    class HeightChanged(Message):
+        """Laid out again for a new width, the heatmap needs another number of lines (its panel may refit)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -116,8 +120,10 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         if self.grid is None or lay is None:
             return
         row, col = self.cursor
-        x = lay.label_width + col * lay.cell_width
-        region = Region(x, lay.header_height + row, lay.cell_width, 1)
+        # In scroll coordinates a cell starts at (col · width, row): the label column and the header stay put
+        # over the scrolled matrix, so the region reaches past the cell by their size on the far side; placed
+        # at the label column's end instead, column 0 (and row 0) could stay scrolled under the labels.
+        region = Region(col * lay.cell_width, row, lay.cell_width + lay.label_width, 1 + lay.header_height)
         self.scroll_to_region(region, animate=False, spacing=None, immediate=True)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
@@ -138,8 +144,11 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         scrollbar) only keeps the cursor in view: Textual repaints a resized widget itself."""
         if self.layout_info is not None and self._laid_out_for == max(self.size.width, 20):
             self._scroll_to_cursor()
-        else:
-            self._relayout()
+            return
+        height = self.styles.max_height
+        self._relayout()
+        if self.styles.max_height != height:
+            self.post_message(self.HeightChanged())
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -177,7 +186,12 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
             head = [label_segment(grid, lay, line, self.cursor[0])]
             body = line_segments(grid, scale, lay, line, first, last, self.cursor)
         offset = scroll_x - first * cw
-        body_strip = Strip(body).crop(offset, offset + max(0, width - lay.label_width))
+        shown = max(0, width - lay.label_width)  # cells of the matrix in view
+        body_strip = Strip(body).crop(offset, offset + shown)
+        if lay.show_values:  # the columns the pane's edges cut keep their colour, not a piece of their text
+            keep_from = cw - offset if offset else 0
+            keep_to = (last - 1) * cw - scroll_x if last * cw > scroll_x + shown else body_strip.cell_length
+            body_strip = _blank_outside(body_strip, keep_from, keep_to)
         return Strip.join([Strip(head), body_strip]).adjust_cell_length(width)
 
     def _header(self, first: int, last: int) -> list[list[Segment]]:
@@ -201,3 +215,18 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         row = y + self.scroll_offset.y
         if row < grid.rows and col < grid.cols:
             self.move_cursor(row, col)
+
+
+def _blank_outside(strip: Strip, start: int, end: int) -> Strip:
+    """The strip with its cells before `start` and from `end` on as spaces in their own colours: a number
+    cut by the pane's edge would read as another (`-0.87` as `-0.8`, or `7`)."""
+    length = strip.cell_length
+    start, end = max(0, min(start, length)), min(length, max(end, start, 0))
+    if start == 0 and end == length:
+        return strip
+    before, kept, after = strip.divide([start, end, length])
+    return Strip.join([_spaces(before), kept, _spaces(after)])
+
+
+def _spaces(strip: Strip) -> Strip:
+    return Strip([Segment(" " * segment.cell_length, segment.style) for segment in strip])

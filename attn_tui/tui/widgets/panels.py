@@ -12,6 +12,7 @@ from rich.text import Text
 
 from attn_tui.i18n import _
 from attn_tui.present.compare import diff_grid
+from attn_tui.present.grid import one_scale
 from attn_tui.present.kv_sharing import kv_sharing
 from attn_tui.present.model_view import alignment_so_far
 from attn_tui.present.stage_view import StageView, heads_panel, param_grids, stage_view
@@ -78,12 +79,15 @@ def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
     else:
         b_view = stage_view(b_trace, place.name, place.layer, head, explorer.energy_query, place.step, place.module)
     diff = None if b_view is None else diff_grid(view.grid, b_view.grid)
-    grids = {"a": view.grid, "b": None if b_view is None else b_view.grid, "diff": diff}
+    a_grid, b_grid = view.grid, None if b_view is None else b_view.grid
+    if b_grid is not None and explorer.shared_scale:
+        a_grid, b_grid = one_scale(a_grid, b_grid)
+    grids = {"a": a_grid, "b": b_grid, "diff": diff}
     titles: dict[str, Text | str] = {"a": Text.assemble(("A  ", "bold yellow"), str(comparison.a_label)),
               "b": Text.assemble(("B  ", "bold magenta"), str(comparison.b_label)),
               "diff": Text(_("B − A"), style="bold")}
     messages = {"b": message, "diff": message or _("A and B have different shapes here")}
-    explorer.query_one(CompareView).show(titles, grids, messages)
+    explorer.query_one(CompareView).show(titles, grids, messages, shared=explorer.shared_scale)
     return b_view
 
 
@@ -95,10 +99,11 @@ def draw_models(explorer: Explorer, view: StageView) -> StageView:
     assert comparison is not None and a is not None and shown_b is not None
     layer, head = explorer.transformer_place()
     place = view.place
-    pair = explorer.pair = side_by_side(a, shown_b.trace, place.name, place.step, place.module, layer, head)
+    pair = explorer.pair = side_by_side(a, shown_b.trace, place.name, place.step, place.module, layer, head,
+                                        explorer.shared_scale)
     titles: dict[str, Text | str] = {"a": Text.assemble(("A  ", "bold yellow"), pair.a_title),
                                      "b": Text.assemble(("B  ", "bold magenta"), pair.b_title),
                                      "diff": Text(pair.diff_title, style="bold")}
     explorer.query_one(CompareView).show(titles, {"a": pair.a.grid, "b": pair.b.grid, "diff": pair.diff},
-                                         {"diff": pair.message}, pair.note())
+                                         {"diff": pair.message}, pair.note(), shared=explorer.shared_scale)
     return pair.b
