@@ -28,6 +28,7 @@ from attn_tui.i18n import _
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
 from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited
+from attn_tui.tui.widgets.echo import EchoInput, EchoTextArea
 from attn_tui.tui.widgets.scroll import QuietScroll
 
 EDITORS = ("Q", "K", "V", "X")
@@ -82,7 +83,7 @@ class InputPane(Vertical):
 
     def _tabs(self) -> ComposeResult:
         with TabPane(_("Sentence"), id="tab-sentence"), QuietScroll():
-            yield Input(placeholder=_("type a sentence"), id="sentence")
+            yield EchoInput(placeholder=_("type a sentence"), id="sentence")
             yield Label("", id="tokens")
         with TabPane(_("Matrices"), id="tab-matrices"):
             yield Label(_("type Q, K, V, or X (token vectors) for any variant"), id="matrix-status")
@@ -90,7 +91,7 @@ class InputPane(Vertical):
                 yield Label(self._hint(), classes="hint", id="matrix-hint")
                 for name in EDITORS:
                     yield Label(self._editor_title(name), classes="editor-title", id=f"title-{name}")
-                    yield TextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
+                    yield EchoTextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
                     yield Label("", id=f"error-{name}", classes="editor-error")
         with TabPane(_("Samples"), id="tab-samples"):
             yield OptionList(*self._sample_options(), id="sample-list")

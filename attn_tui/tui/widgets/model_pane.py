@@ -30,6 +30,7 @@ from attn_tui.i18n import NP_, _, pgettext
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
+from attn_tui.tui.widgets.echo import EchoInput
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES,
             "projection": PROJECTIONS}
@@ -95,7 +96,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Label(_("Model"), classes="pane-title", id="model-title")
         yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
-        yield from self._row("path", Input(placeholder=_("folder or cached id, ⏎"), compact=True,
+        yield from self._row("path", EchoInput(placeholder=_("folder or cached id, ⏎"), compact=True,
                                            id="set-model-path"), "other-only")
         yield Label("", id="model-status")
         yield from self._row("variant", Select([(v, v) for v in VARIANT_NAMES], value=s.variant,
@@ -112,7 +113,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._own_row("tile", s)
         yield from self._row("layer", Label("0 / 1  { }", id="layer-view", classes="value"), "transformer-only")
         yield from self._row("head", Label("0 / 1  [ ]", id="head-view", classes="value"), "head-row")
-        yield from self._row("target", Input(placeholder="2026-11-22", compact=True, id="set-target"),
+        yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
         yield from self._row("forcing", Checkbox(_("teacher"), False, compact=True, disabled=True, id="set-teacher"),
                              "seq2seq-only")

@@ -1,0 +1,33 @@
+"""Text inputs that echo what was typed or pasted as visible symbols, never as terminal escapes.
+
+Textual draws an Input's value and a TextArea's lines as they are: a pasted `ESC ] 52 ; c ; … BEL`
+would reach the terminal and write the user's clipboard, `ESC ] 2 ; …` would retitle it (Rich drops
+BEL and CR, not ESC). These draw `printable(text)` instead; the value itself stays exactly as typed
+(what the parser, the session and undo see). `printable` maps one character to one, so the
+cursor and selection offsets Textual keeps still index the drawn text.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Input, TextArea
+
+from attn_tui.present.text import printable
+
+
+class EchoInput(Input):
+    """An Input whose value is drawn through `printable`."""
+
+    @property
+    def _value(self) -> Text:  # Textual's own hook for the drawn value (Input._value); the same, made printable
+        if self.password:
+            return super()._value
+        text = Text(printable(self.value), no_wrap=True, overflow="ignore", end="")
+        return self.highlighter(text) if self.highlighter is not None else text
+
+
+class EchoTextArea(TextArea):
+    """A TextArea whose lines are drawn through `printable` (TextArea.get_line is the documented hook)."""
+
+    def get_line(self, line_index: int) -> Text:
+        return Text(printable(self.document.get_line(line_index)), end="", no_wrap=True)
