@@ -135,3 +135,37 @@ def test_trace_notices_name_the_file_without_escapes(tmp_path: Path) -> None:
     outcome = attn_tui("trace", "--format", "table", str(tmp_path / name), cwd=tmp_path)
     assert outcome.code == 0 and "left 1 thread running" in outcome.err, outcome
     assert _clean(outcome.err) and _clean(outcome.out) and "left␛]2;pwned␛\\.py" in outcome.err
+
+
+def _hostile_gpt2(tmp_path: Path) -> Path:
+    """A 1-layer GPT-2 whose vocabulary holds the hostile words, in a folder whose name holds an OSC sequence."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["<|endoftext|>", "ok", *HOSTILE.split()[1:]]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<|endoftext|>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|endoftext|>",
+                                                pad_token="<|endoftext|>")
+    torch.manual_seed(0)
+    model = transformers.GPT2Model(transformers.GPT2Config(vocab_size=len(words), n_positions=16, n_embd=8,
+                                                           n_layer=1, n_head=2))
+    path = tmp_path / f"tiny{TITLE}gpt2"
+    model.save_pretrained(path)
+    fast.save_pretrained(path)
+    return path
+
+
+@pytest.mark.slow
+def test_heads_and_a_models_tokens_print_without_escapes(tmp_path: Path) -> None:
+    folder = _hostile_gpt2(tmp_path).name  # relative, so the name is shown whole
+    table = attn_tui("heads", "--model", folder, "--text", HOSTILE, cwd=tmp_path)
+    assert table.code == 0, table.err
+    assert _clean(table.out) and _clean(table.err) and "tiny␛]2;pwned␛\\gpt2" in table.out, ascii(table.out[:300])
+    printed = attn_tui("heads", "--model", folder, "--text", HOSTILE, "--format", "json", cwd=tmp_path)
+    assert printed.code == 0 and _clean(printed.out), printed.err
+    shown = json.loads(printed.out)
+    assert shown["tokens"] == HOSTILE.split() and shown["model"] == folder  # escaped, read back exact
+    stages = attn_tui("stages", "--model", folder, "--text", HOSTILE, "--stage", "weights", cwd=tmp_path)
+    assert stages.code == 0 and _clean(stages.out) and "␛]52;c;" in stages.out, stages.err

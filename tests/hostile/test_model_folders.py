@@ -96,6 +96,7 @@ def test_config_sizes_are_budgeted_before_transformers_builds_the_model(tmp_path
     folder = _folder(tmp_path, "sized", {**TINY_BERT, **sizes}, {"vocab.txt": VOCAB, "model.safetensors": b"x" * 1024})
     outcome = attn_tui("stages", "--model", str(folder), "--text", "a b")
     assert outcome.refused(fragment), outcome
+    assert attn_tui("--model", str(folder), "--text", "a b").refused(fragment)  # the app: before it starts
 
 
 def test_a_tokenizer_file_is_sized_before_it_is_parsed(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg, _
-from attn_tui.tui.widgets.echo import EchoInput
+from attn_tui.tui.widgets.echo import EchoInput, shown
 
 WHAT = ("stage", "trace", "screen")
 FORMATS = ("json", "csv", "npz")
@@ -123,7 +123,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
         try:
             ask = ExportAsk(what, fmt, target(what, fmt, text))
         except AttnError as exc:
-            self.query_one("#export-error", Label).update("✗ " + str(exc))
+            self.query_one("#export-error", Label).update(shown("✗ " + str(exc)))
             return
         self.dismiss(ask)
 

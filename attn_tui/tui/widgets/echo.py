@@ -1,4 +1,4 @@
-"""Text inputs that echo what was typed or pasted as visible symbols, never as terminal escapes.
+"""Text inputs that echo what was typed or pasted as visible symbols, never as terminal escapes; `shown` for labels.
 
 Textual draws an Input's value and a TextArea's lines as they are: a pasted `ESC ] 52 ; c ; … BEL`
 would reach the terminal and write the user's clipboard, `ESC ] 2 ; …` would retitle it (Rich drops
@@ -13,6 +13,15 @@ from rich.text import Text
 from textual.widgets import Input, TextArea
 
 from attn_tui.present.text import printable
+
+
+def shown(text: str | Text, style: str = "") -> Text:
+    """A label's text made printable, its styles kept (`printable` maps one character to one)."""
+    if isinstance(text, str):
+        return Text(printable(text), style=style)
+    drawn = text.copy()
+    drawn.plain = printable(text.plain)
+    return drawn
 
 
 class EchoInput(Input):

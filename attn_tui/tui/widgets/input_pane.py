@@ -29,6 +29,7 @@ from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
 from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited
 from attn_tui.tui.widgets.echo import EchoInput, EchoTextArea
+from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.scroll import QuietScroll
 
 EDITORS = ("Q", "K", "V", "X")
@@ -190,7 +191,7 @@ class InputPane(Vertical):
         try:
             tokens = tokenize(text)
         except InputError as exc:
-            label.update(Text(str(exc), style="red"))
+            label.update(drawn(str(exc), "red"))
             return False
         shown = Text(_("tokens:") + " ")
         for token in tokens[:MAX_TOKENS_SHOWN]:
@@ -223,7 +224,7 @@ class InputPane(Vertical):
         except InputError as exc:
             self._parsed[name] = None
             self._errors[name] = f"✗ {exc}"
-            error.update(Text(self._errors[name]))
+            error.update(drawn(self._errors[name]))
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()

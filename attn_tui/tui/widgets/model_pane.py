@@ -31,6 +31,7 @@ from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MO
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 from attn_tui.tui.widgets.echo import EchoInput
+from attn_tui.tui.widgets.echo import shown as drawn
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "device": DEVICES, "dtype": DTYPES,
             "projection": PROJECTIONS}
@@ -198,7 +199,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""
         status = self.query_one("#model-status", Label)
-        status.update(Text(text))
+        status.update(drawn(text))
         status.set_class(bool(text), "-shown")
 
     def show_layer(self, layer: int, layers: int) -> None:
@@ -289,7 +290,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         else:
             self.refused.pop(name, None)
         shown = error or next(iter(self.refused.values()), "")  # this field's, else another still refused
-        self.query_one("#settings-error", Label).update(Text(shown))
+        self.query_one("#settings-error", Label).update(drawn(shown))
         self.post_message(SettingsRejected(shown))  # shown where it cannot scroll out of sight too
         if not error and value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
