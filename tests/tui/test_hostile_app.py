@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rich.cells import cell_len
 from textual.widgets import Input, TextArea
 
 from attn_tui.core.settings import ModelInput
@@ -202,6 +203,7 @@ async def test_a_pasted_escape_is_echoed_as_symbols_and_kept_as_typed() -> None:
         assert sentence.value == ESCAPES and app.trace.query_tokens == tuple(ESCAPES.split())
         assert not _raw_on_screen(app)
         assert "␛]52;c;aGk=␇" in str(sentence.render_line(0).text)
+        assert sentence._cursor_offset == cell_len(str(sentence._value)) + 1  # measured as drawn: the cursor at the end
         app.query_one("#input-tabs").active = "tab-matrices"
         editor = app.query_one("#edit-Q", TextArea)
         editor.focus()
