@@ -47,7 +47,6 @@ def test_json_safe_escapes_what_json_leaves_raw_and_reads_back_exact() -> None:
     assert json.loads(document) == {"t": HOSTILE + "\x7f", "k": "한국어"}
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_tokens_print_without_escapes(fmt: str) -> None:
