@@ -111,11 +111,8 @@ class _Matrices(Reader):
     def matrix(self, path: Any, name: str | Msg) -> Parsed:
         if isinstance(path, str):
             return super().matrix(path, name)
-        shape = getattr(path, "shape", None)
-        if shape is None and isinstance(path, Sequence) and path and isinstance(path[0], Sized):
-            shape = (len(path), len(path[0]))
-        if shape is not None and len(shape) == 2:  # sized before a single number becomes a Python float
-            _check_size(int(shape[0]), int(shape[1]), name, self.max_memory)
+        shape = _shape(path, name)  # checked before a single number is copied or becomes a Python float
+        _check_size(shape[0], shape[1], name, self.max_memory)
         try:
             rows = path.tolist() if hasattr(path, "tolist") else path
             out = [[float(v) for v in row] for row in rows]
@@ -123,6 +120,33 @@ class _Matrices(Reader):
             raise InputError(Msg("{name} must be a matrix: a list of rows of numbers, an array or a tensor",
                                  name=name)) from None
         return Parsed(out, (None,) * len(out))
+
+
+def _shape(value: Any, name: str | Msg) -> tuple[int, int]:
+    """(rows, widest row) of a tensor, an array or a list of rows, read from its sizes alone.
+
+    A 1-D or 3-D tensor is refused here, not after `tolist()` has copied all of it; a list's rows
+    are measured first, so one long row among short ones is counted at its length. Anything else
+    (a generator, a string of numbers, a number) is no matrix: it could be endless or mean anything.
+    """
+    not_a_matrix = InputError(Msg("{name} must be a matrix: a list of rows of numbers, an array or a tensor",
+                                  name=name))
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        try:
+            dims = tuple(int(n) for n in shape)
+        except (TypeError, ValueError):
+            raise not_a_matrix from None
+        if len(dims) != 2:
+            raise InputError(Msg("{name} must be a matrix (2 dimensions: rows × width), not {ndim}-D of shape {shape}",
+                                 name=name, ndim=len(dims), shape=tuple(dims)))
+        return dims[0], dims[1]
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        raise not_a_matrix
+    widths = [len(row) for row in value if isinstance(row, Sized) and not isinstance(row, (str, bytes))]
+    if len(widths) != len(value):
+        raise not_a_matrix
+    return len(value), max(widths, default=0)
 
 
 def _check_size(rows: int, width: int, name: str | Msg, max_memory: int | str | None) -> None:

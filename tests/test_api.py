@@ -105,3 +105,26 @@ def test_importing_attn_tui_imports_no_torch_and_no_rich() -> None:
     code = "import sys, attn_tui; attn_tui.label(['a']); print('torch' in sys.modules, 'rich' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["False", "False"]
+
+
+class _NeverCopied:
+    """A tensor-like whose copy would fail the test: only its shape may be read."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+
+    def tolist(self) -> list:
+        raise AssertionError("copied before its shape was checked")
+
+
+@pytest.mark.parametrize("value,fragment", [
+    (_NeverCopied(10**9), "must be a matrix (2 dimensions: rows × width), not 1-D of shape (1000000000,)"),
+    (_NeverCopied(1, 10**5, 10**5), "not 3-D of shape (1, 100000, 100000)"),
+    (torch.zeros(2, 3, 4), "not 3-D of shape (2, 3, 4)"),
+    (_NeverCopied(10**6, 4), "has 1,000,000 rows; attn-tui shows at most 16,384"),
+    ([[1.0, 2.0], [0.5] * 10**6], "is 1000000 numbers wide"),  # the long row is measured, not the first
+    ((row for row in [[1.0, 2.0]]), "must be a matrix: a list of rows"),  # could be endless: never iterated
+])
+def test_compute_checks_a_matrix_shape_before_any_copy(value: object, fragment: str) -> None:
+    with pytest.raises((InputError, ConfigError), match=re.escape(fragment)):
+        attn_tui.compute(q=value, k=[[1.0, 2.0]], v=[[1.0, 2.0]])

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.cli.parser import one_line
 from attn_tui.cli.request import Reader, model_input, variant_request
+from attn_tui.core.controls import json_safe
 from attn_tui.core.errors import AttnError, ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file, writable_folder
 from attn_tui.i18n import Msg, Plural, _
@@ -77,7 +78,7 @@ def stages(args: argparse.Namespace) -> int:
         if len(chosen) != 1:
             raise ConfigError(Msg("csv printed here holds one stage, and {n} were chosen: name one with --stage "
                                   "(and --head), or write them all with --out FOLDER", n=len(chosen)))
-        write_csv(chosen[0], sys.stdout)
+        write_csv(chosen[0], sys.stdout, terminal=sys.stdout.isatty())
     else:
         from attn_tui.render.stage_table import print_trace
 
@@ -131,11 +132,11 @@ def heads(args: argparse.Namespace) -> int:
 
     sharing = kv_sharing(trace)  # grouped-query models: which key/value head each query head reads
     if args.format == "json":
-        print(json.dumps({"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
-                          "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
-                          "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
-                          "stats": [vars(s) for s in stats],
-                          "rollout": rolled.tolist()}, ensure_ascii=False))
+        document = {"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
+                    "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
+                    "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
+                    "stats": [vars(s) for s in stats], "rollout": rolled.tolist()}
+        print(json_safe(json.dumps(document, ensure_ascii=False)))  # readable Korean, but no raw ESC or bidi mark
     else:
         from attn_tui.render.model_table import print_model_summary
 
@@ -145,7 +146,7 @@ def heads(args: argparse.Namespace) -> int:
 
             print(sharing_text(sharing))
         for warning in trace.warnings:
-            print(_("warning: {warning}").format(warning=warning))
+            print(_("warning: {warning}").format(warning=printable(str(warning))))
     return 0
 
 
@@ -194,9 +195,11 @@ def app(args: argparse.Namespace) -> int:
 
         find_gguf(model.name)  # not installed: said here, before the app starts
     elif model is not None and model.name not in DATE_MODELS:
-        from attn_tui.sources.folder import known_model
+        from attn_tui.core.budget import memory_limit
+        from attn_tui.sources.folder import known_model, load_estimate
 
-        known_model(model.name)  # a folder that is broken, or would run its own code, ends here, not in the app
+        folder = known_model(model.name)  # broken, scheming or too big: said here, not in the app
+        load_estimate(folder).check(memory_limit(args.max_memory), Msg("loading {name}", name=quoted(model.name)))
     request = variant_request(args, Reader()) if model is None else None
     if request is not None:
         from attn_tui.core.budget import memory_limit
@@ -247,7 +250,7 @@ def _leave_threads_behind(before: set[threading.Thread], script: str, error: Att
     if error is None:
         print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",
                          "warning: {script} left {n} threads running; attn-tui exits without waiting for them",
-                         script=script, n=len(left))), file=sys.stderr)
+                         script=printable(script), n=len(left))), file=sys.stderr)
     else:
         print(f"attn-tui: {_('error')}: {one_line(str(error))}", file=sys.stderr)
     sys.stdout.flush()

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from attn_tui.core.budget import JSON_BYTES_PER_NUMBER, format_bytes
+from attn_tui.core.controls import UNSAFE, json_safe, printable
 from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import partial, quoted, writable_file, writable_folder, write_atomic
 from attn_tui.core.lazy import LazyTensor
@@ -102,7 +103,13 @@ def params_are_small(trace: Trace) -> bool:
 
 
 def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    """JSON of user text (labels, titles, warnings): readable Korean, but no character that acts on a terminal."""
+    return json_safe(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+
+def _numbers(row: object) -> str:
+    """JSON of a list of numbers: nothing to escape, so no scan of every row."""
+    return json.dumps(row, allow_nan=False)
 
 
 def _blocks(data: torch.Tensor | LazyTensor) -> Iterator[torch.Tensor]:
@@ -116,7 +123,7 @@ def _write_tensor(data: torch.Tensor | LazyTensor, out: TextIO) -> None:
     """Nested JSON lists, written a block of rows at a time: memory stays one block, whatever the size."""
     if data.dim() <= 1:
         assert isinstance(data, torch.Tensor)
-        out.write(_dumps(_spell(data.detach().to("cpu", torch.float64).tolist())))
+        out.write(_numbers(_spell(data.detach().to("cpu", torch.float64).tolist())))
         return
     out.write("[")
     first = True
@@ -132,7 +139,7 @@ def _write_tensor(data: torch.Tensor | LazyTensor, out: TextIO) -> None:
         for row in rows.tolist():
             out.write("" if first else ", ")
             first = False
-            out.write(_dumps(row if clean else _spell(row)))
+            out.write(_numbers(row if clean else _spell(row)))
     out.write("]")
 
 
@@ -202,21 +209,29 @@ def write_npz(stages: list[Stage], path: Path) -> None:
             archive.write(member, f"{stage.key}.npy")
 
 
-def write_csv(stage: Stage, out: TextIO) -> None:
+def write_csv(stage: Stage, out: TextIO, terminal: bool = False) -> None:
     """A stage as CSV with its axis labels: a header of column labels, one labelled row per row.
 
     A 3-D stage (an energy) gets one row per (query, key) pair; rows are written a block
     at a time, so a lazy stage is never held whole. Labels are user text: one a spreadsheet
-    would read as a formula is written as text (see `_label`).
+    would read as a formula is written as text (see `_label`); a row whose labels hold a control
+    or bidi character is quoted whole, and the label kept exact. `terminal`: the CSV goes to a
+    terminal, so those characters are drawn as visible symbols instead (`printable`).
     """
-    writer = csv.writer(out)
-    axes = [replace(a, labels=tuple(map(_label, a.labels))) for a in stage.axes]
+    plain, quoted_row = csv.writer(out), csv.writer(out, quoting=csv.QUOTE_ALL)
+
+    def write(row: list[str], labels: str) -> None:
+        (quoted_row if UNSAFE.search(labels) else plain).writerow(row)
+
+    shown = printable if terminal else str
+    axes = [replace(a, labels=tuple(_label(shown(t)) for t in a.labels)) for a in stage.axes]
     if stage.data.dim() <= 1:
-        writer.writerow(["", *(axes[0].labels if axes else ("value",))])
-        writer.writerow(["", *(repr(v) for v in stage.tensor.detach().double().reshape(-1).tolist())])
+        header = ["", *(axes[0].labels if axes else ("value",))]
+        write(header, "".join(header))
+        plain.writerow(["", *(repr(v) for v in stage.tensor.detach().double().reshape(-1).tolist())])
         return
     lead = [a.name for a in axes[:-1]]
-    writer.writerow([*lead, *axes[-1].labels])
+    write([*lead, *axes[-1].labels], "".join(axes[-1].labels))
     row = 0
     for block in _blocks(stage.data):
         values = block.to("cpu", torch.float64)
@@ -224,9 +239,9 @@ def write_csv(stage: Stage, out: TextIO) -> None:
             labels = axes[0].labels[row]
             if values.dim() == 3:
                 for key, cells in zip(axes[1].labels, first):
-                    writer.writerow([labels, key, *map(repr, cells)])
+                    write([labels, key, *map(repr, cells)], labels + key)
             else:
-                writer.writerow([labels, *map(repr, first)])
+                write([labels, *map(repr, first)], labels)
             row += 1
 
 

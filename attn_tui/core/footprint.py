@@ -19,6 +19,8 @@ MAX_TOKENS = 16384  # queries or keys
 MAX_HEADS = 64  # more heads than this are no longer something to look at one by one
 LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score family lazy
 PASS_ROWS = 64  # query rows per block of the streaming pass over a lazy score family
+MAX_TILES = 1024  # flash's steps: each tile is five stages, and the app steps through them one by one
+STAGE_BYTES = 4096  # a stage's record beside its numbers: the Stage, its tensors' headers, its axes and formula
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -78,7 +80,28 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
     kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
     if not 1 <= kv_heads <= MAX_HEADS:
         raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=MAX_HEADS))
+    if "tile" in variant.options:
+        _check_tiles(n_k, s.tile)
     return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, kv_heads, max(1, s.tile)), inputs
+
+
+def _check_tiles(keys: int, tile: int) -> None:
+    """Flash makes five stages a tile: `--tile 1` on 16k keys would be 80k stages and a minute of Python, so the
+    number of tiles is bounded like the number of tokens, before any of them is made."""
+    tiles = -(-keys // max(1, tile))
+    if tiles > MAX_TILES:
+        raise ConfigError(Msg("--tile {tile} cuts {keys} keys into {tiles} tiles; attn-tui steps through at most "
+                              "{most}: use --tile {least} or more", tile=tile, keys=f"{keys:,}", tiles=f"{tiles:,}",
+                              most=f"{MAX_TILES:,}", least=-(-keys // MAX_TILES)))
+
+
+def stage_count(variant_name: str, z: Sizes) -> int:
+    """How many stages the trace will hold: per head where it splits heads, five more per extra flash tile."""
+    variant = VARIANTS[variant_name]
+    count = len(variant.stages) * (z.heads if variant.has_heads else 1)
+    if "tile" in variant.options:
+        count += 5 * (-(-z.keys // z.tile) - 1)
+    return count + 4  # the input stages a sentence adds (embedding, positional, …)
 
 
 def lazy_parts(z: Sizes) -> dict[str, int]:
@@ -101,6 +124,7 @@ def estimate(request: Request, json_output: bool = False) -> Estimate:
         # The score family runs in at least float32 from the mask on.
         found.add(part, numbers, max(itemsize, 4) if part == "score stages" else itemsize)
     found.add(N_("working memory"), max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
+    found.add(N_("stage records"), stage_count(request.settings.variant, sizes), STAGE_BYTES)
     if sizes.queries * sizes.keys <= LAZY_CELLS:  # a lazy mask is computed tile by tile
         found.add(N_("mask"), sizes.queries * sizes.keys, 1)
     if json_output:

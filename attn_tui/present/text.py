@@ -1,28 +1,14 @@
 """User text made safe to draw: control characters become visible symbols, never terminal escapes.
 
-A token may hold ESC or BEL (typed, or decoded from a model's byte-level vocabulary);
-printed raw it would recolour or retitle the user's terminal. C0 controls become their
-Unicode control pictures (ESC → ␛), DEL and C1 controls a replacement mark. The bidirectional
-embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069) become a mark too: in a terminal
-that reorders right-to-left text, one of them in a token would reverse the rest of the line, the
-numbers beside it included.
+`printable` is `attn_tui.core.controls.printable` (the one list of unsafe characters, shared with the
+JSON writer); here it is applied once per axis of labels.
 """
 
 from __future__ import annotations
 
-import re
+from attn_tui.core.controls import printable
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _picture(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return chr(0x2400 + code) if code < 0x20 else ("␡" if code == 0x7F else "�")
-
-
-def printable(text: str) -> str:
-    """`text` with every control character replaced by a visible one-cell symbol."""
-    return _CONTROL.sub(_picture, text) if _CONTROL.search(text) else text
+__all__ = ["printable", "printable_labels"]
 
 
 _LABELS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # id(labels) → (labels, printable labels)

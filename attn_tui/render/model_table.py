@@ -13,6 +13,7 @@ from attn_tui.core.stage import Axis, Stage
 from attn_tui.core.summary import ROLLOUT_FORMULA, HeadStats
 from attn_tui.core.values import StageStats
 from attn_tui.i18n import _
+from attn_tui.present.text import printable
 from attn_tui.render.colors import Scale
 from attn_tui.render.stage_table import stage_renderable
 
@@ -34,7 +35,7 @@ def stats_table(stats: list[HeadStats], layers: int, heads: int, field: str, tit
 def print_model_summary(name: str, tokens: tuple[str, ...], stats: list[HeadStats], rolled: torch.Tensor,
                         layers: int, heads: int, console: Console | None = None) -> None:
     console = console or Console()
-    console.print(Text.assemble(("attn-tui ", "bold"), (name, "bold magenta"),
+    console.print(Text.assemble(("attn-tui ", "bold"), (printable(name), "bold magenta"),
                                 "  " + _("{layers} layers × {heads} heads  {n} tokens").format(
                                     layers=layers, heads=heads, n=len(tokens))))
     console.print(stats_table(stats, layers, heads, "entropy", _("mean entropy (nats): low = focused")))

@@ -23,11 +23,12 @@ def model_note(trace: Trace) -> Text:
     if isinstance(meta, DecoderRun):
         note.append("→ ")
         for step, ch in enumerate(meta.output):
-            note.append(ch, "bold red" if meta.missed(step, ch) else "bold green")
+            note.append(printable(ch), "bold red" if meta.missed(step, ch) else "bold green")
         if meta.target is not None:
-            note.append("   " + _("target {target}").format(target=meta.target), "dim")
+            note.append("   " + _("target {target}").format(target=printable(meta.target)), "dim")
         if meta.teacher_forcing:
-            note.append("   " + _("(teacher forcing on {target})").format(target=meta.target), "magenta")
+            forced = _("(teacher forcing on {target})").format(target=printable(str(meta.target)))
+            note.append("   " + forced, "magenta")
         return note
     special = set(meta.special_tokens)
     note.append(_("tokens:") + " ")

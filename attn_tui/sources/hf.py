@@ -30,7 +30,7 @@ from attn_tui.core.ops import Linear, Place
 from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.i18n import N_, Msg
-from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, resolve, weights_bytes
+from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, load_estimate, resolve
 
 
 @contextmanager
@@ -68,8 +68,7 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
         os.environ.setdefault(key, "1")
     folder = Path(resolve(name))
     check_folder(folder)
-    needed = Estimate()
-    needed.add(N_("weights"), weights_bytes(folder), 1)
+    needed = load_estimate(folder)  # config.json's sizes, the weight files, the tokenizer: before transformers
     needed.check(memory_limit(max_memory), Msg("loading {name}", name=quoted(name)))
     try:
         import transformers

@@ -32,6 +32,7 @@ from attn_tui.core.warmup import Warmup
 from attn_tui.i18n import Msg, _
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
+from attn_tui.present.text import printable
 from attn_tui.sources.base import Ask
 from attn_tui.tui import served
 from attn_tui.tui.actions import NavigationActions
@@ -195,8 +196,11 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.exit(exit_code(signum), return_code=exit_code(signum))
 
     def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None:
-        """Notifications carry user text (sample notes, model paths, errors): never read as markup."""
-        super().notify(str(message), markup=markup, **options)
+        """Notifications carry user text (sample notes, model paths, errors): never read as markup, and drawn
+        through `printable` (a path or token that holds ESC would otherwise reach the terminal)."""
+        if isinstance(options.get("title"), str):
+            options["title"] = printable(options["title"])
+        super().notify(printable(str(message)), markup=markup, **options)
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_screen(event.size.width, event.size.height)

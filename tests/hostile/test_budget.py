@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from attn_tui.core.budget import BudgetError, parse_size
-from attn_tui.core.footprint import estimate
+from attn_tui.core.footprint import estimate, request_sizes
 from attn_tui.core.settings import Request, SentenceInput, Settings, XInput
 from tests.hostile.helpers import TIME_LIMIT, attn_tui
 
@@ -83,3 +83,27 @@ def test_the_table_of_a_huge_stage_prints_without_exhausting_memory() -> None:
     assert outcome.out.count("\n") == 1 and outcome.out.startswith("{")
 
 
+
+
+def test_flash_with_tiny_tiles_on_many_keys_is_refused_before_the_tiles_are_made(tmp_path: Path) -> None:
+    """--tile 1 on 2,048 keys would be 10,240 stages: bounded like the tokens, and the way out named."""
+    (tmp_path / "q").write_text("0.1 0.2 0.3 0.4\n")
+    (tmp_path / "kv").write_text("\n".join(f"0.{i % 9} 0.5 0.25 1" for i in range(2048)))
+    paths = ["--q", str(tmp_path / "q"), "--k", str(tmp_path / "kv"), "--v", str(tmp_path / "kv")]
+    outcome = attn_tui("stages", "--variant", "flash", *paths, "--tile", "1", "--stage", "output")
+    assert outcome.refused("--tile 1 cuts 2,048 keys into 2,048 tiles; attn-tui steps through at most 1,024: "
+                           "use --tile 2 or more"), outcome
+    assert attn_tui("stages", "--variant", "flash", *paths, "--tile", "2", "--stage", "output").code == 0
+
+
+def test_the_estimate_counts_every_stage_a_trace_will_hold() -> None:
+    """Flash's stages grow as keys / tile; each is counted at its record's size, not only its numbers."""
+    from attn_tui.core.engine import compute
+    from attn_tui.core.footprint import STAGE_BYTES, stage_count
+
+    for tile in (1, 3, 8):
+        request = Request(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings(variant="flash", tile=tile))
+        trace = compute(request)
+        sizes, _ = request_sizes(request)
+        assert len(list(trace)) <= stage_count("flash", sizes) <= len(list(trace)) + 4
+        assert estimate(request).parts["stage records"] == stage_count("flash", sizes) * STAGE_BYTES

@@ -82,3 +82,47 @@ def test_broken_folders_are_one_line(tmp_path: Path, config: object, files: dict
     folder = _folder(tmp_path, "broken", config, files)
     outcome = attn_tui("stages", "--model", str(folder), "--text", "a b")
     assert outcome.refused(fragment), outcome
+
+
+@pytest.mark.parametrize("sizes,fragment", [
+    ({"vocab_size": 10**9, "hidden_size": 4096}, "the largest part, weights"),  # 1 kB of weights, 16 TB of model
+    ({"num_hidden_layers": 10**6, "hidden_size": 4096}, "the largest part, weights"),
+    ({"hidden_size": "8\x1b]2;x\x07"}, "has hidden_size '8\\x1b]2;x\\x07': not a size"),
+    ({"vocab_size": -1}, "has vocab_size '-1': not a size"),
+    ({"intermediate_size": 1.5}, "has intermediate_size '1.5': not a size"),
+])
+def test_config_sizes_are_budgeted_before_transformers_builds_the_model(tmp_path: Path, sizes: dict,
+                                                                         fragment: str) -> None:
+    folder = _folder(tmp_path, "sized", {**TINY_BERT, **sizes}, {"vocab.txt": VOCAB, "model.safetensors": b"x" * 1024})
+    outcome = attn_tui("stages", "--model", str(folder), "--text", "a b")
+    assert outcome.refused(fragment), outcome
+    assert attn_tui("--model", str(folder), "--text", "a b").refused(fragment)  # the app: before it starts
+
+
+def test_a_tokenizer_file_is_sized_before_it_is_parsed(tmp_path: Path) -> None:
+    huge = _folder(tmp_path, "huge", TINY_BERT, {"vocab.txt": VOCAB})
+    with open(huge / "tokenizer.json", "wb") as handle:  # sparse: no disk is spent
+        handle.truncate(300 * 1024**2)
+    assert attn_tui("stages", "--model", str(huge), "--text", "a").refused("attn-tui reads tokenizer files up to")
+    large = _folder(tmp_path, "large", TINY_BERT, {"vocab.txt": VOCAB})
+    with open(large / "tokenizer.json", "wb") as handle:
+        handle.truncate(100 * 1024**2)  # 1.6 GB once parsed, over a 1 GB limit
+    outcome = attn_tui("stages", "--model", str(large), "--text", "a", "--max-memory", "1G")
+    assert outcome.refused("the largest part, tokenizer"), outcome
+
+
+@pytest.mark.parametrize("family,config", [
+    ("bert", {"hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 1024, "vocab_size": 5000,
+              "max_position_embeddings": 512, "type_vocab_size": 2, "num_attention_heads": 4}),
+    ("gpt2", {"n_embd": 256, "n_layer": 3, "vocab_size": 5000, "n_positions": 512, "n_head": 4}),  # n_inner: 4 × width
+])
+def test_the_estimate_follows_what_transformers_builds(tmp_path: Path, family: str, config: dict) -> None:
+    """config.json's sizes give the parameters transformers allocates, within the biases and norms (3%)."""
+    import transformers
+
+    from attn_tui.sources.folder import config_parameters
+
+    folder = _folder(tmp_path, family, {"model_type": family, **config})
+    built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(family, **config))
+    real = sum(p.numel() for p in built.parameters())
+    assert abs(config_parameters(folder) - real) / real < 0.03, (config_parameters(folder), real)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from rich.cells import cell_len
 from textual.widgets import Input, TextArea
 
 from attn_tui.core.settings import ModelInput
@@ -167,3 +168,74 @@ async def test_a_result_that_arrives_while_the_app_shuts_down_is_dropped() -> No
     app.on_compute_failed(ComputeFailed(app.generation, ModelInput("minilm", "a"), "late"))
     app.on_trace_ready(type("Late", (), {"generation": app.generation, "shown": None})())  # type: ignore[arg-type]
     assert app.wanted is ask and app._exception is None
+
+
+ESCAPES = "ab \x1b]52;c;aGk=\x07 cd \x1b]2;pwned\x07 \u202eevil \x9b31m"
+
+
+def _clean_text(text: str) -> bool:
+    from attn_tui.core.controls import UNSAFE
+
+    return UNSAFE.search(text) is None
+
+
+def _raw_on_screen(app) -> list[str]:
+    """Unsafe characters in what the compositor would send to the terminal (Textual's own control segments aside)."""
+    from attn_tui.core.controls import UNSAFE
+
+    return [ascii(seg.text) for strip in app.screen._compositor.render_strips() for seg in strip
+            if not seg.control and UNSAFE.search(seg.text)]
+
+
+async def test_a_pasted_escape_is_echoed_as_symbols_and_kept_as_typed() -> None:
+    """`ESC ] 52` pasted into the sentence or an editor would write the clipboard: it is drawn ␛, and kept."""
+    from textual import events
+
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sentence = app.query_one("#sentence", Input)
+        sentence.focus()
+        await pilot.pause()
+        sentence.post_message(events.Paste(ESCAPES))
+        await pilot.pause()
+        await settle(pilot)
+        assert sentence.value == ESCAPES and app.trace.query_tokens == tuple(ESCAPES.split())
+        assert not _raw_on_screen(app)
+        assert "␛]52;c;aGk=␇" in str(sentence.render_line(0).text)
+        assert sentence._cursor_offset == cell_len(str(sentence._value)) + 1  # measured as drawn: the cursor at the end
+        app.query_one("#input-tabs").active = "tab-matrices"
+        editor = app.query_one("#edit-Q", TextArea)
+        editor.focus()
+        await pilot.pause()
+        editor.post_message(events.Paste("x\x1b]2;t\x07: 1 0\n"))
+        await pilot.pause()
+        await settle(pilot)
+        assert editor.text.startswith("x\x1b]2;t\x07: 1 0\n") and not _raw_on_screen(app)
+        app.notify("\x1b]2;title\x07 from a path", title="\u202e")  # toasts draw the text as it is handed over
+        await pilot.pause()
+        shown = list(app._notifications)[-1]
+        assert (shown.message, shown.title) == ("␛]2;title␇ from a path", "�")
+
+
+async def test_a_model_path_with_escapes_is_echoed_and_reported_as_symbols() -> None:
+    """A folder name holding `ESC ] 2` (typed in the model pane): the field, the status and the error stay clean."""
+    from textual import events
+
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        path = app.query_one("#set-model-path", Input)
+        path.focus()
+        await pilot.pause()
+        typed = "no\x1b]2;pwned\x07such"  # short: shown whole
+        path.post_message(events.Paste(typed))
+        await pilot.pause()
+        assert path.value == typed and str(path._value).endswith("no␛]2;pwned␇such")  # what Input draws
+        app.choose_model(typed)  # what ⏎ in the field asks for
+        await settle(pilot)
+        await pilot.pause(0.5)
+        assert not _raw_on_screen(app)
+        said = [str(n.message) + str(n.title) for n in app._notifications if "pwned" in str(n.message) + str(n.title)]
+        assert said and all(_clean_text(s) for s in said), said  # the name drawn (␛) or spelled (\\x1b), never sent
+        assert "␛]2;pwned" in str(app.query_one("#model-status").render()) + "".join(said)

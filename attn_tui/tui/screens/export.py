@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg, _
+from attn_tui.tui.widgets.echo import EchoInput, shown
 
 WHAT = ("stage", "trace", "screen")
 FORMATS = ("json", "csv", "npz")
@@ -77,7 +78,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
                     yield RadioButton(".json", value=True, id="fmt-json")
                     yield RadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
                     yield RadioButton(".npz", id="fmt-npz")
-            yield Input(str(self._path("stage", "json")), id="export-path")
+            yield EchoInput(str(self._path("stage", "json")), id="export-path")
             yield Label(_("Enter writes the file (shift+Tab reaches the choices); the notice says where it went"),
                         classes="hint")
             yield Label("", id="export-error", markup=False)
@@ -124,7 +125,7 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
         try:
             ask = ExportAsk(what, fmt, target(what, fmt, text))
         except AttnError as exc:
-            self.query_one("#export-error", Label).update("✗ " + str(exc))
+            self.query_one("#export-error", Label).update(shown("✗ " + str(exc)))
             return
         self.dismiss(ask)
 

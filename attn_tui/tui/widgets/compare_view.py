@@ -12,6 +12,7 @@ from attn_tui.present.grid import Grid
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import ramp
 from attn_tui.tui.messages import CursorMoved
+from attn_tui.tui.widgets.echo import shown
 from attn_tui.tui.widgets.heatmap import Heatmap
 
 SIDES = ("a", "b", "diff")
@@ -79,12 +80,12 @@ class CompareView(Horizontal):
         `shared`: whether A and B were put on one colour scale, which the line under them says.
         """
         self.query_one("#compare-scale", Static).update(scale_line(shared))
-        self.query_one("#compare-note", Static).update(Text(note, style="italic"))
+        self.query_one("#compare-note", Static).update(shown(note, "italic"))
         self.set_class(bool(note), "-noted")
         for side in SIDES:
             box = self.query_one(f"#compare-{side}", Vertical)
             title = titles.get(side, "")
-            box.query_one(".compare-title", Static).update(Text(title) if isinstance(title, str) else title)
+            box.query_one(".compare-title", Static).update(shown(title))
             heatmap = self.heatmap(side)
             grid = grids.get(side)
             legend = box.query_one(".compare-legend", Static)

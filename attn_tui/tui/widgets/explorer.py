@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
@@ -27,6 +26,7 @@ from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
 from attn_tui.tui.messages import CursorMoved, PanelChanged
 from attn_tui.tui.widgets.compare_view import CompareView
+from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.explanation import Explanation
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.heatmap import Heatmap
@@ -158,7 +158,7 @@ class Explorer(Vertical):
 
     def show_error(self, text: str) -> None:
         label = self.query_one("#error", Label)
-        label.update(Text(text))
+        label.update(drawn(text))  # a warning may quote a token or a row name
         label.set_class(bool(text), "-shown")
 
     def watch_language(self) -> None:

@@ -16,6 +16,7 @@ from attn_tui.present.stage_view import HeadsPanel
 from attn_tui.render.colors import Scale
 from attn_tui.render.heatmap import grid_scale, small_multiple
 from attn_tui.render.legend import ramp
+from attn_tui.tui.widgets.echo import shown
 
 
 def _block(title: str, grid: Grid, scale: Scale, current: bool) -> Group:
@@ -63,7 +64,7 @@ class HeadsGrid(VerticalScroll, inherit_bindings=False):
         shared = None if panel.shared is None else Scale.fit(*panel.shared, probability=panel.probability)
         blocks = [_block(name, grid, shared or grid_scale(grid), n == panel.current)
                   for n, (name, grid) in enumerate(panel.grids)]
-        parts: list[RenderableType] = [Text(title, style="bold")]
+        parts: list[RenderableType] = [shown(title, "bold")]  # a model's name: user text
         if len(panel.grids) > 1 or panel.shared is not None:
             parts.append(scale_caption(panel))
         if panel.note:

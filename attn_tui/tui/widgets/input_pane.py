@@ -28,6 +28,8 @@ from attn_tui.i18n import _
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
 from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited
+from attn_tui.tui.widgets.echo import EchoInput, EchoTextArea
+from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.scroll import QuietScroll
 
 EDITORS = ("Q", "K", "V", "X")
@@ -83,7 +85,7 @@ class InputPane(Vertical):
 
     def _tabs(self) -> ComposeResult:
         with TabPane(_("Sentence"), id="tab-sentence"), QuietScroll():
-            yield Input(placeholder=_("type a sentence"), id="sentence")
+            yield EchoInput(placeholder=_("type a sentence"), id="sentence")
             yield Label("", id="tokens")
         with TabPane(_("Matrices"), id="tab-matrices"):
             yield Label(_("type Q, K, V, or X (token vectors) for any variant"), id="matrix-status")
@@ -92,7 +94,7 @@ class InputPane(Vertical):
                 yield Checkbox(self._keep_label(), False, compact=True, id="keep-mask")
                 for name in EDITORS:
                     yield Label(self._editor_title(name), classes="editor-title", id=f"title-{name}")
-                    yield TextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
+                    yield EchoTextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
                     yield Label("", id=f"error-{name}", classes="editor-error")
         with TabPane(_("Samples"), id="tab-samples"):
             yield OptionList(*self._sample_options(), id="sample-list")
@@ -204,7 +206,7 @@ class InputPane(Vertical):
         try:
             tokens = tokenize(text)
         except InputError as exc:
-            label.update(Text(str(exc), style="red"))
+            label.update(drawn(str(exc), "red"))
             return False
         shown = Text(_("tokens:") + " ")
         for token in tokens[:MAX_TOKENS_SHOWN]:
@@ -237,7 +239,7 @@ class InputPane(Vertical):
         except InputError as exc:
             self._parsed[name] = None
             self._errors[name] = f"✗ {exc}"
-            error.update(Text(self._errors[name]))
+            error.update(drawn(self._errors[name]))
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()

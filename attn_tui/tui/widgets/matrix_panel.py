@@ -11,6 +11,7 @@ from attn_tui.present.grid import Grid
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
 from attn_tui.tui.messages import CursorMoved
+from attn_tui.tui.widgets.echo import shown
 from attn_tui.tui.widgets.heatmap import Heatmap
 
 
@@ -41,11 +42,11 @@ class MatrixPanel(Vertical):
 
     def show(self, title: Text | str, grid: Grid, about: str) -> None:
         self.grid = grid
-        self.query_one(".panel-title", Static).update(Text(title) if isinstance(title, str) else title)
+        self.query_one(".panel-title", Static).update(shown(title))  # a model's or a row's name: user text
         self.query_one(Heatmap).show(grid)
         lo, hi = grid.finite_range()
         self.query_one(".panel-legend", Static).update(legend(grid_scale(grid), lo, hi, grid.marks()))
-        self.query_one(".panel-cell", Static).update(Text(about, style="dim"))
+        self.query_one(".panel-cell", Static).update(shown(about, "dim"))
 
     def on_cursor_moved(self, event: CursorMoved) -> None:
         event.stop()

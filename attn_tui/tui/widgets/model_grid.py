@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from attn_tui.present.kv_sharing import sharing_of
 from attn_tui.present.model_view import ModelSummary, sink_note
+from attn_tui.present.text import printable
 from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
@@ -40,7 +41,7 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         """(layer, head) is the head the stages show; it is highlighted."""
         self.current = (layer, head)
         cell = summary.cell(layer, head)
-        title = Text.assemble((f"{summary.name}: {summary.layers} layers × {summary.heads} heads", "bold"),
+        title = Text.assemble((f"{printable(summary.name)}: {summary.layers} layers × {summary.heads} heads", "bold"),
                               ("   g returns to the stages; [ ] { } pick the head", "dim"))
         now = Text(f"layer {layer} head {head}: mean entropy {cell.entropy:.3f} nats · largest weight "
                    f"{cell.max_weight:.3f} · share on {summary.tokens[0]!r} {cell.first_share:.3f}", style="magenta")

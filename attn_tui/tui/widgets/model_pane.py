@@ -31,6 +31,8 @@ from attn_tui.i18n import NP_, _, pgettext
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
+from attn_tui.tui.widgets.echo import EchoInput
+from attn_tui.tui.widgets.echo import shown as drawn
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "mask_means": MASK_MEANS,
             "device": DEVICES, "dtype": DTYPES, "projection": PROJECTIONS}
@@ -97,7 +99,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Label(_("Model"), classes="pane-title", id="model-title")
         yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
-        yield from self._row("path", Input(placeholder=_("folder or cached id, ⏎"), compact=True,
+        yield from self._row("path", EchoInput(placeholder=_("folder or cached id, ⏎"), compact=True,
                                            id="set-model-path"), "other-only")
         yield Label("", id="model-status")
         yield from self._row("variant", Select([(v, v) for v in VARIANT_NAMES], value=s.variant,
@@ -114,7 +116,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._own_row("tile", s)
         yield from self._row("layer", Label("0 / 1  { }", id="layer-view", classes="value"), "transformer-only")
         yield from self._row("head", Label("0 / 1  [ ]", id="head-view", classes="value"), "head-row")
-        yield from self._row("target", Input(placeholder="2026-11-22", compact=True, id="set-target"),
+        yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
         yield from self._row("forcing", Checkbox(_("teacher"), False, compact=True, disabled=True, id="set-teacher"),
                              "seq2seq-only")
@@ -203,7 +205,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""
         status = self.query_one("#model-status", Label)
-        status.update(Text(text))
+        status.update(drawn(text))
         status.set_class(bool(text), "-shown")
 
     def show_layer(self, layer: int, layers: int) -> None:
@@ -294,7 +296,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         else:
             self.refused.pop(name, None)
         shown = error or next(iter(self.refused.values()), "")  # this field's, else another still refused
-        self.query_one("#settings-error", Label).update(Text(shown))
+        self.query_one("#settings-error", Label).update(drawn(shown))
         self.post_message(SettingsRejected(shown))  # shown where it cannot scroll out of sight too
         if not error and value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
