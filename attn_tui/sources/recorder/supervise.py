@@ -1,0 +1,211 @@
+"""`attn-tui trace FILE.py`: the user's file runs in a child process that attn-tui holds by the clock.
+
+The file may ignore or re-arm SIGALRM, cancel timers, catch every exception, hang in an
+`atexit` handler or start processes of its own: none of that reaches this process. The
+child (see `child`) runs in a process group of its own; when `--timeout` runs out, or the
+child ends, the whole group is killed, so nothing the file started is left behind. Its
+output passes through with control characters made visible, and the trace comes back as
+plain files (see `wire`), never as pickles.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from attn_tui.i18n import Msg
+from attn_tui.sources.recorder.script import ScriptError, check_script
+
+if TYPE_CHECKING:
+    from attn_tui.core.stage import Trace
+
+DRAIN = 0.5  # seconds to read what is left in the pipes once the child is gone (a process outside the group
+# may still hold them open)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t \n \r
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """What the file's run handed back: the trace, and how many threads it left running when it ended."""
+
+    trace: Trace
+    threads: int
+
+
+def _visible(text: str) -> str:
+    """The file's output with control characters (escapes, bells, bidi overrides) shown, not obeyed."""
+    return _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group(0))) if ord(m.group(0)) < 0x20 else
+                        "␡" if m.group(0) == "\x7f" else "�", text)
+
+
+class _Passage:
+    """One of the child's pipes, decoded and made visible, written to one of attn-tui's streams."""
+
+    def __init__(self, target: IO[str]) -> None:
+        self.target = target
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def write(self, data: bytes, final: bool = False) -> None:
+        text = _visible(self.decoder.decode(data, final))
+        if text:
+            self.target.write(text)
+            self.target.flush()
+            _mid_line[id(self.target)] = not text.endswith("\n")
+
+
+_mid_line: dict[int, bool] = {}  # by stream: the file's output there stopped mid-line (`input("name: ")`)
+
+
+def _end_lines(*streams: IO[str]) -> None:
+    """The line that reports the run's end starts a line of its own."""
+    for stream in dict.fromkeys(streams):
+        if _mid_line.pop(id(stream), False):
+            with suppress(Exception):
+                stream.write("\n")
+                stream.flush()
+
+
+@contextmanager
+def _terminal_to(group: int) -> Iterator[None]:
+    """While the file runs, its group owns the terminal (when attn-tui did): `input()` reads and Ctrl-C reaches it."""
+    fd = None
+    with suppress(OSError, ValueError, AttributeError):
+        if sys.stdin is not None and os.isatty(sys.stdin.fileno()) and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp():
+            fd = sys.stdin.fileno()
+            os.tcsetpgrp(fd, group)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # taking it back from the background is allowed
+            try:
+                with suppress(OSError):
+                    os.tcsetpgrp(fd, os.getpgrp())
+            finally:
+                signal.signal(signal.SIGTTOU, previous)
+
+
+def _kill_group(group: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def _start(folder: Path) -> subprocess.Popen[bytes]:
+    root = str(Path(__file__).resolve().parents[3])  # the folder attn_tui is imported from, for the child too
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import attn_tui.sources.recorder.child as c; "
+            "sys.path.remove(sys.argv[1]); c.main(sys.argv[2])")
+    return subprocess.Popen([sys.executable, "-u", "-c", code, root, str(folder)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, close_fds=True, preexec_fn=os.setpgrp)  # a group of its own
+
+
+def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, deadline: float | None) -> bool:
+    """Pass the child's output on until it ends; False when the deadline came first."""
+    selector = selectors.DefaultSelector()
+    assert child.stdout is not None and child.stderr is not None
+    for pipe, passage in ((child.stdout, out), (child.stderr, err)):
+        os.set_blocking(pipe.fileno(), False)
+        selector.register(pipe, selectors.EVENT_READ, passage)
+    try:
+        while child.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            if not selector.get_map():
+                with suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=left)
+                continue
+            for key, _ in selector.select(0.1 if left is None else min(0.1, left)):
+                _read(key, selector)
+        end = time.monotonic() + DRAIN
+        while selector.get_map() and time.monotonic() < end:
+            for key, _ in selector.select(max(0.0, end - time.monotonic())):
+                _read(key, selector)
+        return True
+    finally:
+        selector.close()
+
+
+def _read(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    try:
+        data = os.read(key.fd, 65536)
+    except BlockingIOError:
+        return
+    passage: _Passage = key.data
+    if data:
+        passage.write(data)
+    else:
+        passage.write(b"", final=True)
+        selector.unregister(key.fileobj)
+
+
+def _request(folder: Path, script: Path, args: Sequence[str], max_calls: int, budget: int | None) -> None:
+    request = {"script": str(script), "args": list(args), "max_calls": max_calls, "budget": budget}
+    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+
+
+def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, quiet_stdout: bool = False,
+               timeout: int = 0, budget: int | None = None) -> ScriptRun:
+    """Run `path` with `args` in a child process under the recorder; the trace of the attention it computed.
+
+    `timeout` seconds (0: none) bound the run, `atexit` handlers and processes the file started
+    included; `budget` bytes bound what the recording holds. Either way out is one line (ScriptError).
+    The file's stdout goes to stderr when `quiet_stdout` (the table or JSON owns stdout).
+    """
+    script = check_script(path)
+    out = _Passage(sys.stderr if quiet_stdout else sys.stdout)
+    err = _Passage(sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="attn-tui-trace-") as name:
+        folder = Path(name)
+        _request(folder, script, args, max_calls, budget)
+        child = _start(folder)
+        try:
+            with _terminal_to(child.pid):
+                finished = _pump(child, out, err, time.monotonic() + timeout if timeout else None)
+        finally:
+            _kill_group(child.pid)  # whatever the file started goes with it
+            with suppress(Exception):
+                child.kill()
+            child.wait()
+            for pipe in (child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
+            _end_lines(out.target, err.target)
+        if not finished:
+            raise ScriptError(Msg("{script} ran for {seconds} s and was stopped (--timeout SECONDS sets the limit, 0 "
+                                  "none)", script=script.name, seconds=timeout))
+        return _result(folder, script, child.returncode)
+
+
+def _result(folder: Path, script: Path, code: int) -> ScriptRun:
+    from attn_tui.sources.recorder.child import RESULT
+    from attn_tui.sources.recorder.wire import WireError, decode_message, read_trace
+
+    try:
+        result: dict[str, Any] = json.loads((folder / RESULT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        if code < 0:
+            with suppress(ValueError):
+                raise ScriptError(Msg("{script} was ended by {signal}", script=script.name,
+                                      signal=signal.Signals(-code).name)) from None
+        raise ScriptError(Msg("{script} ended (status {code}) without handing its recording back",
+                              script=script.name, code=code)) from None
+    try:
+        if not result.get("ok"):
+            raise ScriptError(decode_message(result.get("error")))
+        return ScriptRun(read_trace(folder), int(result.get("threads", 0)))
+    except WireError as exc:
+        raise ScriptError(Msg("{script}: the recording could not be read back ({reason})", script=script.name,
+                              reason=str(exc))) from None
