@@ -22,7 +22,9 @@ from typing import Any, NoReturn
 
 REQUEST = "request.json"
 RESULT = "result.json"
+STARTED = "started"  # written when the file starts: --timeout counts the file's time, not attn-tui's start-up
 OVER_BUDGET = 3  # the exit status when the recording passed --max-memory while the file ran
+_exit = os._exit  # the real one: while the file runs, os._exit is its own (see script._exit_as_sys_exit)
 
 
 def _die_with_parent() -> None:
@@ -47,7 +49,7 @@ def _leave(code: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with suppress(Exception):  # a stream the file closed or replaced
             stream.flush()
-    os._exit(code)
+    _exit(code)
 
 
 def _error(folder: Path, message: object) -> None:
@@ -63,6 +65,7 @@ def main(folder_name: str) -> NoReturn:
     if "" in sys.path:
         sys.path.remove("")  # `python FILE.py` has the file's folder on the path, not the current one
     from attn_tui.core.errors import AttnError
+    from attn_tui.sources.recorder.capture import Recorder  # noqa: F401  (torch, loaded before the clock starts)
     from attn_tui.sources.recorder.script import run_here
 
     def stop(kept: int, budget: int) -> None:
@@ -72,6 +75,7 @@ def main(folder_name: str) -> NoReturn:
         _leave(OVER_BUDGET)
 
     before = set(threading.enumerate())
+    (folder / STARTED).touch()
     try:
         try:
             trace = run_here(request["script"], request["args"], request["max_calls"], request["budget"], stop)

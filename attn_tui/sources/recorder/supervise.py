@@ -32,6 +32,7 @@ from attn_tui.sources.recorder.script import ScriptError, check_script
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
+START_UP = 120.0  # seconds attn-tui's own start in the child may take (torch's import on a busy machine)
 DRAIN = 0.5  # seconds to read what is left in the pipes once the child is gone (a process outside the group
 # may still hold them open)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t \n \r
@@ -111,23 +112,28 @@ def _start(folder: Path) -> subprocess.Popen[bytes]:
                             stderr=subprocess.PIPE, close_fds=True, preexec_fn=os.setpgrp)  # a group of its own
 
 
-def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, deadline: float | None) -> bool:
-    """Pass the child's output on until it ends; False when the deadline came first."""
+def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, started: Path, timeout: int) -> bool:
+    """Pass the child's output on until it ends; False when `timeout` seconds (0: none) passed since the file
+    `started`, or the child took more than START_UP to get there."""
     selector = selectors.DefaultSelector()
     assert child.stdout is not None and child.stderr is not None
     for pipe, passage in ((child.stdout, out), (child.stderr, err)):
         os.set_blocking(pipe.fileno(), False)
         selector.register(pipe, selectors.EVENT_READ, passage)
+    deadline: float | None = time.monotonic() + START_UP + timeout if timeout else None
+    running = False
     try:
         while child.poll() is None:
+            if timeout and not running and started.exists():
+                running, deadline = True, time.monotonic() + timeout
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return False
             if not selector.get_map():
                 with suppress(subprocess.TimeoutExpired):
-                    child.wait(timeout=left)
+                    child.wait(timeout=0.1 if left is None else min(0.1, max(left, 0.0)))
                 continue
-            for key, _ in selector.select(0.1 if left is None else min(0.1, left)):
+            for key, _ in selector.select(0.1 if left is None else min(0.1, max(left, 0.0))):
                 _read(key, selector)
         end = time.monotonic() + DRAIN
         while selector.get_map() and time.monotonic() < end:
@@ -164,6 +170,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     included; `budget` bytes bound what the recording holds. Either way out is one line (ScriptError).
     The file's stdout goes to stderr when `quiet_stdout` (the table or JSON owns stdout).
     """
+    from attn_tui.sources.recorder.child import STARTED
+
     script = check_script(path)
     out = _Passage(sys.stderr if quiet_stdout else sys.stdout)
     err = _Passage(sys.stderr)
@@ -173,7 +181,7 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         child = _start(folder)
         try:
             with _terminal_to(child.pid):
-                finished = _pump(child, out, err, time.monotonic() + timeout if timeout else None)
+                finished = _pump(child, out, err, folder / STARTED, timeout)
         finally:
             _kill_group(child.pid)  # whatever the file started goes with it
             with suppress(Exception):
