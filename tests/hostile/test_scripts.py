@@ -165,3 +165,68 @@ def test_calls_kept_past_max_memory_stop_the_file_while_it_runs(tmp_path: Path) 
     assert outcome.refused("loops.py: its recording would hold"), outcome
     assert "more than --max-memory allows (64.0 MB)" in outcome.err
     assert _left_behind(tmp_path, 1) == []
+
+
+def test_attn_tui_stopped_by_sigterm_takes_the_file_and_its_children_with_it(tmp_path: Path) -> None:
+    body = (_pids_of(tmp_path) + "import multiprocessing as mp\n\ndef spin():\n    _note()\n    while True:\n"
+            "        pass\n\nif __name__ == '__main__':\n    mp.get_context('fork').Process(target=spin).start()\n"
+            + SPIN)
+    script = _script(tmp_path, "held.py", body)
+    process = subprocess.Popen([sys.executable, "-m", "attn_tui", "trace", "--format", "table", script],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    deadline = time.monotonic() + 50
+    pids = tmp_path / "pids"
+    while (not pids.exists() or len(pids.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.terminate()
+    _, err = process.communicate(timeout=30)
+    assert process.returncode != 0 and b"Traceback" not in err, err
+    assert _left_behind(tmp_path, 2) == []
+
+
+def test_the_files_output_shows_with_its_escapes_made_visible(tmp_path: Path) -> None:
+    script = _script(tmp_path, "loud.py", "print('\\x1b[2J\\x1b]0;owned\\x07 hello')\n" + ATTENTION)
+    outcome = attn_tui("trace", "--format", "table", script, cwd=tmp_path)
+    assert outcome.code == 0 and "weights · head 0" in outcome.out, outcome
+    assert "␛[2J␛]0;owned␇ hello" in outcome.err and "\x1b" not in outcome.err + outcome.out
+
+
+def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
+    """The file's process group is handed the terminal while it runs: `input()` reads it instead of being stopped
+    (a background group reading its terminal gets SIGTTIN), and attn-tui takes the terminal back after."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import termios
+
+    script = _script(tmp_path, "asks.py", "name = input('name: ')\nprint('hello', name)\n" + ATTENTION)
+    master, slave = pty.openpty()
+
+    def own_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen([sys.executable, "-m", "attn_tui", "trace", "--format", "table", "--stage",
+                                "weights", script], stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path,
+                               preexec_fn=own_terminal)
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 55
+    answered = False
+    while time.monotonic() < deadline:
+        if not select.select([master], [], [], 0.5)[0]:
+            continue
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closed: every process on it has exited
+            break
+        seen += chunk
+        if not answered and b"name: " in seen:
+            os.write(master, b"Ada\n")
+            answered = True
+    os.close(master)
+    if process.poll() is None:
+        process.kill()
+    assert process.wait(timeout=30) == 0, seen
+    assert b"hello Ada" in seen and b"weights \xc2\xb7 head 0" in seen, seen

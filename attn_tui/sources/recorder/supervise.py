@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -97,6 +98,24 @@ def _terminal_to(group: int) -> Iterator[None]:
                     os.tcsetpgrp(fd, os.getpgrp())
             finally:
                 signal.signal(signal.SIGTTOU, previous)
+
+
+@contextmanager
+def _ended_by_signals() -> Iterator[None]:
+    """SIGTERM or SIGHUP to attn-tui ends it as Ctrl-C would, through the `finally` that kills the file's group
+    (by default they would end attn-tui at once and leave the file running)."""
+    def leave(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, leave) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _kill_group(group: int) -> None:
@@ -180,7 +199,7 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         _request(folder, script, args, max_calls, budget)
         child = _start(folder)
         try:
-            with _terminal_to(child.pid):
+            with _ended_by_signals(), _terminal_to(child.pid):
                 finished = _pump(child, out, err, folder / STARTED, timeout)
         finally:
             _kill_group(child.pid)  # whatever the file started goes with it
