@@ -176,6 +176,13 @@ def _read(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
         selector.unregister(key.fileobj)
 
 
+def _preload() -> None:
+    """torch and the trace's types, loaded here while the child loads its own and runs the file: on a machine with
+    a core to spare, reading the trace back then costs no import."""
+    with suppress(Exception):
+        import attn_tui.sources.recorder.wire  # noqa: F401
+
+
 def _request(folder: Path, script: Path, args: Sequence[str], max_calls: int, budget: int | None) -> None:
     request = {"script": str(script), "args": list(args), "max_calls": max_calls, "budget": budget}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
@@ -198,6 +205,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         folder = Path(name)
         _request(folder, script, args, max_calls, budget)
         child = _start(folder)
+        preload = threading.Thread(target=_preload, name="attn-tui-preload", daemon=True)
+        preload.start()
         try:
             with _ended_by_signals(), _terminal_to(child.pid):
                 finished = _pump(child, out, err, folder / STARTED, timeout)
@@ -210,6 +219,7 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
                 if pipe is not None:
                     pipe.close()
             _end_lines(out.target, err.target)
+            preload.join()  # never left importing torch while Python shuts down
         if not finished:
             raise ScriptError(Msg("{script} ran for {seconds} s and was stopped (--timeout SECONDS sets the limit, 0 "
                                   "none)", script=script.name, seconds=timeout))
