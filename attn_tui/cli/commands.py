@@ -222,7 +222,7 @@ def trace(args: argparse.Namespace) -> int:
 
     path = sample_script(args.sample) if args.sample is not None else Path(args.script)
     ran = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app",
-                     timeout=args.timeout, budget=memory_limit(args.max_memory))
+                     timeout=args.timeout, budget=memory_limit(args.max_memory), debug=bool(args.debug))
     code = _show_recorded(args, ran.trace)
     if ran.threads:  # the file ran in a process of its own, which ended without waiting for them
         print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",

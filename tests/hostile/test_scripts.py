@@ -230,3 +230,12 @@ def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
         process.kill()
     assert process.wait(timeout=30) == 0, seen
     assert b"hello Ada" in seen and b"row sums: 1 within" in seen, seen  # the table, in colour on a terminal
+
+
+@pytest.mark.parametrize(("body", "signal_name"), [("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),
+                                                   ("import os, signal\nos.killpg(0, signal.SIGKILL)\n", "SIGKILL")])
+def test_a_file_that_crashes_its_process_is_one_line(body: str, signal_name: str, tmp_path: Path) -> None:
+    """A segfault, or the file killing its own process group: attn-tui is outside it and says how the file ended."""
+    script = _script(tmp_path, "crashes.py", body)
+    outcome = attn_tui("trace", "--format", "table", script, cwd=tmp_path)
+    assert outcome.refused(f"crashes.py was ended by {signal_name}"), outcome

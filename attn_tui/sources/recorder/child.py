@@ -89,9 +89,13 @@ def main(folder_name: str) -> NoReturn:
     except AttnError as exc:
         _error(folder, exc.message)
         _leave(2)
-    except BaseException as exc:  # the recorder's own failure: one line, never a traceback
+    except BaseException as exc:  # the recorder's own failure: one line, and its traceback only under --debug
         from attn_tui.core.errors import describe
 
+        if request.get("debug"):
+            import traceback
+
+            traceback.print_exc()
         _error(folder, describe(exc))
         _leave(2)
     _leave(0)

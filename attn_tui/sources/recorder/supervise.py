@@ -183,17 +183,19 @@ def _preload() -> None:
         import attn_tui.sources.recorder.wire  # noqa: F401
 
 
-def _request(folder: Path, script: Path, args: Sequence[str], max_calls: int, budget: int | None) -> None:
-    request = {"script": str(script), "args": list(args), "max_calls": max_calls, "budget": budget}
+def _request(folder: Path, script: Path, args: Sequence[str], max_calls: int, budget: int | None,
+             debug: bool) -> None:
+    request = {"script": str(script), "args": list(args), "max_calls": max_calls, "budget": budget, "debug": debug}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
 
 
 def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, quiet_stdout: bool = False,
-               timeout: int = 0, budget: int | None = None) -> ScriptRun:
+               timeout: int = 0, budget: int | None = None, debug: bool = False) -> ScriptRun:
     """Run `path` with `args` in a child process under the recorder; the trace of the attention it computed.
 
     `timeout` seconds (0: none) bound the run, `atexit` handlers and processes the file started
-    included; `budget` bytes bound what the recording holds. Either way out is one line (ScriptError).
+    included; `budget` bytes bound what the recording holds. Either way out is one line (ScriptError);
+    `debug` adds the traceback of a failure of the recorder itself.
     The file's stdout goes to stderr when `quiet_stdout` (the table or JSON owns stdout).
     """
     from attn_tui.sources.recorder.child import STARTED
@@ -203,7 +205,7 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     err = _Passage(sys.stderr)
     with tempfile.TemporaryDirectory(prefix="attn-tui-trace-") as name:
         folder = Path(name)
-        _request(folder, script, args, max_calls, budget)
+        _request(folder, script, args, max_calls, budget, debug)
         child = _start(folder)
         preload = threading.Thread(target=_preload, name="attn-tui-preload", daemon=True)
         preload.start()
