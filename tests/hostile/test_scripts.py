@@ -239,3 +239,16 @@ def test_a_file_that_crashes_its_process_is_one_line(body: str, signal_name: str
     script = _script(tmp_path, "crashes.py", body)
     outcome = attn_tui("trace", "--format", "table", script, cwd=tmp_path)
     assert outcome.refused(f"crashes.py was ended by {signal_name}"), outcome
+
+
+def test_a_process_that_leaves_the_files_group_is_ended_too(tmp_path: Path) -> None:
+    """A daemon the file starts in a session of its own (`start_new_session=True`) escapes a group kill; it comes
+    back to attn-tui when its parent ends, and is ended there."""
+    sleeper = _script(tmp_path, "sleeper.py", _pids_of(tmp_path) + "import time\ntime.sleep(10**6)\n")
+    body = (_pids_of(tmp_path) + f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {sleeper!r}], "
+            f"start_new_session=True)\nwhile len(open({str(tmp_path / 'pids')!r}).read().split()) < 2:\n"
+            "    time.sleep(0.05)\n" + ATTENTION)
+    script = _script(tmp_path, "daemon.py", body)
+    outcome = attn_tui("trace", "--format", "table", script, cwd=tmp_path)
+    assert outcome.code == 0 and "weights · head 0" in outcome.out, outcome
+    assert _left_behind(tmp_path, 2) == []

@@ -11,6 +11,7 @@ plain files (see `wire`), never as pickles.
 from __future__ import annotations
 
 import codecs
+import ctypes
 import json
 import os
 import re
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
 START_UP = 120.0  # seconds attn-tui's own start in the child may take (torch's import on a busy machine)
+ADOPTION = 3.0  # seconds to wait for the file's processes to end once their group is killed
 DRAIN = 0.5  # seconds to read what is left in the pipes once the child is gone (a process outside the group
 # may still hold them open)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t \n \r
@@ -116,6 +118,50 @@ def _ended_by_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _subreaper(on: bool) -> bool:
+    """Linux: while the file runs, what it starts and that leaves its process group (`setsid`, a daemon) comes
+    back to attn-tui when its parent ends, instead of to init, so that it can be ended too."""
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0)) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _processes() -> Iterator[tuple[int, int, int, str]]:
+    """(pid, parent, group, state) of every process (read from /proc; nothing where there is none)."""
+    with suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with suppress(OSError, IndexError, ValueError):
+                    fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                    yield int(entry), int(fields[1]), int(fields[2]), fields[0]
+
+
+def _children() -> set[int]:
+    me = os.getpid()
+    return {pid for pid, parent, _, _ in _processes() if parent == me}
+
+
+def _end_adopted(before: set[int], group: int) -> None:
+    """End what the file started that left its group and came back to attn-tui (see `_subreaper`), generation
+    by generation, until nothing of the group or of its escapees is left (or ADOPTION seconds pass)."""
+    me, end = os.getpid(), time.monotonic() + ADOPTION
+    while time.monotonic() < end:
+        adopted = living = 0
+        for pid, parent, pgrp, state in _processes():
+            if parent == me and pid not in before:
+                adopted += 1
+                with suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                with suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            elif pgrp == group and state not in ("Z", "X"):
+                living += 1
+        if not adopted and not living:
+            return
+        time.sleep(0.02)
 
 
 def _kill_group(group: int) -> None:
@@ -206,6 +252,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
     with tempfile.TemporaryDirectory(prefix="attn-tui-trace-") as name:
         folder = Path(name)
         _request(folder, script, args, max_calls, budget, debug)
+        before = _children()
+        adopting = _subreaper(True)
         child = _start(folder)
         preload = threading.Thread(target=_preload, name="attn-tui-preload", daemon=True)
         preload.start()
@@ -217,6 +265,9 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
             with suppress(Exception):
                 child.kill()
             child.wait()
+            if adopting:
+                _end_adopted(before, child.pid)
+                _subreaper(False)
             for pipe in (child.stdout, child.stderr):
                 if pipe is not None:
                     pipe.close()
