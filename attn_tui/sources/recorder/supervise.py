@@ -254,7 +254,12 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         _request(folder, script, args, max_calls, budget, debug)
         before = _children()
         adopting = _subreaper(True)
-        child = _start(folder)
+        try:
+            child = _start(folder)
+        except BaseException:
+            if adopting:
+                _subreaper(False)
+            raise
         preload = threading.Thread(target=_preload, name="attn-tui-preload", daemon=True)
         preload.start()
         try:

@@ -84,7 +84,7 @@ def test_only_attn_tuis_own_types_are_rebuilt(tmp_path: Path) -> None:
         def __reduce__(self):
             return (Path.touch, (tmp_path / "ran",))
 
-    (tmp_path / TENSORS).write_bytes(pickle.dumps([Boom()]))
+    (tmp_path / TENSORS).write_bytes(pickle.dumps([Boom()], protocol=2))
     with pytest.raises(WireError):
         read_trace(tmp_path)
     assert not (tmp_path / "ran").exists()
