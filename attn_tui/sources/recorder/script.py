@@ -1,9 +1,9 @@
-"""Running a user's Python file under the recorder, as `attn-tui trace FILE.py [args…]` does.
+"""Running a user's Python file under the recorder, in the process `attn-tui trace FILE.py [args…]` starts for it.
 
 The file runs as `__main__` with `sys.argv` set to it and its arguments, its folder first
 on `sys.path`, exactly as `python FILE.py args…` would run it: it is the user's own code,
 and running it is the point. Whatever goes wrong in it becomes one line naming the
-file, the line and the exception, never a traceback.
+file, the line and the exception, never a traceback. `supervise` holds that process by the clock.
 """
 
 from __future__ import annotations
