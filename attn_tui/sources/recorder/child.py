@@ -59,12 +59,29 @@ def _error(folder: Path, message: object) -> None:
 
 
 def main(folder_name: str) -> NoReturn:
+    """Run the request in `folder_name` and end; whatever happens, even Ctrl-C while torch loads, is one line."""
     folder = Path(folder_name)
-    _die_with_parent()
-    request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
+    debug = False
+    try:
+        _die_with_parent()
+        request = json.loads((folder / REQUEST).read_text(encoding="utf-8"))
+        debug = bool(request.get("debug"))
+        _run(folder, request)
+    except BaseException as exc:
+        from attn_tui.core.errors import AttnError, describe
+
+        if debug and not isinstance(exc, AttnError):  # the recorder's own failure: its traceback under --debug
+            import traceback
+
+            traceback.print_exc()
+        _error(folder, exc.message if isinstance(exc, AttnError) else describe(exc))
+        _leave(2)
+    _leave(0)
+
+
+def _run(folder: Path, request: dict[str, Any]) -> None:
     if "" in sys.path:
         sys.path.remove("")  # `python FILE.py` has the file's folder on the path, not the current one
-    from attn_tui.core.errors import AttnError
     from attn_tui.sources.recorder.capture import Recorder  # noqa: F401  (torch, loaded before the clock starts)
     from attn_tui.sources.recorder.script import run_here
 
@@ -77,28 +94,14 @@ def main(folder_name: str) -> NoReturn:
     before = set(threading.enumerate())
     (folder / STARTED).touch()
     try:
-        try:
-            trace = run_here(request["script"], request["args"], request["max_calls"], request["budget"], stop)
-        finally:
-            atexit._run_exitfuncs()  # the file's own handlers, as Python would run them at its end
-        left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
-        from attn_tui.sources.recorder.wire import write_trace
+        trace = run_here(request["script"], request["args"], request["max_calls"], request["budget"], stop)
+    finally:
+        atexit._run_exitfuncs()  # the file's own handlers, as Python would run them at its end
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    from attn_tui.sources.recorder.wire import write_trace
 
-        write_trace(trace, folder)
-        write_result(folder, {"ok": True, "threads": len(left)})
-    except AttnError as exc:
-        _error(folder, exc.message)
-        _leave(2)
-    except BaseException as exc:  # the recorder's own failure: one line, and its traceback only under --debug
-        from attn_tui.core.errors import describe
-
-        if request.get("debug"):
-            import traceback
-
-            traceback.print_exc()
-        _error(folder, describe(exc))
-        _leave(2)
-    _leave(0)
+    write_trace(trace, folder)
+    write_result(folder, {"ok": True, "threads": len(left)})
 
 
 if __name__ == "__main__":
