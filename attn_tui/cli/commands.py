@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_tui.cli.parser import one_line
 from attn_tui.cli.request import Reader, model_input, variant_request
 from attn_tui.core.controls import json_safe
-from attn_tui.core.errors import AttnError, ConfigError, InputError
+from attn_tui.core.errors import ConfigError, InputError
 from attn_tui.core.files import check_text, quoted, writable_file, writable_folder
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.present.text import printable
@@ -226,36 +223,19 @@ def trace(args: argparse.Namespace) -> int:
         raise InputError(Msg("give the Python file to run: attn-tui trace FILE.py [args…] (or --sample NAME)"))
     if args.format == "app" and (args.stage is not None or args.head is not None or args.params):
         raise ConfigError(Msg("--stage, --head and --params apply to --format table or json"))
-    from attn_tui.sources.recorder.script import run_script, sample_script
+    from attn_tui.core.budget import memory_limit
+    from attn_tui.sources.recorder.script import sample_script
+    from attn_tui.sources.recorder.supervise import run_script
 
     path = sample_script(args.sample) if args.sample is not None else Path(args.script)
-    before = set(threading.enumerate())
-    recorded = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app",
-                          timeout=args.timeout)
-    try:
-        code = _show_recorded(args, recorded)
-    except AttnError as exc:
-        _leave_threads_behind(before, path.name, exc)
-        raise
-    _leave_threads_behind(before, path.name)
-    return code
-
-
-def _leave_threads_behind(before: set[threading.Thread], script: str, error: AttnError | None = None) -> None:
-    """The file's own threads that still run (not daemons) would keep attn-tui from ever exiting: say so, and go
-    (with the error line instead, when there is one)."""
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
-    if not left:
-        return
-    if error is None:
+    ran = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app",
+                     timeout=args.timeout, budget=memory_limit(args.max_memory), debug=bool(args.debug))
+    code = _show_recorded(args, ran.trace)
+    if ran.threads:  # the file ran in a process of its own, which ended without waiting for them
         print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",
                          "warning: {script} left {n} threads running; attn-tui exits without waiting for them",
-                         script=printable(script), n=len(left))), file=sys.stderr)
-    else:
-        print(f"attn-tui: {_('error')}: {one_line(str(error))}", file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0 if error is None else 2)
+                         script=printable(path.name), n=ran.threads)), file=sys.stderr)
+    return code
 
 
 def _show_recorded(args: argparse.Namespace, recorded: Trace) -> int:

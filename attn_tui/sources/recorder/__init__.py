@@ -1,7 +1,7 @@
 """The user's own attention code as a source: record it while it runs, then lay it out as a Trace.
 
-`Recording` is the context manager behind `attn_tui.record()`; `run_script` runs a file
-under it, as `attn-tui trace FILE.py` does. Stages get the usual names where the
+`Recording` is the context manager behind `attn_tui.record()`; `supervise.run_script` runs a
+file under it in a process of its own, as `attn-tui trace FILE.py` does. Stages get the usual names where the
 pattern is recognised (scores, scaled, masked, weights, output, query_proj, energy, …)
 and core ops the inspector recomputes; each carries the line of code that made it.
 """

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from attn_tui.core.budget import BudgetError
 from attn_tui.core.errors import AttnError
 from attn_tui.core.masks import MaskSpec
 from attn_tui.core.meta import RecordedRun
@@ -64,16 +65,26 @@ def _fallback(node: Node, scope: Scope) -> Found | None:
     return found
 
 
-def found_calls(recorder: Recorder) -> tuple[list[Found], list[str | Msg]]:
-    """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings."""
+def found_calls(recorder: Recorder, script: str = "") -> tuple[list[Found], list[str | Msg]]:
+    """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings.
+
+    Under a budget (`trace --max-memory`), what the layout of the fused calls will allocate is counted
+    before it is, beside what the kept calls hold already: BudgetError when the sum passes it.
+    """
     from attn_tui.sources.recorder.heads import gather_heads
+    from attn_tui.sources.recorder.held import laid_out_bytes, over_budget
     from attn_tui.sources.recorder.recognise import UnrecognisedError
     from attn_tui.sources.recorder.refs import UnfollowableError
 
     founds: list[Found] = []
     warnings: list[str | Msg] = []
+    needed = recorder.kept_bytes
     for scope in recorder.order:
         for node in recorder.anchors[scope]:
+            if recorder.budget is not None:
+                needed += laid_out_bytes(node)
+                if needed > recorder.budget:
+                    raise over_budget(script, needed, recorder.budget)
             found = Found(scope, node.call, 1, 1)
             stale = [n for n in _reachable(node) if not n.is_view and n.stale()]
             if stale:
@@ -137,7 +148,7 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
     """
     try:
         return _build(recorder, script, tokens, key_tokens)
-    except NoAttentionError:
+    except (NoAttentionError, BudgetError):
         raise
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -147,7 +158,7 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
 
 def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
            key_tokens: tuple[str, ...] | None) -> Trace:
-    founds, warnings = found_calls(recorder)
+    founds, warnings = found_calls(recorder, script)
     if not founds:
         if warnings:
             raise NoAttentionError(str(warnings[0]))

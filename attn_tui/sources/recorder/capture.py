@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.whose import is_own_file, is_user_file
 
 VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
@@ -101,6 +102,7 @@ class Node:
     consumers: list[Node] = field(default_factory=list)  # kept only within AFTER_HOPS of a softmax
     returned: Any = field(default=None, repr=False)  # MHA: its whole result (output, weights)
     call: int = 0  # the n-th anchor of its scope
+    held: int = 0  # bytes an anchor's graph keeps alive (counted only under a budget)
 
     @property
     def is_view(self) -> bool:
@@ -185,6 +187,9 @@ class Recorder(TorchFunctionMode):
         self._nodes: dict[int, tuple[weakref.ref[torch.Tensor], Node]] = {}
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
+        self.budget: int | None = None  # bytes the kept calls may hold (`trace --max-memory`); None: no limit
+        self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
+        self.over_budget: Callable[[int, int], None] | None = None  # called with (kept, budget) when it is passed
 
     # ----- the graph ----------------------------------------------------------------------
     def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
@@ -372,4 +377,13 @@ class Recorder(TorchFunctionMode):
             self.seen[scope] = 0
         node.call = self.seen[scope]
         self.seen[scope] += 1
-        self.anchors[scope].append(node)
+        kept = self.anchors[scope]
+        if self.budget is not None:
+            node.held = held_bytes(node)
+            if len(kept) == kept.maxlen and kept:
+                self.kept_bytes -= kept[0].held  # the oldest call is dropped as this one is kept
+            self.kept_bytes += node.held
+        kept.append(node)
+        if self.budget is not None and self.kept_bytes > self.budget and self.over_budget is not None:
+            self.over_budget(self.kept_bytes, self.budget)
+

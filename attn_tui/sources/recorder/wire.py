@@ -1,0 +1,167 @@
+"""A recorded Trace across a process boundary: the child that ran the user's file writes it, attn-tui reads it back.
+
+Nothing is unpickled. The tensors travel in one `torch.save` file read back with
+`weights_only=True`; everything else (places, ops, axes, masks, the run's metadata, the
+warnings as translatable messages) travels as JSON whose objects are rebuilt only from an
+explicit list of attn-tui's own dataclasses, by their fields. A file the child did not
+write, or wrote wrong, is a WireError, never code run on attn-tui's side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attn_tui.core.errors import AttnError
+from attn_tui.core.masks import MaskSpec
+from attn_tui.core.meta import RecordedRun
+from attn_tui.core.stage import Axis, Stage, Trace
+from attn_tui.core.values import StageStats
+from attn_tui.i18n import Join, Msg, Plural
+
+TENSORS = "tensors.pt"
+DOCUMENT = "trace.json"
+
+
+class WireError(AttnError):
+    """The recording that came back from the child could not be read."""
+
+
+def _allowed() -> dict[str, type]:
+    from attn_tui.core import ops
+
+    kinds: dict[str, type] = {cls.__name__: cls for cls in (Axis, Stage, MaskSpec, RecordedRun, StageStats)}
+    for value in vars(ops).values():
+        if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == ops.__name__:
+            kinds[value.__name__] = value
+    return kinds
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.tensors: list[torch.Tensor] = []
+
+    def encode(self, value: Any) -> Any:
+        if value is None or isinstance(value, (bool, int, str)):
+            return value
+        if isinstance(value, float):
+            return value if math.isfinite(value) else {"float": repr(value)}
+        if isinstance(value, torch.Tensor):
+            self.tensors.append(value.detach().cpu())  # views of one tensor share its storage in the file
+            return {"tensor": len(self.tensors) - 1}
+        if isinstance(value, Join):
+            return {"join": value.text, "parts": [self.encode(p) for p in value.parts]}
+        if isinstance(value, Msg):
+            values = {k: v if isinstance(v, (Msg, int, float, str)) else str(v) for k, v in value.values.items()}
+            out: dict[str, Any] = {"msg": value.text, "values": {k: self.encode(v) for k, v in values.items()}}
+            if isinstance(value, Plural):
+                out["plural"] = value.plural
+            return out
+        if isinstance(value, tuple):
+            return {"tuple": [self.encode(v) for v in value]}
+        if isinstance(value, list):
+            return [self.encode(v) for v in value]
+        if isinstance(value, dict):
+            return {"pairs": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {f.name: self.encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+            return {"kind": type(value).__name__, "fields": fields}
+        raise WireError(f"cannot send a {type(value).__name__}")
+
+
+class _Reader:
+    def __init__(self, tensors: list[torch.Tensor]) -> None:
+        self.tensors = tensors
+        self.kinds = _allowed()
+
+    def decode(self, value: Any) -> Any:
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, list):
+            return [self.decode(v) for v in value]
+        if not isinstance(value, dict):
+            raise WireError(f"unexpected {type(value).__name__}")
+        if "float" in value:
+            return float(str(value["float"]))  # inf, -inf, nan only: float() parses nothing else
+        if "tensor" in value:
+            return self.tensors[int(value["tensor"])]
+        if "tuple" in value:
+            return tuple(self.decode(v) for v in value["tuple"])
+        if "pairs" in value:
+            return {self.decode(k): self.decode(v) for k, v in value["pairs"]}
+        if "join" in value:
+            return Join(str(value["join"]), *(self.decode(p) for p in value["parts"]))
+        if "msg" in value:
+            values = {str(k): self.decode(v) for k, v in value["values"].items()}
+            if "plural" in value:
+                return Plural(str(value["msg"]), str(value["plural"]), **values)
+            return Msg(str(value["msg"]), **values)
+        if "kind" in value:
+            cls = self.kinds.get(str(value["kind"]))
+            if cls is None:
+                raise WireError(f"unknown kind {str(value['kind'])[:40]!r}")
+            return cls(**{str(k): self.decode(v) for k, v in value["fields"].items()})
+        raise WireError("unexpected object")
+
+
+def write_trace(trace: Trace, folder: Path) -> None:
+    """`trace` as two files in `folder`: its tensors (torch.save) and the rest (JSON)."""
+    writer = _Writer()
+    document = {"meta": writer.encode(trace.meta), "query_tokens": writer.encode(trace.query_tokens),
+                "key_tokens": writer.encode(trace.key_tokens), "device": trace.device, "dtype": trace.dtype,
+                "stages": [writer.encode(stage) for stage in trace.stages.values()],
+                "params": writer.encode(trace.params), "inputs": writer.encode(trace.inputs),
+                "mask": writer.encode(trace.mask), "warnings": writer.encode(trace.warnings),
+                "stats": writer.encode(trace.stats)}
+    torch.save(writer.tensors, folder / TENSORS)
+    (folder / DOCUMENT).write_text(json.dumps(document), encoding="utf-8")
+
+
+def read_trace(folder: Path) -> Trace:
+    """The trace `write_trace` wrote, rebuilt from attn-tui's own types only."""
+    try:
+        tensors = torch.load(folder / TENSORS, weights_only=True, map_location="cpu")
+        document = json.loads((folder / DOCUMENT).read_text(encoding="utf-8"))
+        if not isinstance(tensors, list) or not all(isinstance(t, torch.Tensor) for t in tensors):
+            raise WireError("the tensors are not a list of tensors")
+        reader = _Reader(tensors)
+        meta = reader.decode(document["meta"])
+        if not isinstance(meta, RecordedRun):
+            raise WireError("not a recording")
+        trace = Trace(meta, reader.decode(document["query_tokens"]), reader.decode(document["key_tokens"]),
+                      str(document["device"]), str(document["dtype"]))
+        for encoded in document["stages"]:
+            stage = reader.decode(encoded)
+            if not isinstance(stage, Stage):
+                raise WireError("a stage is not a Stage")
+            trace.put(stage)
+        trace.params = reader.decode(document["params"])
+        trace.inputs = reader.decode(document["inputs"])
+        trace.mask = reader.decode(document["mask"])
+        trace.warnings = reader.decode(document["warnings"])
+        trace.stats = reader.decode(document["stats"])
+        return trace
+    except WireError:
+        raise
+    except Exception as exc:  # a file cut short (the child was stopped while writing), or not ours
+        raise WireError(f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}") from exc
+
+
+def encode_message(message: object) -> Any:
+    """A one-line message (text or Msg, read later in the language on show) as JSON."""
+    return _Writer().encode(message if isinstance(message, (str, Msg)) else str(message))
+
+
+def decode_message(value: Any) -> str | Msg:
+    try:
+        message = _Reader([]).decode(value)
+    except Exception as exc:
+        raise WireError(f"{type(exc).__name__}") from exc
+    if not isinstance(message, (str, Msg)):
+        raise WireError("not a message")
+    return message
