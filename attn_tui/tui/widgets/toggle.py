@@ -24,4 +24,4 @@ class ShapeCheckbox(Checkbox):
     def _button(self) -> Content:
         style = self.get_visual_style("toggle--button")
         return Content.assemble((self.BUTTON_LEFT, style), (ON if self.value else OFF, style),
-                                (self.BUTTON_RIGHT, style))
+                                (self.BUTTON_RIGHT, style), " ")  # compact mode drops the label's padding
