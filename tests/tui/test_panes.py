@@ -153,3 +153,17 @@ async def test_the_palette_changes_settings_generated_from_their_declaration() -
         assert app.query_one("#set-mask", Select).value == "causal"
         await run_from_palette(pilot, "type temp")
         assert app.focused is app.query_one("#set-temperature")
+
+
+async def test_the_palette_opens_the_stage_picker_too() -> None:
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_from_palette(pilot, "stage picker")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"tile 0 · accumulator")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (app.view.name, app.view.step) == ("accumulator", 0)
