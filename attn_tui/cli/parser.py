@@ -165,9 +165,9 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     real.add_argument("--model", metavar="NAME_OR_PATH", dest=f"{prefix}model",
                       help=_("{names}, a local model folder, or a cached id").format(names=", ".join(MODEL_NAMES)))
     real.add_argument("--layer", type=_non_negative, metavar="L", dest=f"{prefix}layer",
-                      help=_("a transformer's layer (default 0)"))
+                      help=_("a transformer's layer, counted from 0 (default 0)"))
     real.add_argument("--head", type=_non_negative, metavar="H", dest=f"{prefix}head",
-                      help=_("multihead or a transformer: the head (default 0)"))
+                      help=_("multihead or a transformer: the head, counted from 0 (default 0)"))
     real.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N", dest=f"{prefix}pad_to",
                       help=_("a transformer: pad the tokenised text to N tokens"))
     real.add_argument("--target", metavar="DATE", dest=f"{prefix}target",
@@ -235,7 +235,7 @@ def _add_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     trace.add_argument("--format", choices=("app", "table", "json"), default="app",
                        help=_("app (default), or print the stages like `attn-tui stages`"))
     trace.add_argument("--stage", metavar="NAME", help=_("table/JSON: print only this stage"))
-    trace.add_argument("--head", type=_non_negative, metavar="H", help=_("table/JSON: only this head"))
+    trace.add_argument("--head", type=_non_negative, metavar="H", help=_("table/JSON: only this head, counted from 0"))
     trace.add_argument("--params", action="store_true", help=_("JSON: include every recorded parameter"))
     trace.add_argument("--max-calls", type=_int_between(1, 4096), default=64, metavar="N",
                        help=_("calls of each attention module kept, the last ones (default 64)"))

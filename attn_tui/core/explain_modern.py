@@ -157,7 +157,7 @@ def _tile_scores(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     lines.append(f"· {fmt(op.factor)}" + (f" / {op.temperature:g}" if op.temperature != 1 else "")
                  + f" = {fmt(scaled)}")
     allowed = op.mask is None or bool(op.mask.tile(slice(i, i + 1), slice(c, c + 1))[0, 0])
-    tile = (stage.step or 0) + 1  # counted from 1, as the stage caption counts tiles
+    tile = stage.step or 0  # counted from 0, as torch indexes and the stage caption counts tiles
     lines.insert(0, _("column {c} of tile {t} is key {j}").format(c=c, t=tile, j=j))
     if allowed:
         return f"S_t[{i},{c}] = Q[{i}]·K[{j}] / √d_k", lines, scaled

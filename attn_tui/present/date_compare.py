@@ -58,13 +58,13 @@ class SideBySide:
                        a=self.a.grid.rows, b=self.b.grid.rows))
 
     def note(self) -> str:
-        """One line for the steps so far: how many agree, and which steps (1-based, as the stage bar counts) do not."""
+        """One line for the steps so far: how many agree, and which steps (from 0, as the stage bar counts) do not."""
         if not self.steps:
             return str(Msg("no decoder step yet: step on (→) and both alignments fill in"))
         if not self.differ:
             return str(Msg("both put their largest weight on the same input character at every step so far "
                            "({n})", n=self.steps))
-        where = ", ".join(f"{t + 1} {self.written[t]!r}" for t in self.differ[:8])
+        where = ", ".join(f"{t} {self.written[t]!r}" for t in self.differ[:8])
         return str(Msg("same strongest input at {same} of {n} steps; they differ at step {where}",
                        same=len(self.same), n=self.steps, where=where + (" …" if len(self.differ) > 8 else "")))
 

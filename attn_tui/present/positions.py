@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
+from attn_tui.core.meta import DecoderRun, VariantRun
+from attn_tui.i18n import Msg
+from attn_tui.present.titles import stage_title
+
 if TYPE_CHECKING:
     from attn_tui.core.stage import Trace
 
@@ -65,3 +69,24 @@ def same_place(places: list[Position], previous: Position | None) -> int | None:
     if previous.step is None:
         return candidates[0]  # from a single attention into a decode: its first step
     return min(candidates, key=lambda n: abs((places[n].step or 0) - (previous.step or 0)))
+
+
+def place_title(trace: Trace, place: Position) -> str:
+    """A place as the stage picker lists it: `step 2 · weights`, `tile 0 · running_max`, `enc: scores`.
+
+    Steps and tiles are counted from 0, as torch indexes them and as the captions and the CLI count them;
+    the stage's own name follows its title where the two differ (Korean), so either can be typed."""
+    title = stage_title(place.name)
+    text = title if title == place.name else f"{title} ({place.name})"
+    if place.module:
+        text = f"{place.module}: {text}"
+    if place.step is None:
+        return text
+    meta = trace.meta
+    if isinstance(meta, DecoderRun):
+        where = Msg("decoder step {t}", t=place.step)
+    elif isinstance(meta, VariantRun):  # flash: a step is a tile of keys
+        where = Msg("tile {t}", t=place.step)
+    else:
+        where = Msg("step {step}", step=place.step)
+    return f"{where} · {text}"

@@ -138,7 +138,7 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
             return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced + where
         written = trace.query_tokens[view.step]
         caption = _("decoder step {t} of {n}: fed {fed}, writes {token}").format(
-            t=view.step + 1, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
+            t=view.step, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
             token=repr(written))
         if meta.target is not None:
             wanted = meta.target[view.step] if view.step < len(meta.target) else "</s>"
@@ -162,11 +162,11 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
 
 
 def tile_caption(trace: Trace, step: int) -> str:
-    """Which tile of keys a flash step is: its number and the keys it reads."""
+    """Which tile of keys a flash step is: its number (from 0, as torch indexes) and the keys it reads."""
     keys = trace.stage("tile_scores", step=step).axes[1].labels
     first = sum(len(trace.stage("tile_scores", step=t).axes[1].labels) for t in range(step))
     return _("key tile {n} of {tiles}: keys {first}…{last} ({labels})").format(
-        n=step + 1, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
+        n=step, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
 
 
 def recorded_caption(meta: RecordedRun, view: StageView) -> str:

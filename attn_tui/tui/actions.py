@@ -158,5 +158,15 @@ class NavigationActions(_AppBase):
             return
         widget.focus()
 
+    def action_pick_stage(self) -> None:
+        """Every place of the trace in a fuzzy list: the digits reach only the bar's first ten."""
+        from attn_tui.tui.stage_picker import stage_commands
+
+        commands = stage_commands(self.explorer)
+        if not commands:
+            self.notify(_("no trace yet: the stages appear once it is computed"), timeout=3)
+            return
+        self.search_commands(commands, placeholder=_("Go to stage… (type a name, step or tile)"))
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.palette_bindings()))

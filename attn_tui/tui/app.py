@@ -30,6 +30,7 @@ from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.core.settings import ModelInput, Request
 from attn_tui.core.warmup import Warmup
 from attn_tui.i18n import Msg, _
+from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
@@ -298,6 +299,10 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         if self.comparison is not None and not self.comparison.fits(shown.ask):
             self.end_compare()  # A is now something the change does not apply to
         explorer.show(shown, self.first_stage)
+        rows = recorded_rows(trace)  # the user's code: what ran, not the variants' knobs nor their sentence
+        self.query_one(ModelPane).show_recorded(rows)
+        if rows is not None:
+            self.query_one(InputPane).show_model_tokens(trace)
         self.first_stage = None
         self.show_error([*trace.warnings, *([shown.notice] if shown.notice else [])])
         if shown.notice:
@@ -368,6 +373,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         i18n.set_language(language)
         self.query_one(ModelPane).relabel()
         self.query_one(InputPane).relabel()
+        if self.shown is not None and self.shown is self.recorded_shown:
+            self.query_one(InputPane).show_model_tokens(self.shown.trace)  # relabel drew the variants' tokens
         self.query_one(LocalFooter).refresh(recompose=True)
         self.query_one("#too-small", Static).update(self._too_small_text())
         self.explorer.language = language

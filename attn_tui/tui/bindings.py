@@ -23,6 +23,7 @@ APP_BINDINGS: list[Binding] = [
     Binding("end", "last_stage", N_("Last stage"), show=False, id="stage.last"),
     Binding("space", "play", N_("Play"), id="stage.play"),
     *_DIGITS,
+    Binding("slash", "pick_stage", N_("Stage picker: every stage, step and tile"), show=False, id="stage.pick"),
     Binding("right_square_bracket", "next_head", N_("Next head"), show=False, id="head.next"),
     Binding("left_square_bracket", "prev_head", N_("Prev head"), show=False, id="head.prev"),
     Binding("right_curly_bracket", "next_layer", N_("Next layer (real model)"), show=False, id="layer.next"),

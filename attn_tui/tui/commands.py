@@ -1,41 +1,70 @@
-"""Command palette (ctrl+p): every action of the app, every stage, sample and variant by name."""
+"""Command palette (ctrl+p): every action of the app, every stage, sample and variant by name, and every setting."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from attn_tui.core.applies import applicable
 from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import VARIANT_NAMES
-from attn_tui.i18n import _
+from attn_tui.core.settings import Settings
+from attn_tui.i18n import _, pgettext
 from attn_tui.tui.screens.help import key_text
-from attn_tui.tui.widgets.model_pane import MODELS
+from attn_tui.tui.session import MENUS
+from attn_tui.tui.stage_picker import stage_commands
+from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, MODELS
 
 if TYPE_CHECKING:
     from attn_tui.tui.app import AttnApp
 
+Command = tuple[str, Callable[[], object], str]
+
+
+def setting_commands(app: AttnApp) -> Iterator[Command]:
+    """A command for each value of each setting, generated from `Settings`' own fields and the menus' choices:
+    a setting with choices offers each other choice, a switch its other state, a number its field to type in.
+    Settings that change nothing for this variant on this input are left out, as the model pane greys them."""
+    settings = app.variants.settings
+    used = applicable(app.variants)
+    for field in fields(Settings):
+        name = field.name
+        if name in GREYABLE and name not in used:
+            continue
+        label = pgettext("setting", LABELS[name])
+        now = getattr(settings, name)
+        if name in MENUS:
+            for value in MENUS[name]:
+                if value != now:
+                    yield (_("Set {setting}: {value}").format(setting=label, value=value),
+                           partial(app.set_setting, name, value), _("now {value}").format(value=now))
+        elif isinstance(now, bool):
+            yield (_("Set {setting}: {value}").format(setting=label, value=_("off") if now else _("on")),
+                   partial(app.set_setting, name, not now), _("now {value}").format(value=_("on") if now else _("off")))
+        else:
+            yield (_("Type {setting}…").format(setting=label), partial(app.action_jump, f"#set-{name}"),
+                   _("now {value}").format(value="—" if now is None else f"{now:g}" if isinstance(now, float)
+                                           else now))
+
 
 class AttnCommands(Provider):
-    """Commands are built from the app's bindings plus its current stages, so none go stale."""
+    """Commands are built from the app's bindings, its settings and its current stages, so none go stale."""
 
-    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+    def _commands(self) -> list[Command]:
         app = cast("AttnApp", self.app)
-        found: list[tuple[str, Callable[[], object], str]] = []
+        found: list[Command] = []
         for binding in app.palette_bindings():
             found.append((_(binding.description), partial(app.run_action, binding.action),
                           _("key: {key}").format(key=key_text(binding.key))))
-        for n, (name, title) in enumerate(zip(app.stage_names(), app.explorer.stage_titles())):
-            found.append((_("Go to stage: {name}").format(name=title if title == name else f"{title} ({name})"),
-                          partial(app.go_to_stage, n), _("stage {n}").format(n=n + 1)))
+        for stage in stage_commands(app.explorer):
+            found.append((_("Go to stage: {name}").format(name=stage.name), stage.callback, stage.help_text or ""))
+        found.extend(setting_commands(app))
         for name, sample in load_samples().items():
             found.append((_("Load sample: {name}").format(name=name), partial(app.load_sample, name),
                           _(sample.description)))
-        for variant in VARIANT_NAMES:
-            found.append((_("Variant: {variant}").format(variant=variant), partial(app.set_variant, variant),
-                          _("recompute")))
         for model in MODELS:
             found.append((_("Model: {model}").format(model=model), partial(app.choose_model, model),
                           _("run a real or trained model")))

@@ -250,7 +250,11 @@ class EditingActions(_AppBase):
         self.ask(back)
 
     def set_variant(self, variant: str) -> None:
-        settings = replace(self.variants.settings, variant=variant)
+        self.set_setting("variant", variant)
+
+    def set_setting(self, name: str, value: object) -> None:
+        """One setting changed from outside the model pane (the palette): the pane shows it, the variants run it."""
+        settings = replace(self.variants.settings, **{name: value})  # type: ignore[arg-type]
         if isinstance(self.wanted, ModelInput):
             self.choose_model(None)
         self.query_one(ModelPane).show(settings)

@@ -86,6 +86,7 @@ def test_the_flash_inspector_names_the_rescale() -> None:
     assert any(0 < a.total < 1 and "grew" in "\n".join(a.lines) for a in grown)
     masked = explain(trace, Place("tile_scores", step=1), (0, 1))  # query 0, key 4: after it
     assert math.isinf(masked.total) and "comes after query 0" in "\n".join(masked.lines)
+    assert masked.lines[0] == "column 1 of tile 1 is key 4"  # tiles counted from 0, as the caption and torch count
 
 
 def test_no_warning_for_the_running_max_before_any_key() -> None:

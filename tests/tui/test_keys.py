@@ -106,7 +106,7 @@ async def test_brackets_change_the_head() -> None:
         assert app.explorer.head == 1 and app.view.head == 1
         await pilot.press("left_square_bracket", "left_square_bracket")
         assert app.explorer.head == 3  # wraps around
-        assert "3 / 4" in str(app.query_one("#head-view").render())
+        assert "3 of 4" in str(app.query_one("#head-view").render())
 
 
 async def test_brackets_on_one_head_explain_why_nothing_changes() -> None:

@@ -77,9 +77,9 @@ async def test_head_view_label_follows_brackets() -> None:
     app = sample_app("multihead_korean")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert "0 / 4" in str(app.query_one("#head-view").render())
+        assert "0 of 4" in str(app.query_one("#head-view").render())
         await pilot.press("right_square_bracket")
-        assert "1 / 4" in str(app.query_one("#head-view").render())
+        assert "1 of 4" in str(app.query_one("#head-view").render())
 
 
 @pytest.mark.parametrize("mask", ["none", "causal", "padding", "causal+padding"])

@@ -45,8 +45,8 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
         assert app.view.grid.special_rows == frozenset({0, 4}) == app.view.grid.special_cols
-        assert "2 / 6" in str(app.query_one("#layer-view").render())
-        assert "5 / 12" in str(app.query_one("#head-view").render())
+        assert "2 of 6" in str(app.query_one("#layer-view").render())
+        assert "5 of 12" in str(app.query_one("#head-view").render())
         assert "[CLS]" in str(app.query_one("#tokens").render())
         assert "layer 2 head 5" in str(app.query_one("#stage-bar").render())
 

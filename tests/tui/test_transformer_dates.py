@@ -63,10 +63,10 @@ async def test_layer_and_head_keys_move_through_every_head_of_the_step() -> None
         assert (app.explorer.layer_index, app.explorer.head) == (1, 2)
         assert (app.view.place.layer, app.view.place.head) == (1, 2)
         assert torch.allclose(_shown(app), reference.tensor("weights", 1, 2, 0, "cross_attn"))
-        assert "1 / 2" in str(app.query_one("#layer-view", Label).render())
-        assert "2 / 4" in str(app.query_one("#head-view", Label).render())
+        assert "1 of 2" in str(app.query_one("#layer-view", Label).render())
+        assert "2 of 4" in str(app.query_one("#head-view", Label).render())
         bar = str(app.query_one("#stage-bar").render())
-        assert "decoder step 1 of 11" in bar and "layer 1, head 2" in bar
+        assert "decoder step 0 of 11" in bar and "layer 1, head 2" in bar
         app.go_to_stage(app.stage_names().index("enc_attn.weights"))  # the encoder keeps the layer and head
         await pilot.pause()
         assert torch.allclose(_shown(app), reference.tensor("weights", 1, 2, None, "enc_attn"))

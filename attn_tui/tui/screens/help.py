@@ -24,6 +24,9 @@ NOTES = (
        "for the next start (attn-tui --fresh ignores them)."),
     N_("Real models (model pane, or --model): [ ] change the head, { } the layer, g shows every head, r the "
        "attention rollout. The seq2seq date model: → steps through each decoder step's stages."),
+    N_("Heads, layers, decoder steps and flash's key tiles are counted from 0, as torch indexes them and as "
+       "the command line's --layer and --head take them: 'head 0 of 2' is the first of two. The digits reach "
+       "the stage bar's first ten stages; / lists every stage, step and tile."),
 )
 
 
@@ -31,7 +34,7 @@ def key_text(key: str) -> str:
     names = {"left": "←", "right": "→", "up": "↑", "down": "↓", "question_mark": "?",
              "left_square_bracket": "[", "right_square_bracket": "]", "space": "space",
              "left_curly_bracket": "{", "right_curly_bracket": "}",
-             "comma": ",", "full_stop": "."}
+             "comma": ",", "full_stop": ".", "slash": "/"}
     return " / ".join(names.get(k, k) for k in key.split(","))
 
 

@@ -47,6 +47,7 @@ STAGES = "heatmap"  # the panel of the stages themselves
 PANEL_WIDGETS = {STAGES: "heatmap", "heads": "heads-grid", "params": "heads-grid", "model_grid": "model-grid",
                  "rollout": "rollout", "alignment": "alignment", "compare": "compare"}
 FULL_WIDTH = ("model_grid", "compare")
+DIGITS = 10  # the keys 1…9, 0 reach the bar's first ten stages; `/` (the stage picker) reaches every place
 WHOLE = ("model_grid", "rollout", "alignment")  # panels that take the inspector's room too
 
 
@@ -179,7 +180,8 @@ class Explorer(Vertical):
         origin = stage.origin or ""
         self.query_one(StageBar).show(self.stage_titles(compact=True), window.index(self.stage_index), view.formula,
                                       view.shape, view.note, place_caption(trace, view, self.layer_index, self.head),
-                                      origin, settings_line(trace))
+                                      origin, settings_line(trace),
+                                      more=len(self.places) > min(len(window), DIGITS))
         if self.panel != "compare":
             self.query_one("#heatmap", Heatmap).show(view.grid)
         self._fit_panels()

@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Checkbox, Input, Label, Select
+from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from attn_tui.core.settings import DEVICE_NAMES as DEVICES
 from attn_tui.core.settings import DTYPE_NAMES as DTYPES
@@ -27,12 +28,14 @@ from attn_tui.core.settings import MASK_MEANS_NAMES as MASK_MEANS
 from attn_tui.core.settings import MASK_NAMES as MASKS
 from attn_tui.core.settings import PROJECTION_NAMES as PROJECTIONS
 from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
-from attn_tui.i18n import NP_, _, pgettext
+from attn_tui.i18n import N_, NP_, _, pgettext
+from attn_tui.present.recorded import RecordedRow
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 from attn_tui.tui.widgets.echo import EchoInput
 from attn_tui.tui.widgets.echo import shown as drawn
+from attn_tui.tui.widgets.toggle import ShapeCheckbox
 
 _SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "mask_means": MASK_MEANS,
             "device": DEVICES, "dtype": DTYPES, "projection": PROJECTIONS}
@@ -54,12 +57,23 @@ GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "mask_means",
 LIMITS = {"dim": 4096, "heads": 64, "kv_heads": 64, "window": 100_000, "tile": 100_000}  # as the command line's
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
+RECORDED = "recorded"  # the model choice while `attn-tui trace` shows the user's code: offered only then
 MODELS = MODEL_NAMES
 SEQ2SEQ = tuple(DATE_MODELS)
 
 
-def _model_options() -> list[tuple[str, str]]:
-    return [(_("variants"), VARIANTS), *((m, m) for m in MODELS), (_("path or id…"), OTHER)]
+COUNTED = ("layer", "head")  # rows that show an index: counted from 0, as torch (and the CLI's --layer, --head)
+FROM_ZERO = N_("counted from 0, as torch indexes; the keys { } and [ ] move")
+
+
+def index_of(index: int, count: int) -> str:
+    """'0 of 2': an index counted from 0 and how many there are (never '0 / 2', which reads as a fraction)."""
+    return _("{index} of {count}").format(index=index, count=count)
+
+
+def _model_options(recorded: bool = False) -> list[tuple[str, str]]:
+    return [*([(_("recorded code"), RECORDED)] if recorded else []), (_("variants"), VARIANTS),
+            *((m, m) for m in MODELS), (_("path or id…"), OTHER)]
 
 
 class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
@@ -84,6 +98,10 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane.-model .variant-only, ModelPane.-seq2seq .head-row { display: none; }
     ModelPane.-layered .head-row, ModelPane.-layered .transformer-only { display: block; }
     ModelPane .setting.own.-unused { display: none; }
+    /* A recorded program on show: what was recorded, in place of the variants' settings. */
+    ModelPane #recorded { display: none; height: auto; margin: 0 0 1 0; }
+    ModelPane.-recorded #recorded { display: block; }
+    ModelPane.-recorded .variant-only, ModelPane.-recorded #settings-error { display: none; }
     """
 
     def __init__(self, settings: Settings, applicable: frozenset[str], *, id: str | None = None) -> None:
@@ -93,6 +111,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.choice = VARIANTS  # the model choice on show; a Select echoing it is no edit
         self.refused: dict[str, str] = {}  # number fields whose text is refused, and why: no edit applies till fixed
         self.held = False  # settings not yet posted: edited, or dropped in flight, while a field was refused
+        self.layer_at = self.head_at = (0, 1)  # (index, count) on show: read again after `t`
+        self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -102,6 +122,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._row("path", EchoInput(placeholder=_("folder or cached id, ⏎"), compact=True,
                                            id="set-model-path"), "other-only")
         yield Label("", id="model-status")
+        yield Static("", id="recorded")
         yield from self._row("variant", Select([(v, v) for v in VARIANT_NAMES], value=s.variant,
                                                allow_blank=False, compact=True, id="set-variant"), "variant-only")
         yield from self._row("projection", Select([(p, p) for p in PROJECTIONS], value=s.projection,
@@ -114,12 +135,14 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._own_row("kv_heads", s)
         yield from self._own_row("rope_base", s)
         yield from self._own_row("tile", s)
-        yield from self._row("layer", Label("0 / 1  { }", id="layer-view", classes="value"), "transformer-only")
-        yield from self._row("head", Label("0 / 1  [ ]", id="head-view", classes="value"), "head-row")
+        yield from self._row("layer", Label(index_of(*self.layer_at) + "  { }", id="layer-view", classes="value"),
+                             "transformer-only")
+        yield from self._row("head", Label(index_of(*self.head_at) + "  [ ]", id="head-view", classes="value"),
+                             "head-row")
         yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
-        yield from self._row("forcing", Checkbox(_("teacher"), False, compact=True, disabled=True, id="set-teacher"),
-                             "seq2seq-only")
+        yield from self._row("forcing", ShapeCheckbox(_("teacher"), False, compact=True, disabled=True,
+                                                      id="set-teacher"), "seq2seq-only")
         yield from self._row("mask", Select([(m, m) for m in MASKS], value=s.mask, allow_blank=False,
                                             compact=True, id="set-mask"), "variant-only")
         yield from self._own_row("window", s)
@@ -131,7 +154,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._row("mask_means", Select([(m, m) for m in MASK_MEANS], value=s.mask_means,
                                                   allow_blank=False, compact=True, id="set-mask_means"),
                              "variant-only own")
-        yield from self._row("positional", Checkbox(_("sinusoidal"), s.positional, compact=True,
+        yield from self._row("positional", ShapeCheckbox(_("sinusoidal"), s.positional, compact=True,
                                                     id="set-positional"), "variant-only")
         yield from self._row("temperature", Input(f"{s.temperature:g}", type="number", compact=True,
                                                   id="set-temperature"), "variant-only")
@@ -146,7 +169,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def _row(self, name: str, control: Widget, classes: str = "") -> ComposeResult:
         unused = name in GREYABLE and name not in self.applicable
         control.set_reactive(Widget.disabled, unused)  # before mount: no watcher, no restyle
-        with Horizontal(classes=f"setting {classes}{' -unused' if unused else ''}".strip(), id=f"row-{name}"):
+        with Horizontal(classes=f"setting {classes}{' -unused' if unused else ''}".strip(), id=f"row-{name}") as row:
+            if name in COUNTED:
+                row.tooltip = _(FROM_ZERO)
             yield Label(pgettext("setting", LABELS[name]), classes="setting-label", id=f"label-{name}")
             yield control
 
@@ -165,12 +190,17 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         for name, label in LABELS.items():
             self.query_one(f"#label-{name}", Label).update(pgettext("setting", label))
         self.query_one("#model-title", Label).update(_("Model"))
+        self.show_layer(*self.layer_at)
+        self.query_one("#head-view", Label).update(Text(index_of(*self.head_at) + "  [ ]"))
+        for name in COUNTED:
+            self.query_one(f"#row-{name}").tooltip = _(FROM_ZERO)
         self.query_one("#set-teacher", Checkbox).label = _("teacher")
         self.query_one("#set-positional", Checkbox).label = _("sinusoidal")
         self.query_one("#set-model-path", Input).placeholder = _("folder or cached id, ⏎")
+        self._draw_recorded()
         model = self.query_one("#set-model", Select)
         with self.prevent(Select.Changed):
-            model.set_options(_model_options())
+            model.set_options(_model_options(self.recorded is not None))
             model.value = OTHER if self.choice != OTHER else VARIANTS  # a change, so the shown label is redrawn
             model.value = self.choice
 
@@ -202,6 +232,32 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                            "-layered": choice in TRANSFORMER_DATE_MODELS,
                            "-transformer": choice not in (VARIANTS, *SEQ2SEQ), "-other": choice == OTHER})
 
+    def show_recorded(self, rows: list[RecordedRow] | None) -> None:
+        """A recorded program on show (`rows`: what it is) or not (None): its rows take the place of the variants'
+        settings, which say nothing about it, and the model choice reads `recorded code` until something else is
+        asked for (picking `variants` there leaves it; ctrl+z brings it back)."""
+        if rows is None and self.recorded is None:
+            return
+        self.recorded = rows
+        self.set_class(rows is not None, "-recorded")
+        self._draw_recorded()
+        model = self.query_one("#set-model", Select)
+        with self.prevent(Select.Changed):
+            model.set_options(_model_options(rows is not None))
+            if rows is not None:
+                self.choice = RECORDED
+            elif self.choice == RECORDED:  # left by an edit, not by the model choice: the variants are on show
+                self._set_kind(VARIANTS)
+            model.value = self.choice
+
+    def _draw_recorded(self) -> None:
+        grid = Table.grid(padding=(0, 1))  # a long line of code wraps inside its own column, under its value
+        grid.add_column(style="dim", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for label, value in self.recorded or ():
+            grid.add_row(pgettext("recorded", label), Text(str(value)))
+        self.query_one("#recorded", Static).update(grid)
+
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""
         status = self.query_one("#model-status", Label)
@@ -209,7 +265,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         status.set_class(bool(text), "-shown")
 
     def show_layer(self, layer: int, layers: int) -> None:
-        self.query_one("#layer-view", Label).update(Text(f"{layer} / {layers}  {{ }}"))
+        self.layer_at = (layer, layers)
+        self.query_one("#layer-view", Label).update(Text(index_of(layer, layers) + "  { }"))
 
     @staticmethod
     def _dim_text(s: Settings) -> str:
@@ -235,7 +292,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def show_view(self, head: int, heads: int, device_used: str) -> None:
         """The head in view and the device the last computation actually ran on."""
-        self.query_one("#head-view", Label).update(Text(f"{head} / {heads}  [ ]"))
+        self.head_at = (head, heads)
+        self.query_one("#head-view", Label).update(Text(index_of(head, heads) + "  [ ]"))
         self.query_one("#device-used", Label).update(Text(device_used))
 
     def on_select_changed(self, event: Select.Changed) -> None:

@@ -1,4 +1,4 @@
-"""The stage bar: the pipeline's stages as a breadcrumb (click or a digit jumps), then the formula and shape."""
+"""The stage bar: the pipeline's stages as a breadcrumb (click, a digit or `/` jumps), then the formula and shape."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ class StageBar(Static):
     """Breadcrumb (digits and clicks jump to a stage), current stage highlighted, formula and shape below."""
 
     def show(self, titles: list[str], current: int, formula: str, shape: str, note: str, place: str = "",
-             origin: str = "", settings: str = "") -> None:
+             origin: str = "", settings: str = "", more: bool = False) -> None:
+        """`settings`: the settings that differ from the defaults; `more`: the trace has places the digits do not
+        reach (past the tenth, or at other steps and tiles)."""
         text = Text()
         for n, title in enumerate(titles):
             if n:
@@ -23,6 +25,8 @@ class StageBar(Static):
             if n < 10:  # digits 1…9, 0 jump here; no space, so a label never wraps in two
                 text.append(f"{(n + 1) % 10}·", (style if n == current else Style(dim=True)) + click)
             text.append(title, style + click)
+        if more:  # the digits stop at the tenth, and at this step: say what reaches the rest
+            text.append("   " + _("/ picks any stage"), "dim italic")
         text.append("\n")
         text.append(formula, "bold cyan")
         text.append("\n")

@@ -1,0 +1,169 @@
+"""The model pane and the ways to move: toggles that read on and off, the recorded program's rows, counting from 0,
+the stage picker (`/`) and palette commands that change settings."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import fields
+
+import torch
+from rich.console import Console
+from textual.command import CommandPalette
+from textual.widgets import Select, Static
+
+import attn_tui
+from attn_tui.core.applies import applicable
+from attn_tui.core.settings import Settings
+from attn_tui.present.positions import place_title
+from attn_tui.tui.commands import setting_commands
+from attn_tui.tui.stage_picker import stage_commands
+from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, RECORDED, VARIANTS, ModelPane
+from attn_tui.tui.widgets.toggle import ShapeCheckbox
+from tests.sources.recorder import modules as m
+from tests.tui.helpers import RecordingApp, run_from_palette, sample_app, settle
+
+SIZE = (120, 40)
+
+
+def _text(widget) -> str:
+    return str(widget.render())
+
+
+def _rows(app) -> str:
+    """The recorded rows as the terminal shows them (a Rich grid, so drawn by a console)."""
+    console = Console(width=60, record=True, file=io.StringIO())
+    console.print(app.query_one("#recorded", Static).content)
+    return console.export_text()
+
+
+def _recorded_trace():
+    torch.manual_seed(0)
+    module = m.MultiHeadAttention(8, 2)
+    with attn_tui.record(tokens=["나는", "학교에", "간다"]) as rec:
+        module(torch.randn(1, 3, 8))
+    return rec.trace
+
+
+async def test_a_checkbox_reads_on_and_off_in_its_shape_in_both_languages() -> None:
+    app = sample_app("korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        box = app.query_one("#set-positional", ShapeCheckbox)
+        assert not box.value and _text(box).startswith("[ ]")
+        box.focus()
+        await pilot.press("space")
+        await settle(pilot)
+        assert box.value and _text(box).startswith("[x]") and app.wanted.settings.positional
+        await pilot.press("escape", "t")
+        await pilot.pause()
+        assert _text(box).startswith("[x]") and "sinusoidal" not in _text(box)  # the shape stays, the word is Korean
+        teacher = app.query_one("#set-teacher", ShapeCheckbox)
+        assert _text(teacher).startswith("[ ]")
+
+
+async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_settings() -> None:
+    trace = _recorded_trace()
+    app = RecordingApp(recorded=trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        pane = app.query_one(ModelPane)
+        assert pane.has_class("-recorded") and app.query_one("#set-model", Select).value == RECORDED
+        rows = _rows(app)
+        weights = trace.stage("weights", head=0, step=None)
+        assert f"MultiHeadAttention ({trace.meta.kinds[0]})" in rows and "modules.py:" in rows and "F.softmax" in rows
+        assert "(a notebook or a session)" in rows and "heads   2" in rows
+        assert f"A {weights.shape[0]}×{weights.shape[1]}" in rows and "나는 학교에 간다" in rows
+        assert not app.query_one("#row-variant").display and not app.query_one("#row-mask").display
+        assert "MultiHeadAttention" in _text(app.query_one("#tokens"))  # not the variants' sentence's tokens
+        await pilot.press("t")
+        await pilot.pause()
+        assert "코드" in _rows(app) and "MultiHeadAttention" in _text(app.query_one("#tokens"))
+        await pilot.press("t")
+        app.query_one("#set-model", Select).value = VARIANTS  # leave it for the variants
+        await settle(pilot)
+        assert not pane.has_class("-recorded") and app.trace is not trace and app.query_one("#row-variant").display
+        assert RECORDED not in [value for _label, value in app.query_one("#set-model", Select)._options]
+        await pilot.press("ctrl+z")  # the recorded trace comes back, and its rows with it
+        await settle(pilot)
+        assert app.trace is trace and pane.has_class("-recorded")
+
+
+async def test_the_head_and_layer_rows_count_from_zero_and_say_of() -> None:
+    app = sample_app("multihead_korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert _text(app.query_one("#head-view")).startswith(f"0 of {app.trace.heads}")
+        assert "counted from 0" in str(app.query_one("#row-head").tooltip)
+        await pilot.press("t")
+        await pilot.pause()
+        assert _text(app.query_one("#head-view")).startswith(f"0 (전체 {app.trace.heads})")
+
+
+async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> None:
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        places = app.explorer.places
+        assert len(places) > len(app.stage_names()) and "/ picks any stage" in _text(app.query_one("#stage-bar"))
+        commands = stage_commands(app.explorer)
+        assert len(commands) == len(places)
+        assert [c.name for c in commands] == [place_title(app.trace, p) for p in places]
+        assert "tile 0 · tile_scores" in [c.name for c in commands]  # tiles counted from 0
+        await pilot.press("slash")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"tile 2 · rescale")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (app.view.name, app.view.step) == ("rescale", 2)
+        assert "key tile 2 of 3" in _text(app.query_one("#stage-bar"))
+
+
+async def test_a_bar_the_digits_cover_makes_no_mention_of_the_picker() -> None:
+    app = sample_app("korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert len(app.explorer.places) == len(app.stage_names()) <= 10
+        assert "/ picks any stage" not in _text(app.query_one("#stage-bar"))
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"scaled")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.view.name == "scaled"
+
+
+async def test_the_palette_changes_settings_generated_from_their_declaration() -> None:
+    app = sample_app("korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = [title for title, _run, _help in setting_commands(app)]
+        assert "Set mask: causal" in titles and "Set pos enc: on" in titles and "Type temp…" in titles
+        assert "Set variant: scaled_dot" not in titles  # the value it has now is not offered
+        used = applicable(app.variants)
+        offered = [f.name for f in fields(Settings) if f.name not in GREYABLE or f.name in used]
+        assert "heads" not in offered and len(offered) >= 9  # scaled_dot has one head: greyed, not offered
+        for name in offered:  # every setting that applies has a command, named by its pane label
+            assert any(title.startswith((f"Set {LABELS[name]}: ", f"Type {LABELS[name]}…")) for title in titles), name
+        await run_from_palette(pilot, "set mask: causal")
+        await settle(pilot)
+        assert app.wanted.settings.mask == "causal" and app.trace.meta.settings.mask == "causal"
+        assert app.query_one("#set-mask", Select).value == "causal"
+        await run_from_palette(pilot, "type temp")
+        assert app.focused is app.query_one("#set-temperature")
+
+
+async def test_the_palette_opens_the_stage_picker_too() -> None:
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_from_palette(pilot, "stage picker")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"tile 0 · accumulator")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert (app.view.name, app.view.step) == ("accumulator", 0)
