@@ -31,6 +31,7 @@ from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited
 from attn_tui.tui.widgets.echo import EchoInput, EchoTextArea
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.scroll import QuietScroll
+from attn_tui.tui.widgets.toggle import ShapeCheckbox
 
 EDITORS = ("Q", "K", "V", "X")
 TABS = ("tab-sentence", "tab-matrices", "tab-samples")
@@ -91,7 +92,7 @@ class InputPane(Vertical):
             yield Label(_("type Q, K, V, or X (token vectors) for any variant"), id="matrix-status")
             with QuietScroll(id="matrices"):
                 yield Label(self._hint(), classes="hint", id="matrix-hint")
-                yield Checkbox(self._keep_label(), False, compact=True, id="keep-mask")
+                yield ShapeCheckbox(self._keep_label(), False, compact=True, id="keep-mask")
                 for name in EDITORS:
                     yield Label(self._editor_title(name), classes="editor-title", id=f"title-{name}")
                     yield EchoTextArea("", id=f"edit-{name}", classes="matrix-editor", soft_wrap=False)
