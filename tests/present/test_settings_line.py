@@ -6,7 +6,22 @@ from attn_tui import i18n
 from attn_tui.core.engine import compute
 from attn_tui.core.samples import get_sample
 from attn_tui.present.settings_line import settings_line
-from tests.conftest import matrices, sentence, x_matrix
+from tests.conftest import matrices as cpu_matrices
+from tests.conftest import sentence as cpu_sentence
+from tests.conftest import x_matrix as cpu_x_matrix
+
+
+# The test helpers name the CPU for their references; here the device is the default, as the app starts.
+def matrices(*args: object, **settings: object):  # type: ignore[no-untyped-def]
+    return cpu_matrices(*args, **{"device": "auto", **settings})
+
+
+def sentence(*args: object, **settings: object):  # type: ignore[no-untyped-def]
+    return cpu_sentence(*args, **{"device": "auto", **settings})
+
+
+def x_matrix(*args: object, **settings: object):  # type: ignore[no-untyped-def]
+    return cpu_x_matrix(*args, **{"device": "auto", **settings})
 
 Q, K, V = [[0, 10, 0]], [[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]], [[1, 0], [10, 0], [100, 5], [1000, 6]]
 
