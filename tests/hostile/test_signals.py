@@ -67,6 +67,7 @@ def test_a_matrix_typed_before_sigterm_is_there_at_the_next_start(tmp_path: Path
     app = _start(tmp_path)
     try:
         app.type("Q")
+        app.wait_for("one row per line")  # the Matrices tab is on show, its Q editor focused (slow on a loaded machine)
         app.type("\x01")  # ctrl+a: the editor's whole line, then replaced by what is typed
         app.type("7 6 5 4", pause=0)
         app.wait_for("7 6 5 4")
