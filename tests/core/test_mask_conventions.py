@@ -34,7 +34,7 @@ def _sdpa(allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _run(mask: list[list[float]], means: str) -> attn_tui.Trace:
-    settings = Settings(variant="scaled_dot", mask_means=means, dtype="float64")
+    settings = Settings(variant="scaled_dot", mask_means=means, dtype="float64", device="cpu")
     return compute(Request(MatrixInput(Q, K, V), settings, mask))
 
 
@@ -93,7 +93,8 @@ def test_the_command_line_and_the_api_take_the_setting(capsys, tmp_path) -> None
     assert code == 0, err
     weights = next(s for s in json.loads(out)["stages"] if s["name"] == "weights")["data"]
     assert [row[3] for row in weights] == [0.0, 0.0, 0.0]
-    api = attn_tui.compute(q=Q, k=K, v=V, mask_file=[[0, 0, 0, 1]], mask_means="block", dtype="float64")
+    api = attn_tui.compute(q=Q, k=K, v=V, mask_file=[[0, 0, 0, 1]], mask_means="block", dtype="float64",
+                          device="cpu")
     assert torch.equal(api.tensor("weights"), torch.tensor(weights, dtype=torch.float64))
     (tmp_path / "two").write_text("0 0 2 1\n")
     for bad, said in ((["--mask-means", "block"], "--mask-means does not apply without a custom mask"),

@@ -24,7 +24,7 @@ def _close(got: torch.Tensor, expected: torch.Tensor) -> None:
 
 
 def _t(trace, name: str) -> torch.Tensor:
-    return trace.tensor(name).to(F64)
+    return trace.tensor(name).to("cpu", F64)
 
 
 def test_note_000_plain_dot_product_on_korean() -> None:
@@ -32,8 +32,8 @@ def test_note_000_plain_dot_product_on_korean() -> None:
     assert trace.query_tokens == ("나는", "학교에", "간다")
     assert "scaled" not in [s.name for s in trace.stages.values()]  # no √d_k in note 000
     # the note: inputs_embedded = embedding(ids); Q, K, V = W(inputs_embedded); all (3, 4)
-    x = trace.params["embedding"].to(F64)[[trace.meta.vocab.index(t) for t in trace.query_tokens]]  # (3, 4)
-    q, k, v = (x @ trace.params[w].to(F64).T for w in ("W_q", "W_k", "W_v"))
+    x = trace.params["embedding"].to("cpu", F64)[[trace.meta.vocab.index(t) for t in trace.query_tokens]]  # (3, 4)
+    q, k, v = (x @ trace.params[w].to("cpu", F64).T for w in ("W_q", "W_k", "W_v"))
     for name, expected in (("query", q), ("key", k), ("value", v)):
         _close(_t(trace, name), expected)
     # the note's attention(): scores = Q·Kᵀ, softmax, context = weights·V
@@ -56,9 +56,9 @@ def test_note_001_masked_self_attention_with_sinusoidal_positions() -> None:
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term)
     _close(_t(trace, "positional"), pe)
-    x = trace.params["embedding"].to(F64)[[trace.meta.vocab.index(t) for t in trace.query_tokens]] + pe  # (4, 8)
+    x = trace.params["embedding"].to("cpu", F64)[[trace.meta.vocab.index(t) for t in trace.query_tokens]] + pe  # (4, 8)
     _close(_t(trace, "embedded_pos"), x)
-    q, k, v = (x @ trace.params[w].to(F64).T for w in ("W_q", "W_k", "W_v"))
+    q, k, v = (x @ trace.params[w].to("cpu", F64).T for w in ("W_q", "W_k", "W_v"))
     # the note's SelfAttention.forward: scores = Q·Kᵀ/√d; masked_fill(mask == 0, −inf); softmax; weights·V
     scores = torch.matmul(q, k.transpose(-2, -1) / math.sqrt(d))
     causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
@@ -96,7 +96,7 @@ def test_note_004_bahdanau_one_decoder_state_over_encoder_outputs() -> None:
     query = torch.tensor(source.q, dtype=F64)  # (1, hidden): the decoder's hidden state s
     keys = torch.tensor(source.k, dtype=F64)  # (5, hidden): the encoder's outputs h_j
     assert source.v == source.k  # the note's context is weights·keys: V is K
-    w_a, u_a, v_a = (trace.params[n].to(F64) for n in ("W_a", "U_a", "v_a"))
+    w_a, u_a, v_a = (trace.params[n].to("cpu", F64) for n in ("W_a", "U_a", "v_a"))
     # the note's BahdanauAttention.forward: scores = Va(tanh(Wa(query) + Ua(keys))); softmax; bmm(weights, keys)
     scores = torch.tanh(query @ w_a.T + keys @ u_a.T) @ v_a  # (5,)
     weights = F.softmax(scores[None, :], dim=-1)  # (1, 5)
