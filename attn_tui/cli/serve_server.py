@@ -27,6 +27,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.server import Server
 
 from attn_tui.cli.serve_gate import Gate
+from attn_tui.cli.serve_inbox import Inbox
 from attn_tui.cli.serve_visitor import VisitorApp, clamp_size, kill_left_groups
 from attn_tui.i18n import _
 from attn_tui.present.text import printable
@@ -118,29 +119,37 @@ class GuardedServer(Server):
         return websocket
 
     async def _pass_messages(self, websocket: web.WebSocketResponse, visitor: VisitorApp) -> None:
-        """The browser's messages to the app; anything malformed is dropped, a size is capped."""
-        async for message in websocket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                envelope = json.loads(message.data)
-            except ValueError:
-                continue
-            if not isinstance(envelope, list) or not envelope:
-                continue
-            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
-            if kind == "stdin" and isinstance(data, str):
-                visitor.touch()
-                await visitor.send_bytes(data.encode("utf-8", "replace"))
-            elif kind == "resize" and isinstance(data, dict):
-                visitor.touch()
-                await visitor.set_terminal_size(*clamp_size(data.get("width"), data.get("height")))
-            elif kind == "ping":
-                await websocket.send_json(["pong", data])
-            elif kind == "blur":
-                await visitor.blur()
-            elif kind == "focus":
-                await visitor.focus()
+        """The browser's messages to the app; anything malformed is dropped, a size is capped.
+
+        The app is written to by a task of its own (Inbox), so an app busy with a backlog never keeps
+        serve from reading the websocket and seeing its visitor leave; the backlog is bounded."""
+        inbox = Inbox()
+        feeder = asyncio.create_task(inbox.feed(visitor))
+        try:
+            async for message in websocket:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                try:
+                    envelope = json.loads(message.data)
+                except ValueError:
+                    continue
+                if not isinstance(envelope, list) or not envelope:
+                    continue
+                kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+                if kind == "stdin" and isinstance(data, str):
+                    visitor.touch()
+                    inbox.key(data.encode("utf-8", "replace"))
+                elif kind == "resize" and isinstance(data, dict):
+                    visitor.touch()
+                    inbox.resize(*clamp_size(data.get("width"), data.get("height")))
+                elif kind == "ping":
+                    await websocket.send_json(["pong", data])
+                elif kind in ("blur", "focus"):
+                    inbox.focus(kind == "focus")
+        finally:
+            feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await feeder
 
     async def _end_when_idle(self, visitor: VisitorApp, websocket: web.WebSocketResponse) -> None:
         loop = asyncio.get_running_loop()

@@ -344,3 +344,35 @@ def test_malformed_messages_are_dropped_and_an_oversized_one_ends_only_its_visit
     again = Visitor(server.url)
     again.said("screen")
     again.drop()
+
+
+def test_a_flood_of_keys_and_sizes_never_keeps_a_gone_visitor_app_alive(serve) -> None:
+    """A page that sends keys and sizes faster than its app takes them, then vanishes: the app ends within
+    seconds and the slot is free (serve once sat writing the backlog into the busy app, minutes long)."""
+    import asyncio
+
+    import aiohttp
+
+    server = serve("--max-sessions", "1")
+
+    async def flood() -> None:
+        async with aiohttp.ClientSession() as session:
+            url = server.url.replace("http", "ws", 1).replace("/?", "/ws?", 1)
+            socket = await session.ws_connect(url)
+            while (await socket.receive(timeout=START)).type != aiohttp.WSMsgType.BINARY:
+                pass  # the app is up and drawing
+            for _ in range(20_000):
+                await socket.send_str('["stdin", "' + "j" * 30 + '"]')
+            for n in range(3_000):
+                await socket.send_json(["resize", {"width": 10 + n % 390, "height": 4 + n % 196}])
+            for n in range(2_000):
+                await socket.send_json(["blur" if n % 2 else "focus"])
+            assert len(server.apps()) == 1
+            await socket.close()
+
+    asyncio.run(flood())
+    server.wait_for_apps(0, 15)
+    again = Visitor(server.url)  # the one slot is free again
+    again.said("screen")
+    again.drop()
+    server.wait_for_apps(0, 30)
