@@ -20,6 +20,7 @@ import signal
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp_jinja2
 import jinja2
@@ -83,6 +84,26 @@ class GuardedServer(Server):
         return {"font_size": font_size, "app_websocket_url": socket, "config": {"static": {"url": base + "/static/"}},
                 "application": {"name": self.title}, "start": _("Start"), "restart": _("Restart"),
                 "ended": _("Session ended.")}
+
+    async def handle_download(self, request: web.Request) -> web.StreamResponse:
+        """A file a visitor's app offered, by its random key: the name quoted for any language, no echo of the
+        key asked for, and a policy that keeps a file opened in the browser from running script on serve's page."""
+        try:
+            meta = await self.download_manager.get_download_metadata(request.match_info["key"])
+        except KeyError:
+            return web.Response(status=404, text=_("attn-tui: no such download (it ends with its visitor)") + "\n",
+                                headers={"X-Content-Type-Options": "nosniff"})
+        kind = meta.mime_type + (f"; charset={meta.encoding}" if meta.encoding else "")
+        disposition = "inline" if meta.open_method == "browser" else "attachment"
+        response = web.StreamResponse(headers={
+            "Content-Type": kind, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+            "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(meta.file_name, safe='')}",
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox"})
+        await response.prepare(request)
+        async for chunk in self.download_manager.download(meta.delivery_key):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
 
     async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         if len(self.visitors) >= self.max_sessions:

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -299,7 +300,7 @@ def test_an_export_lands_in_serve_folder_and_in_the_visitor_browser(serve, tmp_p
                     key = json.loads(message.data)[1]
                     async with session.get(server.url.replace("/?", f"/download/{key}?", 1)) as download:
                         assert download.status == 200
-                        name = download.headers["Content-Disposition"].rsplit("filename=", 1)[1]
+                        name = unquote(download.headers["Content-Disposition"].rsplit("filename*=UTF-8''", 1)[1])
                         return name, await download.read()
                 assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
             raise AssertionError("no file was offered")
@@ -376,3 +377,16 @@ def test_a_flood_of_keys_and_sizes_never_keeps_a_gone_visitor_app_alive(serve) -
     again.said("screen")
     again.drop()
     server.wait_for_apps(0, 30)
+
+
+def test_a_download_key_that_is_not_one_is_a_plain_404_without_its_echo(serve) -> None:
+    import urllib.error
+    import urllib.request
+
+    server = serve()
+    for key in ("%1b%5d0%3bpwned%07", "..%2f..%2fetc%2fpasswd", "0" * 32, "%2e%2e"):
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(server.url.replace("/?", f"/download/{key}?", 1), timeout=30)
+        body = missing.value.read()
+        assert missing.value.code == 404 and body.isascii() and b"\x1b" not in body and b"passwd" not in body, key
+        assert missing.value.headers["X-Content-Type-Options"] == "nosniff"
