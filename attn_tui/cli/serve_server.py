@@ -18,6 +18,7 @@ import logging
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -38,6 +39,12 @@ log = logging.getLogger("textual-serve")
 PAGE = Path(__file__).with_name("page")
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and sizes are small
 SHUTDOWN_GRACE = 10.0  # seconds aiohttp waits for handlers at exit (they end with their apps)
+
+
+def own_exports(export_dir: Path) -> Path:
+    """A visitor's own folder in serve's export folder, named by the time they came: two visitors exporting
+    under the same name (the dialog offers the same one) never overwrite, nor download, each other's file."""
+    return Path(tempfile.mkdtemp(prefix=time.strftime("visitor-%Y%m%d-%H%M%S-"), dir=export_dir))
 
 
 class OneLine(logging.Formatter):
@@ -114,7 +121,8 @@ class GuardedServer(Server):
         if not websocket.can_prepare(request).ok:
             return web.Response(status=400, text=_("attn-tui: this address takes a websocket") + "\n")
         folder = Path(tempfile.mkdtemp(prefix="visitor-", dir=self.folder))
-        visitor = VisitorApp(folder=folder, export_dir=self.export_dir, write_bytes=websocket.send_bytes,
+        exports = own_exports(self.export_dir)
+        visitor = VisitorApp(folder=folder, export_dir=exports, write_bytes=websocket.send_bytes,
                              write_str=websocket.send_str, close=websocket.close,
                              download_manager=self.download_manager, debug=self.debug)
         self.visitors.add(visitor)  # before any await: visitors arriving together are counted together
@@ -135,6 +143,8 @@ class GuardedServer(Server):
                 await asyncio.shield(visitor.stop())
             self.visitors.discard(visitor)
             shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                exports.rmdir()  # kept only when the visitor exported something
             with contextlib.suppress(Exception):
                 await websocket.close()
         return websocket

@@ -154,7 +154,7 @@ def rss_mb(pid: int) -> float:
 
 def test_dropped_visitors_leave_no_app_and_no_folder(serve) -> None:
     server = serve("--max-sessions", "3")
-    folders = set()
+    folders, own_exports = set(), set()
     memory = []
     for round_ in range(4):
         visitor = Visitor(server.url, 20000, 20000)
@@ -164,13 +164,16 @@ def test_dropped_visitors_leave_no_app_and_no_folder(serve) -> None:
         (app,) = server.wait_for_apps(1)
         seen = environment(app)
         assert (seen["COLUMNS"], seen["ROWS"]) == ("400", "200")  # 20000×20000 asked for, capped
-        assert seen["ATTN_TUI_SERVED"] == "1" and seen["ATTN_TUI_EXPORT_DIR"].endswith("attn-tui-exports")
+        exports = Path(seen["ATTN_TUI_EXPORT_DIR"])  # the visitor's own folder in serve's
+        assert seen["ATTN_TUI_SERVED"] == "1" and exports.parent.name == "attn-tui-exports" and exports.is_dir()
         folders.add(seen["ATTN_TUI_STATE_DIR"])
+        own_exports.add(exports)
         visitor.drop()
         server.wait_for_apps(0)  # raises if an app is left
         gone(Path(seen["ATTN_TUI_STATE_DIR"]), 20)  # its session folder goes with it
         memory.append(rss_mb(server.process.pid))
-    assert len(folders) == 4  # each visitor its own session
+    assert len(folders) == 4 and len(own_exports) == 4  # each visitor its own session and export folder
+    assert not any(own.exists() for own in own_exports)  # nothing exported: no folder left
     before = cpu_seconds(server.process.pid)
     time.sleep(3)
     assert cpu_seconds(server.process.pid) - before < 0.3  # nothing spins once the visitors have gone
@@ -306,9 +309,9 @@ def test_an_export_lands_in_serve_folder_and_in_the_visitor_browser(serve, tmp_p
             raise AssertionError("no file was offered")
 
     name, body = asyncio.run(visit())
-    written = tmp_path / "attn-tui-exports" / name
-    assert written.read_bytes() == body and json.loads(body)  # the very file serve's folder holds, whole
-    assert [p.name for p in (tmp_path / "attn-tui-exports").iterdir()] == [name]
+    [own] = (tmp_path / "attn-tui-exports").iterdir()  # the visitor's own folder in serve's
+    assert own.name.startswith("visitor-") and [p.name for p in own.iterdir()] == [name]
+    assert (own / name).read_bytes() == body and json.loads(body)  # the very file serve's folder holds, whole
     server.wait_for_apps(0, 30)
 
 
