@@ -393,3 +393,50 @@ def test_a_download_key_that_is_not_one_is_a_plain_404_without_its_echo(serve) -
         body = missing.value.read()
         assert missing.value.code == 404 and body.isascii() and b"\x1b" not in body and b"passwd" not in body, key
         assert missing.value.headers["X-Content-Type-Options"] == "nosniff"
+
+
+HOSTILE_TEXT = ("\x1b]0;PWNTITLE\x07\x1b]52;c;UFdO\x07\x1b[31mRED\x1b]8;;http://evil.example/\x1b\\LINK"
+                "\x1b]8;;\x1b\\\x9b31m\x07bell\u202eRTL")
+
+
+def test_escape_sequences_a_visitor_types_or_pastes_are_never_echoed_raw(serve) -> None:
+    """Typed and pasted text holding terminal controls (title, clipboard, links, C1, bidi): the page's terminal
+    gets the app's drawing of it, never the controls themselves."""
+    import asyncio
+
+    import aiohttp
+
+    server = serve()
+
+    async def visit() -> bytes:
+        async with aiohttp.ClientSession() as session:
+            socket = await session.ws_connect(server.url.replace("http", "ws", 1).replace("/?", "/ws?", 1)
+                                              + "&width=120&height=40")
+            drawn = bytearray()
+
+            async def read(seconds: float) -> None:
+                deadline = time.monotonic() + seconds
+                while (left := deadline - time.monotonic()) > 0:
+                    try:
+                        message = await asyncio.wait_for(socket.receive(), left)
+                    except asyncio.TimeoutError:
+                        return
+                    assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
+                    if message.type == aiohttp.WSMsgType.BINARY:
+                        drawn.extend(message.data)
+
+            while not drawn:
+                await read(START)
+            await read(5)
+            start = len(drawn)
+            for keys in ("i", "\x1b[200~" + HOSTILE_TEXT + "\x1b[201~", HOSTILE_TEXT):
+                await socket.send_json(["stdin", keys])
+                await read(4)
+            await socket.close()
+            return bytes(drawn[start:])
+
+    echoed = asyncio.run(visit())
+    assert b"PWNTITLE" in echoed and b"RED" in echoed  # the text was drawn ...
+    for control in (b"\x1b]0;", b"\x1b]52", b"\x1b]8;;http://evil", b"\x07", b"\xc2\x9b", "\u202e".encode()):
+        assert control not in echoed, control  # ... and none of its controls reached the page's terminal
+    server.wait_for_apps(0, 30)
