@@ -50,6 +50,20 @@ def check_address(host: str, port: int) -> None:
                                   reason=_lower(exc.strerror or str(exc)))) from None
 
 
+def dotted_quad(host: str) -> str:
+    """An IPv4 address in a legacy spelling (`127.1`, `0x7f.1`, `2130706433`) as a browser writes it in the
+    Host header (`127.0.0.1`): the gate lets in only the names serve prints, and the printed URL must open."""
+    import re
+    import socket
+
+    if not re.fullmatch(r"[0-9a-fA-FxX.]+", host):  # inet_aton takes `127.0.0.1 junk` too
+        return host
+    try:
+        return socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return host
+
+
 def _lower(reason: str | Msg) -> str:
     text = str(reason)
     return text[:1].lower() + text[1:]
@@ -64,6 +78,7 @@ def serve(host: str, port: int, public_url: str | None = None, debug: bool = Fal
     if not host.strip():
         raise ConfigError(Msg("--host is empty: give an address such as 127.0.0.1"))
     check_address(host, port)  # before any line is printed: a bad address is the one line, not the third
+    host = dotted_quad(host)
     if public_url is not None:
         check_public_url(public_url)
     exports = export_folder(export_dir)

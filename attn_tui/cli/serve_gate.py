@@ -63,11 +63,13 @@ class Gate:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        host = request.headers.get("Host", "")
-        origin = request.headers.get("Origin")
-        if not self.host_allowed(host):
+        hosts, origins = request.headers.getall("Host", []), request.headers.getall("Origin", [])
+        host = hosts[0] if len(hosts) == 1 else ""
+        # request.host is what the page's own addresses are built from: an absolute-form request line
+        # (`GET http://elsewhere/`) sets it apart from the Host header, so both must name serve
+        if not (self.host_allowed(host) and request.host == host):
             return _refused(_("this address is not the one attn-tui serve listens on"))
-        if origin is not None and not self.origin_allowed(origin, host):
+        if len(origins) > 1 or (origins and not self.origin_allowed(origins[0], host)):
             return _refused(_("a page of another site may not open attn-tui"))
         from_url = self.has_secret(request.query.get(TOKEN))
         if not (from_url or self.has_secret(request.cookies.get(self.cookie))):
@@ -83,7 +85,7 @@ class Gate:
 
 
 def _refused(reason: str) -> web.Response:
-    return web.Response(status=403, text=f"attn-tui: {reason}\n")
+    return web.Response(status=403, text=f"attn-tui: {reason}\n", headers={"X-Content-Type-Options": "nosniff"})
 
 
 def gate_for(host: str, port: int, public_url: str | None, secret: str) -> Gate:

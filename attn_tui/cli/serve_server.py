@@ -18,8 +18,10 @@ import logging
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp_jinja2
 import jinja2
@@ -27,6 +29,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.server import Server
 
 from attn_tui.cli.serve_gate import Gate
+from attn_tui.cli.serve_inbox import Inbox
 from attn_tui.cli.serve_visitor import VisitorApp, clamp_size, kill_left_groups
 from attn_tui.i18n import _
 from attn_tui.present.text import printable
@@ -36,6 +39,12 @@ log = logging.getLogger("textual-serve")
 PAGE = Path(__file__).with_name("page")
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and sizes are small
 SHUTDOWN_GRACE = 10.0  # seconds aiohttp waits for handlers at exit (they end with their apps)
+
+
+def own_exports(export_dir: Path) -> Path:
+    """A visitor's own folder in serve's export folder, named by the time they came: two visitors exporting
+    under the same name (the dialog offers the same one) never overwrite, nor download, each other's file."""
+    return Path(tempfile.mkdtemp(prefix=time.strftime("visitor-%Y%m%d-%H%M%S-"), dir=export_dir))
 
 
 class OneLine(logging.Formatter):
@@ -83,6 +92,26 @@ class GuardedServer(Server):
                 "application": {"name": self.title}, "start": _("Start"), "restart": _("Restart"),
                 "ended": _("Session ended.")}
 
+    async def handle_download(self, request: web.Request) -> web.StreamResponse:
+        """A file a visitor's app offered, by its random key: the name quoted for any language, no echo of the
+        key asked for, and a policy that keeps a file opened in the browser from running script on serve's page."""
+        try:
+            meta = await self.download_manager.get_download_metadata(request.match_info["key"])
+        except KeyError:
+            return web.Response(status=404, text=_("attn-tui: no such download (it ends with its visitor)") + "\n",
+                                headers={"X-Content-Type-Options": "nosniff"})
+        kind = meta.mime_type + (f"; charset={meta.encoding}" if meta.encoding else "")
+        disposition = "inline" if meta.open_method == "browser" else "attachment"
+        response = web.StreamResponse(headers={
+            "Content-Type": kind, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+            "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(meta.file_name, safe='')}",
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox"})
+        await response.prepare(request)
+        async for chunk in self.download_manager.download(meta.delivery_key):
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
     async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         if len(self.visitors) >= self.max_sessions:
             return web.Response(status=503, text=_("attn-tui: {n} visitors already; try again later")
@@ -92,7 +121,8 @@ class GuardedServer(Server):
         if not websocket.can_prepare(request).ok:
             return web.Response(status=400, text=_("attn-tui: this address takes a websocket") + "\n")
         folder = Path(tempfile.mkdtemp(prefix="visitor-", dir=self.folder))
-        visitor = VisitorApp(folder=folder, export_dir=self.export_dir, write_bytes=websocket.send_bytes,
+        exports = own_exports(self.export_dir)
+        visitor = VisitorApp(folder=folder, export_dir=exports, write_bytes=websocket.send_bytes,
                              write_str=websocket.send_str, close=websocket.close,
                              download_manager=self.download_manager, debug=self.debug)
         self.visitors.add(visitor)  # before any await: visitors arriving together are counted together
@@ -113,34 +143,44 @@ class GuardedServer(Server):
                 await asyncio.shield(visitor.stop())
             self.visitors.discard(visitor)
             shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                exports.rmdir()  # kept only when the visitor exported something
             with contextlib.suppress(Exception):
                 await websocket.close()
         return websocket
 
     async def _pass_messages(self, websocket: web.WebSocketResponse, visitor: VisitorApp) -> None:
-        """The browser's messages to the app; anything malformed is dropped, a size is capped."""
-        async for message in websocket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                envelope = json.loads(message.data)
-            except ValueError:
-                continue
-            if not isinstance(envelope, list) or not envelope:
-                continue
-            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
-            if kind == "stdin" and isinstance(data, str):
-                visitor.touch()
-                await visitor.send_bytes(data.encode("utf-8", "replace"))
-            elif kind == "resize" and isinstance(data, dict):
-                visitor.touch()
-                await visitor.set_terminal_size(*clamp_size(data.get("width"), data.get("height")))
-            elif kind == "ping":
-                await websocket.send_json(["pong", data])
-            elif kind == "blur":
-                await visitor.blur()
-            elif kind == "focus":
-                await visitor.focus()
+        """The browser's messages to the app; anything malformed is dropped, a size is capped.
+
+        The app is written to by a task of its own (Inbox), so an app busy with a backlog never keeps
+        serve from reading the websocket and seeing its visitor leave; the backlog is bounded."""
+        inbox = Inbox()
+        feeder = asyncio.create_task(inbox.feed(visitor))
+        try:
+            async for message in websocket:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                try:
+                    envelope = json.loads(message.data)
+                except ValueError:
+                    continue
+                if not isinstance(envelope, list) or not envelope:
+                    continue
+                kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+                if kind == "stdin" and isinstance(data, str):
+                    visitor.touch()
+                    inbox.key(data.encode("utf-8", "replace"))
+                elif kind == "resize" and isinstance(data, dict):
+                    visitor.touch()
+                    inbox.resize(*clamp_size(data.get("width"), data.get("height")))
+                elif kind == "ping":
+                    await websocket.send_json(["pong", data])
+                elif kind in ("blur", "focus"):
+                    inbox.focus(kind == "focus")
+        finally:
+            feeder.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await feeder
 
     async def _end_when_idle(self, visitor: VisitorApp, websocket: web.WebSocketResponse) -> None:
         loop = asyncio.get_running_loop()

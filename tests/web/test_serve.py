@@ -184,6 +184,12 @@ def test_a_host_beyond_loopback_is_warned_about(tmp_path) -> None:
 
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    from attn_tui.cli.serve import dotted_quad
+
+    for legacy in ("127.1", "0x7f.1", "2130706433", "0177.0.0.1", "0x7f000001"):
+        assert dotted_quad(legacy) == "127.0.0.1", legacy  # what a browser sends as Host for that URL
+    for other in ("localhost", "::1", "127.0.0.1 x", "1.2.3.4.5", "example.org", "[::1]"):
+        assert dotted_quad(other) == other, other
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--host", "0.0.0.0", "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,

@@ -96,6 +96,39 @@ def test_a_foreign_origin_or_host_is_refused_even_with_the_token() -> None:
     with_gate(check)
 
 
+async def _raw(port: int, head: str) -> str:
+    """One request as written, byte for byte (what a client library would tidy), and the status line back."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head.encode("latin-1") + b"Connection: close\r\n\r\n")
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return answer.split(b"\r\n", 1)[0].decode("latin-1")
+
+
+def test_a_request_line_or_repeated_header_that_names_another_host_is_refused() -> None:
+    async def check(session: ClientSession, base: str, port: int) -> None:
+        ours, token = f"Host: 127.0.0.1:{port}\r\n", f"token={SECRET}"
+        for head in (f"GET http://evil.example:{port}/?{token} HTTP/1.1\r\n{ours}",  # absolute form
+                     f"GET http://evil.example/?{token} HTTP/1.1\r\n{ours}",
+                     f"GET /?{token} HTTP/1.1\r\n{ours}Origin: http://127.0.0.1:{port}\r\nOrigin: null\r\n",
+                     f"GET /?{token} HTTP/1.1\r\n{ours}Origin: http://evil.example\r\nOrigin: http://127.0.0.1:{port}\r\n",
+                     f"GET /?{token} HTTP/1.1\r\nHost: 127.0.0.1.:{port}\r\n",
+                     f"GET /?{token} HTTP/1.1\r\nHost: localhost.:{port}\r\n",
+                     f"GET /?{token} HTTP/1.1\r\nHost: 0x7f.1:{port}\r\n",
+                     f"GET /?{token} HTTP/1.1\r\nHost: 127.1:{port}\r\n",
+                     f"GET /?{token} HTTP/1.1\r\nHost: 127.0.0.1:0{port}\r\n",
+                     f"GET /?{token} HTTP/1.1\r\nHost: x@127.0.0.1:{port}\r\n",
+                     f"GET /?{token} HTTP/1.0\r\n"):
+            status = await _raw(port, head)
+            assert status.split()[1] in ("400", "403"), (head, status)
+        referer = f"Referer: http://127.0.0.1:{port}/?{token}\r\n"  # the token elsewhere than the URL or cookie
+        assert (await _raw(port, f"GET / HTTP/1.1\r\n{ours}{referer}")).split()[1] == "403"
+        assert (await _raw(port, f"GET /?{token} HTTP/1.1\r\n{ours}")).split()[1] == "200"
+
+    with_gate(check)
+
+
 def test_behind_a_proxy_its_public_origin_is_let_in() -> None:
     async def check(session: ClientSession, base: str, port: int) -> None:
         headers = {"Origin": "https://attn.example.org", "Host": "attn.example.org"}

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -153,7 +154,7 @@ def rss_mb(pid: int) -> float:
 
 def test_dropped_visitors_leave_no_app_and_no_folder(serve) -> None:
     server = serve("--max-sessions", "3")
-    folders = set()
+    folders, own_exports = set(), set()
     memory = []
     for round_ in range(4):
         visitor = Visitor(server.url, 20000, 20000)
@@ -163,13 +164,16 @@ def test_dropped_visitors_leave_no_app_and_no_folder(serve) -> None:
         (app,) = server.wait_for_apps(1)
         seen = environment(app)
         assert (seen["COLUMNS"], seen["ROWS"]) == ("400", "200")  # 20000×20000 asked for, capped
-        assert seen["ATTN_TUI_SERVED"] == "1" and seen["ATTN_TUI_EXPORT_DIR"].endswith("attn-tui-exports")
+        exports = Path(seen["ATTN_TUI_EXPORT_DIR"])  # the visitor's own folder in serve's
+        assert seen["ATTN_TUI_SERVED"] == "1" and exports.parent.name == "attn-tui-exports" and exports.is_dir()
         folders.add(seen["ATTN_TUI_STATE_DIR"])
+        own_exports.add(exports)
         visitor.drop()
         server.wait_for_apps(0)  # raises if an app is left
         gone(Path(seen["ATTN_TUI_STATE_DIR"]), 20)  # its session folder goes with it
         memory.append(rss_mb(server.process.pid))
-    assert len(folders) == 4  # each visitor its own session
+    assert len(folders) == 4 and len(own_exports) == 4  # each visitor its own session and export folder
+    assert not any(own.exists() for own in own_exports)  # nothing exported: no folder left
     before = cpu_seconds(server.process.pid)
     time.sleep(3)
     assert cpu_seconds(server.process.pid) - before < 0.3  # nothing spins once the visitors have gone
@@ -299,15 +303,15 @@ def test_an_export_lands_in_serve_folder_and_in_the_visitor_browser(serve, tmp_p
                     key = json.loads(message.data)[1]
                     async with session.get(server.url.replace("/?", f"/download/{key}?", 1)) as download:
                         assert download.status == 200
-                        name = download.headers["Content-Disposition"].rsplit("filename=", 1)[1]
+                        name = unquote(download.headers["Content-Disposition"].rsplit("filename*=UTF-8''", 1)[1])
                         return name, await download.read()
                 assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
             raise AssertionError("no file was offered")
 
     name, body = asyncio.run(visit())
-    written = tmp_path / "attn-tui-exports" / name
-    assert written.read_bytes() == body and json.loads(body)  # the very file serve's folder holds, whole
-    assert [p.name for p in (tmp_path / "attn-tui-exports").iterdir()] == [name]
+    [own] = (tmp_path / "attn-tui-exports").iterdir()  # the visitor's own folder in serve's
+    assert own.name.startswith("visitor-") and [p.name for p in own.iterdir()] == [name]
+    assert (own / name).read_bytes() == body and json.loads(body)  # the very file serve's folder holds, whole
     server.wait_for_apps(0, 30)
 
 
@@ -344,3 +348,95 @@ def test_malformed_messages_are_dropped_and_an_oversized_one_ends_only_its_visit
     again = Visitor(server.url)
     again.said("screen")
     again.drop()
+
+
+def test_a_flood_of_keys_and_sizes_never_keeps_a_gone_visitor_app_alive(serve) -> None:
+    """A page that sends keys and sizes faster than its app takes them, then vanishes: the app ends within
+    seconds and the slot is free (serve once sat writing the backlog into the busy app, minutes long)."""
+    import asyncio
+
+    import aiohttp
+
+    server = serve("--max-sessions", "1")
+
+    async def flood() -> None:
+        async with aiohttp.ClientSession() as session:
+            url = server.url.replace("http", "ws", 1).replace("/?", "/ws?", 1)
+            socket = await session.ws_connect(url)
+            while (await socket.receive(timeout=START)).type != aiohttp.WSMsgType.BINARY:
+                pass  # the app is up and drawing
+            for _ in range(20_000):
+                await socket.send_str('["stdin", "' + "j" * 30 + '"]')
+            for n in range(3_000):
+                await socket.send_json(["resize", {"width": 10 + n % 390, "height": 4 + n % 196}])
+            for n in range(2_000):
+                await socket.send_json(["blur" if n % 2 else "focus"])
+            assert len(server.apps()) == 1
+            await socket.close()
+
+    asyncio.run(flood())
+    server.wait_for_apps(0, 15)
+    again = Visitor(server.url)  # the one slot is free again
+    again.said("screen")
+    again.drop()
+    server.wait_for_apps(0, 30)
+
+
+def test_a_download_key_that_is_not_one_is_a_plain_404_without_its_echo(serve) -> None:
+    import urllib.error
+    import urllib.request
+
+    server = serve()
+    for key in ("%1b%5d0%3bpwned%07", "..%2f..%2fetc%2fpasswd", "0" * 32, "%2e%2e"):
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(server.url.replace("/?", f"/download/{key}?", 1), timeout=30)
+        body = missing.value.read()
+        assert missing.value.code == 404 and body.isascii() and b"\x1b" not in body and b"passwd" not in body, key
+        assert missing.value.headers["X-Content-Type-Options"] == "nosniff"
+
+
+HOSTILE_TEXT = ("\x1b]0;PWNTITLE\x07\x1b]52;c;UFdO\x07\x1b[31mRED\x1b]8;;http://evil.example/\x1b\\LINK"
+                "\x1b]8;;\x1b\\\x9b31m\x07bell\u202eRTL")
+
+
+def test_escape_sequences_a_visitor_types_or_pastes_are_never_echoed_raw(serve) -> None:
+    """Typed and pasted text holding terminal controls (title, clipboard, links, C1, bidi): the page's terminal
+    gets the app's drawing of it, never the controls themselves."""
+    import asyncio
+
+    import aiohttp
+
+    server = serve()
+
+    async def visit() -> bytes:
+        async with aiohttp.ClientSession() as session:
+            socket = await session.ws_connect(server.url.replace("http", "ws", 1).replace("/?", "/ws?", 1)
+                                              + "&width=120&height=40")
+            drawn = bytearray()
+
+            async def read(seconds: float) -> None:
+                deadline = time.monotonic() + seconds
+                while (left := deadline - time.monotonic()) > 0:
+                    try:
+                        message = await asyncio.wait_for(socket.receive(), left)
+                    except asyncio.TimeoutError:
+                        return
+                    assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
+                    if message.type == aiohttp.WSMsgType.BINARY:
+                        drawn.extend(message.data)
+
+            while not drawn:
+                await read(START)
+            await read(5)
+            start = len(drawn)
+            for keys in ("i", "\x1b[200~" + HOSTILE_TEXT + "\x1b[201~", HOSTILE_TEXT):
+                await socket.send_json(["stdin", keys])
+                await read(4)
+            await socket.close()
+            return bytes(drawn[start:])
+
+    echoed = asyncio.run(visit())
+    assert b"PWNTITLE" in echoed and b"RED" in echoed  # the text was drawn ...
+    for control in (b"\x1b]0;", b"\x1b]52", b"\x1b]8;;http://evil", b"\x07", b"\xc2\x9b", "\u202e".encode()):
+        assert control not in echoed, control  # ... and none of its controls reached the page's terminal
+    server.wait_for_apps(0, 30)
