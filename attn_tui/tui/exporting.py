@@ -13,7 +13,7 @@ from textual import work
 
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.tui.messages import ExportDone, ExportFailed
-from attn_tui.tui.served import offer_download
+from attn_tui.tui.served import offer_download, visible_path
 from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
@@ -38,13 +38,13 @@ class ExportActions(_AppBase):
     def action_export(self) -> None:
         from attn_tui.core.export import file_name
         from attn_tui.tui.screens.export import ExportScreen
-        from attn_tui.tui.served import export_folder
+        from attn_tui.tui.served import offered_folder
 
         trace, view = self.trace, self.view
         if trace is None or view is None:
             self.notify(_("nothing to export yet"), timeout=3)
             return
-        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), export_folder()), self.export)
+        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), offered_folder()), self.export)
 
     def export(self, ask: ExportAsk | None) -> None:
         if ask is None:
@@ -71,7 +71,7 @@ class ExportActions(_AppBase):
         except AttnError as exc:
             self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
             return
-        self.notify(_("saved the screen to {path}").format(path=path.resolve()), timeout=8)
+        self.notify(_("saved the screen to {path}").format(path=visible_path(path.resolve())), timeout=8)
         offer_download(self, path.resolve())
 
     @work(thread=True, exclusive=True, group="export")
@@ -100,7 +100,7 @@ class ExportActions(_AppBase):
     @while_running
     def on_export_done(self, message: ExportDone) -> None:
         self.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
-                           path=message.path), title=_("exported"),
+                           path=visible_path(Path(message.path))), title=_("exported"),
                     timeout=10)
         offer_download(self, Path(message.path))
 

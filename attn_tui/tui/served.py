@@ -40,6 +40,22 @@ def export_folder() -> Path:
     return Path(chosen) if chosen else Path.cwd()
 
 
+def offered_folder() -> Path:
+    """Where the export dialog offers to write: serve's folder as an empty relative path when served (a visitor
+    types a file name and never learns where on serve's disk the folder is), the current folder otherwise."""
+    return Path() if served() else export_folder()
+
+
+def visible_path(path: Path) -> str:
+    """A written path as a visitor may read it: relative to serve's folder when served, whole otherwise."""
+    if not served():
+        return str(path)
+    try:
+        return str(path.resolve().relative_to(export_folder().resolve()))
+    except ValueError:
+        return path.name
+
+
 def inside_export_folder(path: Path) -> Path:
     """`path` (relative: to serve's folder) if it lies in serve's folder once links are followed; else refused."""
     if not served():
@@ -47,8 +63,7 @@ def inside_export_folder(path: Path) -> Path:
     folder = export_folder().resolve()
     whole = (folder / path).resolve()  # an absolute path replaces the folder; `..` and links are followed
     if whole == folder or not whole.is_relative_to(folder):
-        raise InputError(Msg("this app is served: it writes only into {folder}; type a file name",
-                             folder=str(folder)))
+        raise InputError(Msg("this app is served: it writes only into serve's export folder; type a file name"))
     return whole
 
 

@@ -66,7 +66,8 @@ async def test_served_export_writes_only_into_serve_folder(exports: Path, tmp_pa
             await pilot.pause()
             screen = app.screen
             assert isinstance(screen, ExportScreen)
-            assert screen.query_one("#export-path", Input).value.startswith(str(exports))  # where it offers to write
+            offered = screen.query_one("#export-path", Input).value
+            assert str(exports) not in offered and "/" not in offered  # a file name: serve's folder stays unsaid
             screen.query_one("#export-path", Input).value = typed
             await pilot.press("enter")
             await pilot.pause()
@@ -98,9 +99,9 @@ async def test_a_served_app_refuses_a_typed_model_folder(exports: Path, tmp_path
 
 
 @pytest.mark.slow
-def test_snapshot_served_export_refuses_a_path_outside(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = Path("/tmp/attn-tui-snapshot-exports")  # fixed, so the picture is the same on every machine
-    folder.mkdir(exist_ok=True)
+def test_snapshot_served_export_refuses_a_path_outside(snap_compare, monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    folder = tmp_path  # never drawn: a visitor is not told where serve's folder is
     monkeypatch.setenv(SERVED_ENV, "1")
     monkeypatch.setenv(EXPORT_ENV, str(folder))
 
