@@ -157,6 +157,8 @@ class NavigationActions(_AppBase):
             self.notify(_("that field is not in use now"), timeout=3)
             return
         widget.focus()
+        # A tab just switched is laid out on the next refresh: only then can its editor be scrolled into a short pane.
+        self.call_after_refresh(widget.scroll_visible, animate=False)
 
     def action_pick_stage(self) -> None:
         """Every place of the trace in a fuzzy list: the digits reach only the bar's first ten."""

@@ -171,3 +171,20 @@ async def test_multihead_with_typed_qkv_asks_for_x() -> None:
 def test_model_samples_are_offered_in_the_app() -> None:
     names = set(load_samples())
     assert {"korean", "long_paragraph", "multihead_korean", "minilm_it", "dates_korean", "dates_english"} <= names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["Q", "V", "X"])
+async def test_an_editor_jumped_to_is_in_view_on_a_short_terminal(key: str) -> None:
+    """On a 24-line terminal the matrices' editors sit below the fold: the one a key jumps to is scrolled up."""
+    app = sample_app()
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        editor = app.query_one(f"#edit-{key}", TextArea)
+        assert app.focused is editor
+        scroll = app.query_one("#matrices")
+        assert scroll.region.contains_region(editor.region) or editor.region.y < scroll.region.bottom, (
+            editor.region, scroll.region)
+        assert editor.region.y >= scroll.region.y and editor.region.y < scroll.region.bottom
