@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -50,6 +51,7 @@ def _note(h_src: torch.Tensor, h_t: torch.Tensor, w_a: torch.Tensor, mask: torch
     return weight, context_vector
 
 
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_the_sample_reproduces_the_notes_example_from_a_fresh_start(tmp_path: Path) -> None:
     sample = get_sample("luong_padding_note")
     assert sample.request.custom_mask == NOTE_MASK and sample.request.settings.mask_means == "block"
@@ -67,6 +69,7 @@ def test_the_sample_reproduces_the_notes_example_from_a_fresh_start(tmp_path: Pa
     assert torch.allclose(_stage(doc, "output"), sdpa[0], atol=1e-12)
 
 
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_the_script_traces_with_its_own_mask_and_convention(tmp_path: Path) -> None:
     doc = _fresh(tmp_path, "trace", "--sample", "luong_padding")
     weights, output = _stage(doc, "weights"), _stage(doc, "output")

@@ -51,6 +51,7 @@ def test_trace_runs_the_file_with_its_arguments_and_prints_json(capsys, tmp_path
     assert stages["weights"]["origin"] == "mine.py:10: weights = F.softmax(scores, dim=-1)"
 
 
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_trace_table_and_stage_filter(capsys, tmp_path: Path) -> None:
     script = tmp_path / "mine.py"
     script.write_text(SCRIPT, encoding="utf-8")
@@ -61,6 +62,7 @@ def test_trace_table_and_stage_filter(capsys, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sample", ["self_attention", "bahdanau_decoder"])
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_the_sample_scripts_trace(capsys, sample: str) -> None:
     code, out, err = run_cli(capsys, "trace", "--sample", sample, "--format", "json")
     assert code == 0, err
@@ -95,6 +97,7 @@ BAD = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_bad_scripts_end_with_one_line(capsys, tmp_path: Path, name: str) -> None:
     text, expected = BAD[name]
     (tmp_path / name).write_text(text, encoding="utf-8")
@@ -112,6 +115,7 @@ def test_bad_invocations_end_with_one_line(capsys, argv: list[str]) -> None:
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_attention_recorded_before_os_exit_is_kept(capsys, tmp_path: Path) -> None:
     (tmp_path / "leaves.py").write_text("import os, torch\nimport torch.nn.functional as F\nq = torch.randn(1, 3, 4)\n"
                                         "F.scaled_dot_product_attention(q, q, q)\nos._exit(0)\n", encoding="utf-8")

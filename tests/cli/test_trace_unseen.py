@@ -43,6 +43,7 @@ def stages(doc: dict, module: str) -> dict:
     return {(s["name"], s.get("head"), s.get("step")): s for s in doc["stages"] if s.get("module") == module}
 
 
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_a_learners_file_with_two_modules_and_prints(capsys, tmp_path: Path) -> None:
     script = tmp_path / "learner.py"
     script.write_text(LEARNER.format(root=str(ROOT)), encoding="utf-8")
@@ -76,6 +77,7 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_hostile_files_end_with_one_line(capsys, tmp_path: Path, name: str) -> None:
     text, expected = HOSTILE[name]
     (tmp_path / name).write_text(text, encoding="utf-8")
@@ -85,6 +87,7 @@ def test_hostile_files_end_with_one_line(capsys, tmp_path: Path, name: str) -> N
     assert expected in ours[0], ours[0]
 
 
+@pytest.mark.slow  # a child process that imports torch: seconds each
 def test_a_file_that_trains_in_between_keeps_every_call(capsys, tmp_path: Path) -> None:
     """`p -= lr * p.grad` under no_grad is a training step: every call is shown, with its own weights."""
     script = tmp_path / "trains.py"
