@@ -49,6 +49,7 @@ class MaskSpec:
     code_rule: str = ""  # how the code applies `code_mask`: one of CODE_RULES
     code_fill: str = ""  # what the code writes where its mask blocks (-inf, -1e9, …)
     device: torch.device | str = "cpu"  # where a tile is built: the scores' device, so a CUDA run masks on CUDA
+    by_hand: bool = False  # `custom` was made cell by cell with `x` (not given by a file or sample)
 
     def tile(self, rows: slice, cols: slice) -> torch.Tensor:
         """(rows, cols) bool, True = may attend, for one tile of the scores."""
