@@ -150,6 +150,8 @@ class MaskSpec:
         """The convention, short, for a heatmap's legend: only when the mask was given otherwise than 1 = may attend."""
         if self.code_mask is not None:
             rule = CODE_RULE_SHORT.get(self.code_rule, "?").format(fill=self.code_fill.replace("inf", "∞"))
+            if self.code_test and rule.startswith(("True", "False")):  # `mask == 0` True → -∞: the test decides
+                rule = f"mask {self.code_test} {rule}"
             return str(Msg("code: {rule}", rule=rule))
         return str(Msg("typed 1 = blocked")) if self.given_as() else ""
 

@@ -357,7 +357,7 @@ class EditingActions(_AppBase):
         view = self.view
         return Session(request.settings, source, typed.sentence, typed.editors, request.custom_mask,
                        self.wanted if isinstance(self.wanted, ModelInput) else None, self.language,
-                       None if view is None else view.name)
+                       None if view is None else view.name, request.mask_by_hand)
 
     def save_soon(self) -> None:
         """Take the session now and write it a moment later (a burst of typing writes once; quitting writes
@@ -401,7 +401,8 @@ class EditingActions(_AppBase):
                       else "tab-sentence")
         inputs = self.query_one(InputPane)
         inputs.restore(typed)
-        request = Request(self._session_source(session, inputs), session.settings, session.custom_mask)
+        request = Request(self._session_source(session, inputs), session.settings, session.custom_mask,
+                          session.mask_by_hand)
         if self.given:
             self.undo_stack.append(Snapshot(request, typed, session.model or request))
             return

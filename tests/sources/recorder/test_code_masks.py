@@ -125,7 +125,7 @@ def test_the_self_attention_samples_mask_eq_0_is_said_with_the_values_its_mask_h
     trace = rec.trace
     masked = next(s for s in trace.stages.values() if s.place.name.startswith("masked"))
     spec = trace.masking(masked).mask  # type: ignore[union-attr]
-    assert spec is not None and spec.code_test == "== 0"
+    assert spec is not None and spec.code_test == "== 0" and spec.legend_note() == "code: mask == 0 True → -∞"
     assert str(spec.as_given(1, 0)) == "your code's mask holds 1 here, so `mask == 0` is False → kept (may attend)"
     assert str(spec.as_given(0, 1)) == ("your code's mask holds 0 here, so `mask == 0` is True → filled with -inf "
                                         "(blocked)")
