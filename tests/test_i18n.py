@@ -38,7 +38,8 @@ def test_the_compiled_catalog_ships_inside_the_package() -> None:
 
 
 def test_a_message_is_translated_when_it_is_read_not_when_it_is_made() -> None:
-    message = Msg("query {label} (row {row}) may attend to no key: with fill -inf its weights and output are zeros",
+    message = Msg("query {label} (row {row}) may attend to no key: with fill -inf its weights and output are zeros, "
+                  "as SDPA returns; a plain softmax (F.softmax, nn.Softmax) would give NaN here",
                   label="'<pad>'", row=3)
     english = str(message)
     i18n.set_language("ko")

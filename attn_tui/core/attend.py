@@ -104,7 +104,8 @@ def warn_empty_rows(trace: Trace, tail: Tail) -> None:
                            "its weights and output are zeros", label=label, row=row))
         elif tail.fill == "-inf":
             trace.warn(Msg("query {label} (row {row}) may attend to no key: with fill -inf its weights and output "
-                           "are zeros", label=label, row=row))
+                           "are zeros, as SDPA returns; a plain softmax (F.softmax, nn.Softmax) would give NaN here",
+                           label=label, row=row))
         else:
             trace.warn(Msg("query {label} (row {row}) may attend to no key: with fill {fill} its weights are "
                            "uniform over all keys", label=label, row=row, fill=tail.fill))

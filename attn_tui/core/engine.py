@@ -110,6 +110,8 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     trace.query_tokens, trace.key_tokens = q_tokens, k_tokens
     custom = masks.custom_mask(request.custom_mask, s.mask_means) if request.custom_mask is not None else None
     mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device, s.window, s.mask_means)
+    if mask is not None and mask.custom is not None and request.mask_by_hand:
+        mask = replace(mask, by_hand=True)
     trace.mask = mask
     if custom is not None and s.mask_means == "attend" and 0 < int(custom.sum()) < custom.numel() / 2:
         trace.warn(Msg("the custom mask blocks more cells than it lets through (1 = may attend): if its 1s mark "

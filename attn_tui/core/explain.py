@@ -269,7 +269,8 @@ def _softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     top = finite_max(row)
     if top is None:
         return (f"A[{i},{j}]", [_("every key of this row is masked with -∞:"),
-                                _("the row has nothing to attend to, so its weights are 0 (as SDPA returns)")], 0.0)
+                                _("the row has nothing to attend to, so its weights are 0, as SDPA returns; "
+                                  "a plain softmax would give NaN here")], 0.0)
     exps = shifted_exps(row, top)
     denom, mine = float(exps.sum()), float(exps[j])
     total = mine / denom

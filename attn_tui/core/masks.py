@@ -49,6 +49,8 @@ class MaskSpec:
     code_rule: str = ""  # how the code applies `code_mask`: one of CODE_RULES
     code_fill: str = ""  # what the code writes where its mask blocks (-inf, -1e9, …)
     device: torch.device | str = "cpu"  # where a tile is built: the scores' device, so a CUDA run masks on CUDA
+    code_test: str = ""  # the test the code made of `code_mask` ("== 0" for `masked_fill(mask == 0, …)`), or ""
+    by_hand: bool = False  # `custom` was made cell by cell with `x` (not given by a file or sample)
 
     def tile(self, rows: slice, cols: slice) -> torch.Tensor:
         """(rows, cols) bool, True = may attend, for one tile of the scores."""
@@ -78,7 +80,7 @@ class MaskSpec:
         c0, c1, _ = cols.indices(self.shape[1])
         return MaskSpec((r1 - r0, c1 - c0), self.causal, self.padding, self.custom, self.dense, self.window,
                         (self.origin[0] + r0, self.origin[1] + c0), self.means, self.code_mask, self.code_rule,
-                        self.code_fill, self.device)
+                        self.code_fill, self.device, code_test=self.code_test)
 
     @cached_property
     def allowed(self) -> torch.Tensor:
@@ -126,6 +128,12 @@ class MaskSpec:
             value = self.code_mask[at_i, at_j]
             held = str(bool(value)) if value.dtype == torch.bool else f"{float(value) + 0.0:g}"  # -0.0 reads 0
             blocked = self.dense is not None and not bool(self.dense[at_i, at_j])
+            if self.code_test:  # the code compared its mask: its value, and the test's outcome that decided
+                truth = str(blocked != (self.code_rule == "where_keep"))  # where(mask == 0, x, fill) keeps True
+                return (Msg("your code's mask holds {held} here, so `mask {test}` is {truth} → filled with {fill} "
+                            "(blocked)", held=held, test=self.code_test, truth=truth, fill=self.code_fill or "?")
+                        if blocked else Msg("your code's mask holds {held} here, so `mask {test}` is {truth} → kept "
+                                            "(may attend)", held=held, test=self.code_test, truth=truth))
             return code_rule_says(self.code_rule, held, blocked, self.code_fill)
         if self.custom is not None and self.means == "block":
             typed = int(not bool(self.custom[at_i, at_j]))  # `custom` is held read (True = may attend)
@@ -142,6 +150,8 @@ class MaskSpec:
         """The convention, short, for a heatmap's legend: only when the mask was given otherwise than 1 = may attend."""
         if self.code_mask is not None:
             rule = CODE_RULE_SHORT.get(self.code_rule, "?").format(fill=self.code_fill.replace("inf", "∞"))
+            if self.code_test and rule.startswith(("True", "False")):  # `mask == 0` True → -∞: the test decides
+                rule = f"mask {self.code_test} {rule}"
             return str(Msg("code: {rule}", rule=rule))
         return str(Msg("typed 1 = blocked")) if self.given_as() else ""
 

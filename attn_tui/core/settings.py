@@ -95,3 +95,4 @@ class Request:
     source: SentenceInput | MatrixInput | XInput
     settings: Settings = field(default_factory=Settings)
     custom_mask: list[list[float]] | None = None
+    mask_by_hand: bool = False  # the custom mask was made cell by cell with `x`, not given by a file or sample

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.core.applies import applicable
 from attn_tui.core.meta import VariantRun
-from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.i18n import _, pgettext
 
 if TYPE_CHECKING:
@@ -28,24 +28,28 @@ DEFAULTS = Settings()
 
 
 def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | XInput,
-                     custom_mask: bool = False) -> list[tuple[str, str]]:
+                     custom_mask: bool = False, by_hand: bool = False) -> list[tuple[str, str]]:
     """(label, value) of each setting that differs from its default and changes something for this input.
 
     A setting that does nothing here (a window without a sliding mask, a seed for typed
     Q, K, V) is left out: it cannot have changed the numbers, and naming it would send
-    the reader looking for an effect that is not there.
+    the reader looking for an effect that is not there. A sentence's dim left unset is
+    DEFAULT_DIM, so a request that names that width (a sample's `dim = 8`) changes nothing.
+    A custom mask is named for where it came from: a file or sample ("custom mask"), or
+    cells toggled with `x` ("cells masked by hand").
     """
     applying = applicable(Request(source, settings))
     found: list[tuple[str, str]] = []
     for field in fields(Settings):
         name = field.name
         value = getattr(settings, name)
-        if name not in LABELS or name not in applying or value == getattr(DEFAULTS, name):
+        default = DEFAULT_DIM if name == "dim" and isinstance(source, SentenceInput) else getattr(DEFAULTS, name)
+        if name not in LABELS or name not in applying or value in (default, getattr(DEFAULTS, name)):
             continue
         found.append((pgettext("setting", LABELS[name]), _value(value)))
     if custom_mask:
         mask = LABELS["mask"]
-        found.append((pgettext("setting", mask), _("cells masked by hand")))
+        found.append((pgettext("setting", mask), _("cells masked by hand") if by_hand else _("custom mask")))
     return found
 
 
@@ -66,7 +70,7 @@ def settings_line(trace: Trace) -> str:
     source: SentenceInput | MatrixInput | XInput = (
         MatrixInput([], [], []) if "Q" in inputs else XInput([]) if "X" in inputs else SentenceInput(""))
     custom = trace.mask is not None and trace.mask.custom is not None
-    changed = changed_settings(meta.settings, source, custom)
+    changed = changed_settings(meta.settings, source, custom, custom and trace.mask is not None and trace.mask.by_hand)
     if not changed:
         return ""
     return _("≠ defaults: {settings}").format(settings=" · ".join(f"{label} {value}" for label, value in changed))

@@ -140,7 +140,7 @@ class EditingActions(_AppBase):
 
     def apply_settings(self, settings: Settings) -> None:
         source = self.variants.source
-        request = Request(source, settings, self.variants.custom_mask)
+        request = Request(source, settings, self.variants.custom_mask, self.variants.mask_by_hand)
         if VARIANTS[settings.variant].takes_x and isinstance(source, MatrixInput):
             self.kept[OWN] = self.wanted = request
             self.generation += 1  # whatever is in flight is no longer wanted
@@ -164,7 +164,12 @@ class EditingActions(_AppBase):
                 return
             self.ask(replace(self.wanted, text=message.source.text))
             return
-        self.ask(Request(message.source, self._fresh_settings(message.source), self._kept_mask(message.source)))
+        settings = self._fresh_settings(message.source)
+        mask = self._kept_mask(message.source)
+        if mask is None and settings.mask_means != "attend":  # the custom mask went, and its "1 means" with it
+            settings = replace(settings, mask_means="attend")
+            self.query_one(ModelPane).show(settings)
+        self.ask(Request(message.source, settings, mask, mask is not None and self.variants.mask_by_hand))
 
     def _fresh_settings(self, source: SentenceInput | MatrixInput | XInput) -> Settings:
         """Typed matrices of new shapes start a new exercise: its mask starts at none unless the user keeps it.
@@ -277,8 +282,12 @@ class EditingActions(_AppBase):
             self.notify(_("masking by hand stops at 512 × 512 cells; give a --mask-file instead"), timeout=5)
             return
         request = self.variants
+        if request.custom_mask is None and request.settings.mask_means != "attend":
+            # a new hand mask is written as torch reads one (1 = may attend): nothing was typed the other way round
+            request = replace(request, settings=replace(request.settings, mask_means="attend"))
+            self.query_one(ModelPane).show(request.settings)
         i, j = self.explorer.cursor
-        block = request.settings.mask_means == "block"  # the mask is kept as typed: 1 = blocked, or 1 = may attend
+        block = request.settings.mask_means == "block"  # a given mask is kept as typed: 1 = blocked, or 1 = may attend
         on, off = (0.0, 1.0) if block else (1.0, 0.0)  # (may attend, blocked) as the typed convention writes them
         custom = request.custom_mask
         shape = (len(custom), len(custom[0]) if custom else 0) if custom is not None else None
@@ -301,7 +310,8 @@ class EditingActions(_AppBase):
             said = Msg("cell {i},{j} masked by hand (a custom mask; x again unmasks it, ctrl+z undoes)", i=i, j=j)
         self.push_undo()
         self.notify(str(said) + ("  " + _("(the mask is kept as typed: 1 = blocked)") if block else ""), timeout=4)
-        self.ask(replace(request, custom_mask=None if all(v == on for row in mask for v in row) else mask))
+        cleared = all(v == on for row in mask for v in row)
+        self.ask(replace(request, custom_mask=None if cleared else mask, mask_by_hand=not cleared))
 
     # ----- models ------------------------------------------------------------------------
     def on_model_chosen(self, message: ModelChosen) -> None:
@@ -347,7 +357,7 @@ class EditingActions(_AppBase):
         view = self.view
         return Session(request.settings, source, typed.sentence, typed.editors, request.custom_mask,
                        self.wanted if isinstance(self.wanted, ModelInput) else None, self.language,
-                       None if view is None else view.name)
+                       None if view is None else view.name, request.mask_by_hand)
 
     def save_soon(self) -> None:
         """Take the session now and write it a moment later (a burst of typing writes once; quitting writes
@@ -391,7 +401,8 @@ class EditingActions(_AppBase):
                       else "tab-sentence")
         inputs = self.query_one(InputPane)
         inputs.restore(typed)
-        request = Request(self._session_source(session, inputs), session.settings, session.custom_mask)
+        request = Request(self._session_source(session, inputs), session.settings, session.custom_mask,
+                          session.mask_by_hand)
         if self.given:
             self.undo_stack.append(Snapshot(request, typed, session.model or request))
             return

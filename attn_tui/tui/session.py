@@ -52,6 +52,7 @@ class Session:
     model: ModelInput | None = None
     language: str = "en"
     stage: str | None = None
+    mask_by_hand: bool = False  # the custom mask was made with `x`: the settings line says "masked by hand"
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"version": VERSION, **asdict(self)}
@@ -131,7 +132,7 @@ def parse(text: str) -> Session:
     return Session(_settings(data.get("settings", {})), source, _typed(data.get("sentence", ""), str, "sentence"),
                    {k: _typed(v, str, f"editors.{k}") for k, v in editors.items() if k in EDITORS}, mask,
                    _model(data.get("model")), language if language in LANGUAGES else "en",
-                   stage if isinstance(stage, str) else None)
+                   stage if isinstance(stage, str) else None, mask is not None and data.get("mask_by_hand") is True)
 
 
 def load(path: Path | None = None) -> Session | None:

@@ -161,3 +161,17 @@ def test_a_cell_that_sums_a_long_row_matches_a_python_loop_over_it() -> None:
     output = explain(trace, Place("output"), (i, 3))
     assert math.isclose(output.total, math.fsum(x * y for x, y in zip(a, v)), rel_tol=1e-9, abs_tol=1e-12)
     assert output.matches and f"({n - 8} more)" in "\n".join(output.lines)
+
+
+def test_a_fully_masked_row_is_zeros_as_sdpa_returns_and_a_plain_softmax_would_give_nan() -> None:
+    # the second query may see no key (its custom row is all 0): SDPA's zeros, not what the notes' softmax gives
+    request = matrices([[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 2], [3, 4]], custom_mask=[[1, 1], [0, 0]])
+    trace = compute(request)
+    masked = trace.tensor("masked")[1]  # (keys,) all -inf
+    assert bool(torch.isnan(torch.nn.functional.softmax(masked, dim=-1)).all())  # the notes' F.softmax: NaN
+    assert bool(torch.isnan(torch.nn.Softmax(dim=-1)(masked)).all())
+    assert trace.tensor("weights")[1].tolist() == [0.0, 0.0]
+    warning = next(str(w) for w in trace.warnings if "may attend to no key" in str(w))
+    assert "as SDPA returns" in warning and "NaN" in warning
+    arithmetic = explain(trace, Place("weights"), (1, 0))
+    assert arithmetic.matches and "a plain softmax would give NaN here" in "\n".join(arithmetic.lines)

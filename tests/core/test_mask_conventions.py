@@ -115,3 +115,10 @@ def test_the_session_keeps_the_convention_and_refuses_an_unknown_one() -> None:
     broken["settings"]["mask_means"] = "sideways"
     with pytest.raises(SessionError, match="mask_means"):
         parse(json.dumps(broken))
+
+
+def test_the_session_keeps_whether_the_mask_was_made_by_hand() -> None:
+    by_hand = parse(Session(custom_mask=[[1.0, 0.0]], mask_by_hand=True).to_json())
+    assert by_hand.mask_by_hand and by_hand.custom_mask == [[1.0, 0.0]]
+    assert not parse(Session(custom_mask=[[1.0, 0.0]]).to_json()).mask_by_hand  # a sample's or file's mask
+    assert not parse(Session(mask_by_hand=True).to_json()).mask_by_hand  # nothing left that was masked

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from attn_tui import i18n
 from attn_tui.core.engine import compute
 from attn_tui.core.samples import get_sample
@@ -49,8 +51,21 @@ def test_settings_that_do_nothing_here_are_not_named() -> None:
 
 
 def test_a_mask_edited_by_hand_is_named() -> None:
-    trace = compute(matrices(Q, K, V, custom_mask=[[1, 0, 1, 1]]))
+    trace = compute(replace(matrices(Q, K, V, custom_mask=[[1, 0, 1, 1]]), mask_by_hand=True))
     assert settings_line(trace) == "≠ defaults: mask cells masked by hand"
+
+
+def test_a_mask_from_a_file_or_sample_is_a_custom_mask_not_one_masked_by_hand() -> None:
+    trace = compute(matrices(Q, K, V, custom_mask=[[1, 0, 1, 1]]))  # as --mask-file gives it
+    assert settings_line(trace) == "≠ defaults: mask custom mask"
+    trace = compute(get_sample("luong_padding_note").request)
+    assert "by hand" not in settings_line(trace) and "custom mask" in settings_line(trace)
+
+
+def test_a_sentence_dim_equal_to_the_default_width_is_not_named() -> None:
+    # note_001_masked says dim = 8: the width an unset dim gives a sentence, so nothing differs
+    assert "dim" not in settings_line(compute(get_sample("note_001_masked").request))
+    assert settings_line(compute(sentence("a b c", dim=8))) == ""
 
 
 def test_the_line_speaks_korean() -> None:

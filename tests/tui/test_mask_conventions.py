@@ -9,7 +9,8 @@ from textual.widgets import Select, Static
 
 import attn_tui
 from attn_tui.core.samples import load_samples, samples_dir
-from attn_tui.core.settings import Request
+from attn_tui.core.settings import MatrixInput, Request
+from attn_tui.tui.messages import SourceEdited
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
 SIZE = (120, 40)
@@ -71,6 +72,24 @@ async def test_x_writes_the_mask_as_typed_and_spreads_a_row_per_key_over_the_que
         await pilot.press("x")  # unmask it again: back to 0, as the note writes a key that may be seen
         await settle(pilot)
         assert app.variants.custom_mask is not None and app.variants.custom_mask[1] == [0.0, 0.0, 1.0]
+
+
+async def test_a_hand_mask_after_the_notes_mask_went_follows_torch_and_says_nothing_was_typed() -> None:
+    app = sample_app("luong_padding_note")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rows = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]  # 3 keys: the 1×4 mask no longer fits
+        app.post_message(SourceEdited(MatrixInput([[0.5, -1.0, 0.25, 1.0]], rows, rows)))
+        await settle(pilot)
+        assert app.variants.custom_mask is None and app.variants.settings.mask_means == "attend"
+        assert app.query_one("#set-mask_means", Select).value == "attend"
+        await _to_masked(pilot, "x")  # cell (0, 0) masked by hand: written the way torch reads it
+        await settle(pilot)
+        assert app.variants.custom_mask == [[0.0, 1.0, 1.0]] and app.variants.mask_by_hand
+        assert float(app.trace.tensor("weights")[0, 0]) == 0.0
+        assert "1 = blocked" not in _text(app, "#legend")
+        assert "typed the other way round" not in _text(app, "#explanation")
+        assert not any("kept as typed" in n.message for n in app.notices)
 
 
 def recorded_note() -> attn_tui.Trace:

@@ -140,11 +140,12 @@ def from_softmax(weights: Node, found: Found) -> None:
                                   ("query", "key")))
         elif step == "masked":
             assert isinstance(detail, tuple)
-            hidden_ok, fill, held, rule = detail
+            hidden_ok, fill, held, rule, test = detail
             allowed = lay.flat(hidden_ok, keep)
             formula = Msg("M = {source} where the mask allows, {fill} where it does not   ({convention})",
                           source=last, fill=f"{fill:g}", convention=code_rule_name(rule))  # as the code reads it
-            last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill, lay.flat(held, keep), rule),
+            last = found.add(Role(found.fresh("masked"), data, MaskOp(last, allowed, fill, lay.flat(held, keep), rule,
+                                                                      test),
                                   ref.origin, formula, ("query", "key")))
         elif step == "shifted":
             last = found.add(Role(found.fresh("shifted"), data, GivenOp(Msg("the scores minus their row's largest "

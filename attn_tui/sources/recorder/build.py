@@ -298,7 +298,7 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
         held = None if op.held is None else op.held[n].cpu()  # (L, S) the code's own mask, as it holds it
         spec = None if allowed is None or bool(allowed.all()) else MaskSpec(
             (int(allowed.shape[0]), int(allowed.shape[1])), dense=allowed.bool(), code_mask=held, code_rule=op.rule,
-            code_fill=_fill_name(op.fill))
+            code_fill=_fill_name(op.fill), code_test=op.test)
         return Masking(at(op.source, h), spec, _fill_name(op.fill))
     if isinstance(op, f.SoftmaxOp):
         return Softmax(at(op.source, h))

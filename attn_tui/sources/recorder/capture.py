@@ -35,7 +35,8 @@ CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
 OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
        "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
        "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
-       "multi_head_attention_forward", "neg", "nan_to_num"}
+       "multi_head_attention_forward", "neg", "nan_to_num",
+       "eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: a mask written `mask == 0` is shown as `mask` holds it
 ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward"}
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",

@@ -58,6 +58,7 @@ class MaskOp:
     fill: float
     held: torch.Tensor | None = None  # (n, L, S) the code's own mask values as it holds them (True, 1, -1e9)
     rule: str = ""  # how the code applies them: one of masks.CODE_RULES (masked_fill where True, additive, …)
+    test: str = ""  # the comparison the code made of its mask ("== 0"), when `held` is the mask it compared
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,26 @@ def _fill(value: object) -> float | None:
     return None
 
 
+COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _compared(node: Node, operand: Node, positions: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """The mask operand's numbers as the code's named mask holds them, and the test it made of them.
+
+    `masked_fill(mask == 0, -inf)` reads a comparison: the inspector must say that `mask`
+    holds 1 here and `mask == 0` is False, not that "the mask holds False". A mask that is
+    no comparison of a tensor with a number is its own values, with no test.
+    """
+    symbol = COMPARISONS.get(operand.name)
+    if symbol is not None and len(operand.inputs) == 2 and isinstance(operand.inputs[0], Node) \
+            and isinstance(operand.inputs[1], (int, float, bool)):
+        try:
+            return _spread(node, operand.inputs[0], positions), f"{symbol} {operand.inputs[1]:g}"
+        except RuntimeError:  # the compared tensor broadcasts otherwise than the comparison: say the comparison
+            pass
+    return _spread(node, operand, positions), ""
+
+
 def _spread(node: Node, operand: Node, positions: torch.Tensor) -> torch.Tensor:
     """The numbers of `operand` broadcast to `node`'s shape, at `positions`."""
     return operand.value.expand(node.value.shape).reshape(-1)[positions]
@@ -198,7 +218,7 @@ class Chain:
                     and torch.equal(self.steps[-1][2][0], gated[1]):  # type: ignore[index]
                 kind, at, detail = self.steps[-1]
                 assert isinstance(detail, tuple)
-                self.steps[-1] = (kind, at, (*detail[:2], gated[1].float(), "gate"))  # the code's mask: the 0/1 gate
+                self.steps[-1] = (kind, at, (*detail[:2], gated[1].float(), "gate", ""))  # the code's 0/1 gate
                 ref = operand_ref(node, gated[0], pos)  # `scores * mask + (1 - mask) * -1e9`: one masking
                 continue
             per_slice = _per_slice_scale(node, pos)
@@ -224,9 +244,10 @@ class Chain:
         values with the rule that reads them (True = blocked for masked_fill, True = kept for where(mask, x, …))."""
         args = list(node.inputs) + [node.kwargs.get(k) for k in ("mask", "value") if k in node.kwargs]
         pos = ref.index
+        test = ""
         if node.name == "masked_fill" and len(args) >= 3 and isinstance(args[1], Node):
-            held = _spread(node, args[1], pos)
-            fill, hidden, source, rule = _fill(args[2]), held.bool(), args[0], "masked_fill"
+            held, test = _compared(node, args[1], pos)
+            fill, hidden, source, rule = _fill(args[2]), _spread(node, args[1], pos).bool(), args[0], "masked_fill"
         elif node.name == "setitem" and len(args) >= 3 and isinstance(args[1], Node) \
                 and args[1].value.dtype == torch.bool:
             fill, source, rule = _fill(args[2]), args[0], "setitem"
@@ -235,8 +256,8 @@ class Chain:
             except RuntimeError:
                 return None
         elif node.name == "where" and len(args) >= 3 and isinstance(args[0], Node):
-            held = _spread(node, args[0], pos)
-            cond = held.bool()
+            held, test = _compared(node, args[0], pos)
+            cond = _spread(node, args[0], pos).bool()
             if isinstance(args[1], Node) and _fill(args[2]) is not None:
                 fill, hidden, source, rule = _fill(args[2]), ~cond, args[1], "where_keep"
             elif isinstance(args[2], Node) and _fill(args[1]) is not None:
@@ -247,7 +268,7 @@ class Chain:
             return None
         if fill is None or not isinstance(source, Node):
             return None
-        self.steps.append(("masked", ref, (~hidden, fill, held, rule)))
+        self.steps.append(("masked", ref, (~hidden, fill, held, rule, test)))
         return operand_ref(node, source, pos)
 
     def _added(self, node: Node, ref: Ref) -> Ref | None:
@@ -263,7 +284,7 @@ class Chain:
             source, other = b, a  # `mask + scores`, the mask as large as the scores
         spread = _spread(node, other, pos)
         if _mask_like(spread):
-            self.steps.append(("masked", ref, (spread == 0, float(spread.min()), spread, "additive")))
+            self.steps.append(("masked", ref, (spread == 0, float(spread.min()), spread, "additive", "")))
         else:
             self.steps.append(("biased", ref, operand_ref(node, other, pos)))
         return operand_ref(node, source, pos)

@@ -18,10 +18,19 @@ import attn_tui
 from attn_tui.core.explain import explain
 
 KEEP = torch.tensor([[1, 1, 0], [1, 0, 0]])  # (L=2, S=3) 1 = may attend, as the test writes it
+BLOCKED = KEEP == 0  # (L, S) a bool mask made before recording: the code holds True = blocked itself
 
 
 def _fill_true(s: torch.Tensor) -> torch.Tensor:
+    return s.masked_fill(BLOCKED, float("-inf"))
+
+
+def _fill_compared(s: torch.Tensor) -> torch.Tensor:  # the notes' `masked_fill(mask == 0, -inf)`
     return s.masked_fill(KEEP == 0, float("-inf"))
+
+
+def _where_compared(s: torch.Tensor) -> torch.Tensor:
+    return torch.where(KEEP != 0, s, torch.tensor(-1e9))
 
 
 def _where_keep(s: torch.Tensor) -> torch.Tensor:
@@ -40,6 +49,12 @@ STYLES: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str, str, str]] 
     # rule: (the masking, its legend, what the code holds at a blocked cell, … at a kept cell)
     "masked_fill": (_fill_true, "masked_fill where True (True = blocked)",
                     "holds True here → filled with -inf (blocked)", "holds False here → kept (may attend)"),
+    "masked_fill_compared": (_fill_compared, "masked_fill where True (True = blocked)",
+                             "holds 0 here, so `mask == 0` is True → filled with -inf (blocked)",
+                             "holds 1 here, so `mask == 0` is False → kept (may attend)"),
+    "where_keep_compared": (_where_compared, "where(mask, scores, fill) (True = may attend)",
+                            "holds 0 here, so `mask != 0` is False → filled with -1e9 (blocked)",
+                            "holds 1 here, so `mask != 0` is True → kept (may attend)"),
     "where_keep": (_where_keep, "where(mask, scores, fill) (True = may attend)",
                    "holds False here → filled with -1e9 (blocked)", "holds True here → kept (may attend)"),
     "additive": (_additive, "added to the scores (0 = may attend, large negative = blocked)",
@@ -60,7 +75,7 @@ def test_each_way_of_masking_is_said_as_the_code_holds_it(rule: str) -> None:
     trace = rec.trace
     masked = next(s for s in trace.stages.values() if s.place.name.startswith("masked"))
     spec = trace.masking(masked).mask  # type: ignore[union-attr]
-    assert spec is not None and spec.code_rule == rule and legend in str(spec.convention())
+    assert spec is not None and spec.code_rule == rule.removesuffix("_compared") and legend in str(spec.convention())
     assert spec.legend_note().startswith("code: ")
     assert torch.equal(spec.allowed, KEEP.bool())  # the may-attend view the heatmap draws
     assert torch.equal(trace.tensor("weights") == 0, ~KEEP.bool())
@@ -97,3 +112,20 @@ def test_sdpas_bool_mask_is_kept_as_true_may_attend() -> None:
     assert spec.legend_note() == "code: False → -∞"
     assert any("holds False here → filled with -inf (blocked)" in line
                for line in explain(trace, masked.place, (1, 2)).lines)
+
+
+def test_the_self_attention_samples_mask_eq_0_is_said_with_the_values_its_mask_holds() -> None:
+    # the sample writes `scores.masked_fill(mask == 0, -inf)` over a causal mask of 1s and 0s
+    import runpy
+
+    from attn_tui.core.samples import samples_dir
+
+    with attn_tui.record() as rec:
+        runpy.run_path(str(samples_dir() / "scripts" / "self_attention.py"))
+    trace = rec.trace
+    masked = next(s for s in trace.stages.values() if s.place.name.startswith("masked"))
+    spec = trace.masking(masked).mask  # type: ignore[union-attr]
+    assert spec is not None and spec.code_test == "== 0" and spec.legend_note() == "code: mask == 0 True → -∞"
+    assert str(spec.as_given(1, 0)) == "your code's mask holds 1 here, so `mask == 0` is False → kept (may attend)"
+    assert str(spec.as_given(0, 1)) == ("your code's mask holds 0 here, so `mask == 0` is True → filled with -inf "
+                                        "(blocked)")
