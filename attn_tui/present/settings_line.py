@@ -35,7 +35,7 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
     Q, K, V) is left out: it cannot have changed the numbers, and naming it would send
     the reader looking for an effect that is not there. A sentence's dim left unset is
     DEFAULT_DIM, so a request that names that width (a sample's `dim = 8`) changes nothing.
-    A custom mask is named for where it came from: a file or sample ("custom mask"), or
+    A custom mask is named for where it came from: a file or sample ("custom"), or
     cells toggled with `x` ("cells masked by hand").
     """
     applying = applicable(Request(source, settings))
@@ -49,7 +49,7 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
         found.append((pgettext("setting", LABELS[name]), _value(value)))
     if custom_mask:
         mask = LABELS["mask"]
-        found.append((pgettext("setting", mask), _("cells masked by hand") if by_hand else _("custom mask")))
+        found.append((pgettext("setting", mask), _("cells masked by hand") if by_hand else pgettext("mask", "custom")))
     return found
 
 
