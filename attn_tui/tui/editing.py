@@ -25,6 +25,7 @@ from attn_tui.tui.messages import (
     SettingsEdited,
     SettingsRejected,
     SourceEdited,
+    SourceRejected,
     TargetEdited,
     TraceReady,
 )
@@ -151,6 +152,16 @@ class EditingActions(_AppBase):
                              Msg("  (showing the last valid result)")], "")
             return
         self.ask(request)
+
+    def on_source_rejected(self, message: SourceRejected) -> None:
+        """An editor holds an error: what is in flight (perhaps a half-typed matrix) is dropped, the last valid
+        result stays, and the error line says so."""
+        if isinstance(self.wanted, ModelInput):
+            return  # a model reads the sentence: the matrix editors feed nothing now
+        self.generation += 1
+        self.shown_generation = self.generation
+        self.explorer.heatmap.loading = False
+        self.show_error([message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])], "")
 
     def on_input_typed(self, message: InputTyped) -> None:
         self.save_soon()

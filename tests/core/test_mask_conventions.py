@@ -115,3 +115,13 @@ def test_the_session_keeps_the_convention_and_refuses_an_unknown_one() -> None:
     broken["settings"]["mask_means"] = "sideways"
     with pytest.raises(SessionError, match="mask_means"):
         parse(json.dumps(broken))
+
+
+@pytest.mark.parametrize("means", ["attend", "block"])
+def test_a_mask_value_error_counts_rows_and_columns_from_0(means: str) -> None:
+    """The heatmap, `x` and the inspector count cells from 0; so does an error about a mask cell."""
+    from attn_tui.core.masks import custom_mask
+
+    with pytest.raises(ShapeError) as caught:
+        custom_mask([[1.0, 0.0], [0.0, 2.0]], means)
+    assert "holds 2 at row 1, column 1 (counted from 0)" in str(caught.value)
