@@ -161,6 +161,10 @@ class EditingActions(_AppBase):
         self.generation += 1
         self.shown_generation = self.generation
         self.explorer.heatmap.loading = False
+        shown = self.shown.ask if self.shown is not None else None
+        if isinstance(shown, Request) and shown.source != self.variants.source:
+            # What was asked but dropped is no longer what settings changes start from: the input on show is.
+            self.kept[OWN] = self.wanted = replace(self.variants, source=shown.source, custom_mask=shown.custom_mask)
         self.show_error([message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])], "")
 
     def on_input_typed(self, message: InputTyped) -> None:

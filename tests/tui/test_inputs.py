@@ -218,18 +218,37 @@ async def test_a_matrix_error_keeps_the_last_valid_result_says_so_and_follows_t(
 
 
 @pytest.mark.slow
-async def test_a_matrix_error_arriving_while_a_result_is_in_flight_drops_that_result() -> None:
-    """A half-typed matrix that was valid for a moment is not shown after the editor went wrong."""
+async def test_a_matrix_error_arriving_while_a_result_is_in_flight_drops_that_result(monkeypatch) -> None:
+    """A half-typed matrix that was valid for a moment is not shown once the editor went wrong, nor used by the
+    next settings change: the computation of it is held until the error has arrived, then let go."""
+    import threading
+
+    import attn_tui.present.shown as shown_module
+
     app = sample_app("note_004_bahdanau")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         before = app.shown
+        release = threading.Event()
+        run_ask = shown_module.run_ask
+
+        def held(ask, *args, **kwargs):  # the worker's computation, waiting until the test lets it finish
+            release.wait(timeout=30)
+            return run_ask(ask, *args, **kwargs)
+
+        monkeypatch.setattr(shown_module, "run_ask", held)
         editor = app.query_one("#edit-Q", TextArea)
         editor.text = "s: 0.5 -0.2 0.1"  # valid (additive takes any query width): asked for at once
+        await pilot.pause()
+        assert app.wanted.source.q == [[0.5, -0.2, 0.1]]
         editor.text = "s: 0.5 -0.2 0.1 nan"  # broken before that result is back
         await pilot.pause()
+        release.set()
         await settle(pilot)
         assert app.shown is before and "(showing the last valid result)" in app.error
+        app.set_setting("temperature", 2.0)  # a setting changed meanwhile applies to the input on show
+        await settle(pilot)
+        assert app.shown.ask.source == before.ask.source and app.shown.ask.settings.temperature == 2.0
 
 
 @pytest.mark.slow
