@@ -262,14 +262,14 @@ def padding_keys(key_tokens: tuple[str, ...], pad_keys: int, device: torch.devic
 
 def custom_mask(rows: list[list[float]], means: str = "attend") -> torch.Tensor:
     """Validate a typed 0/1 matrix (as typed: not yet read by its convention); anything else is an error."""
-    for i, row in enumerate(rows, start=1):
-        for j, value in enumerate(row, start=1):
+    for i, row in enumerate(rows):  # counted from 0, as the heatmap's cells and `x` count them
+        for j, value in enumerate(row):
             if value not in (0.0, 1.0):
-                raise ShapeError(Msg("the mask holds {value} at row {i}, column {j}: use 1 where a key is blocked "
-                                     "and 0 where a query may attend (--mask-means block)", value=f"{value:g}", i=i,
-                                     j=j) if means == "block" else
-                                 Msg("the mask holds {value} at row {i}, column {j}: use 1 where a query may attend "
-                                     "and 0 where it may not", value=f"{value:g}", i=i, j=j))
+                raise ShapeError(Msg("the mask holds {value} at row {i}, column {j} (counted from 0): use 1 where a "
+                                     "key is blocked and 0 where a query may attend (--mask-means block)",
+                                     value=f"{value:g}", i=i, j=j) if means == "block" else
+                                 Msg("the mask holds {value} at row {i}, column {j} (counted from 0): use 1 where a "
+                                     "query may attend and 0 where it may not", value=f"{value:g}", i=i, j=j))
     return torch.tensor(rows, dtype=torch.bool)
 
 

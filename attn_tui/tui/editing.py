@@ -25,6 +25,7 @@ from attn_tui.tui.messages import (
     SettingsEdited,
     SettingsRejected,
     SourceEdited,
+    SourceRejected,
     TargetEdited,
     TraceReady,
 )
@@ -151,6 +152,20 @@ class EditingActions(_AppBase):
                              Msg("  (showing the last valid result)")], "")
             return
         self.ask(request)
+
+    def on_source_rejected(self, message: SourceRejected) -> None:
+        """An editor holds an error: what is in flight (perhaps a half-typed matrix) is dropped, the last valid
+        result stays, and the error line says so."""
+        if isinstance(self.wanted, ModelInput):
+            return  # a model reads the sentence: the matrix editors feed nothing now
+        self.generation += 1
+        self.shown_generation = self.generation
+        self.explorer.heatmap.loading = False
+        shown = self.shown.ask if self.shown is not None else None
+        if isinstance(shown, Request) and shown.source != self.variants.source:
+            # What was asked but dropped is no longer what settings changes start from: the input on show is.
+            self.kept[OWN] = self.wanted = replace(self.variants, source=shown.source, custom_mask=shown.custom_mask)
+        self.show_error([message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])], "")
 
     def on_input_typed(self, message: InputTyped) -> None:
         self.save_soon()

@@ -71,6 +71,13 @@ class SourceEdited(Message):
 
 
 @dataclass
+class SourceRejected(Message):
+    """A matrix editor holds an error: nothing is computed from it; `error` is read in the language on show."""
+
+    error: Msg
+
+
+@dataclass
 class SampleChosen(Message):
     """A sample was picked in the Samples tab."""
 

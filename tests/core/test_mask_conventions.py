@@ -122,3 +122,13 @@ def test_the_session_keeps_whether_the_mask_was_made_by_hand() -> None:
     assert by_hand.mask_by_hand and by_hand.custom_mask == [[1.0, 0.0]]
     assert not parse(Session(custom_mask=[[1.0, 0.0]]).to_json()).mask_by_hand  # a sample's or file's mask
     assert not parse(Session(mask_by_hand=True).to_json()).mask_by_hand  # nothing left that was masked
+
+
+@pytest.mark.parametrize("means", ["attend", "block"])
+def test_a_mask_value_error_counts_rows_and_columns_from_0(means: str) -> None:
+    """The heatmap, `x` and the inspector count cells from 0; so does an error about a mask cell."""
+    from attn_tui.core.masks import custom_mask
+
+    with pytest.raises(ShapeError) as caught:
+        custom_mask([[1.0, 0.0], [0.0, 2.0]], means)
+    assert "holds 2 at row 1, column 1 (counted from 0)" in str(caught.value)

@@ -188,3 +188,81 @@ async def test_an_editor_jumped_to_is_in_view_on_a_short_terminal(key: str) -> N
         assert scroll.region.contains_region(editor.region) or editor.region.y < scroll.region.bottom, (
             editor.region, scroll.region)
         assert editor.region.y >= scroll.region.y and editor.region.y < scroll.region.bottom
+
+
+@pytest.mark.slow
+async def test_a_matrix_error_keeps_the_last_valid_result_says_so_and_follows_t() -> None:
+    """Typing nan over Q's last number: nothing is computed from the broken editor, the error line says the heatmap
+    is the last valid result, and `t` redraws the editor's error in Korean at once (no keystroke needed)."""
+    app = sample_app("note_004_bahdanau")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("Q")
+        await settle(pilot)
+        await pilot.press("end", "backspace", "backspace", "backspace")
+        await settle(pilot)
+        valid = app.shown
+        await pilot.press(*"nan")
+        await pilot.pause()
+        await settle(pilot)
+        assert "nan is not a finite number" in app.error and app.error.endswith("(showing the last valid result)")
+        assert app.shown is valid and app.generation == app.shown_generation
+        assert not app.query_one(Heatmap).loading
+        app.query_one(Heatmap).focus()  # `t` typed in the editor would be a letter of the matrix
+        await pilot.press("t")
+        await pilot.pause()
+        shown = str(app.query_one("#error-Q").render())
+        assert shown.startswith("✗ Q, 줄 1, 열 17: nan은(는) 유한한 수가 아닙니다"), shown
+        assert "nan is not" not in app.error and "nan" in app.error
+        assert str(app.query_one("#matrix-status").render()) == shown
+
+
+@pytest.mark.slow
+async def test_a_matrix_error_arriving_while_a_result_is_in_flight_drops_that_result(monkeypatch) -> None:
+    """A half-typed matrix that was valid for a moment is not shown once the editor went wrong, nor used by the
+    next settings change: the computation of it is held until the error has arrived, then let go."""
+    import threading
+
+    import attn_tui.present.shown as shown_module
+
+    app = sample_app("note_004_bahdanau")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        before = app.shown
+        release = threading.Event()
+        run_ask = shown_module.run_ask
+
+        def held(ask, *args, **kwargs):  # the worker's computation, waiting until the test lets it finish
+            release.wait(timeout=30)
+            return run_ask(ask, *args, **kwargs)
+
+        monkeypatch.setattr(shown_module, "run_ask", held)
+        editor = app.query_one("#edit-Q", TextArea)
+        editor.text = "s: 0.5 -0.2 0.1"  # valid (additive takes any query width): asked for at once
+        await pilot.pause()
+        assert app.wanted.source.q == [[0.5, -0.2, 0.1]]
+        editor.text = "s: 0.5 -0.2 0.1 nan"  # broken before that result is back
+        await pilot.pause()
+        release.set()
+        await settle(pilot)
+        assert app.shown is before and "(showing the last valid result)" in app.error
+        app.set_setting("temperature", 2.0)  # a setting changed meanwhile applies to the input on show
+        await settle(pilot)
+        assert app.shown.ask.source == before.ask.source and app.shown.ask.settings.temperature == 2.0
+
+
+@pytest.mark.slow
+async def test_the_x_editor_title_wraps_in_a_120_by_40_terminal() -> None:
+    from rich.cells import cell_len
+
+    app = sample_app("note_004_bahdanau")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for _round in range(2):  # English, then Korean (`t`)
+            title = app.query_one("#title-X")
+            scroll = app.query_one("#matrices")
+            text = str(title.render())
+            assert title.region.right <= scroll.region.right
+            assert title.size.width * title.size.height >= cell_len(text), (title.size, text)
+            await pilot.press("t")
+            await pilot.pause()

@@ -24,10 +24,10 @@ from attn_tui.core.errors import InputError
 from attn_tui.core.inputs import Parsed, check_qkv_shapes, parse_rows, tokenize
 from attn_tui.core.samples import load_samples
 from attn_tui.core.settings import MatrixInput, SentenceInput, XInput
-from attn_tui.i18n import _
+from attn_tui.i18n import Msg, _
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
-from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited
+from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited, SourceRejected
 from attn_tui.tui.widgets.echo import EchoInput, EchoTextArea
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.scroll import QuietScroll
@@ -66,7 +66,7 @@ class InputPane(Vertical):
     InputPane .hint { width: 100%; color: $text-muted; }
     InputPane #keep-mask { width: 100%; }
     InputPane .matrix-editor { height: 5; }
-    InputPane .editor-title { text-style: bold; margin: 1 0 0 0; }
+    InputPane .editor-title { width: 100%; height: auto; text-style: bold; margin: 1 0 0 0; }
     InputPane .editor-error { width: 100%; color: $error; height: auto; }
     InputPane #sample-list { height: 1fr; }
     """
@@ -78,7 +78,7 @@ class InputPane(Vertical):
         self.model_mode = False  # set by the app: a model tokenizes the sentence itself
         self.last_matrix = "qkv"  # which editors were typed in last: "qkv" or "x"
         self._parsed: dict[str, Parsed | None] = {name: None for name in EDITORS}
-        self._errors: dict[str, str] = {}  # the parse error of each editor, as shown under it
+        self._errors: dict[str, InputError] = {}  # each editor's parse error, drawn in the language on show
 
     def compose(self) -> ComposeResult:
         with TabbedContent(id="input-tabs", initial="tab-sentence"):
@@ -135,6 +135,8 @@ class InputPane(Vertical):
         self.query_one("#keep-mask", Checkbox).label = self._keep_label()
         for name in EDITORS:
             self.query_one(f"#title-{name}", Label).update(self._editor_title(name))
+            if name in self._errors:
+                self.query_one(f"#error-{name}", Label).update(drawn(f"✗ {self._errors[name]}"))
         samples = self.query_one("#sample-list", OptionList)
         highlighted = samples.highlighted
         samples.clear_options()
@@ -239,8 +241,8 @@ class InputPane(Vertical):
             error.update("")
         except InputError as exc:
             self._parsed[name] = None
-            self._errors[name] = f"✗ {exc}"
-            error.update(drawn(self._errors[name]))
+            self._errors[name] = exc
+            error.update(drawn(f"✗ {exc}"))
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
@@ -254,13 +256,20 @@ class InputPane(Vertical):
         source = self.matrix_source()
         if source is not None:
             self.post_message(SourceEdited(source))
+        elif (failed := self.first_error()) is not None:
+            self.post_message(SourceRejected(Msg("✗ {error}", error=failed)))
+
+    def first_error(self) -> InputError | None:
+        """The parse error of the first editor the matrices typed last need, if one holds an error."""
+        names = ("X",) if self.last_matrix == "x" else ("Q", "K", "V")
+        return next((self._errors[n] for n in names if n in self._errors), None)
 
     def _status(self) -> tuple[str, bool]:
         """The line over the editors: the first error, the shapes clash, or ✓ with the shapes."""
+        failed = self.first_error()
+        if failed is not None:
+            return f"✗ {failed}", False
         names = ("X",) if self.last_matrix == "x" else ("Q", "K", "V")
-        for name in names:
-            if name in self._errors:
-                return self._errors[name], False
         parsed = [self._parsed[n] for n in names]
         if any(p is None for p in parsed):
             if all(p is None for p in parsed):
