@@ -18,7 +18,7 @@ from attn_tui.present.positions import place_title
 from attn_tui.tui.commands import setting_commands
 from attn_tui.tui.stage_picker import stage_commands
 from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, RECORDED, VARIANTS, ModelPane
-from attn_tui.tui.widgets.toggle import ShapeCheckbox
+from attn_tui.tui.widgets.toggle import ShapeCheckbox, ShapeRadioButton
 from tests.sources.recorder import modules as m
 from tests.tui.helpers import RecordingApp, run_from_palette, sample_app, settle
 
@@ -61,6 +61,19 @@ async def test_a_checkbox_reads_on_and_off_in_its_shape_in_both_languages() -> N
         assert _text(teacher).startswith("[ ]")
 
 
+async def test_the_export_dialogs_choices_read_on_and_off_in_their_shape() -> None:
+    app = sample_app("korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        stage, trace = (app.screen.query_one(f"#what-{name}", ShapeRadioButton) for name in ("stage", "trace"))
+        assert _text(stage).startswith("(•)") and _text(trace).startswith("( )")
+        await pilot.click(trace)
+        await pilot.pause()
+        assert _text(stage).startswith("( )") and _text(trace).startswith("(•)")  # the shape moves, not only colour
+
+
 async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_settings() -> None:
     trace = _recorded_trace()
     app = RecordingApp(recorded=trace)
@@ -93,10 +106,13 @@ async def test_the_head_and_layer_rows_count_from_zero_and_say_of() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert _text(app.query_one("#head-view")).startswith(f"0 of {app.trace.heads}")
+        assert _text(app.query_one("#head-view")).endswith("keys [ ]")  # named as keys: never an unticked box
+        assert _text(app.query_one("#layer-view")).endswith("keys { }")
         assert "counted from 0" in str(app.query_one("#row-head").tooltip)
         await pilot.press("t")
         await pilot.pause()
         assert _text(app.query_one("#head-view")).startswith(f"0 (전체 {app.trace.heads})")
+        assert _text(app.query_one("#head-view")).endswith("키 [ ]")
 
 
 async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> None:

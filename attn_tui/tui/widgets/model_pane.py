@@ -66,6 +66,14 @@ COUNTED = ("layer", "head")  # rows that show an index: counted from 0, as torch
 FROM_ZERO = N_("counted from 0, as torch indexes; the keys { } and [ ] move")
 
 
+def counted_view(index: int, count: int, keys: str) -> Text:
+    """'0 of 4   keys [ ]': the index, then the keys that move it, dim and named as keys, so that `[ ]` is never
+    read as an unticked checkbox."""
+    text = Text(index_of(index, count))
+    text.append("   " + _("keys {keys}").format(keys=keys), "dim")
+    return text
+
+
 def index_of(index: int, count: int) -> str:
     """'0 of 2': an index counted from 0 and how many there are (never '0 / 2', which reads as a fraction)."""
     return _("{index} of {count}").format(index=index, count=count)
@@ -135,9 +143,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._own_row("kv_heads", s)
         yield from self._own_row("rope_base", s)
         yield from self._own_row("tile", s)
-        yield from self._row("layer", Label(index_of(*self.layer_at) + "  { }", id="layer-view", classes="value"),
+        yield from self._row("layer", Label(counted_view(*self.layer_at, "{ }"), id="layer-view", classes="value"),
                              "transformer-only")
-        yield from self._row("head", Label(index_of(*self.head_at) + "  [ ]", id="head-view", classes="value"),
+        yield from self._row("head", Label(counted_view(*self.head_at, "[ ]"), id="head-view", classes="value"),
                              "head-row")
         yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
@@ -191,7 +199,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self.query_one(f"#label-{name}", Label).update(pgettext("setting", label))
         self.query_one("#model-title", Label).update(_("Model"))
         self.show_layer(*self.layer_at)
-        self.query_one("#head-view", Label).update(Text(index_of(*self.head_at) + "  [ ]"))
+        self.query_one("#head-view", Label).update(counted_view(*self.head_at, "[ ]"))
         for name in COUNTED:
             self.query_one(f"#row-{name}").tooltip = _(FROM_ZERO)
         self.query_one("#set-teacher", Checkbox).label = _("teacher")
@@ -266,7 +274,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def show_layer(self, layer: int, layers: int) -> None:
         self.layer_at = (layer, layers)
-        self.query_one("#layer-view", Label).update(Text(index_of(layer, layers) + "  { }"))
+        self.query_one("#layer-view", Label).update(counted_view(layer, layers, "{ }"))
 
     @staticmethod
     def _dim_text(s: Settings) -> str:
@@ -293,7 +301,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def show_view(self, head: int, heads: int, device_used: str) -> None:
         """The head in view and the device the last computation actually ran on."""
         self.head_at = (head, heads)
-        self.query_one("#head-view", Label).update(Text(index_of(head, heads) + "  [ ]"))
+        self.query_one("#head-view", Label).update(counted_view(head, heads, "[ ]"))
         self.query_one("#device-used", Label).update(Text(device_used))
 
     def on_select_changed(self, event: Select.Changed) -> None:
