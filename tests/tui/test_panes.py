@@ -115,6 +115,39 @@ async def test_the_head_and_layer_rows_count_from_zero_and_say_of() -> None:
         assert _text(app.query_one("#head-view")).endswith("키 [ ]")
 
 
+async def test_the_inspector_names_the_head_and_step_it_explains() -> None:
+    app = sample_app("multihead_korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.explorer.go_to_place(next(n for n, p in enumerate(app.explorer.places) if p.name == "weights"))
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert app.view.head == 1 and _text(app.query_one("#inspector")).startswith("Cell head 1 · ")
+        await pilot.press("t")
+        await pilot.pause()
+        assert _text(app.query_one("#inspector")).startswith("칸 헤드 1 · ")
+        await pilot.press("t")
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        places = app.explorer.places
+        app.explorer.go_to_place(next(n for n, p in enumerate(places) if p.step == 2))
+        await settle(pilot)
+        assert "tile 2 · " in _text(app.query_one("#inspector")).splitlines()[0]
+
+
+async def test_the_stage_bar_numbers_the_tenth_stage_10_and_says_its_key_is_0() -> None:
+    app = sample_app("note_001_masked")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = _text(app.query_one("#stage-bar")).splitlines()[0]
+        assert len(app.stage_names()) > 10 and "10·" in bar and "11·" in bar
+        assert " 0·" not in bar and "key 0 = stage 10" in bar  # never a stage 0 after stage 9
+        await pilot.press("0")
+        await settle(pilot)
+        assert app.explorer.stage_index == 9
+
+
 async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> None:
     app = sample_app("flash_tiles")
     async with app.run_test(size=SIZE) as pilot:
@@ -183,3 +216,15 @@ async def test_the_palette_opens_the_stage_picker_too() -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert (app.view.name, app.view.step) == ("accumulator", 0)
+
+
+async def test_a_legend_wider_than_80_columns_wraps_instead_of_losing_its_end() -> None:
+    app = sample_app("luong_padding_note")
+    async with app.run_test(size=(80, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        legend = app.query_one("#legend", Static)
+        lines = [line.text.rstrip() for line in legend.render_lines(legend.region.reset_offset)]
+        assert legend.size.height == 2 and "masked" in _text(legend)
+        assert "".join(lines).endswith("blocked") or lines[-1].endswith("blocked")  # the convention's end is on show
