@@ -105,3 +105,21 @@ def test_a_particle_after_a_placeholder_fits_any_value() -> None:
              for string in (message.string if isinstance(message.string, tuple) else (message.string,))
              if single.search(string)]
     assert wrong == []
+
+
+def test_a_two_form_particle_takes_the_form_its_value_ends_in() -> None:
+    from attn_tui.i18n import Msg, language, particles, set_language
+
+    assert particles("nan은(는) 유한한 수가 아닙니다") == "nan은 유한한 수가 아닙니다"  # 난: a final consonant
+    assert particles("채움값 -inf이(가) 들어갑니다") == "채움값 -inf가 들어갑니다"  # 인프: a vowel
+    assert particles("3이(가), 2이(가), 헤드로 1(으)로 2(으)로 층(으)로") == "3이, 2가, 헤드로 1로 2로 층으로"
+    assert particles("'é'이(가)") == "'é'이(가)"  # unknown sound before it: both forms stay
+    previous = language()
+    set_language("ko")
+    try:
+        assert str(Msg("the score {score} is replaced by the fill {fill}", score="0.5", fill="-inf")).endswith(
+            "-inf가 들어갑니다")
+        assert str(Msg("{value} is not a finite number: every number must be finite", value="nan")).startswith(
+            "nan은 ")
+    finally:
+        set_language(previous)
