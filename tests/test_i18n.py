@@ -123,3 +123,15 @@ def test_a_two_form_particle_takes_the_form_its_value_ends_in() -> None:
             "nan은 ")
     finally:
         set_language(previous)
+
+
+def test_a_recorded_programs_input_stages_have_korean_titles() -> None:
+    from attn_tui.i18n import language, set_language
+    from attn_tui.present.titles import stage_title
+
+    previous = language()
+    set_language("ko")
+    try:  # the names the recorder gives a program's inputs before their projections (sources/recorder/expand.py)
+        assert [stage_title(name) for name in ("input", "key_input", "value_input")] == ["입력", "키 입력", "값 입력"]
+    finally:
+        set_language(previous)

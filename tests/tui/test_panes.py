@@ -91,6 +91,7 @@ async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_s
         await pilot.press("t")
         await pilot.pause()
         assert "코드" in _rows(app) and "MultiHeadAttention" in _text(app.query_one("#tokens"))
+        assert f"호출 {trace.meta.calls[0]}회" in " ".join(_rows(app).split())  # never 호출 1번 호출
         await pilot.press("t")
         app.query_one("#set-model", Select).value = VARIANTS  # leave it for the variants
         await settle(pilot)
