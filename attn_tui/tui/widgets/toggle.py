@@ -44,4 +44,4 @@ class ShapeRadioButton(RadioButton):
     def _button(self) -> Content:
         style = self.get_visual_style("toggle--button")
         return Content.assemble((self.BUTTON_LEFT, style), (RADIO_ON if self.value else OFF, style),
-                                (self.BUTTON_RIGHT, style))
+                                (self.BUTTON_RIGHT, style), " ")  # the label's own padding is gone in a RadioSet
