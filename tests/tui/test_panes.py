@@ -7,6 +7,7 @@ import io
 from dataclasses import fields
 
 import torch
+from rich.cells import cell_len
 from rich.console import Console
 from textual.command import CommandPalette
 from textual.widgets import Select, Static
@@ -84,7 +85,7 @@ async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_s
         rows = _rows(app)
         weights = trace.stage("weights", head=0, step=None)
         assert f"MultiHeadAttention ({trace.meta.kinds[0]})" in rows and "modules.py:" in rows and "F.softmax" in rows
-        assert "(a notebook or a session)" in rows and "heads   2" in rows
+        assert "(a notebook or a session)" in rows and "heads    2" in rows  # values at cell 9, as the setting rows
         assert f"A {weights.shape[0]}×{weights.shape[1]}" in rows and "나는 학교에 간다" in rows
         assert not app.query_one("#row-variant").display and not app.query_one("#row-mask").display
         assert "MultiHeadAttention" in _text(app.query_one("#tokens"))  # not the variants' sentence's tokens
@@ -92,6 +93,8 @@ async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_s
         await pilot.pause()
         assert "코드" in _rows(app) and "MultiHeadAttention" in _text(app.query_one("#tokens"))
         assert f"호출 {trace.meta.calls[0]}회" in " ".join(_rows(app).split())  # never 호출 1번 호출
+        labels = {line.split()[0]: line for line in _rows(app).splitlines() if line.strip()}
+        assert all(cell_len(labels[k][:labels[k].index(labels[k].split()[1])]) == 9 for k in ("파일", "코드", "호출"))
         await pilot.press("t")
         app.query_one("#set-model", Select).value = VARIANTS  # leave it for the variants
         await settle(pilot)

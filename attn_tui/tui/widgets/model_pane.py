@@ -62,6 +62,7 @@ MODELS = MODEL_NAMES
 SEQ2SEQ = tuple(DATE_MODELS)
 
 
+LABEL_CELLS = 9  # the setting rows' label column (the recorded rows' too)
 COUNTED = ("layer", "head")  # rows that show an index: counted from 0, as torch (and the CLI's --layer, --head)
 FROM_ZERO = N_("counted from 0, as torch indexes; the keys { } and [ ] move")
 
@@ -260,7 +261,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def _draw_recorded(self) -> None:
         grid = Table.grid(padding=(0, 1))  # a long line of code wraps inside its own column, under its value
-        grid.add_column(style="dim", no_wrap=True)
+        # as wide as the setting rows' labels (9 cells with the padding), so the values line up with the rows below
+        grid.add_column(style="dim", no_wrap=True, min_width=LABEL_CELLS - 1)
         grid.add_column(overflow="fold")
         for label, value in self.recorded or ():
             grid.add_row(pgettext("recorded", label), Text(str(value)))
