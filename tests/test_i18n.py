@@ -135,3 +135,16 @@ def test_a_recorded_programs_input_stages_have_korean_titles() -> None:
         assert [stage_title(name) for name in ("input", "key_input", "value_input")] == ["입력", "키 입력", "값 입력"]
     finally:
         set_language(previous)
+
+
+def test_a_traced_programs_captions_read_in_korean() -> None:
+    from attn_tui.i18n import Msg, language, set_language
+
+    previous = language()
+    set_language("ko")
+    try:  # the recorder's captions: `key 방향` and `mask가` were English words left in the Korean
+        shown = [str(Msg("A = softmax({source}) over keys: each row sums to 1", source="M")),
+                 str(Msg("M = S' where the mask allows, -∞ where it does not"))]
+        assert shown == ["A = 키 방향 softmax(M): 행마다 합이 1", "M = 마스크가 허용하는 곳은 S', 아닌 곳은 -∞"]
+    finally:
+        set_language(previous)
