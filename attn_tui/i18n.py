@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gettext
 import os
+import re
 from functools import cache
 from pathlib import Path
 
@@ -99,7 +100,8 @@ class Msg:
         template = self.template()
         if not self.values:
             return template
-        return template.format(**{k: str(v) if isinstance(v, Msg) else v for k, v in self.values.items()})
+        text = template.format(**{k: str(v) if isinstance(v, Msg) else v for k, v in self.values.items()})
+        return particles(text) if _language == "ko" else text
 
     def english(self) -> str:
         """The message in English, whatever the language on show (logs, exported files)."""
@@ -157,3 +159,40 @@ class Join(Msg):
 
     def _key(self) -> tuple[object, ...]:
         return (type(self), self.text, tuple(repr(p) for p in self.parts))
+
+
+# A Korean particle after a value not known in advance is written with both forms, `{value}이(가)`; once the value
+# is in, the sound it ends with picks one: `nan은`, `-inf가`, `3이`, `헤드로`. Digits are read in Sino-Korean
+# (영 일 이 삼 …) and Latin letters by their names (엘 엠 엔 알 end in a consonant, the rest in a vowel).
+_BOTH = re.compile(r"(\w)(이\(가\)|은\(는\)|을\(를\)|과\(와\)|\(으\)로)")
+_FORMS = {"이(가)": ("이", "가"), "은(는)": ("은", "는"), "을(를)": ("을", "를"), "과(와)": ("과", "와"),
+          "(으)로": ("으로", "로")}
+_CLOSED = {**dict.fromkeys("013678lmnr", True), **dict.fromkeys("2459abcdefghijkopqstuvwxyz", False)}
+_ENDS_IN_L = set("178lr")  # 일 칠 팔 엘 알: ㄹ takes 로, not 으로
+
+
+def _ending(char: str) -> tuple[bool, bool] | None:
+    """(ends in a consonant, that consonant is ㄹ) for a Hangul syllable, a digit or a Latin letter; None else."""
+    if "가" <= char <= "힣":
+        final = (ord(char) - 0xAC00) % 28
+        return final != 0, final == 8
+    closed = _CLOSED.get(char.lower())
+    return None if closed is None else (closed, char.lower() in _ENDS_IN_L)
+
+
+def particles(text: str) -> str:
+    """`nan은(는)` → `nan은`, `-inf이(가)` → `-inf가`: each two-form particle after a word whose last sound is known
+    becomes the one form that fits; after anything else (a quote, a symbol) both forms stay."""
+
+    def one(match: re.Match[str]) -> str:
+        char, both = match.groups()
+        ending = _ending(char)
+        if ending is None:
+            return match.group(0)
+        closed, in_l = ending
+        after_consonant, after_vowel = _FORMS[both]
+        if both == "(으)로":
+            return char + (after_vowel if in_l or not closed else after_consonant)
+        return char + (after_consonant if closed else after_vowel)
+
+    return _BOTH.sub(one, text)

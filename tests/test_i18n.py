@@ -106,3 +106,46 @@ def test_a_particle_after_a_placeholder_fits_any_value() -> None:
              for string in (message.string if isinstance(message.string, tuple) else (message.string,))
              if single.search(string)]
     assert wrong == []
+
+
+def test_a_two_form_particle_takes_the_form_its_value_ends_in() -> None:
+    from attn_tui.i18n import Msg, language, particles, set_language
+
+    assert particles("nan은(는) 유한한 수가 아닙니다") == "nan은 유한한 수가 아닙니다"  # 난: a final consonant
+    assert particles("채움값 -inf이(가) 들어갑니다") == "채움값 -inf가 들어갑니다"  # 인프: a vowel
+    assert particles("3이(가), 2이(가), 헤드로 1(으)로 2(으)로 층(으)로") == "3이, 2가, 헤드로 1로 2로 층으로"
+    assert particles("'é'이(가)") == "'é'이(가)"  # unknown sound before it: both forms stay
+    previous = language()
+    set_language("ko")
+    try:
+        assert str(Msg("the score {score} is replaced by the fill {fill}", score="0.5", fill="-inf")).endswith(
+            "-inf가 들어갑니다")
+        assert str(Msg("{value} is not a finite number: every number must be finite", value="nan")).startswith(
+            "nan은 ")
+    finally:
+        set_language(previous)
+
+
+def test_a_recorded_programs_input_stages_have_korean_titles() -> None:
+    from attn_tui.i18n import language, set_language
+    from attn_tui.present.titles import stage_title
+
+    previous = language()
+    set_language("ko")
+    try:  # the names the recorder gives a program's inputs before their projections (sources/recorder/expand.py)
+        assert [stage_title(name) for name in ("input", "key_input", "value_input")] == ["입력", "키 입력", "값 입력"]
+    finally:
+        set_language(previous)
+
+
+def test_a_traced_programs_captions_read_in_korean() -> None:
+    from attn_tui.i18n import Msg, language, set_language
+
+    previous = language()
+    set_language("ko")
+    try:  # the recorder's captions: `key 방향` and `mask가` were English words left in the Korean
+        shown = [str(Msg("A = softmax({source}) over keys: each row sums to 1", source="M")),
+                 str(Msg("M = S' where the mask allows, -∞ where it does not"))]
+        assert shown == ["A = 키 방향 softmax(M): 행마다 합이 1", "M = 마스크가 허용하는 곳은 S', 아닌 곳은 -∞"]
+    finally:
+        set_language(previous)

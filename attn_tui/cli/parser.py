@@ -230,8 +230,10 @@ def _add_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                        "Options of trace come before FILE.py."))
     trace.add_argument("script", nargs="?", metavar="FILE.py", help=_("the file to run"))
     trace.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help=_("arguments for the file"))
-    trace.add_argument("--sample", metavar="NAME", help=_("a shipped sample script instead of a file "
-                                                        "(self_attention, bahdanau_decoder)"))
+    from attn_tui.core.samples import sample_script_paths
+
+    trace.add_argument("--sample", metavar="NAME", help=_("a shipped sample script instead of a file ({names})").format(
+        names=", ".join(sample_script_paths())))
     trace.add_argument("--format", choices=("app", "table", "json"), default="app",
                        help=_("app (default), or print the stages like `attn-tui stages`"))
     trace.add_argument("--stage", metavar="NAME", help=_("table/JSON: print only this stage"))

@@ -18,7 +18,7 @@ from attn_tui.core import ops
 from attn_tui.core.masks import FILLS
 from attn_tui.core.ops import Place
 from attn_tui.core.stage import Stage, Trace
-from attn_tui.i18n import _
+from attn_tui.i18n import Msg, _
 
 MAX_TERMS = 8  # terms written out before the rest are summarised as "…"
 
@@ -252,8 +252,8 @@ def _masking(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
         total = FILLS[op.fill] if op.fill in FILLS else float(op.fill)  # a recorded fill may be any number
         assert op.mask is not None
         lines += [_("masked, {reason}").format(reason=reason) for reason in op.mask.reasons(i, j)]
-        lines.append(_("the score {score} is replaced by the fill {fill}").format(score=fmt(before / op.temperature),
-                                                                                  fill=op.fill))
+        lines.append(str(Msg("the score {score} is replaced by the fill {fill}", score=fmt(before / op.temperature),
+                                 fill=op.fill)))
     return f"M[{i},{j}]", lines, total
 
 

@@ -44,6 +44,13 @@ def samples_dir() -> Path:
     return Path(str(resources.files("attn_tui.samples")))
 
 
+def sample_script_paths() -> dict[str, Path]:
+    """The shipped sample scripts of `attn-tui trace --sample` by name (the file name without .py): read from the
+    folder, so that `--help` lists every one."""
+    folder = samples_dir() / "scripts"
+    return {p.stem: p for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")}
+
+
 def parse_sample(text: str, origin: str) -> Sample:
     """One sample from TOML text; errors name the file and what is wrong."""
     try:

@@ -16,6 +16,7 @@ from attn_tui.i18n import Msg
 from attn_tui.present.titles import stage_title
 
 if TYPE_CHECKING:
+    from attn_tui.core.ops import Place
     from attn_tui.core.stage import Trace
 
 
@@ -82,11 +83,27 @@ def place_title(trace: Trace, place: Position) -> str:
         text = f"{place.module}: {text}"
     if place.step is None:
         return text
+    return f"{step_name(trace, place.step)} · {text}"
+
+
+def step_name(trace: Trace, step: int) -> Msg:
+    """`decoder step 2`, `tile 0` or `step 2`: what a step is in this trace, counted from 0."""
     meta = trace.meta
     if isinstance(meta, DecoderRun):
-        where = Msg("decoder step {t}", t=place.step)
-    elif isinstance(meta, VariantRun):  # flash: a step is a tile of keys
-        where = Msg("tile {t}", t=place.step)
-    else:
-        where = Msg("step {step}", step=place.step)
-    return f"{where} · {text}"
+        return Msg("decoder step {t}", t=step)
+    if isinstance(meta, VariantRun):  # flash: a step is a tile of keys
+        return Msg("tile {t}", t=step)
+    return Msg("step {step}", step=step)
+
+
+def whose_cell(trace: Trace, place: Place) -> str:
+    """`layer 2, head 5, step 1`: which layer, head and step a cell belongs to, so that the inspector's
+    arithmetic names the head it explains; empty where the trace has none of these axes."""
+    parts = []
+    if place.layer is not None:
+        parts.append(str(Msg("layer {layer}", layer=place.layer)))
+    if place.head is not None:
+        parts.append(str(Msg("head {head}", head=place.head)))
+    if place.step is not None:
+        parts.append(str(step_name(trace, place.step)))
+    return ", ".join(parts)

@@ -15,6 +15,8 @@ STAGES = (
     NP_("stage", "key_proj"), NP_("stage", "energy"), NP_("stage", "scores"), NP_("stage", "scaled"),
     NP_("stage", "masked"), NP_("stage", "weights"), NP_("stage", "output"), NP_("stage", "context"),
     NP_("stage", "concat"), NP_("stage", "projected"), NP_("stage", "alignment"),
+    # a recorded program's inputs before their projections (`attn-tui trace`)
+    NP_("stage", "input"), NP_("stage", "key_input"), NP_("stage", "value_input"),
 )
 AXES = (
     NP_("axis", "query"), NP_("axis", "key"), NP_("axis", "token"), NP_("axis", "dim"), NP_("axis", "hidden"),

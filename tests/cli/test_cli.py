@@ -146,7 +146,8 @@ def test_typed_nan_and_inf_are_named_in_one_line(capsys, tmp_path, typed: str, w
 
     i18n.set_language("ko")
     code, _, err = run_cli(capsys, *argv)
-    assert code == 2 and err.count("\n") == 1 and f"{word}은(는) 유한한 수가 아닙니다" in err, err
+    particle = "은" if word == "nan" else "는"  # 난은, 인프는: the particle the value's last sound asks for
+    assert code == 2 and err.count("\n") == 1 and f"{word}{particle} 유한한 수가 아닙니다" in err, err
 
 
 @pytest.mark.slow
@@ -185,3 +186,12 @@ def test_help_names_every_value_for_a_person(capsys, argv: list[str]) -> None:
     code, out, _ = run_cli(capsys, *argv)
     assert code == 0 and "--heads N" in out and "--seed S" in out
     assert "TOP_" not in out and "--text TEXT" in out  # argparse's default metavar is the internal dest
+
+
+def test_trace_help_lists_every_shipped_sample_script(capsys) -> None:
+    from attn_tui.core.samples import samples_dir
+
+    shipped = sorted(p.stem for p in (samples_dir() / "scripts").glob("*.py") if not p.name.startswith("_"))
+    code, out, _ = run_cli(capsys, "trace", "--help")
+    flat = " ".join(out.split())  # argparse wraps the help
+    assert code == 0 and "luong_padding" in shipped and f"({', '.join(shipped)})" in flat

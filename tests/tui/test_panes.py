@@ -7,6 +7,7 @@ import io
 from dataclasses import fields
 
 import torch
+from rich.cells import cell_len
 from rich.console import Console
 from textual.command import CommandPalette
 from textual.widgets import Select, Static
@@ -18,7 +19,7 @@ from attn_tui.present.positions import place_title
 from attn_tui.tui.commands import setting_commands
 from attn_tui.tui.stage_picker import stage_commands
 from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, RECORDED, VARIANTS, ModelPane
-from attn_tui.tui.widgets.toggle import ShapeCheckbox
+from attn_tui.tui.widgets.toggle import ShapeCheckbox, ShapeRadioButton
 from tests.sources.recorder import modules as m
 from tests.tui.helpers import RecordingApp, run_from_palette, sample_app, settle
 
@@ -61,6 +62,19 @@ async def test_a_checkbox_reads_on_and_off_in_its_shape_in_both_languages() -> N
         assert _text(teacher).startswith("[ ]")
 
 
+async def test_the_export_dialogs_choices_read_on_and_off_in_their_shape() -> None:
+    app = sample_app("korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        stage, trace = (app.screen.query_one(f"#what-{name}", ShapeRadioButton) for name in ("stage", "trace"))
+        assert _text(stage).startswith("(•)") and _text(trace).startswith("( )")
+        await pilot.click(trace)
+        await pilot.pause()
+        assert _text(stage).startswith("( )") and _text(trace).startswith("(•)")  # the shape moves, not only colour
+
+
 async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_settings() -> None:
     trace = _recorded_trace()
     app = RecordingApp(recorded=trace)
@@ -71,13 +85,16 @@ async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_s
         rows = _rows(app)
         weights = trace.stage("weights", head=0, step=None)
         assert f"MultiHeadAttention ({trace.meta.kinds[0]})" in rows and "modules.py:" in rows and "F.softmax" in rows
-        assert "(a notebook or a session)" in rows and "heads   2" in rows
+        assert "(a notebook or a session)" in rows and "heads    2" in rows  # values at cell 9, as the setting rows
         assert f"A {weights.shape[0]}×{weights.shape[1]}" in rows and "나는 학교에 간다" in rows
         assert not app.query_one("#row-variant").display and not app.query_one("#row-mask").display
         assert "MultiHeadAttention" in _text(app.query_one("#tokens"))  # not the variants' sentence's tokens
         await pilot.press("t")
         await pilot.pause()
         assert "코드" in _rows(app) and "MultiHeadAttention" in _text(app.query_one("#tokens"))
+        assert f"호출 {trace.meta.calls[0]}회" in " ".join(_rows(app).split())  # never 호출 1번 호출
+        labels = {line.split()[0]: line for line in _rows(app).splitlines() if line.strip()}
+        assert all(cell_len(labels[k][:labels[k].index(labels[k].split()[1])]) == 9 for k in ("파일", "코드", "호출"))
         await pilot.press("t")
         app.query_one("#set-model", Select).value = VARIANTS  # leave it for the variants
         await settle(pilot)
@@ -93,10 +110,46 @@ async def test_the_head_and_layer_rows_count_from_zero_and_say_of() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert _text(app.query_one("#head-view")).startswith(f"0 of {app.trace.heads}")
+        assert _text(app.query_one("#head-view")).endswith("keys [ ]")  # named as keys: never an unticked box
+        assert _text(app.query_one("#layer-view")).endswith("keys { }")
         assert "counted from 0" in str(app.query_one("#row-head").tooltip)
         await pilot.press("t")
         await pilot.pause()
         assert _text(app.query_one("#head-view")).startswith(f"0 (전체 {app.trace.heads})")
+        assert _text(app.query_one("#head-view")).endswith("키 [ ]")
+
+
+async def test_the_inspector_names_the_head_and_step_it_explains() -> None:
+    app = sample_app("multihead_korean")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.explorer.go_to_place(next(n for n, p in enumerate(app.explorer.places) if p.name == "weights"))
+        await pilot.press("right_square_bracket")
+        await settle(pilot)
+        assert app.view.head == 1 and _text(app.query_one("#inspector")).startswith("Cell head 1 · ")
+        await pilot.press("t")
+        await pilot.pause()
+        assert _text(app.query_one("#inspector")).startswith("칸 헤드 1 · ")
+        await pilot.press("t")
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        places = app.explorer.places
+        app.explorer.go_to_place(next(n for n, p in enumerate(places) if p.step == 2))
+        await settle(pilot)
+        assert "tile 2 · " in _text(app.query_one("#inspector")).splitlines()[0]
+
+
+async def test_the_stage_bar_numbers_the_tenth_stage_10_and_says_its_key_is_0() -> None:
+    app = sample_app("note_001_masked")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        bar = _text(app.query_one("#stage-bar")).splitlines()[0]
+        assert len(app.stage_names()) > 10 and "10·" in bar and "11·" in bar
+        assert " 0·" not in bar and "key 0 = stage 10" in bar  # never a stage 0 after stage 9
+        await pilot.press("0")
+        await settle(pilot)
+        assert app.explorer.stage_index == 9
 
 
 async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> None:
@@ -167,3 +220,15 @@ async def test_the_palette_opens_the_stage_picker_too() -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert (app.view.name, app.view.step) == ("accumulator", 0)
+
+
+async def test_a_legend_wider_than_80_columns_wraps_instead_of_losing_its_end() -> None:
+    app = sample_app("luong_padding_note")
+    async with app.run_test(size=(80, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        legend = app.query_one("#legend", Static)
+        lines = [line.text.rstrip() for line in legend.render_lines(legend.region.reset_offset)]
+        assert legend.size.height == 2 and "masked" in _text(legend)
+        assert "".join(lines).endswith("blocked") or lines[-1].endswith("blocked")  # the convention's end is on show

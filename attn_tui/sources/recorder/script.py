@@ -34,10 +34,9 @@ class ScriptError(AttnError):
 
 def sample_scripts() -> dict[str, Path]:
     """The shipped sample scripts by name (the file name without .py)."""
-    from attn_tui.core.samples import samples_dir
+    from attn_tui.core.samples import sample_script_paths
 
-    folder = samples_dir() / "scripts"
-    return {p.stem: p for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")}
+    return sample_script_paths()
 
 
 def sample_script(name: str) -> Path:

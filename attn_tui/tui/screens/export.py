@@ -10,11 +10,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet
+from textual.widgets import Button, Input, Label, RadioSet
 
 from attn_tui.core.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.tui.widgets.echo import EchoInput, shown
+from attn_tui.tui.widgets.toggle import ShapeRadioButton
 
 WHAT = ("stage", "trace", "screen")
 FORMATS = ("json", "csv", "npz")
@@ -71,13 +72,13 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
             yield Label(_("Export"), classes="export-title")
             with Horizontal(id="export-choices"):
                 with RadioSet(id="export-what"):
-                    yield RadioButton(_("this stage"), value=True, id="what-stage")
-                    yield RadioButton(_("the whole trace"), id="what-trace")
-                    yield RadioButton(_("the screen (SVG)"), id="what-screen")
+                    yield ShapeRadioButton(_("this stage"), value=True, id="what-stage")
+                    yield ShapeRadioButton(_("the whole trace"), id="what-trace")
+                    yield ShapeRadioButton(_("the screen (SVG)"), id="what-screen")
                 with RadioSet(id="export-format"):
-                    yield RadioButton(".json", value=True, id="fmt-json")
-                    yield RadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
-                    yield RadioButton(".npz", id="fmt-npz")
+                    yield ShapeRadioButton(".json", value=True, id="fmt-json")
+                    yield ShapeRadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
+                    yield ShapeRadioButton(".npz", id="fmt-npz")
             yield EchoInput(str(self._path("stage", "json")), id="export-path")
             yield Label(_("Enter writes the file (shift+Tab reaches the choices); the notice says where it went"),
                         classes="hint")

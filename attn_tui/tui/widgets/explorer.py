@@ -18,7 +18,7 @@ from textual.widgets import ContentSwitcher, Label, Static
 
 from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
-from attn_tui.present.positions import Position, bar_window, positions, same_place
+from attn_tui.present.positions import Position, bar_window, positions, same_place, whose_cell
 from attn_tui.present.settings_line import settings_line
 from attn_tui.present.stage_view import StageView, place_caption, stage_view
 from attn_tui.present.titles import stage_title
@@ -61,7 +61,7 @@ class Explorer(Vertical):
     Explorer #error.-shown { display: block; }
     Explorer #panels { height: 2fr; }
     Explorer #heatmap { height: 2fr; }
-    Explorer #legend { height: 1; }
+    Explorer #legend { height: auto; }  /* a legend wider than the screen wraps to a second line, never cut */
     Explorer.-whole #legend, Explorer.-whole #bottom { display: none; }
     Explorer.-whole #panels { height: 1fr; }
     Explorer.-comparing #legend { display: none; }
@@ -225,7 +225,7 @@ class Explorer(Vertical):
             if row < b_view.grid.rows and col < b_view.grid.cols:
                 other = (f"A: {a_label}", f"B: {b_label}", explain(b_trace, b_view.place, b_view.index(row, col)))
         origin = trace.stages[view.place].origin or ""
-        self.query_one(Inspector).show(where, arithmetic, other, origin)
+        self.query_one(Inspector).show(where, arithmetic, other, origin, whose_cell(trace, view.place))
 
     def on_resize(self) -> None:
         """A new width may wrap compare's titles to another number of lines."""

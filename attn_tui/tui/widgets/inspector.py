@@ -36,10 +36,13 @@ class Inspector(Static):
     """
 
     def show(self, where: str, arithmetic: Arithmetic, other: tuple[str, str, Arithmetic] | None = None,
-             origin: str = "") -> None:
-        """`other` (A's heading, B's heading, B's arithmetic) when comparing: A's lines, then B's, then B − A."""
+             origin: str = "", whose: str = "") -> None:
+        """`other` (A's heading, B's heading, B's arithmetic) when comparing: A's lines, then B's, then B − A;
+        `whose`: the layer, head and step the cell belongs to, named first so the arithmetic is never anonymous."""
         text = Text()
         text.append(_("Cell") + " ", "bold")
+        if whose:
+            text.append(whose + " · ", "bold magenta")
         text.append(where, "bold yellow")
         if origin:  # a recorded stage: the user's line that made it
             from attn_tui.tui.widgets.stage_bar import made_by

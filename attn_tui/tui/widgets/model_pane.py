@@ -62,8 +62,17 @@ MODELS = MODEL_NAMES
 SEQ2SEQ = tuple(DATE_MODELS)
 
 
+LABEL_CELLS = 9  # the setting rows' label column (the recorded rows' too)
 COUNTED = ("layer", "head")  # rows that show an index: counted from 0, as torch (and the CLI's --layer, --head)
 FROM_ZERO = N_("counted from 0, as torch indexes; the keys { } and [ ] move")
+
+
+def counted_view(index: int, count: int, keys: str) -> Text:
+    """'0 of 4   keys [ ]': the index, then the keys that move it, dim and named as keys, so that `[ ]` is never
+    read as an unticked checkbox."""
+    text = Text(index_of(index, count))
+    text.append("   " + _("keys {keys}").format(keys=keys), "dim")
+    return text
 
 
 def index_of(index: int, count: int) -> str:
@@ -135,9 +144,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._own_row("kv_heads", s)
         yield from self._own_row("rope_base", s)
         yield from self._own_row("tile", s)
-        yield from self._row("layer", Label(index_of(*self.layer_at) + "  { }", id="layer-view", classes="value"),
+        yield from self._row("layer", Label(counted_view(*self.layer_at, "{ }"), id="layer-view", classes="value"),
                              "transformer-only")
-        yield from self._row("head", Label(index_of(*self.head_at) + "  [ ]", id="head-view", classes="value"),
+        yield from self._row("head", Label(counted_view(*self.head_at, "[ ]"), id="head-view", classes="value"),
                              "head-row")
         yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
                              "seq2seq-only")
@@ -191,7 +200,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self.query_one(f"#label-{name}", Label).update(pgettext("setting", label))
         self.query_one("#model-title", Label).update(_("Model"))
         self.show_layer(*self.layer_at)
-        self.query_one("#head-view", Label).update(Text(index_of(*self.head_at) + "  [ ]"))
+        self.query_one("#head-view", Label).update(counted_view(*self.head_at, "[ ]"))
         for name in COUNTED:
             self.query_one(f"#row-{name}").tooltip = _(FROM_ZERO)
         self.query_one("#set-teacher", Checkbox).label = _("teacher")
@@ -252,7 +261,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def _draw_recorded(self) -> None:
         grid = Table.grid(padding=(0, 1))  # a long line of code wraps inside its own column, under its value
-        grid.add_column(style="dim", no_wrap=True)
+        # as wide as the setting rows' labels (9 cells with the padding), so the values line up with the rows below
+        grid.add_column(style="dim", no_wrap=True, min_width=LABEL_CELLS - 1)
         grid.add_column(overflow="fold")
         for label, value in self.recorded or ():
             grid.add_row(pgettext("recorded", label), Text(str(value)))
@@ -266,7 +276,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def show_layer(self, layer: int, layers: int) -> None:
         self.layer_at = (layer, layers)
-        self.query_one("#layer-view", Label).update(Text(index_of(layer, layers) + "  { }"))
+        self.query_one("#layer-view", Label).update(counted_view(layer, layers, "{ }"))
 
     @staticmethod
     def _dim_text(s: Settings) -> str:
@@ -293,7 +303,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def show_view(self, head: int, heads: int, device_used: str) -> None:
         """The head in view and the device the last computation actually ran on."""
         self.head_at = (head, heads)
-        self.query_one("#head-view", Label).update(Text(index_of(head, heads) + "  [ ]"))
+        self.query_one("#head-view", Label).update(counted_view(head, heads, "[ ]"))
         self.query_one("#device-used", Label).update(Text(device_used))
 
     def on_select_changed(self, event: Select.Changed) -> None:

@@ -22,9 +22,11 @@ class StageBar(Static):
                 text.append(" › ", "dim")
             click = Style.from_meta({"@click": f"app.stage({n})"})
             style = Style.parse("bold black on yellow") if n == current else Style()
-            if n < 10:  # digits 1…9, 0 jump here; no space, so a label never wraps in two
-                text.append(f"{(n + 1) % 10}·", (style if n == current else Style(dim=True)) + click)
+            # counted 1, 2, … 10, 11 (never `0·`, which reads as a 0-based stage); no space, so a label never wraps
+            text.append(f"{n + 1}·", (style if n == current else Style(dim=True)) + click)
             text.append(title, style + click)
+        if len(titles) >= 10:  # the tenth's digit is 0: say so, since the bar numbers it 10
+            text.append("   " + _("key 0 = stage 10"), "dim italic")
         if more:  # the digits stop at the tenth, and at this step: say what reaches the rest
             text.append("   " + _("/ picks any stage"), "dim italic")
         text.append("\n")

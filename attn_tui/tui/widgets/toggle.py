@@ -1,11 +1,12 @@
-"""A checkbox whose state reads in its shape, `[x]` or `[ ]`, not only in its colour."""
+"""A checkbox and a radio button whose state reads in its shape, `[x]`/`[ ]` and `(•)`/`( )`, not only in colour."""
 
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Checkbox
+from textual.widgets import Checkbox, RadioButton
 
 ON, OFF = "x", " "  # inside the brackets: the same in every language and on a terminal without colour
+RADIO_ON = "•"  # inside a radio button's parentheses
 
 
 class ShapeCheckbox(Checkbox):
@@ -25,3 +26,22 @@ class ShapeCheckbox(Checkbox):
         style = self.get_visual_style("toggle--button")
         return Content.assemble((self.BUTTON_LEFT, style), (ON if self.value else OFF, style),
                                 (self.BUTTON_RIGHT, style), " ")  # compact mode drops the label's padding
+
+
+class ShapeRadioButton(RadioButton):
+    """Textual's radio button draws `▐●▌` on and off alike, told apart by colour alone: `(•)` and `( )` read by
+    their shape, as ShapeCheckbox does for a checkbox."""
+
+    DEFAULT_CSS = """
+    ShapeRadioButton > .toggle--button { color: $text-muted; background: transparent; }
+    ShapeRadioButton.-on > .toggle--button { color: $text-success; background: transparent; text-style: bold; }
+    """
+
+    BUTTON_LEFT = "("
+    BUTTON_RIGHT = ")"
+
+    @property
+    def _button(self) -> Content:
+        style = self.get_visual_style("toggle--button")
+        return Content.assemble((self.BUTTON_LEFT, style), (RADIO_ON if self.value else OFF, style),
+                                (self.BUTTON_RIGHT, style), " ")  # the label's own padding is gone in a RadioSet
