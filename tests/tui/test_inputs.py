@@ -212,7 +212,7 @@ async def test_a_matrix_error_keeps_the_last_valid_result_says_so_and_follows_t(
         await pilot.press("t")
         await pilot.pause()
         shown = str(app.query_one("#error-Q").render())
-        assert shown.startswith("✗ Q, 줄 1, 열 17: nan은(는) 유한한 수가 아닙니다"), shown
+        assert shown.startswith("✗ Q, 줄 1, 열 17: nan은 유한한 수가 아닙니다"), shown
         assert "nan is not" not in app.error and "nan" in app.error
         assert str(app.query_one("#matrix-status").render()) == shown
 
