@@ -9,39 +9,40 @@ ON, OFF = "x", " "  # inside the brackets: the same in every language and on a t
 RADIO_ON = "•"  # inside a radio button's parentheses
 
 
+def _css(name: str) -> str:
+    """Muted when off, bold green when on: the colour adds to the shape, never stands alone."""
+    return (f"{name} > .toggle--button {{ color: $text-muted; background: transparent; }}\n"
+            f"{name}.-on > .toggle--button {{ color: $text-success; background: transparent; text-style: bold; }}")
+
+
+def _shaped(toggle: Checkbox | RadioButton, on: str) -> Content:
+    """The button as `left mark right ` (compact mode and a RadioSet both drop the label's own padding)."""
+    style = toggle.get_visual_style("toggle--button")
+    return Content.assemble((toggle.BUTTON_LEFT, style), (on if toggle.value else OFF, style),
+                            (toggle.BUTTON_RIGHT, style), " ")
+
+
 class ShapeCheckbox(Checkbox):
     """Textual's checkbox draws the same `X` on and off and tells them apart by colour alone, which a
     colour-blind reader, a monochrome terminal or a screenshot in print loses."""
 
-    DEFAULT_CSS = """
-    ShapeCheckbox > .toggle--button { color: $text-muted; background: transparent; }
-    ShapeCheckbox.-on > .toggle--button { color: $text-success; background: transparent; text-style: bold; }
-    """
-
+    DEFAULT_CSS = _css("ShapeCheckbox")
     BUTTON_LEFT = "["
     BUTTON_RIGHT = "]"
 
     @property
     def _button(self) -> Content:
-        style = self.get_visual_style("toggle--button")
-        return Content.assemble((self.BUTTON_LEFT, style), (ON if self.value else OFF, style),
-                                (self.BUTTON_RIGHT, style), " ")  # compact mode drops the label's padding
+        return _shaped(self, ON)
 
 
 class ShapeRadioButton(RadioButton):
     """Textual's radio button draws `▐●▌` on and off alike, told apart by colour alone: `(•)` and `( )` read by
     their shape, as ShapeCheckbox does for a checkbox."""
 
-    DEFAULT_CSS = """
-    ShapeRadioButton > .toggle--button { color: $text-muted; background: transparent; }
-    ShapeRadioButton.-on > .toggle--button { color: $text-success; background: transparent; text-style: bold; }
-    """
-
+    DEFAULT_CSS = _css("ShapeRadioButton")
     BUTTON_LEFT = "("
     BUTTON_RIGHT = ")"
 
     @property
     def _button(self) -> Content:
-        style = self.get_visual_style("toggle--button")
-        return Content.assemble((self.BUTTON_LEFT, style), (RADIO_ON if self.value else OFF, style),
-                                (self.BUTTON_RIGHT, style), " ")  # the label's own padding is gone in a RadioSet
+        return _shaped(self, RADIO_ON)
