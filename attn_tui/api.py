@@ -19,13 +19,13 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.text import Text
 
+from attn_tui.ask.inputs import Parsed
 from attn_tui.cli.request import Reader, model_input, variant_request
-from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.files import quoted, short_repr
-from attn_tui.core.inputs import Parsed
-from attn_tui.core.stage import Trace as CoreTrace
+from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg, _
+from attn_tui.io.files import quoted, short_repr
 from attn_tui.sources.recorder import Recording as SourceRecording
+from attn_tui.trace.stage import Trace as CoreTrace
 
 OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "mask_means",
            "heads", "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to",
@@ -46,8 +46,8 @@ class Trace(CoreTrace):
     def heatmap(self, name: str = "weights", layer: int | None = None, head: int | None = None,
                 step: int | None = None, module: str | None = None, width: int = 80) -> RenderableType:
         """One stage as a Rich heatmap table (the first of that name when no place is given)."""
-        from attn_tui.core.values import stats_of
         from attn_tui.render.stage_table import stage_renderable
+        from attn_tui.trace.values import stats_of
 
         stage = self.stage(name, layer, head, step, module)
         return stage_renderable(stage, stats_of(self, stage), self.mask_of(stage), width)
@@ -150,8 +150,8 @@ def _shape(value: Any, name: str | Msg) -> tuple[int, int]:
 
 
 def _check_size(rows: int, width: int, name: str | Msg, max_memory: int | str | None) -> None:
-    from attn_tui.core.budget import Estimate, memory_limit
-    from attn_tui.core.footprint import MAX_DIM, MAX_TOKENS
+    from attn_tui.ask.budget import Estimate, memory_limit
+    from attn_tui.ask.footprint import MAX_DIM, MAX_TOKENS
 
     if rows > MAX_TOKENS:
         raise ConfigError(Msg("{name} has {n} rows; attn-tui shows at most {max}", name=name, n=f"{rows:,}",
@@ -227,7 +227,7 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
     request = variant_request(args, _Matrices(max_memory))
     if request is None:
         raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
-    from attn_tui.core.engine import compute as run
+    from attn_tui.attention.engine import compute as run
 
     return Trace.of(run(request, max_memory))
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from attn_tui.core.engine import compute
-from attn_tui.core.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import Request, SentenceInput, Settings
+from attn_tui.attention.engine import compute
 
 
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:

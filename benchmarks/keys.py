@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from attn_tui.core.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import Request, SentenceInput, Settings
 from attn_tui.tui.app import AttnApp
 
 SIZE = (120, 40)

@@ -9,7 +9,7 @@ import tempfile
 
 APP = """
 import asyncio, sys
-from attn_tui.core.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import Request, SentenceInput, Settings
 from attn_tui.tui.app import AttnApp
 
 async def main():

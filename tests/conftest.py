@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from attn_tui.core.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
 
 
 def _settings(settings: dict[str, object]) -> Settings:
     """The settings asked for, on the CPU unless a device is named: the references tests compare with are CPU
-    tensors, and `auto` would pick CUDA where there is one (tests/core/test_cuda.py compares the two)."""
+    tensors, and `auto` would pick CUDA where there is one (tests/attention/test_cuda.py compares the two)."""
     return Settings(**{"device": "cpu", **settings})  # type: ignore[arg-type]
 
 

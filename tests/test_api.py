@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import attn_tui
-from attn_tui.core.errors import ConfigError, InputError
+from attn_tui.errors import ConfigError, InputError
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

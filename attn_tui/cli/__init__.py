@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 
 from attn_tui.cli.parser import fail, parse
-from attn_tui.core.errors import AttnError, describe
+from attn_tui.errors import AttnError, describe
 
 QUIET_ENV = {"TRANSFORMERS_VERBOSITY": "error", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false",
              "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",

@@ -8,19 +8,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_tui.cli.request import Reader, model_input, variant_request
-from attn_tui.core.controls import json_safe
-from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.files import check_text, quoted, writable_file, writable_folder
+from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg, Plural, _
+from attn_tui.io.controls import json_safe
+from attn_tui.io.files import check_text, quoted, writable_file, writable_folder
 from attn_tui.present.text import printable
 from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 
 def samples(args: argparse.Namespace) -> int:
-    from attn_tui.core.samples import load_samples
+    from attn_tui.ask.samples import load_samples
 
     found = load_samples()
     width = max(len(name) for name in found)
@@ -45,32 +45,32 @@ def stages(args: argparse.Namespace) -> int:
         request = variant_request(args, Reader())
         if request is None:
             raise InputError(Msg("give an input: --text, --sample, --q/--k/--v or --x"))
-        from attn_tui.core.budget import memory_limit
-        from attn_tui.core.footprint import estimate
+        from attn_tui.ask.budget import memory_limit
+        from attn_tui.ask.footprint import estimate
 
         # Before torch is imported: a request over budget is refused in milliseconds.
         estimate(request, json_output=args.format == "json").check(memory_limit(args.max_memory),
                                                                    Msg("this request"))
-        from attn_tui.core.engine import compute
+        from attn_tui.attention.engine import compute
 
         trace = compute(request, args.max_memory)
         layer, head = None, args.head
-    from attn_tui.core.export import select_stages
+    from attn_tui.io.export import select_stages
 
     chosen = select_stages(trace, args.stage, layer, head)
     if out is not None:
-        from attn_tui.core.export import export
+        from attn_tui.io.export import export
 
         written = export(trace, chosen, args.format, out, True if args.params else None)
         print(str(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=len(chosen),
                          path=printable(str(written)))))  # whole (the person needs to find it), but no control byte
     elif args.format == "json":
-        from attn_tui.core.export import write_trace_json
+        from attn_tui.io.export import write_trace_json
 
         write_trace_json(trace, sys.stdout, chosen, True if args.params else None)
         sys.stdout.write("\n")
     elif args.format == "csv":
-        from attn_tui.core.export import write_csv
+        from attn_tui.io.export import write_csv
 
         if len(chosen) != 1:
             raise ConfigError(Msg("csv printed here holds one stage, and {n} were chosen: name one with --stage "
@@ -104,7 +104,7 @@ def _output(args: argparse.Namespace) -> Path | None:
 def heads(args: argparse.Namespace) -> int:
     import json
 
-    from attn_tui.core.settings import ModelInput
+    from attn_tui.ask.settings import ModelInput
 
     check_text(args.model, "--model")
     check_text(args.text, "--text")
@@ -116,7 +116,7 @@ def heads(args: argparse.Namespace) -> int:
     if args.model in DATE_MODELS:
         raise InputError(Msg("{model} is an encoder-decoder traced step by step: use `attn-tui stages --model "
                              "{model} --layer L --head H`", model=args.model))
-    from attn_tui.core.summary import head_stats, real_keys, rollout, stack
+    from attn_tui.attention.summary import head_stats, real_keys, rollout, stack
     from attn_tui.sources.registry import trace_for
 
     trace = trace_for(ModelInput(args.model, args.text, pad_to=args.pad_to, device=args.device or "auto"),
@@ -192,22 +192,22 @@ def app(args: argparse.Namespace) -> int:
 
         find_gguf(model.name)  # not installed: said here, before the app starts
     elif model is not None and model.name not in DATE_MODELS:
-        from attn_tui.core.budget import memory_limit
+        from attn_tui.ask.budget import memory_limit
         from attn_tui.sources.folder import known_model, load_estimate
 
         folder = known_model(model.name)  # broken, scheming or too big: said here, not in the app
         load_estimate(folder).check(memory_limit(args.max_memory), Msg("loading {name}", name=quoted(model.name)))
     request = variant_request(args, Reader()) if model is None else None
     if request is not None:
-        from attn_tui.core.budget import memory_limit
-        from attn_tui.core.footprint import estimate
+        from attn_tui.ask.budget import memory_limit
+        from attn_tui.ask.footprint import estimate
 
         estimate(request).check(memory_limit(args.max_memory), Msg("this request"))
     from attn_tui.tui.app import run_app
 
     first_stage = None
     if args.sample is not None:
-        from attn_tui.core.samples import get_sample
+        from attn_tui.ask.samples import get_sample
 
         first_stage = get_sample(args.sample).stage
     return run_app(request, model, args.max_memory, fresh=args.fresh, first_stage=first_stage)
@@ -223,7 +223,7 @@ def trace(args: argparse.Namespace) -> int:
         raise InputError(Msg("give the Python file to run: attn-tui trace FILE.py [args…] (or --sample NAME)"))
     if args.format == "app" and (args.stage is not None or args.head is not None or args.params):
         raise ConfigError(Msg("--stage, --head and --params apply to --format table or json"))
-    from attn_tui.core.budget import memory_limit
+    from attn_tui.ask.budget import memory_limit
     from attn_tui.sources.recorder.script import sample_script
     from attn_tui.sources.recorder.supervise import run_script
 
@@ -243,11 +243,11 @@ def _show_recorded(args: argparse.Namespace, recorded: Trace) -> int:
         from attn_tui.tui.app import run_app
 
         return run_app(recorded=recorded, max_memory=args.max_memory)
-    from attn_tui.core.export import select_stages
+    from attn_tui.io.export import select_stages
 
     chosen = select_stages(recorded, args.stage, None, args.head)
     if args.format == "json":
-        from attn_tui.core.export import write_trace_json
+        from attn_tui.io.export import write_trace_json
 
         write_trace_json(recorded, sys.stdout, chosen, True if args.params else None)
         sys.stdout.write("\n")

@@ -13,9 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from attn_tui import __version__
-from attn_tui.core.files import QUOTE_LIMIT
-from attn_tui.core.footprint import MAX_HEADS
-from attn_tui.core.settings import (
+from attn_tui.ask.footprint import MAX_HEADS
+from attn_tui.ask.settings import (
     DEVICE_NAMES,
     DTYPE_NAMES,
     FILL_NAMES,
@@ -25,6 +24,7 @@ from attn_tui.core.settings import (
     VARIANT_NAMES,
 )
 from attn_tui.i18n import Msg, _
+from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
 from attn_tui.sources.names import MODEL_NAMES
 
@@ -97,8 +97,8 @@ def _rope_base(text: str) -> float:
 
 
 def _memory(text: str) -> int:
-    from attn_tui.core.budget import parse_size
-    from attn_tui.core.errors import ConfigError
+    from attn_tui.ask.budget import parse_size
+    from attn_tui.errors import ConfigError
 
     try:
         return parse_size(text)
@@ -230,7 +230,7 @@ def _add_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                        "Options of trace come before FILE.py."))
     trace.add_argument("script", nargs="?", metavar="FILE.py", help=_("the file to run"))
     trace.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS", help=_("arguments for the file"))
-    from attn_tui.core.samples import sample_script_paths
+    from attn_tui.ask.samples import sample_script_paths
 
     trace.add_argument("--sample", metavar="NAME", help=_("a shipped sample script instead of a file ({names})").format(
         names=", ".join(sample_script_paths())))

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from attn_tui.core.applies import not_applying
-from attn_tui.core.errors import ConfigError, InputError
-from attn_tui.core.files import check_text, quoted, read_stdin, read_text
-from attn_tui.core.inputs import Parsed, parse_rows
-from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
-from attn_tui.core.variants import VARIANTS
+from attn_tui.ask.applies import not_applying
+from attn_tui.ask.inputs import Parsed, parse_rows
+from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.variants import VARIANTS
+from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Join, Msg, Plural
+from attn_tui.io.files import check_text, quoted, read_stdin, read_text
 from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
 
 VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "mask_means", "heads", "dim", "positional",
@@ -79,7 +79,7 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
     base = None
     if args.sample is not None:
-        from attn_tui.core.samples import get_sample
+        from attn_tui.ask.samples import get_sample
 
         if args.model is not None:
             raise InputError(Msg("--sample cannot be combined with --model: a sample names its own model and text"))
@@ -126,7 +126,7 @@ def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> R
     given = [name for name in ("text", "sample", "q", "k", "v", "x") if getattr(args, name) is not None]
     base: Request | None = None
     if args.sample is not None:
-        from attn_tui.core.samples import get_sample
+        from attn_tui.ask.samples import get_sample
 
         if len(given) > 1:
             raise InputError(Msg("--sample cannot be combined with --text, --q/--k/--v or --x"))
@@ -156,7 +156,7 @@ def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> R
 
 def _default_with(args: argparse.Namespace, reader: Reader) -> Request:
     """The app's default sample with the given settings applied (`attn-tui --variant dot`)."""
-    from attn_tui.core.samples import DEFAULT_SAMPLE, get_sample
+    from attn_tui.ask.samples import DEFAULT_SAMPLE, get_sample
 
     return _with_options(args, get_sample(DEFAULT_SAMPLE).request, reader)
 

@@ -13,9 +13,9 @@ import ipaddress
 import sys
 from pathlib import Path
 
-from attn_tui.core.errors import ConfigError
-from attn_tui.core.files import quoted
+from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
+from attn_tui.io.files import quoted
 from attn_tui.present.text import printable
 
 INSTALL_HINT = "pip install 'attn-tui[web]'"
@@ -117,7 +117,7 @@ def check_public_url(url: str) -> None:
 
 def export_folder(name: str) -> Path:
     """serve's one folder for visitors' exports, made now (its parent must exist), as an absolute path."""
-    from attn_tui.core.files import check_text, writable_folder
+    from attn_tui.io.files import check_text, writable_folder
 
     check_text(name, "--export-dir")
     if not name.strip():

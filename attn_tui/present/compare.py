@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from attn_tui.core.settings import MatrixInput, ModelInput, Request
+from attn_tui.ask.settings import MatrixInput, ModelInput, Request
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells
 from attn_tui.sources.names import DATE_MODELS, TRANSFORMER_DATE_MODELS

@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, one_scale
 from attn_tui.present.model_view import alignment_grid, alignment_stage, filled_rows
 from attn_tui.present.stage_view import StageView, shape_line
+from attn_tui.trace.meta import DecoderRun
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 
 @dataclass(frozen=True)

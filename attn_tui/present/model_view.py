@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
+from attn_tui.trace.meta import DecoderRun
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from attn_tui.core.stage import Stage, Trace
+    from attn_tui.trace.stage import Stage, Trace
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def sink_note(summary: ModelSummary) -> str:
 
 def summarise(trace: Trace) -> ModelSummary:
     """Per-head statistics and rollout of a transformer's trace, from its own weights stages."""
-    from attn_tui.core.summary import head_stats, real_keys, rollout, stack
+    from attn_tui.attention.summary import head_stats, real_keys, rollout, stack
 
     weights = stack(trace)  # (layers, heads, N, N): fills every layer not computed yet
     real = real_keys(trace)

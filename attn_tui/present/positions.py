@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
-from attn_tui.core.meta import DecoderRun, VariantRun
 from attn_tui.i18n import Msg
 from attn_tui.present.titles import stage_title
+from attn_tui.trace.meta import DecoderRun, VariantRun
 
 if TYPE_CHECKING:
-    from attn_tui.core.ops import Place
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.ops import Place
+    from attn_tui.trace.stage import Trace
 
 
 class Position(NamedTuple):

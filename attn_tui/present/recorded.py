@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from attn_tui.core.meta import RecordedRun
 from attn_tui.i18n import NP_, Msg, Plural
 from attn_tui.present.text import printable
+from attn_tui.trace.meta import RecordedRun
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Stage, Trace
+    from attn_tui.trace.stage import Stage, Trace
 
 SHAPES = (("query", "Q"), ("key", "K"), ("value", "V"), ("weights", "A"), ("output", "O"))  # stage, symbol
 TOKENS = 12  # tokens listed before "…": the heatmap's axes show them all

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from attn_tui.core.applies import applicable
-from attn_tui.core.meta import VariantRun
-from attn_tui.core.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.applies import applicable
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.i18n import _, pgettext
+from attn_tui.trace.meta import VariantRun
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 # The variant is left out: the formula and the stage titles name it.
 LABELS = {  # the model pane's row labels, marked there (context "setting"): the line reads like the pane

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
     from attn_tui.present.model_view import ModelSummary
     from attn_tui.sources.base import Ask
+    from attn_tui.trace.stage import Trace
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,11 +30,11 @@ def run_ask(ask: Ask, max_memory: int | None = None) -> Shown:
     """
     from dataclasses import replace
 
-    from attn_tui.core.errors import DeviceError
-    from attn_tui.core.meta import TransformerRun
-    from attn_tui.core.settings import Request
+    from attn_tui.ask.settings import Request
+    from attn_tui.errors import DeviceError
     from attn_tui.present.model_view import summarise
     from attn_tui.sources.registry import trace_for
+    from attn_tui.trace.meta import TransformerRun
 
     notice: Msg | None = None
     try:

@@ -11,20 +11,20 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.core.meta import DecoderRun, RecordedRun
-from attn_tui.core.variants import VARIANTS
+from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.titles import axis_title
+from attn_tui.trace.meta import DecoderRun, RecordedRun
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
-    from attn_tui.core.lazy import LazyTensor
-    from attn_tui.core.masks import MaskSpec
-    from attn_tui.core.ops import Place
-    from attn_tui.core.stage import Stage, Trace
+    from attn_tui.trace.lazy import LazyTensor
+    from attn_tui.trace.masks import MaskSpec
+    from attn_tui.trace.ops import Place
+    from attn_tui.trace.stage import Stage, Trace
 
 TOKEN_AXES = ("query", "key", "token")
 PROBABILITIES = ("weights", "alignment", "alignment_mean")
@@ -68,7 +68,7 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     Nothing here walks the stage: its cells are read by the grid a block at a time, and
     its range, marks and row sums come from the stats the worker gathered.
     """
-    from attn_tui.core.values import stats_of
+    from attn_tui.trace.values import stats_of
 
     stage = trace.find(name, layer, head, step, module) or trace.stage(name, layer, None, step, module)  # a recorded
     stats = stats_of(trace, stage)  # module with fewer heads than the trace shows its first head
@@ -114,7 +114,7 @@ def _pad_cols(spec: MaskSpec | None, axis: str) -> frozenset[int]:
 
 def _cells(data: torch.Tensor | LazyTensor) -> np.ndarray | TiledCells:
     """Small 2-D data whole; larger data, or a lazy stage, as a source of tiles read when drawn."""
-    from attn_tui.core.lazy import LazyTensor  # a trace exists, so torch is loaded
+    from attn_tui.trace.lazy import LazyTensor  # a trace exists, so torch is loaded
 
     if isinstance(data, LazyTensor) or data.numel() > 1 << 14:
         return TiledCells((int(data.shape[0]), int(data.shape[1])),

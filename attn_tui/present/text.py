@@ -1,12 +1,12 @@
 """User text made safe to draw: control characters become visible symbols, never terminal escapes.
 
-`printable` is `attn_tui.core.controls.printable` (the one list of unsafe characters, shared with the
+`printable` is `attn_tui.io.controls.printable` (the one list of unsafe characters, shared with the
 JSON writer); here it is applied once per axis of labels.
 """
 
 from __future__ import annotations
 
-from attn_tui.core.controls import printable
+from attn_tui.io.controls import printable
 
 __all__ = ["printable", "printable_labels"]
 

@@ -8,14 +8,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from attn_tui.core.ops import Place
-from attn_tui.core.stage import Axis, Stage
-from attn_tui.core.summary import ROLLOUT_FORMULA, HeadStats
-from attn_tui.core.values import StageStats
+from attn_tui.attention.summary import ROLLOUT_FORMULA, HeadStats
 from attn_tui.i18n import _
 from attn_tui.present.text import printable
 from attn_tui.render.colors import Scale
 from attn_tui.render.stage_table import stage_renderable
+from attn_tui.trace.ops import Place
+from attn_tui.trace.stage import Axis, Stage
+from attn_tui.trace.values import StageStats
 
 
 def stats_table(stats: list[HeadStats], layers: int, heads: int, field: str, title: str) -> Table:

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
 from attn_tui.present.text import printable
+from attn_tui.trace.meta import DecoderRun
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 MAX_TOKENS_SHOWN = 200
 

@@ -8,15 +8,15 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from attn_tui.core.masks import MaskSpec
-from attn_tui.core.stage import Stage, Trace
-from attn_tui.core.values import StageStats, stats_of
 from attn_tui.i18n import _
 from attn_tui.present.settings_line import settings_line
 from attn_tui.present.text import printable
 from attn_tui.present.titles import axis_title
 from attn_tui.render.colors import MASKED_STYLE, Scale, format_value
 from attn_tui.render.labels import fit_label
+from attn_tui.trace.masks import MaskSpec
+from attn_tui.trace.stage import Stage, Trace
+from attn_tui.trace.values import StageStats, stats_of
 
 CELL = 7  # characters per value cell
 LABEL = 10  # cells for row labels

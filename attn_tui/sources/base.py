@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, Union
 
-from attn_tui.core.settings import ModelInput, Request
+from attn_tui.ask.settings import ModelInput, Request
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 Ask = Union[Request, ModelInput]  # a variant on an input, or a model on a sentence
 

@@ -16,16 +16,16 @@ import math
 
 import torch
 
-from attn_tui.core.attend import Tail, attend
-from attn_tui.core.budget import Estimate, memory_limit
-from attn_tui.core.meta import DecoderRun
-from attn_tui.core.ops import Dot, Linear, Mean, Place, Scale, Stack
-from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.core.variants.scaled_dot import SCALE_REASON
+from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.attention.attend import Tail, attend
+from attn_tui.attention.variants.scaled_dot import SCALE_REASON
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
 from attn_tui.sources.dates import encoded, visible
+from attn_tui.trace.meta import DecoderRun
+from attn_tui.trace.ops import Dot, Linear, Mean, Place, Scale, Stack
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 CROSS = "cross_attn"
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import torch
 
-from attn_tui.core.attend import Tail, attend
-from attn_tui.core.budget import Estimate, memory_limit
-from attn_tui.core.errors import InputError
-from attn_tui.core.meta import DecoderRun
-from attn_tui.core.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
-from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.attention.attend import Tail, attend
+from attn_tui.errors import InputError
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
+from attn_tui.trace.meta import DecoderRun
+from attn_tui.trace.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 
 def visible(ch: str) -> str:

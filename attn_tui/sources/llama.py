@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import torch
 
-from attn_tui.core.attend import Tail, score_family
-from attn_tui.core.meta import TransformerRun
-from attn_tui.core.ops import Linear, Place
-from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.core.variants.gqa import kv_map, shared_formula
-from attn_tui.core.variants.rope import record_rotation, rotated_score_stages
-from attn_tui.core.variants.scaled_dot import scaled_pre
+from attn_tui.attention.attend import Tail, score_family
+from attn_tui.attention.variants.gqa import kv_map, shared_formula
+from attn_tui.attention.variants.rope import record_rotation, rotated_score_stages
+from attn_tui.attention.variants.scaled_dot import scaled_pre
 from attn_tui.i18n import Msg
 from attn_tui.sources.hf import ModelRun, layered_trace
+from attn_tui.trace.meta import TransformerRun
+from attn_tui.trace.ops import Linear, Place
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 
 def rope_base(config: object) -> float:

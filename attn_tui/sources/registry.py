@@ -7,14 +7,14 @@ so switching layer, head or sentence in the app never loads weights twice.
 
 from __future__ import annotations
 
-from attn_tui.core.checks import check_fields
-from attn_tui.core.settings import ModelInput
-from attn_tui.core.stage import Trace
+from attn_tui.ask.checks import check_fields
+from attn_tui.ask.settings import ModelInput
 from attn_tui.sources.base import Ask, Source
 from attn_tui.sources.date_model import DateModelSource
 from attn_tui.sources.gguf import GgufSource
 from attn_tui.sources.transformer import TransformerSource
 from attn_tui.sources.variants import VariantSource
+from attn_tui.trace.stage import Trace
 
 SOURCES: tuple[Source, ...] = (VariantSource(), DateModelSource(), GgufSource(),
                                TransformerSource())  # the last takes any name

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from attn_tui.core.settings import ModelInput
-from attn_tui.core.stage import Trace
+from attn_tui.ask.settings import ModelInput
 from attn_tui.sources import hf
 from attn_tui.sources.base import Ask
+from attn_tui.trace.stage import Trace
 
 
 @lru_cache(maxsize=4)
 def _loaded(name: str, device: str, max_memory: int | None) -> hf.LoadedModel:
-    from attn_tui.core.device import resolve_device
+    from attn_tui.attention.device import resolve_device
 
     return hf.load(name, resolve_device(device), max_memory)
 

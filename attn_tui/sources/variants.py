@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from attn_tui.core.settings import Request
-from attn_tui.core.stage import Trace
+from attn_tui.ask.settings import Request
 from attn_tui.sources.base import Ask
+from attn_tui.trace.stage import Trace
 
 
 class VariantSource:
@@ -13,7 +13,7 @@ class VariantSource:
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, Request)
-        from attn_tui.core.engine import compute
+        from attn_tui.attention.engine import compute
 
         return compute(ask, max_memory)
 

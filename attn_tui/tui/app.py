@@ -1,7 +1,7 @@
 """The attn-tui app: what is asked, what is on show, and the workers that turn the first into the second.
 
 torch is imported in a worker thread so the first frame appears at once (its native libraries
-are opened sooner, off the GIL, while that frame is drawn: core/warmup.py); every ask (a
+are opened sooner, off the GIL, while that frame is drawn: tui/startup.py); every ask (a
 variant on an input, or a model on a sentence) goes through the same exclusive thread
 worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
 worker of its own. Where the user is in the trace lives in the Explorer; the keys that
@@ -25,10 +25,9 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from attn_tui import i18n
-from attn_tui.core.applies import applicable
-from attn_tui.core.samples import DEFAULT_SAMPLE, load_samples
-from attn_tui.core.settings import ModelInput, Request
-from attn_tui.core.warmup import Warmup
+from attn_tui.ask.applies import applicable
+from attn_tui.ask.samples import DEFAULT_SAMPLE, load_samples
+from attn_tui.ask.settings import ModelInput, Request
 from attn_tui.i18n import Msg, _
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.shown import Shown
@@ -51,6 +50,7 @@ from attn_tui.tui.messages import (
     TraceReady,
 )
 from attn_tui.tui.screens.main import MainScreen
+from attn_tui.tui.startup import Warmup
 from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -189,7 +189,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
     def end_on_signal(self, signum: int) -> None:
         """SIGTERM or SIGHUP (the terminal closed): write the session as the panes hold it now, drop the partial
         file of an export still being written, and leave as `q` does."""
-        from attn_tui.core.files import remove_partials
+        from attn_tui.io.files import remove_partials
 
         self.save_now()
         remove_partials()
@@ -213,8 +213,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
     def _load_torch(self) -> None:
         start = time.perf_counter()
         try:
-            import attn_tui.core.engine
-            import attn_tui.core.explain  # noqa: F401  (torch, and the engine on top of it)
+            import attn_tui.attention.engine
+            import attn_tui.explain.cell  # noqa: F401  (torch, and the engine on top of it)
         except Exception as exc:
             self.post_message(TorchFailed(str(Msg("torch could not be imported: {reason}", reason=exc))))
             return
@@ -264,7 +264,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     @work(thread=True, exclusive=True, group="compute")
     def _compute(self, ask: Ask, generation: int) -> None:
-        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.errors import AttnError, describe
         from attn_tui.present.shown import run_ask
 
         try:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from attn_tui.core.applies import applicable
-from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import Settings
+from attn_tui.ask.applies import applicable
+from attn_tui.ask.samples import load_samples
+from attn_tui.ask.settings import Settings
 from attn_tui.i18n import _, pgettext
 from attn_tui.tui.screens.help import key_text
 from attn_tui.tui.session import MENUS

@@ -86,7 +86,7 @@ class CompareActions(_AppBase):
 
     @work(thread=True, exclusive=True, group="compare")
     def _compute_b(self, ask: Ask, generation: int) -> None:
-        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.errors import AttnError, describe
         from attn_tui.present.shown import run_ask
 
         try:

@@ -11,10 +11,10 @@ import contextlib
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from attn_tui.core.applies import applicable
-from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
-from attn_tui.core.variants import VARIANTS
+from attn_tui.ask.applies import applicable
+from attn_tui.ask.samples import load_samples
+from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
 from attn_tui.present.shown import Shown
 from attn_tui.sources.names import DATE_MODELS

@@ -36,7 +36,7 @@ class ExportActions(_AppBase):
         def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
 
     def action_export(self) -> None:
-        from attn_tui.core.export import file_name
+        from attn_tui.io.export import file_name
         from attn_tui.tui.screens.export import ExportScreen
         from attn_tui.tui.served import offered_folder
 
@@ -57,8 +57,8 @@ class ExportActions(_AppBase):
     def _save_screen(self, path: Path) -> None:
         """The screen as SVG, re-set so a browser keeps each character in its cells (render/svg.py), written
         beside `path` and renamed: a full disk keeps the file that was there."""
-        from attn_tui.core.errors import AttnError
-        from attn_tui.core.files import quoted, writable_file, write_text_atomic
+        from attn_tui.errors import AttnError
+        from attn_tui.io.files import quoted, writable_file, write_text_atomic
         from attn_tui.render.svg import cell_aligned
 
         try:
@@ -76,8 +76,8 @@ class ExportActions(_AppBase):
 
     @work(thread=True, exclusive=True, group="export")
     def _export(self, ask: ExportAsk) -> None:
-        from attn_tui.core.errors import AttnError, describe
-        from attn_tui.core.export import export
+        from attn_tui.errors import AttnError, describe
+        from attn_tui.io.export import export
 
         trace, view = self.trace, self.view
         assert trace is not None and view is not None

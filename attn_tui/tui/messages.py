@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from attn_tui.core.settings import MatrixInput, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, XInput
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:

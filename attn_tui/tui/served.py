@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from attn_tui.core.errors import InputError
+from attn_tui.errors import InputError
 from attn_tui.i18n import Msg
 
 SERVED_ENV = "ATTN_TUI_SERVED"
@@ -69,7 +69,7 @@ def inside_export_folder(path: Path) -> Path:
 
 def check_ask(ask: object) -> None:
     """Served: a model ask names a shipped model (a folder or a cached id would be opened on serve's machine)."""
-    from attn_tui.core.settings import ModelInput
+    from attn_tui.ask.settings import ModelInput
     from attn_tui.sources.names import MODEL_NAMES
 
     if served() and isinstance(ask, ModelInput) and ask.name not in MODEL_NAMES:

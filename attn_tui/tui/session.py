@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from attn_tui.core.checks import CHOICES, check_fields, matrix_shape
-from attn_tui.core.errors import AttnError, InputError
-from attn_tui.core.files import check_text, read_text, write_text_atomic
-from attn_tui.core.settings import DEVICE_NAMES, VARIANT_NAMES, ModelInput, Settings
+from attn_tui.ask.checks import CHOICES, check_fields, matrix_shape
+from attn_tui.ask.settings import DEVICE_NAMES, VARIANT_NAMES, ModelInput, Settings
+from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import LANGUAGES, Msg
+from attn_tui.io.files import check_text, read_text, write_text_atomic
 
 VERSION = 1
 MAX_BYTES = 8 * 1024 * 1024

@@ -189,7 +189,7 @@ def test_help_names_every_value_for_a_person(capsys, argv: list[str]) -> None:
 
 
 def test_trace_help_lists_every_shipped_sample_script(capsys) -> None:
-    from attn_tui.core.samples import samples_dir
+    from attn_tui.ask.samples import samples_dir
 
     shipped = sorted(p.stem for p in (samples_dir() / "scripts").glob("*.py") if not p.name.startswith("_"))
     code, out, _ = run_cli(capsys, "trace", "--help")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.samples import load_samples
+from attn_tui.ask.samples import load_samples
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_tui.core.samples import get_sample, samples_dir
+from attn_tui.ask.samples import get_sample, samples_dir
 
 NOTE_MASK = [[0, 0, 0, 1]]  # (batch, length): 1 = padding, as the note writes it
 
@@ -87,7 +87,7 @@ def test_the_script_traces_with_its_own_mask_and_convention(tmp_path: Path) -> N
 
 def test_the_inspector_shows_the_codes_own_mask_beside_the_may_attend_view() -> None:
     import attn_tui
-    from attn_tui.core.explain import explain
+    from attn_tui.explain.cell import explain
 
     with attn_tui.record() as rec:
         runpy.run_path(str(samples_dir() / "scripts" / "luong_padding.py"))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.budget import BudgetError, parse_size
-from attn_tui.core.footprint import estimate, request_sizes
-from attn_tui.core.settings import Request, SentenceInput, Settings, XInput
+from attn_tui.ask.budget import BudgetError, parse_size
+from attn_tui.ask.footprint import estimate, request_sizes
+from attn_tui.ask.settings import Request, SentenceInput, Settings, XInput
 from tests.hostile.helpers import TIME_LIMIT, attn_tui
 
 pytestmark = pytest.mark.slow
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slow
 def test_a_hundred_thousand_distinct_words_are_refused_before_torch_loads() -> None:
     """The check is linear and torch-free: no vocabulary, no embedding, not even `import torch` first."""
     code = ("import sys\n"
-            "from attn_tui.core.footprint import estimate\n"
-            "from attn_tui.core.settings import Request, SentenceInput\n"
+            "from attn_tui.ask.footprint import estimate\n"
+            "from attn_tui.ask.settings import Request, SentenceInput\n"
             "text = ' '.join(f'w{i}' for i in range(100_000))\n"
             "try:\n    estimate(Request(SentenceInput(text)))\nexcept Exception as exc:\n    print(exc)\n"
             "print('torch' in sys.modules)\n")
@@ -98,8 +98,8 @@ def test_flash_with_tiny_tiles_on_many_keys_is_refused_before_the_tiles_are_made
 
 def test_the_estimate_counts_every_stage_a_trace_will_hold() -> None:
     """Flash's stages grow as keys / tile; each is counted at its record's size, not only its numbers."""
-    from attn_tui.core.engine import compute
-    from attn_tui.core.footprint import STAGE_BYTES, stage_count
+    from attn_tui.ask.footprint import STAGE_BYTES, stage_count
+    from attn_tui.attention.engine import compute
 
     for tile in (1, 3, 8):
         request = Request(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings(variant="flash", tile=tile))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.controls import UNSAFE, json_safe, printable
+from attn_tui.io.controls import UNSAFE, json_safe, printable
 from tests.hostile.helpers import TIME_LIMIT, attn_tui
 
 CLIPBOARD = "\x1b]52;c;aGk=\x07"  # OSC 52: writes the user's clipboard

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.errors import InputError
-from attn_tui.core.files import MAX_FILE_BYTES, read_text, writable_file
+from attn_tui.errors import InputError
+from attn_tui.io.files import MAX_FILE_BYTES, read_text, writable_file
 from tests.hostile.helpers import attn_tui
 
 pytestmark = pytest.mark.slow

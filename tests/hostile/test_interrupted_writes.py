@@ -1,5 +1,5 @@
 """A full disk, an interrupt or a signal mid-write leaves the old file whole and no partial file: exports, the
-session, the SVG screenshot and `train-seq2seq --out` all write through core/files.write_atomic.
+session, the SVG screenshot and `train-seq2seq --out` all write through io/files.write_atomic.
 
 A real full disk is a 64 KiB tmpfs where the tests may mount one (root); elsewhere those
 tests skip, and the same failure is raised by hand (OSError ENOSPC) or by RLIMIT_FSIZE.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.files import partial, remove_partials, write_atomic, write_text_atomic
+from attn_tui.io.files import partial, remove_partials, write_atomic, write_text_atomic
 from attn_tui.tui.session import Session, save
 from tests.hostile.helpers import MEMORY_CEILING, TIME_LIMIT
 

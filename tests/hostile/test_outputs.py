@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core.engine import compute
-from attn_tui.core.export import stage_to_csv
+from attn_tui.attention.engine import compute
+from attn_tui.io.export import stage_to_csv
 from tests.conftest import sentence
 from tests.hostile.helpers import MEMORY_CEILING, TIME_LIMIT, attn_tui
 

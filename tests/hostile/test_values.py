@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import attn_tui
-from attn_tui.core.checks import check_fields, matrix_shape
-from attn_tui.core.engine import compute
-from attn_tui.core.errors import AttnError, ConfigError, InputError
-from attn_tui.core.settings import ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.checks import check_fields, matrix_shape
+from attn_tui.ask.settings import ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.attention.engine import compute
+from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.tui.session import SessionError, parse
 
 
@@ -120,7 +120,7 @@ def test_a_broken_session_says_what_is_wrong(text: str, fragment: str) -> None:
 
 def test_an_overflow_is_blamed_once_and_followed_per_head() -> None:
     """float16 holds 300 but not 300·300 + 300·300: `scores` overflowed; what comes after follows from it."""
-    from attn_tui.core.settings import MatrixInput
+    from attn_tui.ask.settings import MatrixInput
 
     rows = [[300.0, 300.0], [1.0, 1.0]]
     trace = compute(Request(MatrixInput(rows, rows, rows), Settings(dtype="float16")))
@@ -137,7 +137,7 @@ def test_an_export_larger_than_the_free_disk_is_refused_before_writing(tmp_path,
     import shutil
     from collections import namedtuple
 
-    from attn_tui.core.export import export
+    from attn_tui.io.export import export
 
     trace = compute(Request(SentenceInput("나는 학교에 간다")))
     usage = namedtuple("usage", "total used free")

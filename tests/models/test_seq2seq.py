@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attn_tui.cli import main
-from attn_tui.core.errors import InputError
+from attn_tui.errors import InputError
 from attn_tui.models.seq2seq import dates
 from attn_tui.models.seq2seq.train import exact_match, greedy, load, load_shipped, save, train
 from attn_tui.sources.dates import decode_trace

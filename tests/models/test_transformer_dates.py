@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from attn_tui.core.errors import InputError
+from attn_tui.errors import InputError
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.train import exact_match, greedy, load, load_shipped, save, shipped_path, train
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap, TransformerConfig

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
 from attn_tui.present.compare import comparisons
 from attn_tui.present.date_compare import side_by_side
 from attn_tui.sources.registry import trace_for

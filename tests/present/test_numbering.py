@@ -9,13 +9,13 @@ import torch
 from rich.console import Console
 
 import attn_tui
-from attn_tui.core.engine import compute
-from attn_tui.core.explain import explain
-from attn_tui.core.ops import Place
+from attn_tui.attention.engine import compute
+from attn_tui.explain.cell import explain
 from attn_tui.present.positions import Position, place_title, positions
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.stage_view import stage_view, tile_caption
 from attn_tui.render.stage_table import print_trace
+from attn_tui.trace.ops import Place
 from tests.conftest import sentence
 from tests.sources.recorder import modules as m
 

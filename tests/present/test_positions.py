@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from attn_tui.core.meta import VariantRun
-from attn_tui.core.ops import Place
-from attn_tui.core.settings import Settings
-from attn_tui.core.stage import Axis, Stage, Trace
+from attn_tui.ask.settings import Settings
 from attn_tui.present.positions import Position as P  # noqa: N817  (short, the tables read as tables)
 from attn_tui.present.positions import bar_window, positions, same_place
+from attn_tui.trace.meta import VariantRun
+from attn_tui.trace.ops import Place
+from attn_tui.trace.stage import Axis, Stage, Trace
 
 
 def _trace(names_by_step: list[list[str]], after: list[str]) -> Trace:

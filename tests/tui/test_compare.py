@@ -7,7 +7,7 @@ import pytest
 import torch
 from textual.widgets import OptionList
 
-from attn_tui.core.engine import compute
+from attn_tui.attention.engine import compute
 from attn_tui.present.compare import comparisons
 from attn_tui.tui.screens.choose import ChoiceScreen
 from attn_tui.tui.widgets.compare_view import CompareView
@@ -81,7 +81,7 @@ async def test_head_against_head_reads_the_same_trace() -> None:
 
 
 async def test_the_choices_fit_the_ask() -> None:
-    from attn_tui.core.samples import load_samples
+    from attn_tui.ask.samples import load_samples
 
     lookup = load_samples()["lookup"].request
     keys = {c.key for c in comparisons(lookup, 1, 0)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from textual.widgets import Checkbox, Input, OptionList, Static
 
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
 from attn_tui.sources.registry import trace_for
 from attn_tui.tui.screens.choose import ChoiceScreen
 from attn_tui.tui.widgets.compare_view import CompareView

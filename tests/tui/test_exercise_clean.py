@@ -6,8 +6,8 @@ import pytest
 import torch
 from textual.widgets import Checkbox, OptionList, TabbedContent, TextArea
 
-from attn_tui.core.engine import compute
-from attn_tui.core.samples import load_samples
+from attn_tui.ask.samples import load_samples
+from attn_tui.attention.engine import compute
 from attn_tui.tui.widgets.stage_bar import StageBar
 from tests.tui.helpers import sample_app, settle
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.core import export as exporting
-from attn_tui.core.files import remove_partials
+from attn_tui.io import export as exporting
+from attn_tui.io.files import remove_partials
 from attn_tui.tui.screens.export import ExportAsk
 from tests.tui.helpers import sample_app, settle
 

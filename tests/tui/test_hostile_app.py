@@ -6,7 +6,7 @@ import pytest
 from rich.cells import cell_len
 from textual.widgets import Input, TextArea
 
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
 from attn_tui.present.stage_view import PARAM_COLS, PARAM_ROWS, param_grids
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -102,7 +102,7 @@ async def test_a_rejected_setting_is_said_where_it_cannot_scroll_away() -> None:
 
 @pytest.mark.slow
 async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
-    from attn_tui.core.settings import Request, SentenceInput, Settings
+    from attn_tui.ask.settings import Request, SentenceInput, Settings
     from attn_tui.present.stage_view import SMALL_COLS, SMALL_ROWS, heads_panel
     from tests.tui.helpers import RecordingApp
 
@@ -174,14 +174,14 @@ ESCAPES = "ab \x1b]52;c;aGk=\x07 cd \x1b]2;pwned\x07 \u202eevil \x9b31m"
 
 
 def _clean_text(text: str) -> bool:
-    from attn_tui.core.controls import UNSAFE
+    from attn_tui.io.controls import UNSAFE
 
     return UNSAFE.search(text) is None
 
 
 def _raw_on_screen(app) -> list[str]:
     """Unsafe characters in what the compositor would send to the terminal (Textual's own control segments aside)."""
-    from attn_tui.core.controls import UNSAFE
+    from attn_tui.io.controls import UNSAFE
 
     return [ascii(seg.text) for strip in app.screen._compositor.render_strips() for seg in strip
             if not seg.control and UNSAFE.search(seg.text)]

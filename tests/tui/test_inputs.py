@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
-from attn_tui.core.samples import load_samples
+from attn_tui.ask.samples import load_samples
 from attn_tui.tui.widgets.heatmap import Heatmap
 from tests.tui.helpers import sample_app, settle
 

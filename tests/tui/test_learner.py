@@ -47,7 +47,7 @@ async def test_stage_bar_names_are_clickable() -> None:
 
 
 async def test_opens_at_the_first_stage_or_the_samples_own() -> None:
-    from attn_tui.core.samples import load_samples
+    from attn_tui.ask.samples import load_samples
     from tests.tui.helpers import RecordingApp
 
     app = sample_app()

@@ -8,8 +8,8 @@ from dataclasses import replace
 from textual.widgets import Select, Static
 
 import attn_tui
-from attn_tui.core.samples import load_samples, samples_dir
-from attn_tui.core.settings import MatrixInput, Request
+from attn_tui.ask.samples import load_samples, samples_dir
+from attn_tui.ask.settings import MatrixInput, Request
 from attn_tui.tui.messages import SourceEdited
 from tests.tui.helpers import RecordingApp, sample_app, settle
 

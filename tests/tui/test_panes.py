@@ -13,8 +13,8 @@ from textual.command import CommandPalette
 from textual.widgets import Select, Static
 
 import attn_tui
-from attn_tui.core.applies import applicable
-from attn_tui.core.settings import Settings
+from attn_tui.ask.applies import applicable
+from attn_tui.ask.settings import Settings
 from attn_tui.present.positions import place_title
 from attn_tui.tui.commands import setting_commands
 from attn_tui.tui.stage_picker import stage_commands

@@ -9,12 +9,12 @@ import torch
 from rich.console import Console
 from textual.widgets import Input, Select
 
-from attn_tui.core.meta import TransformerRun
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
+from attn_tui.trace.meta import TransformerRun
 
 pytest.importorskip("transformers")  # the models extra (attn-tui[models]) carries MiniLM
 
-from attn_tui.core.summary import head_stats, rollout
+from attn_tui.attention.summary import head_stats, rollout
 from attn_tui.sources.registry import trace_for
 from attn_tui.sources.transformer import model_run
 from attn_tui.tui.bindings import APP_BINDINGS

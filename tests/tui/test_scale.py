@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import Request, SentenceInput
+from attn_tui.ask.samples import load_samples
+from attn_tui.ask.settings import Request, SentenceInput
 from attn_tui.present.grid import TiledCells
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
@@ -82,7 +82,7 @@ async def test_a_stage_change_paints_the_heatmap_once_when_its_scrollbars_change
 async def test_the_inspector_lays_the_screen_out_only_when_its_height_changes(monkeypatch) -> None:
     from textual.screen import Screen
 
-    from attn_tui.core.explain import explain
+    from attn_tui.explain.cell import explain
     from attn_tui.tui.widgets.inspector import Inspector
 
     layouts: list[Screen] = []

@@ -6,7 +6,7 @@ import pytest
 import torch
 from textual.widgets import Checkbox, Input
 
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
 from attn_tui.sources.registry import trace_for
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from tests.models.test_seq2seq import STEP_STAGES

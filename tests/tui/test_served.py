@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from attn_tui.core.errors import InputError
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
+from attn_tui.errors import InputError
 from attn_tui.tui.served import EXPORT_ENV, SERVED_ENV, check_ask, export_folder, inside_export_folder
 from tests.tui.helpers import sample_app, settle
 

@@ -11,7 +11,7 @@ import importlib.util
 import pytest
 from textual.widgets import TabbedContent, TextArea
 
-from attn_tui.core.variants import VARIANTS
+from attn_tui.ask.variants import VARIANTS
 from tests.tui.helpers import model_app, sample_app, settle
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attn_tui.core.settings import SentenceInput
+from attn_tui.ask.settings import SentenceInput
 from attn_tui.tui.app import AttnApp
 from attn_tui.tui.messages import SourceEdited
 from attn_tui.tui.widgets.heatmap import Heatmap

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from textual.widgets import Checkbox, Input, Label
 
-from attn_tui.core.settings import ModelInput
+from attn_tui.ask.settings import ModelInput
 from attn_tui.sources.registry import trace_for
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from tests.tui.helpers import model_app, settle

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attn_tui.core.errors import InputError
-from attn_tui.core.files import check_text
+from attn_tui.errors import InputError
 from attn_tui.i18n import Msg
+from attn_tui.io.files import check_text
 from attn_tui.models.seq2seq.dates import END, INPUT_CHARS, OUTPUT_CHARS, PAD, START
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from typing import Union
 import torch
 from torch import nn
 
-from attn_tui.core.errors import InputError
-from attn_tui.core.files import write_atomic
+from attn_tui.errors import InputError
 from attn_tui.i18n import Msg
+from attn_tui.io.files import write_atomic
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import NetConfig, Seq2Seq
 from attn_tui.models.seq2seq.transformer import ARCH as TRANSFORMER

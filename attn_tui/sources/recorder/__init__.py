@@ -13,8 +13,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
     from attn_tui.sources.recorder.capture import Recorder
+    from attn_tui.trace.stage import Trace
 
 
 _ACTIVE: list[Recording] = []  # the recordings whose block is running, innermost last
@@ -34,9 +34,9 @@ def label(tokens: list[str] | tuple[str, ...], key_tokens: list[str] | tuple[str
 
 def words(given: object, name: str) -> tuple[str, ...] | None:
     """Labels as given: None, a sentence (split on whitespace, as everywhere in attn-tui), or a list of words."""
-    from attn_tui.core.errors import ConfigError
-    from attn_tui.core.files import short_repr
+    from attn_tui.errors import ConfigError
     from attn_tui.i18n import N_, Msg
+    from attn_tui.io.files import short_repr
 
     if given is None:
         return None
@@ -58,9 +58,9 @@ class Recording:
     def __init__(self, tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
                  max_calls: int = 64,
                  script: str = "") -> None:
-        from attn_tui.core.errors import ConfigError
-        from attn_tui.core.files import short_repr
+        from attn_tui.errors import ConfigError
         from attn_tui.i18n import Msg
+        from attn_tui.io.files import short_repr
         from attn_tui.sources.recorder.capture import Recorder
 
         self.tokens = words(tokens, "tokens")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 
-from attn_tui.core.masks import code_rule_name
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.contract import rows_and_cols
@@ -39,6 +38,7 @@ from attn_tui.sources.recorder.recognise import (
 )
 from attn_tui.sources.recorder.refs import Ref, operand_ref
 from attn_tui.sources.recorder.slices import layout
+from attn_tui.trace.masks import code_rule_name
 
 MAX_SLICES = 256  # (batch item, head) slices of one call that become stages
 

@@ -6,11 +6,15 @@ import math
 
 import torch
 
-from attn_tui.core.budget import BudgetError
-from attn_tui.core.errors import AttnError
-from attn_tui.core.masks import MaskSpec
-from attn_tui.core.meta import RecordedRun
-from attn_tui.core.ops import (
+from attn_tui.ask.budget import BudgetError
+from attn_tui.errors import AttnError
+from attn_tui.i18n import N_, Msg
+from attn_tui.sources.recorder import found as f
+from attn_tui.sources.recorder.capture import Node, Recorder, Scope
+from attn_tui.sources.recorder.found import Found, Role
+from attn_tui.trace.masks import MaskSpec
+from attn_tui.trace.meta import RecordedRun
+from attn_tui.trace.ops import (
     Columns,
     Concat,
     Dot,
@@ -27,12 +31,8 @@ from attn_tui.core.ops import (
     TanhOfSum,
     WeightedSum,
 )
-from attn_tui.core.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.core.values import check_values
-from attn_tui.i18n import N_, Msg
-from attn_tui.sources.recorder import found as f
-from attn_tui.sources.recorder.capture import Node, Recorder, Scope
-from attn_tui.sources.recorder.found import Found, Role
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.trace.values import check_values
 
 
 class NoAttentionError(AttnError):

@@ -68,7 +68,7 @@ def main(folder_name: str) -> NoReturn:
         debug = bool(request.get("debug"))
         _run(folder, request)
     except BaseException as exc:
-        from attn_tui.core.errors import AttnError, describe
+        from attn_tui.errors import AttnError, describe
 
         if debug and not isinstance(exc, AttnError):  # the recorder's own failure: its traceback under --debug
             import traceback

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.core.budget import BudgetError, format_bytes
+from attn_tui.ask.budget import BudgetError, format_bytes
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:

@@ -17,13 +17,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from attn_tui.core.errors import AttnError, InputError
-from attn_tui.core.files import quoted
+from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import Msg
+from attn_tui.io.files import quoted
 from attn_tui.sources.recorder import Recording
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 MAX_MESSAGE = 160  # characters of the user's exception message in the one line
 
@@ -34,7 +34,7 @@ class ScriptError(AttnError):
 
 def sample_scripts() -> dict[str, Path]:
     """The shipped sample scripts by name (the file name without .py)."""
-    from attn_tui.core.samples import sample_script_paths
+    from attn_tui.ask.samples import sample_script_paths
 
     return sample_script_paths()
 

@@ -32,7 +32,7 @@ from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.script import ScriptError, check_script
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
 START_UP = 120.0  # seconds attn-tui's own start in the child may take (torch's import on a busy machine)
 ADOPTION = 3.0  # seconds to wait for the file's processes to end once their group is killed

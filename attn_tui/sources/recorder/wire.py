@@ -17,12 +17,12 @@ from typing import Any
 
 import torch
 
-from attn_tui.core.errors import AttnError
-from attn_tui.core.masks import MaskSpec
-from attn_tui.core.meta import RecordedRun
-from attn_tui.core.stage import Axis, Stage, Trace
-from attn_tui.core.values import StageStats
+from attn_tui.errors import AttnError
 from attn_tui.i18n import Join, Msg, Plural
+from attn_tui.trace.masks import MaskSpec
+from attn_tui.trace.meta import RecordedRun
+from attn_tui.trace.stage import Axis, Stage, Trace
+from attn_tui.trace.values import StageStats
 
 TENSORS = "tensors.pt"
 DOCUMENT = "trace.json"
@@ -33,7 +33,7 @@ class WireError(AttnError):
 
 
 def _allowed() -> dict[str, type]:
-    from attn_tui.core import ops
+    from attn_tui.trace import ops
 
     kinds: dict[str, type] = {cls.__name__: cls for cls in (Axis, Stage, MaskSpec, RecordedRun, StageStats)}
     for value in vars(ops).values():

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioSet
 
-from attn_tui.core.errors import AttnError, InputError
+from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.tui.widgets.echo import EchoInput, shown
 from attn_tui.tui.widgets.toggle import ShapeRadioButton
@@ -23,7 +23,7 @@ FORMATS = ("json", "csv", "npz")
 
 def target(what: str, fmt: str, text: str) -> Path:
     """The path typed for an export, checked for what will be written there (a folder for a trace's CSV files)."""
-    from attn_tui.core.files import writable_file, writable_folder
+    from attn_tui.io.files import writable_file, writable_folder
     from attn_tui.tui.served import inside_export_folder, served
 
     if not text:

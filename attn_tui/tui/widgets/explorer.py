@@ -16,7 +16,6 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
-from attn_tui.core.meta import DecoderRun
 from attn_tui.i18n import _
 from attn_tui.present.positions import Position, bar_window, positions, same_place, whose_cell
 from attn_tui.present.settings_line import settings_line
@@ -24,6 +23,7 @@ from attn_tui.present.stage_view import StageView, place_caption, stage_view
 from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
+from attn_tui.trace.meta import DecoderRun
 from attn_tui.tui.messages import CursorMoved, PanelChanged
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.echo import shown as drawn
@@ -38,10 +38,10 @@ from attn_tui.tui.widgets.scroll import QuietScroll
 from attn_tui.tui.widgets.stage_bar import StageBar
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
     from attn_tui.present.compare import Comparison
     from attn_tui.present.date_compare import SideBySide
     from attn_tui.present.shown import Shown
+    from attn_tui.trace.stage import Trace
 
 STAGES = "heatmap"  # the panel of the stages themselves
 PANEL_WIDGETS = {STAGES: "heatmap", "heads": "heads-grid", "params": "heads-grid", "model_grid": "model-grid",
@@ -201,7 +201,7 @@ class Explorer(Vertical):
 
     def show_cell(self) -> None:
         """The inspector: the arithmetic of the cell under the cursor (A's and B's when comparing)."""
-        from attn_tui.core.explain import explain
+        from attn_tui.explain.cell import explain
 
         view, trace = self.view, self.trace
         if view is None or trace is None:

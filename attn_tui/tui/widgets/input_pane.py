@@ -18,12 +18,12 @@ from textual.widgets import Checkbox, Input, Label, OptionList, TabbedContent, T
 from textual.widgets.option_list import Option
 
 if TYPE_CHECKING:
-    from attn_tui.core.stage import Trace
+    from attn_tui.trace.stage import Trace
 
-from attn_tui.core.errors import InputError
-from attn_tui.core.inputs import Parsed, check_qkv_shapes, parse_rows, tokenize
-from attn_tui.core.samples import load_samples
-from attn_tui.core.settings import MatrixInput, SentenceInput, XInput
+from attn_tui.ask.inputs import Parsed, check_qkv_shapes, parse_rows, tokenize
+from attn_tui.ask.samples import load_samples
+from attn_tui.ask.settings import MatrixInput, SentenceInput, XInput
+from attn_tui.errors import InputError
 from attn_tui.i18n import Msg, _
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note

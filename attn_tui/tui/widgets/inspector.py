@@ -10,11 +10,11 @@ from textual.widgets import Static
 from attn_tui.i18n import _
 
 if TYPE_CHECKING:
-    from attn_tui.core.explain import Arithmetic
+    from attn_tui.explain.cell import Arithmetic
 
 
 def arithmetic_text(arithmetic: Arithmetic, heading: str = "") -> Text:
-    """An `Arithmetic` (from attn_tui.core.explain) as lines, and whether it matches the stage's own value."""
+    """An `Arithmetic` (from attn_tui.explain.cell) as lines, and whether it matches the stage's own value."""
     text = Text()
     if heading:
         text.append(heading + "\n", "bold magenta")

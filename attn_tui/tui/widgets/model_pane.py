@@ -21,13 +21,13 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from attn_tui.core.settings import DEVICE_NAMES as DEVICES
-from attn_tui.core.settings import DTYPE_NAMES as DTYPES
-from attn_tui.core.settings import FILL_NAMES as FILLS
-from attn_tui.core.settings import MASK_MEANS_NAMES as MASK_MEANS
-from attn_tui.core.settings import MASK_NAMES as MASKS
-from attn_tui.core.settings import PROJECTION_NAMES as PROJECTIONS
-from attn_tui.core.settings import VARIANT_NAMES, ModelInput, Settings
+from attn_tui.ask.settings import DEVICE_NAMES as DEVICES
+from attn_tui.ask.settings import DTYPE_NAMES as DTYPES
+from attn_tui.ask.settings import FILL_NAMES as FILLS
+from attn_tui.ask.settings import MASK_MEANS_NAMES as MASK_MEANS
+from attn_tui.ask.settings import MASK_NAMES as MASKS
+from attn_tui.ask.settings import PROJECTION_NAMES as PROJECTIONS
+from attn_tui.ask.settings import VARIANT_NAMES, ModelInput, Settings
 from attn_tui.i18n import N_, NP_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS

@@ -34,7 +34,7 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
     if panel == "model_grid" and shown.summary is not None:
         explorer.query_one(ModelGrid).show(shown.summary, explorer.layer_index, explorer.head)
     elif panel == "rollout" and shown.summary is not None:
-        from attn_tui.core.summary import ROLLOUT_FORMULA
+        from attn_tui.attention.summary import ROLLOUT_FORMULA
 
         explorer.query_one("#rollout", MatrixPanel).show(
             ROLLOUT_FORMULA, shown.summary.rollout,

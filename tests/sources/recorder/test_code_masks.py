@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.core.explain import explain
+from attn_tui.explain.cell import explain
 
 KEEP = torch.tensor([[1, 1, 0], [1, 0, 0]])  # (L=2, S=3) 1 = may attend, as the test writes it
 BLOCKED = KEEP == 0  # (L, S) a bool mask made before recording: the code holds True = blocked itself
@@ -118,7 +118,7 @@ def test_the_self_attention_samples_mask_eq_0_is_said_with_the_values_its_mask_h
     # the sample writes `scores.masked_fill(mask == 0, -inf)` over a causal mask of 1s and 0s
     import runpy
 
-    from attn_tui.core.samples import samples_dir
+    from attn_tui.ask.samples import samples_dir
 
     with attn_tui.record() as rec:
         runpy.run_path(str(samples_dir() / "scripts" / "self_attention.py"))

@@ -17,8 +17,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.core.explain import explain
-from attn_tui.core.ops import Columns, Concat, Dot, Linear, Masking, Reduce, Scale, Softmax, TanhOfPair, TanhOfSum
+from attn_tui.explain.cell import explain
+from attn_tui.trace.ops import Columns, Concat, Dot, Linear, Masking, Reduce, Scale, Softmax, TanhOfPair, TanhOfSum
 from tests.sources.recorder import modules as m
 
 HERE = Path(m.__file__).name

@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.core.ops import Columns, Concat, Linear, Masking, Reduce, Scale, TanhOfPair, TanhOfSum, WeightedSum
+from attn_tui.trace.ops import Columns, Concat, Linear, Masking, Reduce, Scale, TanhOfPair, TanhOfSum, WeightedSum
 from tests.sources.recorder import more_modules as mm
 from tests.sources.recorder.test_parity import every_cell_matches
 

@@ -11,8 +11,6 @@ import torch
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.core.ops import Masking
-from attn_tui.core.stage import Trace
 from attn_tui.i18n import Msg, Plural
 from attn_tui.sources.recorder.wire import (
     DOCUMENT,
@@ -23,6 +21,8 @@ from attn_tui.sources.recorder.wire import (
     read_trace,
     write_trace,
 )
+from attn_tui.trace.ops import Masking
+from attn_tui.trace.stage import Trace
 from tests.sources.recorder import modules as m
 from tests.sources.recorder.test_parity import every_cell_matches
 

@@ -1,0 +1,132 @@
+"""What a variant request will allocate, from its sizes alone: torch-free, linear in the input's length.
+
+Counted before anything is embedded or projected, so a sentence of 100,000 words or a
+16,000-wide typed X is refused in milliseconds rather than after seconds of work.
+"""
+
+from __future__ import annotations
+
+from attn_tui.ask.budget import Estimate, json_numbers
+from attn_tui.ask.checks import check_fields, matrix_shape
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
+from attn_tui.ask.variants import VARIANTS, Sizes
+from attn_tui.errors import ConfigError, InputError
+from attn_tui.i18n import N_, Msg
+from attn_tui.io.files import check_text
+
+MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
+MAX_TOKENS = 16384  # queries or keys
+MAX_HEADS = 64  # more heads than this are no longer something to look at one by one
+LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score family lazy
+PASS_ROWS = 64  # query rows per block of the streaming pass over a lazy score family
+MAX_TILES = 1024  # flash's steps: each tile is five stages, and the app steps through them one by one
+STAGE_BYTES = 4096  # a stage's record beside its numbers: the Stage, its tensors' headers, its axes and formula
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _width(rows: list[list[float]], name: str) -> int:
+    width = matrix_shape(rows, name)[1]
+    if width > MAX_DIM:
+        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
+                              width=width, max=MAX_DIM))
+    return width
+
+
+def request_sizes(request: Request) -> tuple[Sizes, int]:
+    """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
+    s = request.settings
+    check_fields(s)
+    variant = VARIANTS.get(s.variant)
+    if variant is None:
+        raise ConfigError(Msg("unknown variant {name}; choose one of {names}", name=repr(s.variant),
+                              names=", ".join(VARIANTS)))
+    if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
+        raise ConfigError(Msg("--dim must be between 1 and {max}, not {dim}", max=MAX_DIM, dim=s.dim))
+    source = request.source
+    if isinstance(source, MatrixInput):
+        n_q, n_k = len(source.q), len(source.k)
+        d_q, d_k, d_v = _width(source.q, "Q"), _width(source.k, "K"), _width(source.v, "V")
+        inputs = n_q * d_q + n_k * (d_k + d_v)
+    else:
+        if isinstance(source, SentenceInput):
+            words = check_text(source.text, Msg("the sentence")).split()
+            n = len(words)
+            if n == 0:
+                raise InputError(Msg("the sentence is empty: type at least one word"))
+            d = s.dim or DEFAULT_DIM
+            inputs = len(set(words)) * d + n * d  # the embedding table and X
+        else:
+            n, d = len(source.x), _width(source.x, "X")
+            inputs = n * d
+        inputs += 2 * n * d if s.positional else 0
+        if not variant.takes_x:
+            inputs += 3 * d * d + 3 * n * d  # W_q, W_k, W_v and the projections
+        n_q = n_k = n
+        d_q = d_k = d_v = d
+    if request.custom_mask is not None:
+        matrix_shape(request.custom_mask, Msg("the mask"))  # its size against the scores' is checked where it is built
+    for count, what in ((n_q, N_("{count} queries; attn-tui shows at most {max}: shorten the input")),
+                        (n_k, N_("{count} keys; attn-tui shows at most {max}: shorten the input"))):
+        if count > MAX_TOKENS:
+            raise ConfigError(Msg(what, count=f"{count:,}", max=f"{MAX_TOKENS:,}"))
+    hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
+    heads = s.heads if variant.has_heads else 1
+    if not 1 <= heads <= MAX_HEADS:
+        raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=MAX_HEADS))
+    if not variant.lazy and n_q * n_k > LAZY_CELLS:
+        raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
+                              "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
+                              variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
+    kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
+    if not 1 <= kv_heads <= MAX_HEADS:
+        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=MAX_HEADS))
+    if "tile" in variant.options:
+        _check_tiles(n_k, s.tile)
+    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, kv_heads, max(1, s.tile)), inputs
+
+
+def _check_tiles(keys: int, tile: int) -> None:
+    """Flash makes five stages a tile: `--tile 1` on 16k keys would be 80k stages and a minute of Python, so the
+    number of tiles is bounded like the number of tokens, before any of them is made."""
+    tiles = -(-keys // max(1, tile))
+    if tiles > MAX_TILES:
+        raise ConfigError(Msg("--tile {tile} cuts {keys} keys into {tiles} tiles; attn-tui steps through at most "
+                              "{most}: use --tile {least} or more", tile=tile, keys=f"{keys:,}", tiles=f"{tiles:,}",
+                              most=f"{MAX_TILES:,}", least=-(-keys // MAX_TILES)))
+
+
+def stage_count(variant_name: str, z: Sizes) -> int:
+    """How many stages the trace will hold: per head where it splits heads, five more per extra flash tile."""
+    variant = VARIANTS[variant_name]
+    count = len(variant.stages) * (z.heads if variant.has_heads else 1)
+    if "tile" in variant.options:
+        count += 5 * (-(-z.keys // z.tile) - 1)
+    return count + 4  # the input stages a sentence adds (embedding, positional, …)
+
+
+def lazy_parts(z: Sizes) -> dict[str, int]:
+    """What a lazy score family holds: the streaming pass's blocks, the tiles on screen, each row's lse."""
+    block = PASS_ROWS * z.keys * z.heads
+    return {N_("score stages"): 8 * block + z.heads * z.queries, N_("energy"): 2 * block * z.hidden,
+            N_("pairs [q; k]"): block * (z.d_q + z.d_k)}
+
+
+def estimate(request: Request, json_output: bool = False) -> Estimate:
+    """Bytes every stage, parameter and input of `request` will take (and its JSON text, if printed)."""
+    sizes, inputs = request_sizes(request)
+    itemsize = ITEMSIZE.get(request.settings.dtype, 4)
+    footprint = VARIANTS[request.settings.variant].footprint(sizes)
+    if sizes.queries * sizes.keys > LAZY_CELLS:  # the score family is streamed: a block of rows at a time
+        footprint = footprint | {k: v for k, v in lazy_parts(sizes).items() if k in footprint}
+    found = Estimate()
+    found.add(N_("inputs"), inputs, itemsize)
+    for part, numbers in footprint.items():
+        # The score family runs in at least float32 from the mask on.
+        found.add(part, numbers, max(itemsize, 4) if part == "score stages" else itemsize)
+    found.add(N_("working memory"), max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
+    found.add(N_("stage records"), stage_count(request.settings.variant, sizes), STAGE_BYTES)
+    if sizes.queries * sizes.keys <= LAZY_CELLS:  # a lazy mask is computed tile by tile
+        found.add(N_("mask"), sizes.queries * sizes.keys, 1)
+    if json_output:
+        json_numbers(found, inputs + sum(footprint.values()))
+    return found

@@ -1,0 +1,69 @@
+"""Whole-model views of attention: per-head statistics and attention rollout.
+
+Computed from a Trace's own `weights` stages (every layer and head of it), so the grid
+and the numbers beside it come from exactly the weights the stages show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attn_tui.trace.stage import Trace
+
+ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
+
+
+@dataclass(frozen=True)
+class HeadStats:
+    """What one head does at a glance: how spread, how peaked, how much goes to token 0."""
+
+    layer: int
+    head: int
+    entropy: float  # mean over real query rows, in nats
+    max_weight: float
+    first_token_share: float  # mean weight on key 0 ([CLS] or the first word)
+
+
+def stack(trace: Trace) -> torch.Tensor:
+    """Every layer's and head's weights as one (layers, heads, N, N) float32 tensor."""
+    return torch.stack([torch.stack([trace.tensor("weights", layer, head).float() for head in range(trace.heads)])
+                        for layer in range(trace.layers)])
+
+
+def real_keys(trace: Trace) -> torch.Tensor:
+    """(N,) bool: keys that some query may attend (not padding)."""
+    if trace.mask is None:
+        return torch.ones(len(trace.key_tokens), dtype=torch.bool)
+    return trace.mask.allowed.any(dim=0).cpu()
+
+
+def head_stats(weights: torch.Tensor, real_rows: torch.Tensor) -> list[HeadStats]:
+    """Statistics per (layer, head) of weights (layers, heads, N, N) over the real query rows (N,)."""
+    rows = weights[:, :, real_rows]  # (layers, heads, R, N)
+    plogp = torch.where(rows > 0, rows * rows.clamp_min(1e-30).log(), torch.zeros_like(rows))
+    entropy = -plogp.sum(-1).mean(-1)  # (layers, heads)
+    peak = rows.amax(dim=(-1, -2))  # (layers, heads)
+    first = rows[..., 0].mean(-1)  # (layers, heads)
+    return [HeadStats(layer, head, float(entropy[layer, head]), float(peak[layer, head]), float(first[layer, head]))
+            for layer in range(weights.shape[0]) for head in range(weights.shape[1])]
+
+
+def rollout(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema, 2020): (N, N) attention from the last layer to the input.
+
+    Each layer's head-mean is mixed half-and-half with the identity for the residual
+    path, rows are renormalised, and the layers are multiplied from the first upward.
+    `real` (N,) bool keeps padding out of the product.
+    """
+    n = weights.shape[-1]
+    eye = torch.eye(n, dtype=weights.dtype, device=weights.device)
+    result = eye
+    for layer in range(weights.shape[0]):
+        a = 0.5 * weights[layer].mean(0) + 0.5 * eye  # (N, N)
+        if real is not None:
+            a = a * real[None, :]
+        a = a / a.sum(-1, keepdim=True)
+        result = a @ result
+    return result

@@ -1,0 +1,67 @@
+"""ALiBi (Press et al., 2022): scaled dot plus a per-head bias that falls linearly with the distance |i − j|.
+
+No position is added to the tokens; instead each head penalises far keys at its own
+rate m_h, a geometric sequence (2^(−8/H), 2^(−16/H), …), so some heads look near and
+some far, and the model reads inputs longer than it was trained on. The slopes are
+fixed, not learned; the bias of any tile is computed from its rows and columns alone.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+
+from attn_tui.attention.attend import PreStage, score_family
+from attn_tui.attention.variants.heads import concat_heads, heads_of
+from attn_tui.attention.variants.scaled_dot import scaled_stages
+from attn_tui.i18n import Msg
+from attn_tui.trace.ops import DistanceBias, Sum
+
+if TYPE_CHECKING:
+    from attn_tui.attention.engine import Context
+
+SLOPES = "alibi_slopes"  # the parameter the slopes are recorded as (fixed, not learned)
+
+
+def slopes(heads: int) -> list[float]:
+    """ALiBi's slopes for `heads` heads, as the paper's code computes them (interleaved for a non-power of 2)."""
+    def power_of_2(n: int) -> list[float]:
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(heads).is_integer():
+        return power_of_2(heads)
+    closest = 2 ** math.floor(math.log2(heads))
+    return power_of_2(closest) + slopes(2 * closest)[0::2][: heads - closest]
+
+
+def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    heads = heads_of(q, k, v)
+    m = torch.tensor(slopes(heads.count), dtype=q.dtype, device=q.device)  # (H,)
+    ctx.trace.params[SLOPES] = m
+    stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
+    qh, kh = heads.q, heads.k
+
+    def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+        scores = qh[:, rows] @ kh[:, cols].transpose(-2, -1)  # (H, rows, cols)
+        scaled = scores * factor
+        r0, r1, _ = rows.indices(qh.shape[1])
+        c0, c1, _ = cols.indices(kh.shape[1])
+        i = torch.arange(r0, r1, device=q.device)[:, None]
+        j = torch.arange(c0, c1, device=q.device)[None, :]
+        distance = (i - j).abs().to(q.dtype)  # (rows, cols)
+        bias = 0.0 - m[:, None, None] * distance  # (H, rows, cols); 0.0 − … keeps the diagonal +0, not −0
+        return {"scores": scores, "scaled": scaled, "bias": bias, "biased": scaled + bias}
+
+    stages += [
+        PreStage("bias", Msg("B[i,j] = −m_h·|i − j|: ALiBi's linear distance bias, slope m_h = {slopes} (head by "
+                             "head)", slopes=", ".join(f"{s:.4g}" for s in m.tolist())), ctx.qk_axes,
+                 lambda at: DistanceBias(SLOPES, at.head or 0)),
+        PreStage("biased", Msg("S' + B: the scaled scores with the bias added"), ctx.qk_axes,
+                 lambda at: Sum((at.at("scaled"), at.at("bias")))),
+    ]
+    outputs = score_family(ctx.trace, ctx.tail, pre, stages, "biased", heads.v, heads.scores_at, heads.values_at,
+                           ctx.lazy)
+    concat_heads(ctx, heads, outputs)

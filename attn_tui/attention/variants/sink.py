@@ -1,0 +1,34 @@
+"""Attention sinks, as GPT-OSS has them: a learned logit per head joins each row's softmax and is then dropped.
+
+Without it a head that finds nothing worth reading must still hand out all its weight,
+and trained models dump it on the first token (the "attention sink"). A sink logit
+gives that weight a place to go: the row's weights then sum to 1 − p_sink, and the
+`sink_mass` stage shows how much each query gave away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import torch
+
+from attn_tui.attention.attend import score_family
+from attn_tui.attention.variants.heads import concat_heads, heads_of
+from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.trace import masks
+
+if TYPE_CHECKING:
+    from attn_tui.attention.engine import Context
+
+SINK = "sink"  # the parameter: one logit per head
+
+
+def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    heads = heads_of(q, k, v)
+    sink = ctx.params.normal(SINK, heads.count, std=1.0)  # (H,) seeded, as if learned
+    tail = replace(ctx.tail, sink=sink.to(masks.softmax_dtype(sink.dtype)), sink_name=SINK)
+    stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
+    outputs = score_family(ctx.trace, tail, scaled_pre(heads.q, heads.k, factor), stages, "scaled", heads.v,
+                           heads.scores_at, heads.values_at, ctx.lazy)
+    concat_heads(ctx, heads, outputs)

@@ -1,0 +1,148 @@
+"""What a trace is a trace of, as typed frozen data: a variant run, a transformer run, a decoder run.
+
+Every view reads these fields instead of guessing from a name; each kind answers the
+same few questions (its title, how many layers and heads, how its scores were masked),
+so the views need not know which kind they hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from attn_tui.ask.settings import Settings
+from attn_tui.i18n import Msg
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """One of attn-tui's own attention variants on a sentence or typed matrices."""
+
+    settings: Settings
+    vocab: tuple[str, ...] = ()  # a sentence's distinct tokens, in table order
+    heads: int = 1
+    special_tokens: tuple[int, ...] = ()  # none: every token is the user's own
+    kv_heads: int = 0  # gqa: key/value heads (0: each head has its own)
+    kv_map: tuple[int, ...] = ()  # gqa: the key/value head of each query head
+
+    @property
+    def variant(self) -> str:
+        return self.settings.variant
+
+    @property
+    def title(self) -> str:
+        return self.settings.variant
+
+    @property
+    def layers(self) -> int:
+        return 1
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        """Keys of the explanations that apply, most specific first."""
+        return (self.settings.variant,)
+
+
+@dataclass(frozen=True)
+class TransformerRun:
+    """A real transformer's forward pass: every layer and head of it, traced on demand."""
+
+    model: str
+    family: str  # bert | gpt2
+    layers: int
+    heads: int
+    scale: float  # the model's own factor on q·k
+    causal: bool
+    special_tokens: tuple[int, ...] = ()  # positions of [CLS], [SEP], [PAD], …
+    kv_heads: int = 0  # grouped-query models: key/value heads (0: each head has its own)
+    kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
+    rope_base: float = 0.0  # rotary models: θ_i = base^(−2i/d) (0: no rotation)
+
+    @property
+    def title(self) -> str:
+        return self.model
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        return ("llama", "rope", "gqa") if self.rope_base else ("scaled_dot",)
+
+
+@dataclass(frozen=True)
+class DecoderRun:
+    """A trained encoder-decoder decoding one input, one output character per step.
+
+    The GRU models have one attention (one layer, one head); the transformer has
+    `layers` encoder and decoder layers of `heads` heads each, all of them traced, so the
+    app's layer and head keys move through them without recomputing.
+    """
+
+    model: str
+    attention: str  # additive | general | scaled_dot
+    input: str
+    output: str
+    steps: int
+    target: str | None = None
+    teacher_forcing: bool = False
+    special_tokens: tuple[int, ...] = ()
+    fed: tuple[str, ...] = ()  # the character fed into each step: <s>, then the target's (forced) or its own
+    layers: int = 1
+    heads: int = 1
+    arch: str = "gru"  # gru | transformer
+
+    def missed(self, step: int, written: str) -> bool:
+        """Step `step` wrote `written` where the target has another character (or none)."""
+        if self.target is None:
+            return False
+        wanted = self.target[step] if step < len(self.target) else "</s>"
+        return written != wanted
+
+    @property
+    def title(self) -> str:
+        if self.target is None:
+            return f"{self.model} ({self.attention}) → {self.output}"
+        if self.output == self.target:
+            return str(Msg("{model} ({attention}) → {output}, target {target} matched", model=self.model,
+                           attention=self.attention, output=self.output, target=self.target))
+        return str(Msg("{model} ({attention}) → {output}, target {target} missed", model=self.model,
+                       attention=self.attention, output=self.output, target=self.target))
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        if self.arch == "transformer":
+            return ("transformer-dates",)
+        return ("decoder", self.attention)
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """The user's own attention code, recorded while it ran (a script, or a block under `attn_tui.record()`).
+
+    `modules` names each attention module (or function) that ran, in order; `calls[m]`
+    says how many times module m ran and `shown[m]` how many of those calls are in the
+    trace (the last ones). Batch items and calls are the trace's steps; heads its heads.
+    """
+
+    script: str  # the file that ran, or "" for code recorded in a notebook or a session
+    modules: tuple[str, ...]
+    heads: int = 1
+    calls: tuple[int, ...] = ()
+    shown: tuple[int, ...] = ()
+    kinds: tuple[str, ...] = ()  # what each module was recognised as: scaled_dot, additive, …, or recorded
+    steps: tuple[str, ...] = ()  # for each step of the first module: "call c, batch item b"
+    special_tokens: tuple[int, ...] = ()
+
+    @property
+    def title(self) -> str:
+        where = self.script or "recorded"
+        return f"{where}: {', '.join(self.modules)}"
+
+    @property
+    def layers(self) -> int:
+        return 1
+
+    @property
+    def explains(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k for k in (*self.kinds, "recorded") if k))
+
+
+RunMeta = Union[VariantRun, TransformerRun, DecoderRun, RecordedRun]

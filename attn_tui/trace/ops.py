@@ -1,0 +1,303 @@
+"""How each stage was made, as plain data: the inspector explains any cell from these, once for every source.
+
+A source records, beside each tensor, the operation that produced it and where its
+operands live (other stages by place, parameters by name). `attn_tui.explain` then writes
+out the arithmetic of any cell for every variant, real model, trained model and recorded
+piece of user code alike, and recomputes it to show that it matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from attn_tui.i18n import Msg
+
+if TYPE_CHECKING:
+    from attn_tui.trace.masks import MaskSpec
+
+
+@dataclass(frozen=True, order=True)
+class Place:
+    """Where a stage sits, TransformerLens-style: (layer, head, step, name, module).
+
+    `layer` is a transformer block, `head` an attention head, `step` a decoder step or
+    a flash tile, `module` which attention of a block it is when a block has several
+    (an encoder-decoder's `self_attn` and `cross_attn`, a recorded module's name); each is
+    None where the source has no such axis.
+    """
+
+    name: str
+    layer: int | None = None
+    head: int | None = None
+    step: int | None = None
+    module: str | None = None
+
+    @property
+    def key(self) -> str:
+        """`weights`, `weights@h1`, `blocks.2.attn.weights@h5`, `blocks.0.cross_attn.weights@h1@t3`, `enc.weights`:
+        unique within a trace."""
+        if self.layer is not None:
+            key = f"blocks.{self.layer}.{self.module or 'attn'}.{self.name}"
+        else:
+            key = self.name if self.module is None else f"{self.module}.{self.name}"
+        key += "" if self.head is None else f"@h{self.head}"
+        return key + ("" if self.step is None else f"@t{self.step}")
+
+    def at(self, name: str) -> Place:
+        """The stage called `name` at the same layer, head, step and module."""
+        return Place(name, self.layer, self.head, self.step, self.module)
+
+
+Operand = Union[Place, str]  # a stage, or the name of an input ("X") of the trace
+
+
+@dataclass(frozen=True)
+class Given:
+    """Typed, or computed by a network that is not attention: the value is shown as it is."""
+
+    what: str | Msg
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Row `rows[i]` of the embedding table `table` (a parameter), one per token."""
+
+    table: str
+    rows: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Sinusoid:
+    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(…)."""
+
+    base: float = 10000.0
+
+
+@dataclass(frozen=True)
+class Sum:
+    """Cell-wise sum of stages of the same shape (embedding + PE, scores + bias)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Linear:
+    """out[i, j] = Σ_m source[i, m]·weight[offset + j, m] (+ bias[offset + j]): a row of X·Wᵀ + b.
+
+    `offset` picks a head's rows of a fused or stacked weight.
+    """
+
+    source: Operand
+    weight: str
+    bias: str | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Identity:
+    """out[i, j] = source[i, j]: the identity projection (Q = K = V = X), as a first attention lesson has it."""
+
+    source: Operand
+
+
+@dataclass(frozen=True)
+class Columns:
+    """out[i, j] = source[i, offset + j]: a head's slice of a fused projection (or of a typed input)."""
+
+    source: Operand
+    offset: int
+
+
+@dataclass(frozen=True)
+class Dot:
+    """out[i, j] = Σ_m left[i, m]·right[j, m]: every query against every key."""
+
+    left: Place
+    right: Place
+
+
+@dataclass(frozen=True)
+class Scale:
+    """out = source · factor (1/√d_k, or a model's own scaling)."""
+
+    source: Place
+    factor: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Masking:
+    """out[i, j] = source[i, j] / temperature where the mask allows, the fill where it does not."""
+
+    source: Place
+    mask: MaskSpec | None
+    fill: str
+    temperature: float = 1.0
+
+
+@dataclass(frozen=True)
+class Softmax:
+    """Softmax of each row of `source` over the keys (a learned sink logit joins it when `sink` is named).
+
+    The sink is entry `sink_index` of the parameter `sink` (one logit per head): it takes
+    its share of each row's softmax and is then dropped, so the row sums to 1 − that share.
+    """
+
+    source: Place
+    sink: str | None = None
+    sink_index: int = 0
+
+
+@dataclass(frozen=True)
+class WeightedSum:
+    """out[i, j] = Σ_k weights[i, k]·values[k, j]."""
+
+    weights: Place
+    values: Place
+
+
+@dataclass(frozen=True)
+class TanhOfSum:
+    """out[i, j, h] = tanh(left[i, h] + right[j, h]): Bahdanau's energy from separate projections."""
+
+    left: Place
+    right: Place
+
+
+@dataclass(frozen=True)
+class TanhOfPair:
+    """out[i, j, h] = tanh(Σ_m weight[h, m]·[query_i; key_j][m] (+ bias[h])): the concat form's energy."""
+
+    query: Place
+    key: Place
+    weight: str
+    bias: str | None = None  # a recorded nn.Linear's bias
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """out[i, j] = Σ_h vector[h]·source[i, j, h] (+ bias): a learned vector turns an energy into a score."""
+
+    source: Place
+    vector: str
+    bias: str | None = None  # a recorded nn.Linear(hidden, 1)'s bias (Bahdanau's `Va`)
+
+
+@dataclass(frozen=True)
+class Concat:
+    """The parts side by side along their last axis (the heads' outputs)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Row t is row 0 of part t: one decoder step's weights per row (an alignment)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Mean:
+    """Cell-wise mean of stages of the same shape (an alignment averaged over heads)."""
+
+    parts: tuple[Place, ...]
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """Row p of `source` with each pair of dimensions (i, i + d/2) turned by the angle p·θ_i, θ_i = base^(−2i/d).
+
+    Llama's rotate-half convention, as transformers' `apply_rotary_pos_emb` has it:
+    out[p, i] = x_i cos − x_{i+d/2} sin, out[p, i + d/2] = x_{i+d/2} cos + x_i sin.
+    `scaling` multiplies cos and sin (a model's attention_scaling; 1 for plain RoPE).
+    """
+
+    source: Place
+    base: float
+    scaling: float = 1.0
+
+
+@dataclass(frozen=True)
+class DistanceBias:
+    """out[i, j] = −m·|i − j|, m = entry `index` of the parameter `slopes`: ALiBi's linear distance bias."""
+
+    slopes: str
+    index: int
+
+
+@dataclass(frozen=True)
+class SinkMass:
+    """out[i, 0] = exp(s − max) / (Σ_k exp(source[i, k] − max) + exp(s − max)): the share the sink logit took.
+
+    s is entry `index` of the parameter `sink`; max is the largest of the row and s.
+    """
+
+    source: Place
+    sink: str
+    index: int
+
+
+@dataclass(frozen=True)
+class TileScores:
+    """out[i, c] = (q_i·k_{offset+c})·factor / T where `mask` (the tile's part) allows, the fill where not."""
+
+    query: Place
+    key: Place
+    offset: int
+    factor: float
+    mask: MaskSpec | None
+    fill: str
+    temperature: float = 1.0
+
+
+@dataclass(frozen=True)
+class RunningMax:
+    """out[i, 0] = max(previous[i, 0], max_c tile[i, c]): the largest score seen so far (−∞ before the first)."""
+
+    tile: Place
+    previous: Place | None
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """out[i, 0] = exp(previous[i, 0] − current[i, 0]): how much the sums so far shrink (0 before the first)."""
+
+    current: Place
+    previous: Place | None
+
+
+@dataclass(frozen=True)
+class Denominator:
+    """out[i, 0] = α[i]·previous[i, 0] + Σ_c exp(tile[i, c] − m[i]): the running softmax denominator l."""
+
+    tile: Place
+    max: Place
+    rescale: Place
+    previous: Place | None
+
+
+@dataclass(frozen=True)
+class Accumulate:
+    """out[i, j] = α[i]·previous[i, j] + Σ_c exp(tile[i, c] − m[i])·values[offset + c, j]: the unnormalised output."""
+
+    tile: Place
+    max: Place
+    rescale: Place
+    previous: Place | None
+    values: Place
+    offset: int
+
+
+@dataclass(frozen=True)
+class Normalise:
+    """out[i, j] = accumulator[i, j] / denominator[i, 0]; 0 where the denominator is 0 (nothing to attend)."""
+
+    accumulator: Place
+    denominator: Place
+
+
+Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
+           TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
+           Rescale, Denominator, Accumulate, Normalise, Mean]

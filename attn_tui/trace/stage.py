@@ -1,0 +1,244 @@
+"""Stage and Trace: the one record of a computation that every view (CLI, app, export) reads.
+
+A stage is addressed by its Place (layer, head, step, name), so one transformer run is
+one Trace holding every layer and head it has computed; a source may compute the rest
+on demand through the trace's `filler`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from attn_tui.i18n import Msg
+from attn_tui.trace.lazy import LazyTensor
+from attn_tui.trace.masks import MaskSpec
+from attn_tui.trace.meta import RunMeta
+from attn_tui.trace.ops import Given, Masking, Op, Place, Scale, Softmax, TileScores
+
+if TYPE_CHECKING:
+    from attn_tui.trace.values import StageStats
+
+SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
+           "qkv_proj": "QKV", "query_proj": "Q'", "key_proj": "K'", "energy": "E", "scores": "S", "scaled": "S'",
+           "masked": "M", "weights": "A", "output": "O", "context": "c", "concat": "C", "projected": "Y",
+           "alignment": "A", "query_rot": "Q_rot", "key_rot": "K_rot", "bias": "B", "biased": "S'+B",
+           "sink_mass": "p_sink", "q_proj": "Q", "k_proj": "K", "v_proj": "V", "tile_scores": "S_t",
+           "running_max": "m", "rescale": "α", "denominator": "l", "accumulator": "Õ",
+           "input": "X"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dimension of a stage's tensor: what it indexes and a label per position.
+
+    Kept beside the tensor so a view never has to guess whether rows are queries,
+    keys or feature dimensions.
+    """
+
+    name: str  # "query", "key", "token", "dim", "hidden", …
+    labels: tuple[str, ...]
+
+
+def dim_axis(size: int, name: str = "dim", prefix: str = "d") -> Axis:
+    """Feature-dimension axis labelled d0, d1, …"""
+    return Axis(name, tuple(f"{prefix}{i}" for i in range(size)))
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """One step of a computation: where it sits, its values, formula, axes and how it was made.
+
+    `data` is a tensor, or for the score family of a long input a LazyTensor that computes
+    any tile on demand; `tensor` gives the whole stage (refused for a lazy stage too
+    large to hold), `row`, `value` and the tensor-style indexing of `data` give parts.
+    """
+
+    place: Place
+    data: torch.Tensor | LazyTensor
+    formula: str | Msg  # the formula and its caption; a Msg reads in the language on show
+    axes: tuple[Axis, ...]
+    op: Op = Given("given as is")
+    origin: str | None = None  # the line of the user's code that made it ("attn.py:31: scores = …"), when recorded
+
+    def __post_init__(self) -> None:
+        if len(self.axes) != self.data.dim():
+            raise ValueError(f"stage {self.place.key!r}: {len(self.axes)} axes for a {self.data.dim()}-D tensor")
+
+    @property
+    def lazy(self) -> bool:
+        return isinstance(self.data, LazyTensor)
+
+    @property
+    def tensor(self) -> torch.Tensor:
+        """The whole stage as a tensor (a lazy stage is computed whole, if it is small enough)."""
+        return self.data.whole() if isinstance(self.data, LazyTensor) else self.data
+
+    def row(self, i: int) -> torch.Tensor:
+        """Slice i along the first axis: a query's row of scores, one energy slice."""
+        return self.data[i]
+
+    def value(self, index: tuple[int, ...]) -> float:
+        return float(self.data[index].double())
+
+    @property
+    def name(self) -> str:
+        return self.place.name
+
+    @property
+    def layer(self) -> int | None:
+        return self.place.layer
+
+    @property
+    def head(self) -> int | None:
+        return self.place.head
+
+    @property
+    def step(self) -> int | None:
+        return self.place.step
+
+    @property
+    def key(self) -> str:
+        return self.place.key
+
+    @property
+    def symbol(self) -> str:
+        return SYMBOLS.get(self.name, self.name)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+
+Filler = Callable[["Trace", "int | None", "int | None"], None]
+
+
+@dataclass(eq=False)
+class Trace:
+    """Stages of one attention computation by place, plus everything needed to redo it.
+
+    `params` holds every learned tensor that was used, so an exported trace can be
+    recomputed elsewhere; `warnings` holds what the user must not miss (fully masked
+    rows, overflow, NaN); `meta` says what was run. `filler(trace, layer, head)`, when a
+    source sets it, adds the stages of a layer and head not computed yet.
+    """
+
+    meta: RunMeta
+    query_tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    device: str
+    dtype: str
+    stages: dict[Place, Stage] = field(default_factory=dict)
+    params: dict[str, torch.Tensor] = field(default_factory=dict)
+    inputs: dict[str, torch.Tensor] = field(default_factory=dict)  # typed Q/K/V or X
+    mask: MaskSpec | None = None  # the variant's mask (1 = may attend); None = nothing masked
+    warnings: list[str | Msg] = field(default_factory=list)  # read with str(): a Msg in the language on show
+    filler: Filler | None = field(default=None, repr=False)
+    stats: dict[Place, StageStats] = field(default_factory=dict, repr=False)  # see core.values
+
+    def add(self, stage: Stage) -> torch.Tensor:
+        """Record a whole stage and hand its tensor back, so sources read as a chain."""
+        assert isinstance(stage.data, torch.Tensor), "a lazy stage is recorded with put()"
+        self.stages[stage.place] = stage
+        return stage.data
+
+    def put(self, stage: Stage) -> None:
+        """Record a stage, lazy or whole."""
+        self.stages[stage.place] = stage
+
+    def warn(self, message: str | Msg) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def __iter__(self) -> Iterator[Stage]:
+        return iter(self.stages.values())
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        """`trace["weights"]`: the tensor of the first stage of that name (layer 0, head 0, step 0)."""
+        return self.stage(name).tensor
+
+    @property
+    def layers(self) -> int:
+        return self.meta.layers
+
+    @property
+    def heads(self) -> int:
+        return self.meta.heads
+
+    def names(self) -> list[str]:
+        """Distinct stage names in order (per-head and per-step names once)."""
+        return list(dict.fromkeys(place.name for place in self.stages))
+
+    def steps(self) -> int:
+        """Number of decoder steps; 0 for a single attention."""
+        return 1 + max((p.step for p in self.stages if p.step is not None), default=-1)
+
+    def fill(self, layer: int | None, head: int | None) -> None:
+        """Make sure the stages of (layer, head) exist, computing them through the source if needed."""
+        if self.filler is not None and not any(p.layer == layer and p.head == head for p in self.stages):
+            self.filler(self, layer, head)
+
+    def find(self, name: str, layer: int | None = None, head: int | None = None,
+             step: int | None = None, module: str | None = None) -> Stage | None:
+        """The stage `name` at the given place; an axis left None means "the first there is"."""
+        if layer is not None or head is not None:
+            self.fill(layer if layer is not None else 0 if self.layers > 1 else None, head)
+        for place, stage in self.stages.items():
+            if place.name != name:
+                continue
+            if (layer is None or place.layer in (None, layer)) and (head is None or place.head in (None, head)) \
+                    and (step is None or place.step in (None, step)) and (module is None or place.module == module):
+                return stage
+        return None
+
+    def stage(self, name: str, layer: int | None = None, head: int | None = None, step: int | None = None,
+              module: str | None = None) -> Stage:
+        """Like `find`, but a missing stage is a KeyError naming the place."""
+        found = self.find(name, layer, head, step, module)
+        if found is None:
+            raise KeyError(Place(name, layer, head, step, module).key)
+        return found
+
+    def tensor(self, name: str, layer: int | None = None, head: int | None = None,
+               step: int | None = None, module: str | None = None) -> torch.Tensor:
+        return self.stage(name, layer, head, step, module).tensor
+
+    def modules(self) -> list[str | None]:
+        """The attention modules of the trace in order ([None] when there is only the one)."""
+        return list(dict.fromkeys(place.module for place in self.stages))
+
+    def masking(self, stage: Stage) -> Masking | TileScores | None:
+        """The masking that shaped a stage: its own (masked, a flash tile's scores), or its source's (the
+        weights of a masked stage).
+
+        Recorded code may scale after it masks (`masked_fill(…) / 2`): a scaling keeps the mask of its source.
+        """
+        op = stage.op
+        for _ in range(8):
+            if not isinstance(op, (Softmax, Scale)):
+                break
+            source = self.stages.get(op.source)
+            if source is None:
+                break
+            op = source.op
+        return op if isinstance(op, (Masking, TileScores)) else None
+
+    def mask_of(self, stage: Stage) -> MaskSpec | None:
+        """The mask of `masking(stage)`, or None when nothing was masked."""
+        masking = self.masking(stage)
+        return None if masking is None else masking.mask
+
+    def operand(self, ref: Place | str) -> torch.Tensor:
+        """The tensor an op refers to: a stage by place, or an input by name."""
+        return self.inputs[ref] if isinstance(ref, str) else self.stages[ref].tensor
+
+    @property
+    def lazy(self) -> bool:
+        """Some stage is read by tiles only (a long input)."""
+        return any(stage.lazy for stage in self.stages.values())
