@@ -219,17 +219,12 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
     values = {name: options.get(name) for name in OPTIONS}
     values["text"] = text if text is not None else options.get("text")
     args = argparse.Namespace(**_checked(values))
-    model = model_input(args)
-    if model is not None:
-        from attn_tui.sources.registry import trace_for
-
-        return Trace.of(trace_for(model, max_memory))
-    request = variant_request(args, _Matrices(max_memory))
-    if request is None:
+    ask = model_input(args) or variant_request(args, _Matrices(max_memory))
+    if ask is None:
         raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
-    from attn_tui.attention.engine import compute as run
+    from attn_tui.sources import run
 
-    return Trace.of(run(request, max_memory))
+    return Trace.of(run(ask, max_memory).trace)
 
 
 def record(tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,

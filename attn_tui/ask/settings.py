@@ -6,6 +6,7 @@ Nothing here imports torch, so the app can hold and edit settings before torch l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Union
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
                  "flash")
@@ -96,3 +97,6 @@ class Request:
     settings: Settings = field(default_factory=Settings)
     custom_mask: list[list[float]] | None = None
     mask_by_hand: bool = False  # the custom mask was made cell by cell with `x`, not given by a file or sample
+
+
+Ask = Union[Request, ModelInput]  # what any front end asks the one door for: a variant on an input, or a model

@@ -67,3 +67,21 @@ def rollout(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Te
         a = a / a.sum(-1, keepdim=True)
         result = a @ result
     return result
+
+
+@dataclass(frozen=True)
+class ModelStats:
+    """A whole model over one input, computed once in the worker: what the grid, rollout and CLI summary read."""
+
+    weights: torch.Tensor  # (layers, heads, N, N) float32 on the CPU: every head's weights
+    stats: tuple[HeadStats, ...]  # layer-major
+    rollout: torch.Tensor  # (N, N)
+    blocked: torch.Tensor | None  # (N, N) bool: cells the mask hides, None when nothing is masked
+
+
+def model_stats(trace: Trace) -> ModelStats:
+    """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
+    weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
+    real = real_keys(trace)  # (N,)
+    blocked = None if trace.mask is None else (~trace.mask.allowed).cpu()
+    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked)

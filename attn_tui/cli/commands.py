@@ -37,9 +37,9 @@ def stages(args: argparse.Namespace) -> int:
     out = _output(args)
     model = model_input(args)
     if model is not None:
-        from attn_tui.sources.registry import trace_for
+        from attn_tui.sources import run
 
-        trace = trace_for(model, args.max_memory)
+        trace = run(model, args.max_memory).trace
         layer, head = (model.layer, model.head) if trace.layers > 1 or trace.heads > 1 else (None, None)
     else:
         request = variant_request(args, Reader())
@@ -51,9 +51,9 @@ def stages(args: argparse.Namespace) -> int:
         # Before torch is imported: a request over budget is refused in milliseconds.
         estimate(request, json_output=args.format == "json").check(memory_limit(args.max_memory),
                                                                    Msg("this request"))
-        from attn_tui.attention.engine import compute
+        from attn_tui.sources import run
 
-        trace = compute(request, args.max_memory)
+        trace = run(request, args.max_memory).trace
         layer, head = None, args.head
     from attn_tui.io.export import select_stages
 
@@ -116,15 +116,12 @@ def heads(args: argparse.Namespace) -> int:
     if args.model in DATE_MODELS:
         raise InputError(Msg("{model} is an encoder-decoder traced step by step: use `attn-tui stages --model "
                              "{model} --layer L --head H`", model=args.model))
-    from attn_tui.attention.summary import head_stats, real_keys, rollout, stack
-    from attn_tui.sources.registry import trace_for
+    from attn_tui.sources import run
 
-    trace = trace_for(ModelInput(args.model, args.text, pad_to=args.pad_to, device=args.device or "auto"),
-                      args.max_memory)
-    weights = stack(trace)  # (layers, heads, N, N): every layer and head of the one trace
-    real = real_keys(trace)  # (N,) keys that are not padding
-    stats = head_stats(weights, real)
-    rolled = rollout(weights, real)
+    shown = run(ModelInput(args.model, args.text, pad_to=args.pad_to, device=args.device or "auto"), args.max_memory)
+    trace, model_stats = shown.trace, shown.stats
+    assert model_stats is not None  # a transformer's ask: the door read every head
+    stats, rolled = model_stats.stats, model_stats.rollout
     from attn_tui.present.kv_sharing import kv_sharing
 
     sharing = kv_sharing(trace)  # grouped-query models: which key/value head each query head reads

@@ -19,7 +19,7 @@ from attn_tui.sources.names import DATE_MODELS, TRANSFORMER_DATE_MODELS
 if TYPE_CHECKING:
     import numpy as np
 
-    from attn_tui.sources.base import Ask
+    from attn_tui.ask.settings import Ask
 
 DIFF_WHOLE = 1 << 22  # cells up to which B − A's range is computed exactly
 

@@ -1,11 +1,12 @@
 """What the app shows of a whole trace: the layer × head grid with its statistics, rollout, alignment.
 
-Built in the compute worker from the trace itself (its `weights` stages, every layer and
-head), handed to the app as plain data (Grids and floats), so the UI thread never runs torch.
+Built from what the door computed in the worker (`ModelStats`: every layer's and head's
+weights, their statistics, the rollout), as plain data (Grids and floats), once per result.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ from attn_tui.trace.meta import DecoderRun
 if TYPE_CHECKING:
     import numpy as np
 
+    from attn_tui.attention.summary import ModelStats
+    from attn_tui.trace.shown import Shown
     from attn_tui.trace.stage import Stage, Trace
 
 
@@ -57,24 +60,32 @@ def sink_note(summary: ModelSummary) -> str:
         layer=top.layer, head=top.head, share=f"{top.first_share:.3f}", over=over, total=len(summary.cells))
 
 
-def summarise(trace: Trace) -> ModelSummary:
-    """Per-head statistics and rollout of a transformer's trace, from its own weights stages."""
-    from attn_tui.attention.summary import head_stats, real_keys, rollout, stack
+_SUMMARIES: weakref.WeakKeyDictionary[Shown, ModelSummary] = weakref.WeakKeyDictionary()
 
-    weights = stack(trace)  # (layers, heads, N, N): fills every layer not computed yet
-    real = real_keys(trace)
+
+def summary_of(shown: Shown) -> ModelSummary | None:
+    """A whole transformer's grid of heads and its rollout, made once per result from the door's statistics."""
+    if shown.stats is None:
+        return None
+    if shown not in _SUMMARIES:
+        _SUMMARIES[shown] = summarise(shown.trace, shown.stats)
+    return _SUMMARIES[shown]
+
+
+def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
+    """Per-head grids, statistics and the rollout of a transformer's trace, from what the worker computed."""
     special = frozenset(trace.meta.special_tokens)
     tokens = trace.query_tokens
-    hidden = None if trace.mask is None else (~trace.mask.allowed).cpu().numpy()
+    hidden = None if stats.blocked is None else stats.blocked.numpy()
 
     def grid(values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
         return Grid(values, tokens, tokens, "query", "key", masked, probability=True, special_rows=special,
                     special_cols=special)
 
-    cells = tuple(HeadCell(s.layer, s.head, grid(as_array(weights[s.layer, s.head]), hidden), s.entropy,
-                           s.max_weight, s.first_token_share) for s in head_stats(weights, real))
+    cells = tuple(HeadCell(s.layer, s.head, grid(as_array(stats.weights[s.layer, s.head]), hidden), s.entropy,
+                           s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid(as_array(rollout(weights, real))), getattr(trace.meta, "kv_map", ()))
+                        grid(as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:

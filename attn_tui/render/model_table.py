@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from rich import box
 from rich.console import Console
@@ -18,7 +20,7 @@ from attn_tui.trace.stage import Axis, Stage
 from attn_tui.trace.values import StageStats
 
 
-def stats_table(stats: list[HeadStats], layers: int, heads: int, field: str, title: str) -> Table:
+def stats_table(stats: Sequence[HeadStats], layers: int, heads: int, field: str, title: str) -> Table:
     """Layers down, heads across, one statistic coloured on its own scale."""
     values = torch.tensor([getattr(s, field) for s in stats]).reshape(layers, heads)
     scale = Scale.fit(float(values.min()), float(values.max()))
@@ -32,7 +34,7 @@ def stats_table(stats: list[HeadStats], layers: int, heads: int, field: str, tit
     return table
 
 
-def print_model_summary(name: str, tokens: tuple[str, ...], stats: list[HeadStats], rolled: torch.Tensor,
+def print_model_summary(name: str, tokens: tuple[str, ...], stats: Sequence[HeadStats], rolled: torch.Tensor,
                         layers: int, heads: int, console: Console | None = None) -> None:
     console = console or Console()
     console.print(Text.assemble(("attn-tui ", "bold"), (printable(name), "bold magenta"),

@@ -1,16 +1,14 @@
 """The one protocol every source of attention follows: what it was asked for in, a Trace out."""
 
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, Union
+from typing import TYPE_CHECKING, Protocol
 
-from attn_tui.ask.settings import ModelInput, Request
+from attn_tui.ask.settings import Ask
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
-
-Ask = Union[Request, ModelInput]  # a variant on an input, or a model on a sentence
-
 
 class Source(Protocol):
     """Turns an ask into a Trace; `handles` says whether this source is the one for it."""

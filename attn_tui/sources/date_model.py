@@ -6,10 +6,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
-from attn_tui.sources.base import Ask
 from attn_tui.sources.names import DATE_MODELS
 from attn_tui.trace.stage import Trace
 

@@ -19,10 +19,9 @@ from pathlib import Path
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted
-from attn_tui.sources.base import Ask
 from attn_tui.sources.folder import ModelError
 from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run
 from attn_tui.sources.names import GGUF_MODELS

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.sources import hf
-from attn_tui.sources.base import Ask
 from attn_tui.trace.stage import Trace
 
 

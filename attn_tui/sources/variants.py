@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from attn_tui.ask.settings import Request
-from attn_tui.sources.base import Ask
+from attn_tui.ask.settings import Ask, Request
 from attn_tui.trace.stage import Trace
 
 

@@ -132,7 +132,7 @@ class NavigationActions(_AppBase):
                         timeout=3)
 
     def action_toggle_rollout(self) -> None:
-        if self.shown is None or self.shown.summary is None:
+        if self.shown is None or self.shown.stats is None:
             self.notify(_("attention rollout needs a real transformer: pick minilm in the model pane"), timeout=3)
             return
         self.explorer.toggle_panel("rollout")

@@ -27,13 +27,12 @@ from textual.widgets import Static
 from attn_tui import i18n
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import DEFAULT_SAMPLE, load_samples
-from attn_tui.ask.settings import ModelInput, Request
+from attn_tui.ask.settings import Ask, ModelInput, Request
 from attn_tui.i18n import Msg, _
 from attn_tui.present.recorded import recorded_rows
-from attn_tui.present.shown import Shown
 from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
-from attn_tui.sources.base import Ask
+from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
 from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
@@ -265,11 +264,11 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
     @work(thread=True, exclusive=True, group="compute")
     def _compute(self, ask: Ask, generation: int) -> None:
         from attn_tui.errors import AttnError, describe
-        from attn_tui.present.shown import run_ask
+        from attn_tui.sources import run
 
         try:
             served.check_ask(ask)
-            self.post_message(TraceReady(generation, run_ask(ask, self.max_memory)))
+            self.post_message(TraceReady(generation, run(ask, self.max_memory, cpu_fallback=True)))
         except AttnError as exc:
             self.post_message(ComputeFailed(generation, ask, exc.message))
         except Exception as exc:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 
+from attn_tui.ask.settings import Ask
 from attn_tui.i18n import Msg, _
-from attn_tui.sources.base import Ask
 from attn_tui.tui import served
 from attn_tui.tui.messages import CompareFailed, CompareReady
 from attn_tui.tui.workers import while_running
@@ -87,11 +87,11 @@ class CompareActions(_AppBase):
     @work(thread=True, exclusive=True, group="compare")
     def _compute_b(self, ask: Ask, generation: int) -> None:
         from attn_tui.errors import AttnError, describe
-        from attn_tui.present.shown import run_ask
+        from attn_tui.sources import run
 
         try:
             served.check_ask(ask)
-            self.post_message(CompareReady(generation, run_ask(ask, self.max_memory)))
+            self.post_message(CompareReady(generation, run(ask, self.max_memory, cpu_fallback=True)))
         except AttnError as exc:
             self.post_message(CompareFailed(generation, exc.message))
         except Exception as exc:

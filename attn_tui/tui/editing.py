@@ -16,8 +16,8 @@ from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
-from attn_tui.present.shown import Shown
 from attn_tui.sources.names import DATE_MODELS
+from attn_tui.trace.shown import Shown
 from attn_tui.tui.messages import (
     InputTyped,
     ModelChosen,
@@ -35,7 +35,7 @@ from attn_tui.tui.widgets.model_pane import ModelPane
 if TYPE_CHECKING:
     from textual.app import App
 
-    from attn_tui.sources.base import Ask
+    from attn_tui.ask.settings import Ask
     from attn_tui.tui.session import Session
     from attn_tui.tui.widgets.explorer import Explorer
 

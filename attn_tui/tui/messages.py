@@ -14,8 +14,8 @@ from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, XInput
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
-    from attn_tui.present.shown import Shown
-    from attn_tui.sources.base import Ask
+    from attn_tui.ask.settings import Ask
+    from attn_tui.trace.shown import Shown
 
 
 @dataclass

@@ -34,9 +34,9 @@ def test_every_sample_computes_without_warnings(name: str) -> None:
     sample = load_samples()[name]
     assert sample.description
     if sample.model is not None:
-        from attn_tui.sources.registry import trace_for
+        from attn_tui.sources import run
 
-        trace = trace_for(sample.model)
+        trace = run(sample.model).trace
     else:
         trace = compute(sample.request)
     assert trace.stages and not trace.warnings

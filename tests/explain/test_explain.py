@@ -12,7 +12,7 @@ from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import ModelInput
 from attn_tui.attention.engine import compute
 from attn_tui.explain.cell import explain
-from attn_tui.sources.registry import trace_for
+from attn_tui.sources import run
 from attn_tui.trace.ops import Place
 from tests.conftest import matrices, sentence, x_matrix
 
@@ -112,7 +112,7 @@ def test_every_stage_has_an_explanation_in_both_languages() -> None:
 
 @pytest.mark.parametrize("name", ["seq2seq-dates", "seq2seq-dates-general"])
 def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
-    trace = trace_for(ModelInput(name, "22 Nov 2026"))
+    trace = run(ModelInput(name, "22 Nov 2026")).trace
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
             arithmetic = explain(trace, stage.place, index)
@@ -121,14 +121,14 @@ def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
 
 
 def test_seq2seq_params_name_the_attention_weights() -> None:
-    assert set(trace_for(ModelInput("seq2seq-dates", "2026-11-22")).params) == {"W_a.weight", "U_a.weight",
+    assert set(run(ModelInput("seq2seq-dates", "2026-11-22")).trace.params) == {"W_a.weight", "U_a.weight",
                                                                                  "v_a.weight"}
-    assert set(trace_for(ModelInput("seq2seq-dates-general", "2026-11-22")).params) == {"W_a.weight"}
+    assert set(run(ModelInput("seq2seq-dates-general", "2026-11-22")).trace.params) == {"W_a.weight"}
 
 
 @pytest.mark.slow
 def test_every_cell_of_a_real_model_layer_is_recomputed() -> None:
-    trace = trace_for(ModelInput("minilm", "the cat sat", layer=1, head=3, pad_to=6))  # padding: masked keys too
+    trace = run(ModelInput("minilm", "the cat sat", layer=1, head=3, pad_to=6)).trace  # padding: masked keys too
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
             arithmetic = explain(trace, stage.place, index)

@@ -189,7 +189,7 @@ def test_an_array_is_sized_before_it_becomes_python_numbers() -> None:
 
 def test_a_date_target_is_checked_wherever_it_comes_from() -> None:
     """The app's target field and the API refuse what `--target` refuses, with or without teacher forcing."""
-    from attn_tui.sources.registry import trace_for
+    from attn_tui.sources import run
 
     with pytest.raises(InputError, match="target column 1: '나' is not a digit"):
-        trace_for(ModelInput("seq2seq-dates", "22 Nov 2026", target="나는"))
+        run(ModelInput("seq2seq-dates", "22 Nov 2026", target="나는"))

@@ -9,14 +9,14 @@ import torch
 from attn_tui.ask.settings import ModelInput
 from attn_tui.present.compare import comparisons
 from attn_tui.present.date_compare import side_by_side
-from attn_tui.sources.registry import trace_for
+from attn_tui.sources import run
 
 TEXT, TARGET = "Sunday, 22 Nov 2026", "2026-11-22"
 
 
 def _traces(forcing: bool = False, target: str | None = TARGET, text: str = TEXT):
-    gru = trace_for(ModelInput("seq2seq-dates", text, target=target, teacher_forcing=forcing))
-    transformer = trace_for(ModelInput("transformer-dates", text, target=target, teacher_forcing=forcing))
+    gru = run(ModelInput("seq2seq-dates", text, target=target, teacher_forcing=forcing)).trace
+    transformer = run(ModelInput("transformer-dates", text, target=target, teacher_forcing=forcing)).trace
     return gru, transformer
 
 
@@ -87,7 +87,7 @@ def test_the_note_names_the_steps_where_the_strongest_inputs_differ() -> None:
 def test_outputs_of_different_lengths_have_no_difference_grid() -> None:
     """Rows that do not line up (here A is forced along a shorter target than B wrote): no B − A, and why."""
     _, transformer = _traces(target=None)
-    short = trace_for(ModelInput("seq2seq-dates", TEXT, target="2026-1-2", teacher_forcing=True))  # 9 steps
+    short = run(ModelInput("seq2seq-dates", TEXT, target="2026-1-2", teacher_forcing=True)).trace  # 9 steps
     pair = side_by_side(short, transformer, "alignment", None, None, 0, 0)
     assert pair.diff is None and "no B − A" in pair.message and pair.steps == short.steps()
     assert pair.b.grid.filled_rows == transformer.steps()  # A has reached its end: B shows all of its own

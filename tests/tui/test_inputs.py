@@ -223,20 +223,20 @@ async def test_a_matrix_error_arriving_while_a_result_is_in_flight_drops_that_re
     next settings change: the computation of it is held until the error has arrived, then let go."""
     import threading
 
-    import attn_tui.present.shown as shown_module
+    import attn_tui.sources as door
 
     app = sample_app("note_004_bahdanau")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         before = app.shown
         release = threading.Event()
-        run_ask = shown_module.run_ask
+        run = door.run
 
         def held(ask, *args, **kwargs):  # the worker's computation, waiting until the test lets it finish
             release.wait(timeout=30)
-            return run_ask(ask, *args, **kwargs)
+            return run(ask, *args, **kwargs)
 
-        monkeypatch.setattr(shown_module, "run_ask", held)
+        monkeypatch.setattr(door, "run", held)
         editor = app.query_one("#edit-Q", TextArea)
         editor.text = "s: 0.5 -0.2 0.1"  # valid (additive takes any query width): asked for at once
         await pilot.pause()

@@ -10,12 +10,13 @@ from rich.console import Console
 from textual.widgets import Input, Select
 
 from attn_tui.ask.settings import ModelInput
+from attn_tui.present.model_view import summary_of
 from attn_tui.trace.meta import TransformerRun
 
 pytest.importorskip("transformers")  # the models extra (attn-tui[models]) carries MiniLM
 
 from attn_tui.attention.summary import head_stats, rollout
-from attn_tui.sources.registry import trace_for
+from attn_tui.sources import run
 from attn_tui.sources.transformer import model_run
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.widgets.heatmap import Heatmap
@@ -69,7 +70,7 @@ async def test_brackets_change_the_head_and_braces_the_layer() -> None:
         await settle(pilot)
         assert app.explorer.layer_index == 5
         assert app.view.name == "weights"  # the stage stays put while the head changes
-        same = trace_for(ModelInput("minilm", TEXT, layer=5, head=11))
+        same = run(ModelInput("minilm", TEXT, layer=5, head=11)).trace
         assert torch.equal(app.trace.tensor("scores", 5, 11), same.tensor("scores", 5, 11))
         # The heatmap is our own arithmetic on the model's tensors; the model's fused kernels may round the
         # last bit differently on another CPU, so equal to within float32 rounding.
@@ -108,7 +109,7 @@ async def test_g_shows_every_layer_and_head_with_its_statistics() -> None:
         assert app.query_one(ModelGrid).current == (3, 7)
         run = model_run("minilm", TEXT)
         stats = head_stats(own_attentions(TEXT), run.mask.any(dim=0))
-        cell = app.shown.summary.cell(3, 7)
+        cell = summary_of(app.shown).cell(3, 7)
         assert cell.entropy == pytest.approx(stats[3 * 12 + 7].entropy)
         assert cell.first_share == pytest.approx(stats[3 * 12 + 7].first_token_share)
         console = Console(width=200, record=True, file=io.StringIO())

