@@ -6,7 +6,7 @@ app can grey out a control the moment the variant changes.
 
 from __future__ import annotations
 
-from attn_tui.ask.settings import SLIDING_MASKS, MatrixInput, Request, SentenceInput
+from attn_tui.ask.settings import SLIDING_MASKS, Request
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg
 
@@ -17,21 +17,21 @@ def applicable(request: Request) -> frozenset[str]:
     """The names of the settings (and `head`) that make a difference to this variant on this input."""
     s, source = request.settings, request.source
     variant = VARIANTS[s.variant]
-    typed = isinstance(source, MatrixInput)
+    typed = source.typed
     found = set(ALWAYS)
     if variant.has_heads:
         found |= {"heads", "head"}
     found |= set(variant.options)  # kv_heads (gqa), rope_base (rope), tile (flash)
     if s.mask in SLIDING_MASKS:
         found.add("window")
-    if isinstance(source, SentenceInput) or variant.uses_hidden:
+    if source.embedded or variant.uses_hidden:
         found.add("dim")
     if not typed:
         found.add("positional")
         if not variant.takes_x:
             found.add("projection")
     learned_projection = not typed and not variant.takes_x and s.projection == "learned"
-    if isinstance(source, SentenceInput) or variant.learned or learned_projection:
+    if source.embedded or variant.learned or learned_projection:
         found.add("seed")
     if s.mask != "none" or request.custom_mask is not None:
         found.add("mask_fill")
@@ -45,7 +45,7 @@ def applicable(request: Request) -> frozenset[str]:
 def not_applying(request: Request, given: set[str]) -> list[Msg]:
     """Why each of the `given` settings changes nothing here (empty when all of them apply)."""
     s = request.settings
-    typed = isinstance(request.source, MatrixInput)
+    typed = request.source.typed
     variant = VARIANTS[s.variant]
     several = ", ".join(name for name, v in VARIANTS.items() if v.has_heads)
     reasons = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from attn_tui.ask.budget import Estimate, json_numbers
 from attn_tui.ask.checks import check_fields, matrix_shape
-from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, XInput
 from attn_tui.ask.variants import VARIANTS, Sizes
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg
@@ -32,6 +32,29 @@ def _width(rows: list[list[float]], name: str) -> int:
     return width
 
 
+class _Measure:
+    """(queries, keys, width of Q, K, V, numbers the input holds) of each kind of input, checked as it is read."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim  # a sentence's embedding width
+
+    def matrices(self, source: MatrixInput) -> tuple[int, int, int, int, int, int]:
+        n_q, n_k = len(source.q), len(source.k)
+        d_q, d_k, d_v = _width(source.q, "Q"), _width(source.k, "K"), _width(source.v, "V")
+        return n_q, n_k, d_q, d_k, d_v, n_q * d_q + n_k * (d_k + d_v)
+
+    def sentence(self, source: SentenceInput) -> tuple[int, int, int, int, int, int]:
+        words = check_text(source.text, Msg("the sentence")).split()
+        n, d = len(words), self.dim
+        if n == 0:
+            raise InputError(Msg("the sentence is empty: type at least one word"))
+        return n, n, d, d, d, len(set(words)) * d + n * d  # the embedding table and X
+
+    def x(self, source: XInput) -> tuple[int, int, int, int, int, int]:
+        n, d = len(source.x), _width(source.x, "X")
+        return n, n, d, d, d, n * d
+
+
 def request_sizes(request: Request) -> tuple[Sizes, int]:
     """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
     s = request.settings
@@ -42,27 +65,12 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
                               names=", ".join(VARIANTS)))
     if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
         raise ConfigError(Msg("--dim must be between 1 and {max}, not {dim}", max=MAX_DIM, dim=s.dim))
-    source = request.source
-    if isinstance(source, MatrixInput):
-        n_q, n_k = len(source.q), len(source.k)
-        d_q, d_k, d_v = _width(source.q, "Q"), _width(source.k, "K"), _width(source.v, "V")
-        inputs = n_q * d_q + n_k * (d_k + d_v)
-    else:
-        if isinstance(source, SentenceInput):
-            words = check_text(source.text, Msg("the sentence")).split()
-            n = len(words)
-            if n == 0:
-                raise InputError(Msg("the sentence is empty: type at least one word"))
-            d = s.dim or DEFAULT_DIM
-            inputs = len(set(words)) * d + n * d  # the embedding table and X
-        else:
-            n, d = len(source.x), _width(source.x, "X")
-            inputs = n * d
+    n_q, n_k, d_q, d_k, d_v, inputs = request.source.read(_Measure(s.dim or DEFAULT_DIM))
+    if not request.source.typed:  # token vectors: positions, then (unless the variant projects itself) W_q, W_k, W_v
+        n, d = n_q, d_q
         inputs += 2 * n * d if s.positional else 0
         if not variant.takes_x:
             inputs += 3 * d * d + 3 * n * d  # W_q, W_k, W_v and the projections
-        n_q = n_k = n
-        d_q = d_k = d_v = d
     if request.custom_mask is not None:
         matrix_shape(request.custom_mask, Msg("the mask"))  # its size against the scores' is checked where it is built
     for count, what in ((n_q, N_("{count} queries; attn-tui shows at most {max}: shorten the input")),

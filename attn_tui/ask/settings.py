@@ -5,8 +5,11 @@ Nothing here imports torch, so the app can hold and edit settings before torch l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Protocol, TypeVar, Union
+
+if TYPE_CHECKING:
+    from attn_tui.trace.stage import Trace
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
                  "flash")
@@ -21,6 +24,8 @@ MASK_MEANS_NAMES = ("attend", "block")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
 DEFAULT_DIM = 8
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,28 @@ class Settings:
     tile: int = 4  # flash: keys per tile of the online softmax
 
 
+class InputReader(Protocol[T_co]):
+    """Reads any of the three inputs (`source.read(reader)`): one method a kind, so no reader tests types."""
+
+    def sentence(self, source: SentenceInput) -> T_co: ...
+
+    def matrices(self, source: MatrixInput) -> T_co: ...
+
+    def x(self, source: XInput) -> T_co: ...
+
+
 @dataclass(frozen=True)
 class SentenceInput:
     """A sentence, split on whitespace; Q, K, V come from a seeded embedding."""
 
     text: str
+
+    kind = "sentence"  # sentence | qkv | x: what each input says it is
+    typed = False  # Q, K, V typed by hand (nothing projects them, no positions are added)
+    embedded = True  # token vectors from attn-tui's seeded embedding table (their width is the dim setting)
+
+    def read(self, reader: InputReader[T]) -> T:
+        return reader.sentence(self)
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,13 @@ class MatrixInput:
     query_tokens: tuple[str, ...] | None = None
     key_tokens: tuple[str, ...] | None = None
 
+    kind = "qkv"
+    typed = True
+    embedded = False
+
+    def read(self, reader: InputReader[T]) -> T:
+        return reader.matrices(self)
+
 
 @dataclass(frozen=True)
 class XInput:
@@ -70,6 +99,13 @@ class XInput:
 
     x: list[list[float]]
     tokens: tuple[str, ...] | None = None
+
+    kind = "x"
+    typed = False
+    embedded = False
+
+    def read(self, reader: InputReader[T]) -> T:
+        return reader.x(self)
 
 
 @dataclass(frozen=True)
@@ -88,6 +124,24 @@ class ModelInput:
     teacher_forcing: bool = False
     device: str = "auto"
 
+    kind = "model"  # what every ask says it is: variants | model | recorded
+
+    def on_device(self, device: str) -> ModelInput:
+        """The same ask on another device (the door's CPU fallback)."""
+        return replace(self, device=device)
+
+    def changed(self, change: dict[str, object]) -> ModelInput:
+        """The same ask with some of its fields (a variants ask: its settings) changed, as compare mode's B."""
+        return replace(self, **change)  # type: ignore[arg-type]
+
+    def as_model(self) -> ModelInput | None:
+        """This ask where it is a model's (None for any other kind), so a view reads a model's fields untested."""
+        return self
+
+    def as_request(self) -> Request | None:
+        """This ask where it is the variants' (None for any other kind)."""
+        return None
+
 
 @dataclass(frozen=True)
 class Request:
@@ -98,5 +152,78 @@ class Request:
     custom_mask: list[list[float]] | None = None
     mask_by_hand: bool = False  # the custom mask was made cell by cell with `x`, not given by a file or sample
 
+    kind = "variants"
 
-Ask = Union[Request, ModelInput]  # what any front end asks the one door for: a variant on an input, or a model
+    @property
+    def device(self) -> str:
+        return self.settings.device
+
+    def on_device(self, device: str) -> Request:
+        return replace(self, settings=replace(self.settings, device=device))
+
+    def changed(self, change: dict[str, object]) -> Request:
+        return replace(self, settings=replace(self.settings, **change))  # type: ignore[arg-type]
+
+    def as_model(self) -> ModelInput | None:
+        return None
+
+    def as_request(self) -> Request | None:
+        return self
+
+
+class Held(Protocol):
+    """Attention code recorded already (a block under `attn_tui.record()`, a script's finished run): its trace."""
+
+    @property
+    def recorded(self) -> Trace: ...
+
+
+@dataclass(frozen=True, eq=False)
+class _Kept:
+    """A finished trace kept as it is: asked for again, it is shown again, never re-run."""
+
+    recorded: Trace
+
+
+@dataclass(frozen=True)
+class RecordAsk:
+    """The user's own attention code: a script to run under the recorder (`attn-tui trace`), or a block
+    recorded already (`held`, by reference: `attn_tui.record()`, or a script's run the app shows).
+
+    The script's run is bounded by `timeout` seconds (0: none) and `max_calls` kept calls of each
+    module; its stdout goes to stderr when `quiet_stdout` (a table or JSON owns stdout); `debug` adds
+    the traceback of a failure of the recorder itself.
+    """
+
+    script: str = ""  # the file to run ("" for a sample by name, or a block recorded in a notebook or session)
+    args: tuple[str, ...] = ()
+    sample: str | None = None  # a sample script by name, in place of `script`
+    max_calls: int = 64
+    timeout: int = 0
+    quiet_stdout: bool = False
+    debug: bool = False
+    held: Held | None = None  # recorded already: the trace is read from it, nothing runs
+
+    kind = "recorded"
+    device = "auto"  # the code chooses its own device: there is nothing to fall back from
+
+    def on_device(self, device: str) -> RecordAsk:
+        return self
+
+    def changed(self, change: dict[str, object]) -> RecordAsk:
+        return self  # the user's code has no settings of attn-tui's to change
+
+    def as_model(self) -> ModelInput | None:
+        return None
+
+    def as_request(self) -> Request | None:
+        return None
+
+    def keeping(self, trace: Trace) -> RecordAsk:
+        """This ask with its trace recorded already: the app shows it (and undo brings it back) without running
+        the code again."""
+        return replace(self, held=_Kept(trace))
+
+
+Ask = Union[Request, ModelInput, RecordAsk]  # what any front end asks the one door for: a variant on an input, a
+# model, or the user's own code

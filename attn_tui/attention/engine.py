@@ -10,7 +10,7 @@ import torch
 from attn_tui.ask.budget import memory_limit
 from attn_tui.ask.footprint import LAZY_CELLS, estimate
 from attn_tui.ask.inputs import PAD_TOKEN, check_qkv_shapes, tokenize
-from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.attention import positional
 from attn_tui.attention.attend import PreStage, Tail, score_family
@@ -31,6 +31,7 @@ class Context:
     """What a variant needs besides Q, K, V: where to record, what to learn, how the tail masks."""
 
     trace: Trace
+    meta: VariantRun  # what the trace is a run of; `describe` keeps the trace's copy the same
     params: ParamFactory
     tail: Tail
     hidden: int | None  # attention hidden size for additive/concat
@@ -39,8 +40,12 @@ class Context:
 
     @property
     def settings(self) -> Settings:
-        assert isinstance(self.trace.meta, VariantRun)
-        return self.trace.meta.settings
+        return self.meta.settings
+
+    def describe(self, heads: int, kv_heads: int = 0, kv_map: tuple[int, ...] = ()) -> None:
+        """The run's heads (and a grouped-query run's key/value heads) as the variant split them."""
+        self.meta = replace(self.meta, heads=heads, kv_heads=kv_heads, kv_map=kv_map)
+        self.trace.meta = self.meta
 
     @property
     def query_axis(self) -> Axis:
@@ -86,28 +91,11 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     s = request.settings
     variant = VARIANTS[s.variant]
     source = request.source
-    x_source: Operand = "X"
-    if isinstance(source, MatrixInput):
-        if variant.takes_x:
-            raise InputError(Msg("{variant} projects Q, K and V itself: give one X matrix (--x) or a sentence",
-                                 variant=s.variant))
-        q, k, v = (_tensor(m, dtype, device, name) for m, name in ((source.q, "Q"), (source.k, "K"), (source.v, "V")))
-        check_qkv_shapes((q.shape[0], q.shape[1]), (k.shape[0], k.shape[1]), (v.shape[0], v.shape[1]),
-                         variant.same_width)
-        q_tokens = _labels(source.query_tokens, q.shape[0], "q")
-        k_tokens = _labels(source.key_tokens, k.shape[0], "k")
-        trace.inputs = {"Q": q, "K": k, "V": v}
-    else:
-        if isinstance(source, SentenceInput):
-            tokens = tuple(tokenize(source.text))
-            x, x_source = _embed(trace, params, tokens, s.dim or DEFAULT_DIM, dtype, device)
-        else:
-            x = _tensor(source.x, dtype, device, "X")  # (N, d_model)
-            tokens = _labels(source.tokens, x.shape[0], "x")
-            trace.inputs = {"X": x}
-        if s.positional:
-            x, x_source = _add_positional(trace, x, x_source, tokens)
-        q_tokens = k_tokens = tokens
+    read = source.read(_Reader(trace, params, s, dtype, device))
+    x, x_source = read.x, read.x_source
+    if x is not None and s.positional:
+        x, x_source = _add_positional(trace, x, x_source, read.q_tokens)
+    q_tokens, k_tokens = read.q_tokens, read.k_tokens
     trace.query_tokens, trace.key_tokens = q_tokens, k_tokens
     custom = masks.custom_mask(request.custom_mask, s.mask_means) if request.custom_mask is not None else None
     mask = masks.build_mask(s.mask, k_tokens, len(q_tokens), s.pad_keys, custom, device, s.window, s.mask_means)
@@ -126,25 +114,29 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     tail = Tail(Axis("query", q_tokens), Axis("key", k_tokens), mask, s.mask_fill, s.temperature)
     if lazy is None:
         lazy = len(q_tokens) * len(k_tokens) > LAZY_CELLS
-    ctx = Context(trace, params, tail, s.dim, x_source, lazy)
+    meta = VariantRun(s, vocab=read.vocab)
+    trace.meta = meta
+    ctx = Context(trace, meta, params, tail, s.dim, x_source, lazy)
     if variant.takes_x:
         variant.run(ctx, trace.operand(x_source), s.heads)
         return
     heads = s.heads if variant.per_head else 1
-    if not isinstance(source, MatrixInput):
+    d = 0
+    if x is not None:
         d = x.shape[1]
         if s.projection == "identity":
             given = {name: x for name in ("query", "key", "value")}  # (N, d): Q = K = V = X
         else:
             given = {name: x @ params.weight(f"W_{name[0]}", d, d).T for name in ("query", "key", "value")}  # (N, d)
     else:
-        given = {"query": q, "key": k, "value": v}
+        assert read.qkv is not None  # typed matrices: no X, their own Q, K, V
+        given = dict(zip(("query", "key", "value"), read.qkv))
     if heads > 1:
-        _split_heads(ctx, given, heads, isinstance(source, MatrixInput))
+        _split_heads(ctx, given, heads, source.typed)
         return
     for name, axis in (("query", tail.query_axis), ("key", tail.key_axis), ("value", tail.key_axis)):
         letter, tensor = name[0].upper(), given[name]
-        if isinstance(source, MatrixInput):
+        if source.typed:
             what = Msg("typed: one row per query") if name == "query" else Msg("typed: one row per key")
             trace.add(Stage(Place(name), tensor, Msg("{letter}: {what}", letter=letter, what=what),
                             (axis, dim_axis(tensor.shape[1])), Given(what)))
@@ -158,6 +150,53 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     variant.run(ctx, *(trace.tensor(n) for n in ("query", "key", "value")))
 
 
+@dataclass
+class _Read:
+    """An input as tensors: typed Q, K, V (`qkv`), or token vectors X and the stage (or input) they are."""
+
+    q_tokens: tuple[str, ...]
+    k_tokens: tuple[str, ...]
+    qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # each (rows, width)
+    x: torch.Tensor | None = None  # (N, d_model)
+    x_source: Operand = "X"
+    vocab: tuple[str, ...] = ()  # a sentence's distinct tokens, in table order
+
+
+class _Reader:
+    """Each kind of input into tensors (and its first stages), through `source.read(reader)`."""
+
+    def __init__(self, trace: Trace, params: ParamFactory, settings: Settings, dtype: torch.dtype,
+                 device: torch.device) -> None:
+        self.trace, self.params, self.settings, self.dtype, self.device = trace, params, settings, dtype, device
+
+    def matrices(self, source: MatrixInput) -> _Read:
+        s = self.settings
+        variant = VARIANTS[s.variant]
+        if variant.takes_x:
+            raise InputError(Msg("{variant} projects Q, K and V itself: give one X matrix (--x) or a sentence",
+                                 variant=s.variant))
+        q, k, v = (_tensor(m, self.dtype, self.device, name)
+                   for m, name in ((source.q, "Q"), (source.k, "K"), (source.v, "V")))
+        check_qkv_shapes((q.shape[0], q.shape[1]), (k.shape[0], k.shape[1]), (v.shape[0], v.shape[1]),
+                         variant.same_width)
+        q_tokens = _labels(source.query_tokens, q.shape[0], "q")
+        k_tokens = _labels(source.key_tokens, k.shape[0], "k")
+        self.trace.inputs = {"Q": q, "K": k, "V": v}
+        return _Read(q_tokens, k_tokens, qkv=(q, k, v))
+
+    def sentence(self, source: SentenceInput) -> _Read:
+        tokens = tuple(tokenize(source.text))
+        x, x_source, vocab = _embed(self.trace, self.params, tokens, self.settings.dim or DEFAULT_DIM, self.dtype,
+                                    self.device)
+        return _Read(tokens, tokens, x=x, x_source=x_source, vocab=vocab)
+
+    def x(self, source: XInput) -> _Read:
+        x = _tensor(source.x, self.dtype, self.device, "X")  # (N, d_model)
+        tokens = _labels(source.tokens, x.shape[0], "x")
+        self.trace.inputs = {"X": x}
+        return _Read(tokens, tokens, x=x)
+
+
 def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed: bool) -> None:
     """Q, K and V cut into `heads` heads by columns (head h owns columns h·d_h … (h+1)·d_h − 1), as
     `tensor.view(n, heads, d_h)` cuts them; each head's query, key and value is a stage of its own."""
@@ -167,7 +206,7 @@ def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed
             letter = name[0].upper()
             raise ConfigError(Msg("--heads {heads} does not divide the width {width} of {letter}: each head takes an "
                                   "equal share of the columns", heads=heads, width=tensor.shape[1], letter=letter))
-    trace.meta = replace(trace.meta, heads=heads)
+    ctx.describe(heads)
     split = {}
     for name, tensor in given.items():
         n, width = tensor.shape
@@ -221,17 +260,16 @@ def _labels(given: tuple[str, ...] | None, n: int, prefix: str) -> tuple[str, ..
 
 
 def _embed(trace: Trace, params: ParamFactory, tokens: tuple[str, ...], dim: int, dtype: torch.dtype,
-           device: torch.device) -> tuple[torch.Tensor, Place]:
+           device: torch.device) -> tuple[torch.Tensor, Place, tuple[str, ...]]:
     """Sentence → X (L, dim): one seeded table row per distinct token."""
     index = {token: n for n, token in enumerate(dict.fromkeys(tokens))}  # token → row, in first-seen order
     table = params.token_rows(list(index), dim, PAD_TOKEN)  # (V, dim)
-    trace.meta = replace(trace.meta, vocab=tuple(index))  # type: ignore[arg-type]
     rows = tuple(index[t] for t in tokens)
     x = torch.nn.functional.embedding(torch.tensor(rows, device=device), table)  # (L, dim)
     place = Place("embedding")
     trace.add(Stage(place, x, Msg("X = Embedding(tokens): one seeded row per distinct token"),
                     (Axis("token", tokens), dim_axis(dim)), Lookup("embedding", rows)))
-    return x, place
+    return x, place, tuple(index)
 
 
 def _add_positional(trace: Trace, x: torch.Tensor, source: Operand,

@@ -16,7 +16,7 @@ from attn_tui.present.text import printable
 from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 
 if TYPE_CHECKING:
-    from attn_tui.trace.stage import Trace
+    from attn_tui.ask.settings import RecordAsk
 
 
 def samples(args: argparse.Namespace) -> int:
@@ -211,7 +211,7 @@ def app(args: argparse.Namespace) -> int:
 
 
 def trace(args: argparse.Namespace) -> int:
-    """Run the user's file under the recorder; open the app on what it computed, or print it."""
+    """Run the user's file under the recorder (through the one door); open the app on what it computed, or print it."""
     from attn_tui.i18n import Msg
 
     if args.sample is not None and args.script is not None:
@@ -220,26 +220,29 @@ def trace(args: argparse.Namespace) -> int:
         raise InputError(Msg("give the Python file to run: attn-tui trace FILE.py [args…] (or --sample NAME)"))
     if args.format == "app" and (args.stage is not None or args.head is not None or args.params):
         raise ConfigError(Msg("--stage, --head and --params apply to --format table or json"))
-    from attn_tui.ask.budget import memory_limit
-    from attn_tui.sources.recorder.script import sample_script
-    from attn_tui.sources.recorder.supervise import run_script
+    from attn_tui.ask.settings import RecordAsk
+    from attn_tui.sources import run
 
-    path = sample_script(args.sample) if args.sample is not None else Path(args.script)
-    ran = run_script(path, args.script_args, args.max_calls, quiet_stdout=args.format != "app",
-                     timeout=args.timeout, budget=memory_limit(args.max_memory), debug=bool(args.debug))
-    code = _show_recorded(args, ran.trace)
-    if ran.threads:  # the file ran in a process of its own, which ended without waiting for them
+    ask = RecordAsk(args.script or "", tuple(args.script_args), args.sample, args.max_calls, args.timeout,
+                    quiet_stdout=args.format != "app", debug=bool(args.debug))
+    recorded = run(ask, args.max_memory).trace
+    code = _show_recorded(args, ask.keeping(recorded))
+    if recorded.meta.threads:  # the file ran in a process of its own, which ended without waiting for them
         print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",
                          "warning: {script} left {n} threads running; attn-tui exits without waiting for them",
-                         script=printable(path.name), n=ran.threads)), file=sys.stderr)
+                         script=printable(Path(args.script).name if args.script is not None else f"{args.sample}.py"),
+                         n=recorded.meta.threads)), file=sys.stderr)
     return code
 
 
-def _show_recorded(args: argparse.Namespace, recorded: Trace) -> int:
+def _show_recorded(args: argparse.Namespace, ask: RecordAsk) -> int:
     if args.format == "app":
         from attn_tui.tui.app import run_app
 
-        return run_app(recorded=recorded, max_memory=args.max_memory)
+        return run_app(record=ask, max_memory=args.max_memory)  # shown through the same door, not run again
+    from attn_tui.sources import run
+
+    recorded = run(ask, args.max_memory).trace
     from attn_tui.io.export import select_stages
 
     chosen = select_stages(recorded, args.stage, None, args.head)

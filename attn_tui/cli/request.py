@@ -175,7 +175,7 @@ def _with_options(args: argparse.Namespace, base: Request, reader: Reader) -> Re
 def check_applies(args: argparse.Namespace, request: Request) -> None:
     """Refuse each given option that would change nothing for this variant and input."""
     s = request.settings
-    if isinstance(request.source, MatrixInput) and VARIANTS[s.variant].takes_x:
+    if request.source.typed and VARIANTS[s.variant].takes_x:
         raise InputError(Msg("{variant} projects Q, K and V itself: give --x or --text instead of --q/--k/--v",
                              variant=s.variant))
     given = {name for name in _SETTING_NAMES if _set(getattr(args, name, None))}

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -28,7 +28,6 @@ from attn_tui.i18n import Msg
 from attn_tui.io.controls import UNSAFE, json_safe, printable
 from attn_tui.io.files import partial, quoted, writable_file, writable_folder, write_atomic
 from attn_tui.trace.lazy import LazyTensor
-from attn_tui.trace.meta import RecordedRun, TransformerRun, VariantRun
 from attn_tui.trace.stage import Stage, Trace
 
 BLOCK_CELLS = 1 << 16  # values converted to Python numbers (or float64) at a time while writing
@@ -66,19 +65,7 @@ def select_stages(trace: Trace, name: str | None = None, layer: int | None = Non
 
 
 def _header(trace: Trace) -> dict[str, object]:
-    meta = trace.meta
-    if isinstance(meta, VariantRun):
-        kind: dict[str, object] = {"kind": "variant", "variant": meta.variant, "settings": asdict(meta.settings),
-                                   "vocab": list(meta.vocab) or None, "heads": meta.heads}
-        if meta.kv_map:  # grouped-query: the key/value head each query head reads
-            kind |= {"kv_heads": meta.kv_heads, "kv_map": list(meta.kv_map)}
-    elif isinstance(meta, TransformerRun):
-        kind = {"kind": "transformer", "model": meta.model, "settings": asdict(meta)}
-    elif isinstance(meta, RecordedRun):
-        kind = {"kind": "recorded", "script": meta.script, "modules": list(meta.modules), "settings": asdict(meta)}
-    else:
-        kind = {"kind": "decoder", "model": meta.model, "output": meta.output, "settings": asdict(meta)}
-    return kind | {
+    return trace.meta.header() | {
         "device": trace.device,
         "dtype": trace.dtype,
         "tokens": {"query": list(trace.query_tokens), "key": list(trace.key_tokens)},

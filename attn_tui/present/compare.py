@@ -8,10 +8,10 @@ computation, it reads the same trace at another head.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.ask.settings import MatrixInput, ModelInput, Request
+from attn_tui.ask.settings import ModelInput, Request
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells
 from attn_tui.sources.names import DATE_MODELS, TRANSFORMER_DATE_MODELS
@@ -42,11 +42,12 @@ class Comparison:
 
     def fits(self, a: Ask) -> bool:
         """Whether the change still applies to A (after A was edited, or another source chosen)."""
+        model = a.as_model()
         if self.key == "teacher":
-            return isinstance(a, ModelInput) and bool(a.target)
+            return model is not None and bool(model.target)
         if self.models:
-            return isinstance(a, ModelInput) and a.name in DATE_MODELS and a.name != dict(self.change)["name"]
-        return not isinstance(a, ModelInput) or self.key == "head"
+            return model is not None and model.name in DATE_MODELS and model.name != dict(self.change)["name"]
+        return a.as_request() is not None or self.key == "head"
 
     @property
     def title(self) -> Msg:
@@ -56,21 +57,20 @@ class Comparison:
         """B's ask from A's: the same ask with the change applied (a head comparison: A itself)."""
         if self.head is not None or not self.change:
             return a
-        if isinstance(a, ModelInput):
-            return replace(a, **dict(self.change))  # type: ignore[arg-type]
-        return replace(a, settings=replace(a.settings, **dict(self.change)))  # type: ignore[arg-type]
+        return a.changed(dict(self.change))
 
 
 def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
     """Every one-setting change that makes sense for A (the ones a learner asks about first)."""
     found: list[Comparison] = []
-    if isinstance(a, ModelInput):
-        found += _model_comparisons(a)
-        if a.target:
-            on = a.teacher_forcing
+    model, request = a.as_model(), a.as_request()
+    if model is not None:
+        found += _model_comparisons(model)
+        if model.target:
+            on = model.teacher_forcing
             found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
-    else:
-        found += _variant_comparisons(a)
+    if request is not None:
+        found += _variant_comparisons(request)
     for h in range(heads):
         if h != head:
             found.append(Comparison("head", Msg("head {h}", h=head), Msg("head {h}", h=h), head=h))
@@ -116,7 +116,7 @@ def _variant_comparisons(a: Request) -> list[Comparison]:
         found.append(Comparison(key, s.variant, other, (("variant", other),)))
     mask = "none" if s.mask != "none" else "causal"
     found.append(Comparison("mask", Msg("mask {mask}", mask=s.mask), Msg("mask {mask}", mask=mask), (("mask", mask),)))
-    if not isinstance(a.source, MatrixInput):
+    if not a.source.typed:  # token vectors: positions and projections apply
         found.append(Comparison("positional", _positions(s.positional), _positions(not s.positional),
                                 (("positional", not s.positional),)))
         if s.variant != "multihead":

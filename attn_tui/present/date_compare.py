@@ -18,7 +18,6 @@ from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, one_scale
 from attn_tui.present.model_view import alignment_grid, alignment_stage, filled_rows
 from attn_tui.present.stage_view import StageView, shape_line
-from attn_tui.trace.meta import DecoderRun
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
@@ -73,9 +72,9 @@ def describe(trace: Trace, layer: int, head: int | None, short: bool = False) ->
     """A model and the attention whose alignment is drawn: `seq2seq-dates: Bahdanau attention`,
     `transformer-dates: cross-attention, layer 1, head 2`; `short` for a panel's one-line title."""
     meta = trace.meta
-    name = meta.model if isinstance(meta, DecoderRun) else meta.title
+    name = meta.short_title
     if trace.layers == 1 and trace.heads == 1:
-        kind = meta.attention if isinstance(meta, DecoderRun) else ""
+        kind = meta.attention_kind
         if short:
             return f"{name} · {kind}"
         what = {"additive": Msg("Bahdanau attention"), "general": Msg("Luong attention")}.get(kind, Msg("attention"))

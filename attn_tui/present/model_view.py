@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
-from attn_tui.trace.meta import DecoderRun
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,7 +99,7 @@ def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: in
     rows = stage.axes[0].labels
     meta = trace.meta
     missed: frozenset[int] = frozenset()
-    if isinstance(meta, DecoderRun) and len(meta.fed) == len(rows):
+    if meta.fed and len(meta.fed) == len(rows):  # a decode: each row is what was fed and what was written
         missed = frozenset(t for t, written in enumerate(rows) if meta.missed(t, written))
         rows = tuple(f"{fed}→{written}" for fed, written in zip(meta.fed, rows))
     return Grid(as_array(stage.tensor), rows, stage.axes[1].labels, "output", "input", probability=True,
@@ -136,7 +135,8 @@ def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | Non
     """
     steps, filled = trace.steps(), filled_rows(trace, name, step, module)
     meta = trace.meta
-    what = f"('{meta.input}' → '{meta.output}')" if isinstance(meta, DecoderRun) else ""
+    decode = meta.decoding
+    what = f"('{decode.input}' → '{decode.output}')" if decode is not None else ""
     if trace.layers > 1 or trace.heads > 1:
         return (str(Msg("cross-attention alignment so far, layer {layer}, {heads}: {filled} of {steps} decoder "
                         "steps  {what}", layer=layer or 0, filled=filled, steps=steps, what=what,

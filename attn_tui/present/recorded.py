@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from attn_tui.i18n import NP_, Msg, Plural
 from attn_tui.present.text import printable
-from attn_tui.trace.meta import RecordedRun
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Stage, Trace
@@ -30,8 +29,8 @@ class RecordedRow(NamedTuple):
 def recorded_rows(trace: Trace) -> list[RecordedRow] | None:
     """The rows for a recorded trace (None for any other kind): file, then per module its kind and calls, the
     line of its softmax and the shapes of Q, K, V, A and O at their first step and head; then tokens."""
-    meta = trace.meta
-    if not isinstance(meta, RecordedRun):
+    meta = trace.meta.program
+    if meta is None:
         return None
     script: str | Msg = printable(meta.script) if meta.script else Msg("(a notebook or a session)")
     rows = [RecordedRow(NP_("recorded", "file"), script)]

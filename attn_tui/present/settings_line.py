@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.i18n import _, pgettext
-from attn_tui.trace.meta import VariantRun
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
@@ -43,7 +42,7 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
     for field in fields(Settings):
         name = field.name
         value = getattr(settings, name)
-        default = DEFAULT_DIM if name == "dim" and isinstance(source, SentenceInput) else getattr(DEFAULTS, name)
+        default = DEFAULT_DIM if name == "dim" and source.embedded else getattr(DEFAULTS, name)
         if name not in LABELS or name not in applying or value in (default, getattr(DEFAULTS, name)):
             continue
         found.append((pgettext("setting", LABELS[name]), _value(value)))
@@ -63,14 +62,14 @@ def _value(value: object) -> str:
 
 def settings_line(trace: Trace) -> str:
     """'≠ defaults: mask causal · fill -1e9' for a trace of the attention variants; '' when all are defaults."""
-    meta = trace.meta
-    if not isinstance(meta, VariantRun):
+    settings = trace.meta.settings_of_variants
+    if settings is None:
         return ""  # a model's settings are its own
     inputs = trace.inputs
     source: SentenceInput | MatrixInput | XInput = (
         MatrixInput([], [], []) if "Q" in inputs else XInput([]) if "X" in inputs else SentenceInput(""))
     custom = trace.mask is not None and trace.mask.custom is not None
-    changed = changed_settings(meta.settings, source, custom, custom and trace.mask is not None and trace.mask.by_hand)
+    changed = changed_settings(settings, source, custom, custom and trace.mask is not None and trace.mask.by_hand)
     if not changed:
         return ""
     return _("≠ defaults: {settings}").format(settings=" · ".join(f"{label} {value}" for label, value in changed))

@@ -94,7 +94,7 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     meta = trace.meta
     special = frozenset(meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
-    missed = frozenset({0}) if (isinstance(meta, DecoderRun) and step is not None and row_axis == "query"
+    missed = frozenset({0}) if (step is not None and row_axis == "query"
                                 and meta.missed(step, rows[0])) else frozenset()
     grid = Grid(_cells(data[None, :] if vector else data), tuple(rows), tuple(col_axis.labels), row_axis,
                 col_axis.name, masked, probability=name in PROBABILITIES,
@@ -125,31 +125,13 @@ def _cells(data: torch.Tensor | LazyTensor) -> np.ndarray | TiledCells:
 def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     """What the stage bar says about the place: the layer and head, or the decoder step and its output."""
     meta = trace.meta
-    if isinstance(meta, DecoderRun):
-        forced = "  " + _("teacher-forced") if meta.teacher_forcing else ""
-        where = ""
-        if meta.layers > 1 or meta.heads > 1:  # the transformer: which layer and head is on show
-            heads = str(Msg("mean of the heads")) if view.name == "alignment_mean" else str(Msg("head {head}",
-                                                                                                 head=head))
-            where = str(Msg("  layer {layer}, {heads}", layer=layer, heads=heads))
-            if view.place.module == "enc_attn":
-                return str(Msg("encoder self-attention, before the first decoder step")) + where
-        if view.step is None:
-            return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced + where
-        written = trace.query_tokens[view.step]
-        caption = _("decoder step {t} of {n}: fed {fed}, writes {token}").format(
-            t=view.step, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
-            token=repr(written))
-        if meta.target is not None:
-            wanted = meta.target[view.step] if view.step < len(meta.target) else "</s>"
-            caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
-                               else _("target {token} ✗")).format(token=repr(wanted))
-        return caption + forced + where
-    if isinstance(meta, RecordedRun):
-        return recorded_caption(meta, view)
+    if meta.decoding is not None:
+        return decoder_caption(trace, meta.decoding, view, layer, head)
+    if meta.program is not None:
+        return recorded_caption(meta.program, view)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
-    kv: tuple[int, ...] = getattr(meta, "kv_map", ())
+    kv = meta.kv_map
     if kv and view.head is not None:
         shared = _("reads key/value head {kv}").format(kv=kv[view.head])
         if trace.layers > 1:
@@ -159,6 +141,29 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     if trace.layers > 1:
         return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head)
     return _("head {head} of {n}").format(head=view.head, n=trace.heads) if view.head is not None else ""
+
+
+def decoder_caption(trace: Trace, meta: DecoderRun, view: StageView, layer: int, head: int) -> str:
+    """Which decoder step is on show, what it was fed and wrote (and whether it missed the target)."""
+    forced = "  " + _("teacher-forced") if meta.teacher_forcing else ""
+    where = ""
+    if meta.layers > 1 or meta.heads > 1:  # the transformer: which layer and head is on show
+        heads = str(Msg("mean of the heads")) if view.name == "alignment_mean" else str(Msg("head {head}",
+                                                                                             head=head))
+        where = str(Msg("  layer {layer}, {heads}", layer=layer, heads=heads))
+        if view.place.module == "enc_attn":
+            return str(Msg("encoder self-attention, before the first decoder step")) + where
+    if view.step is None:
+        return _("all {n} decoder steps → '{output}'").format(n=meta.steps, output=meta.output) + forced + where
+    written = trace.query_tokens[view.step]
+    caption = _("decoder step {t} of {n}: fed {fed}, writes {token}").format(
+        t=view.step, n=meta.steps, fed=repr(meta.fed[view.step]) if view.step < len(meta.fed) else "?",
+        token=repr(written))
+    if meta.target is not None:
+        wanted = meta.target[view.step] if view.step < len(meta.target) else "</s>"
+        caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
+                           else _("target {token} ✗")).format(token=repr(wanted))
+    return caption + forced + where
 
 
 def tile_caption(trace: Trace, step: int) -> str:

@@ -8,7 +8,6 @@ from rich.text import Text
 
 from attn_tui.i18n import _
 from attn_tui.present.text import printable
-from attn_tui.trace.meta import DecoderRun
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
@@ -18,9 +17,9 @@ MAX_TOKENS_SHOWN = 200
 
 def model_note(trace: Trace) -> Text:
     """A decoder's output (and its teacher-forcing target), or a model's tokens with special ones dimmed."""
-    meta = trace.meta
-    note = Text(f"{printable(meta.title if not isinstance(meta, DecoderRun) else meta.model)} ", style="dim")
-    if isinstance(meta, DecoderRun):
+    note = Text(f"{printable(trace.meta.short_title)} ", style="dim")
+    meta = trace.meta.decoding
+    if meta is not None:
         note.append("→ ")
         for step, ch in enumerate(meta.output):
             note.append(printable(ch), "bold red" if meta.missed(step, ch) else "bold green")
@@ -30,7 +29,7 @@ def model_note(trace: Trace) -> Text:
             forced = _("(teacher forcing on {target})").format(target=printable(str(meta.target)))
             note.append("   " + forced, "magenta")
         return note
-    special = set(meta.special_tokens)
+    special = set(trace.meta.special_tokens)
     note.append(_("tokens:") + " ")
     for n, token in enumerate(trace.query_tokens[:MAX_TOKENS_SHOWN]):
         shown = printable(token)

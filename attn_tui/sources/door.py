@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from attn_tui.ask.checks import check_fields
-from attn_tui.ask.settings import Ask, ModelInput, Request
+from attn_tui.ask.settings import Ask
 from attn_tui.errors import DeviceError
 from attn_tui.i18n import Msg
 from attn_tui.sources.registry import source_for
@@ -26,10 +24,10 @@ def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False) -> 
     try:
         trace = _trace(ask, max_memory)
     except DeviceError as exc:
-        if not cpu_fallback or not _device(ask).startswith("cuda"):
+        if not cpu_fallback or not ask.device.startswith("cuda"):
             raise
         notice = Msg("{reason} — computing on the CPU instead", reason=exc.message)
-        ask = _on_cpu(ask)
+        ask = ask.on_device("cpu")
         trace = _trace(ask, max_memory)
     stats = None
     if isinstance(trace.meta, TransformerRun):
@@ -40,16 +38,7 @@ def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False) -> 
 
 
 def _trace(ask: Ask, max_memory: int | None) -> Trace:
-    if isinstance(ask, ModelInput):
+    if ask.kind == "model":
         check_fields(ask, "model")
     return source_for(ask).trace(ask, max_memory)
 
-
-def _device(ask: Ask) -> str:
-    return ask.settings.device if isinstance(ask, Request) else ask.device
-
-
-def _on_cpu(ask: Ask) -> Ask:
-    if isinstance(ask, Request):
-        return replace(ask, settings=replace(ask.settings, device="cpu"))
-    return replace(ask, device="cpu")

@@ -7,15 +7,63 @@ so the views need not know which kind they hold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Union
 
 from attn_tui.ask.settings import Settings
 from attn_tui.i18n import Msg
 
 
+class _Answers:
+    """What every kind of run answers the same way unless it says otherwise, so a view asks instead of testing types.
+
+    (Its plain attributes must be defaults its kinds' fields share: a dataclass reads a field's default from them.)
+
+    `decoding` and `program` hand over the run itself where it is a decode or recorded code (None otherwise);
+    `settings_of_variants` the settings where attn-tui's own variants ran.
+    """
+
+    threads = 0  # threads a recorded script left running when its process ended
+    fed: tuple[str, ...] = ()  # a decoder's input at each step
+    kv_map: tuple[int, ...] = ()  # grouped-query runs: the key/value head of each query head
+
+    if TYPE_CHECKING:  # each kind below names itself
+        @property
+        def title(self) -> str: ...
+
+    @property
+    def short_title(self) -> str:
+        """The run's name for a one-line label (a decoder's model, without its output)."""
+        return self.title
+
+    @property
+    def attention_kind(self) -> str:
+        """A trained decoder's attention (additive, general, …); empty for any other run."""
+        return ""
+
+    @property
+    def decoding(self) -> DecoderRun | None:
+        return None
+
+    @property
+    def program(self) -> RecordedRun | None:
+        return None
+
+    @property
+    def settings_of_variants(self) -> Settings | None:
+        return None
+
+    def missed(self, step: int, written: str) -> bool:
+        """Step `step` wrote another character than the target's (only a decode against a target can miss)."""
+        return False
+
+    def step_name(self, step: int) -> Msg:
+        """`step 2`, or what a step is in this kind of run (a decoder step, a tile of keys), counted from 0."""
+        return Msg("step {step}", step=step)
+
+
 @dataclass(frozen=True)
-class VariantRun:
+class VariantRun(_Answers):
     """One of attn-tui's own attention variants on a sentence or typed matrices."""
 
     settings: Settings
@@ -42,9 +90,23 @@ class VariantRun:
         """Keys of the explanations that apply, most specific first."""
         return (self.settings.variant,)
 
+    @property
+    def settings_of_variants(self) -> Settings:
+        return self.settings
+
+    def step_name(self, step: int) -> Msg:
+        return Msg("tile {t}", t=step)  # flash: a step is a tile of keys
+
+    def header(self) -> dict[str, object]:
+        kind: dict[str, object] = {"kind": "variant", "variant": self.variant, "settings": asdict(self.settings),
+                                   "vocab": list(self.vocab) or None, "heads": self.heads}
+        if self.kv_map:  # grouped-query: the key/value head each query head reads
+            kind |= {"kv_heads": self.kv_heads, "kv_map": list(self.kv_map)}
+        return kind
+
 
 @dataclass(frozen=True)
-class TransformerRun:
+class TransformerRun(_Answers):
     """A real transformer's forward pass: every layer and head of it, traced on demand."""
 
     model: str
@@ -66,9 +128,12 @@ class TransformerRun:
     def explains(self) -> tuple[str, ...]:
         return ("llama", "rope", "gqa") if self.rope_base else ("scaled_dot",)
 
+    def header(self) -> dict[str, object]:
+        return {"kind": "transformer", "model": self.model, "settings": asdict(self)}
+
 
 @dataclass(frozen=True)
-class DecoderRun:
+class DecoderRun(_Answers):
     """A trained encoder-decoder decoding one input, one output character per step.
 
     The GRU models have one attention (one layer, one head); the transformer has
@@ -112,9 +177,27 @@ class DecoderRun:
             return ("transformer-dates",)
         return ("decoder", self.attention)
 
+    @property
+    def short_title(self) -> str:
+        return self.model
+
+    @property
+    def attention_kind(self) -> str:
+        return self.attention
+
+    @property
+    def decoding(self) -> DecoderRun:
+        return self
+
+    def step_name(self, step: int) -> Msg:
+        return Msg("decoder step {t}", t=step)
+
+    def header(self) -> dict[str, object]:
+        return {"kind": "decoder", "model": self.model, "output": self.output, "settings": asdict(self)}
+
 
 @dataclass(frozen=True)
-class RecordedRun:
+class RecordedRun(_Answers):
     """The user's own attention code, recorded while it ran (a script, or a block under `attn_tui.record()`).
 
     `modules` names each attention module (or function) that ran, in order; `calls[m]`
@@ -130,6 +213,7 @@ class RecordedRun:
     kinds: tuple[str, ...] = ()  # what each module was recognised as: scaled_dot, additive, …, or recorded
     steps: tuple[str, ...] = ()  # for each step of the first module: "call c, batch item b"
     special_tokens: tuple[int, ...] = ()
+    threads: int = 0  # threads the script left running when its process ended (attn-tui did not wait for them)
 
     @property
     def title(self) -> str:
@@ -143,6 +227,14 @@ class RecordedRun:
     @property
     def explains(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(k for k in (*self.kinds, "recorded") if k))
+
+    @property
+    def program(self) -> RecordedRun:
+        return self
+
+    def header(self) -> dict[str, object]:
+        settings = {k: v for k, v in asdict(self).items() if k != "threads"}  # how the run ended is no setting
+        return {"kind": "recorded", "script": self.script, "modules": list(self.modules), "settings": settings}
 
 
 RunMeta = Union[VariantRun, TransformerRun, DecoderRun, RecordedRun]

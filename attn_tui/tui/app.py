@@ -27,7 +27,7 @@ from textual.widgets import Static
 from attn_tui import i18n
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import DEFAULT_SAMPLE, load_samples
-from attn_tui.ask.settings import Ask, ModelInput, Request
+from attn_tui.ask.settings import Ask, ModelInput, RecordAsk, Request
 from attn_tui.i18n import Msg, _
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.stage_view import StageView
@@ -93,19 +93,18 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
                  model: ModelInput | None = None, max_memory: int | None = None, fresh: bool = True,
-                 first_stage: str | None = None, recorded: Any = None) -> None:
+                 first_stage: str | None = None, record: RecordAsk | None = None) -> None:
         super().__init__()
-        self.recorded = recorded  # a Trace recorded from the user's code: shown first, instead of computing
-        self.recorded_shown: Shown | None = None  # the recorded trace as shown: undo brings it back after an edit
+        self.recorded_shown: Shown | None = None  # the user's code as shown: undo brings it back after an edit
         sample = load_samples()[DEFAULT_SAMPLE]
         variants = request or sample.request
-        self.wanted: Ask = model or variants  # what the user asks for now (may be in flight, or invalid)
+        self.wanted: Ask = record or model or variants  # what the user asks for now (may be in flight, or invalid)
         self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
-        self.given = request is not None or model is not None or recorded is not None  # the command line named one
+        self.given = request is not None or model is not None or record is not None  # the command line named one
         self.fresh = fresh  # False: put back the saved session (the command line's `attn-tui` does)
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
-        if recorded is not None and first_stage is None:
+        if record is not None and first_stage is None:
             first_stage = "weights"  # the user's own code opens where its attention is
         self.first_stage = first_stage if self.given else sample.stage  # where the first trace opens
         self.generation = 0  # of the latest ask sent to the worker
@@ -222,13 +221,6 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
     @while_running
     def on_torch_ready(self, message: TorchReady) -> None:
         self.torch_ready = True
-        if self.recorded is not None:  # `attn-tui trace`: the trace exists already; editing a setting leaves it
-            self.generation += 1
-            self.recorded_shown = Shown(self.wanted, self.recorded)
-            self.post_message(TraceReady(self.generation, self.recorded_shown))
-            self.query_one(ModelPane).show_status(_("✓ {title}").format(title=self.recorded.meta.title))
-            self.recorded = None
-            return
         self.compute_wanted()
 
     @while_running
@@ -286,6 +278,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             return
         self.settled(shown.ask)
         trace = shown.trace
+        if shown.ask.kind == "recorded":  # the user's code: an edit sets it aside, undo brings back this very trace
+            self.recorded_shown = shown
         if isinstance(shown.ask, ModelInput):
             self.loaded_models.add(shown.ask.name)
             self.query_one(ModelPane).show_status(
@@ -382,9 +376,9 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
 
 def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None,
-            fresh: bool = False, first_stage: str | None = None, recorded: Any = None) -> int:
-    """Run the app on `request` (None: the saved session, else the default sample), on `model`, or on a
-    `recorded` trace; the exit code."""
+            fresh: bool = False, first_stage: str | None = None, record: RecordAsk | None = None) -> int:
+    """Run the app on `request` (None: the saved session, else the default sample), on `model`, or on the user's
+    code (`record`); the exit code."""
     result = AttnApp(request, model=model, max_memory=max_memory, fresh=fresh, first_stage=first_stage,
-                     recorded=recorded).run()
+                     record=record).run()
     return 0 if result is None else int(result)

@@ -104,6 +104,8 @@ class EditingActions(_AppBase):
     def show_ask(self, ask: Ask, matrices: bool = True) -> None:
         """Put an ask into the panes without posting edits back; the matrix editors only when `matrices`."""
         inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
+        if ask.kind == "recorded":  # the user's code has no pane of its own: the variants' stay as they were
+            ask, matrices = self.variants, False
         model = ask if isinstance(ask, ModelInput) else None
         inputs.model_mode = model is not None
         pane.show_model(model)
@@ -343,7 +345,7 @@ class EditingActions(_AppBase):
         current = self.wanted
         if isinstance(current, ModelInput):
             self.kept[current.name] = replace(current, text=inputs.sentence)
-        elif isinstance(current.source, SentenceInput):
+        elif isinstance(current, Request) and isinstance(current.source, SentenceInput):
             self.kept[OWN] = replace(current, source=SentenceInput(inputs.sentence))
         if name is None:
             ask: Ask = self.kept[OWN]

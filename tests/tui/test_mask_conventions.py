@@ -9,7 +9,7 @@ from textual.widgets import Select, Static
 
 import attn_tui
 from attn_tui.ask.samples import load_samples, samples_dir
-from attn_tui.ask.settings import MatrixInput, Request
+from attn_tui.ask.settings import MatrixInput, RecordAsk, Request
 from attn_tui.tui.messages import SourceEdited
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
@@ -99,7 +99,7 @@ def recorded_note() -> attn_tui.Trace:
 
 
 async def test_a_traced_program_shows_its_own_mask_beside_the_may_attend_view() -> None:
-    app = RecordingApp(recorded=recorded_note())
+    app = RecordingApp(record=RecordAsk().keeping(recorded_note()))
     async with app.run_test(size=SIZE) as pilot:
         await _to_masked(pilot, "shift+right", "shift+right", "shift+right")
         assert app.cursor == (0, 3)

@@ -14,7 +14,7 @@ from textual.widgets import Select, Static
 
 import attn_tui
 from attn_tui.ask.applies import applicable
-from attn_tui.ask.settings import Settings
+from attn_tui.ask.settings import RecordAsk, Settings
 from attn_tui.present.positions import place_title
 from attn_tui.tui.commands import setting_commands
 from attn_tui.tui.stage_picker import stage_commands
@@ -77,7 +77,7 @@ async def test_the_export_dialogs_choices_read_on_and_off_in_their_shape() -> No
 
 async def test_a_recorded_program_fills_the_model_pane_instead_of_the_variants_settings() -> None:
     trace = _recorded_trace()
-    app = RecordingApp(recorded=trace)
+    app = RecordingApp(record=RecordAsk().keeping(trace))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         pane = app.query_one(ModelPane)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 import attn_tui
+from attn_tui.ask.settings import RecordAsk
 from attn_tui.tui.widgets.inspector import Inspector
 from attn_tui.tui.widgets.stage_bar import StageBar
 from tests.sources.recorder import modules as m
@@ -27,7 +28,7 @@ def text_of(widget) -> str:
 
 async def test_the_app_shows_a_recorded_trace_with_its_lines() -> None:
     trace = recorded_multihead()
-    app = RecordingApp(recorded=trace)
+    app = RecordingApp(record=RecordAsk().keeping(trace))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.trace is trace and app.view.name == "weights"
@@ -51,7 +52,7 @@ async def test_walking_every_place_of_two_modules_never_fails() -> None:
         keys, _ = encoder(torch.randn(1, 3, 4))
         for _ in range(2):
             decoder(torch.randn(1, 1, 4), keys)
-    app = RecordingApp(recorded=rec.trace)
+    app = RecordingApp(record=RecordAsk().keeping(rec.trace))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("home")
@@ -64,7 +65,7 @@ async def test_walking_every_place_of_two_modules_never_fails() -> None:
 
 async def test_an_edit_sets_the_recorded_trace_aside_and_undo_brings_it_back() -> None:
     trace = recorded_multihead()
-    app = RecordingApp(recorded=trace)
+    app = RecordingApp(record=RecordAsk().keeping(trace))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.query_one("#set-mask").value = "causal"  # a variant's setting: the variants are computed instead

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from attn_tui.ask.settings import RecordAsk
 from attn_tui.sources.recorder.supervise import run_script
 from attn_tui.tui.widgets.inspector import Inspector
 from attn_tui.tui.widgets.stage_bar import StageBar
@@ -28,7 +29,7 @@ async def test_a_trace_from_the_files_process_opens_in_the_app(tmp_path: Path, m
     trace = run_script(tmp_path / "causal.py", timeout=120).trace
     expected = torch.load(tmp_path / "out.pt")  # (1, heads, L, d): what the file's own process computed
     assert torch.equal(trace.tensor("output", head=1), expected[0, 1])
-    app = RecordingApp(recorded=trace)
+    app = RecordingApp(record=RecordAsk().keeping(trace))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert app.view.name == "weights"

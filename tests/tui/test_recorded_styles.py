@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 import attn_tui
+from attn_tui.ask.settings import RecordAsk
 from attn_tui.tui.widgets.inspector import Inspector
 from tests.sources.recorder import more_modules as mm
 from tests.tui.helpers import RecordingApp, settle
@@ -26,7 +27,7 @@ def traces() -> list:
 
 async def test_every_place_of_gathered_heads_and_a_bare_softmax_shows() -> None:
     for trace in traces():
-        app = RecordingApp(recorded=trace)
+        app = RecordingApp(record=RecordAsk().keeping(trace))
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await pilot.press("home")

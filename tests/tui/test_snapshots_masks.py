@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from attn_tui.ask.settings import RecordAsk
 from tests.tui.helpers import RecordingApp, sample_app, settle
 from tests.tui.test_mask_conventions import recorded_note
 
@@ -31,5 +32,5 @@ def test_a_mask_typed_one_means_padding_in_korean(snap_compare) -> None:
 
 
 def test_a_traced_programs_own_mask(snap_compare) -> None:
-    assert snap_compare(RecordingApp(recorded=recorded_note()), terminal_size=(120, 36),
+    assert snap_compare(RecordingApp(record=RecordAsk().keeping(recorded_note())), terminal_size=(120, 36),
                         run_before=_masked_at_pad())

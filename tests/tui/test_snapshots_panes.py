@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from attn_tui.ask.settings import RecordAsk
 from attn_tui.sources.recorder.script import sample_script
 from attn_tui.sources.recorder.supervise import run_script
 from tests.tui.helpers import RecordingApp, sample_app, settle
@@ -33,7 +34,7 @@ def test_a_switch_on_in_korean(snap_compare) -> None:
 @pytest.mark.parametrize("script", ["self_attention", "bahdanau_decoder"])
 def test_a_recorded_program_in_the_model_pane(snap_compare, script: str) -> None:
     recorded = run_script(sample_script(script), quiet_stdout=True).trace  # as `attn-tui trace` runs it
-    assert snap_compare(RecordingApp(recorded=recorded), terminal_size=(120, 36), run_before=_then())
+    assert snap_compare(RecordingApp(record=RecordAsk().keeping(recorded)), terminal_size=(120, 36), run_before=_then())
 
 
 def test_the_stage_picker_on_flash_tiles(snap_compare) -> None:

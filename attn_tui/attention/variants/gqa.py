@@ -9,7 +9,6 @@ query head h reads key/value head h // (H/K).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -18,7 +17,6 @@ from attn_tui.attention.attend import score_family
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg, Plural
-from attn_tui.trace.meta import VariantRun
 from attn_tui.trace.ops import Columns, Concat, Linear, Place
 from attn_tui.trace.stage import Axis, Stage, dim_axis
 
@@ -59,8 +57,7 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     d_h = d_model // heads
     kv = kv_map(heads, kv_heads)
     trace, tokens = ctx.trace, ctx.query_axis
-    assert isinstance(trace.meta, VariantRun)
-    trace.meta = replace(trace.meta, heads=heads, kv_heads=kv_heads, kv_map=kv)
+    ctx.describe(heads, kv_heads, kv)
     w_q = ctx.params.weight("W_q", heads * d_h, d_model)  # (H·d_h, d)
     w_k = ctx.params.weight("W_k", kv_heads * d_h, d_model)  # (K·d_h, d)
     w_v = ctx.params.weight("W_v", kv_heads * d_h, d_model)  # (K·d_h, d)

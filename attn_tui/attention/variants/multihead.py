@@ -7,7 +7,6 @@ heads run as one batched computation; each head's stages are views of it.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -16,7 +15,6 @@ from attn_tui.attention.attend import score_family
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Join, Msg
-from attn_tui.trace.meta import VariantRun
 from attn_tui.trace.ops import Columns, Concat, Linear, Place
 from attn_tui.trace.stage import Axis, Stage, dim_axis
 
@@ -30,8 +28,7 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
         raise ConfigError(Msg("--heads {heads} does not divide the model dimension {d}", heads=heads, d=d_model))
     d_h = d_model // heads
     tokens, trace = ctx.query_axis, ctx.trace
-    assert isinstance(trace.meta, VariantRun)
-    trace.meta = replace(trace.meta, heads=heads)
+    ctx.describe(heads)
     w_qkv = ctx.params.weight("W_qkv", 3 * d_model, d_model)  # (3d, d)
     b_qkv = ctx.params.normal("b_qkv", 3 * d_model, std=0.1)  # (3d,)
     w_o = ctx.params.weight("W_o", d_model, d_model)  # (d, d)

@@ -84,7 +84,7 @@ class Recording:
         self.recorder.__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
 
     @property
-    def trace(self) -> Trace:
+    def recorded(self) -> Trace:
         """The trace of what ran inside the block (built once, when first asked for after the block;
         asked inside the block, what ran so far)."""
         if self._trace is not None:
@@ -95,3 +95,11 @@ class Recording:
         if self not in _ACTIVE:
             self._trace = trace
         return trace
+
+    @property
+    def trace(self) -> Trace:
+        """What ran inside the block, through the one door (`sources.run`) as every other ask."""
+        from attn_tui.ask.settings import RecordAsk
+        from attn_tui.sources import run
+
+        return run(RecordAsk(self.script, held=self)).trace

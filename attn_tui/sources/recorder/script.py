@@ -148,7 +148,7 @@ def run_here(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, bu
     from attn_tui.sources.recorder.build import NoAttentionError
 
     try:
-        return recording.trace
+        return recording.recorded  # built here, in the source's own process: the parent's door hands it on
     except NoAttentionError as exc:
         raise ScriptError(Msg("{script} ran, but no attention was recorded: {reason}", script=script.name,
                               reason=str(exc))) from None
