@@ -6,6 +6,7 @@ Nothing here imports torch, so the app can hold and edit settings before torch l
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Protocol, TypeVar, Union
 
 if TYPE_CHECKING:
@@ -206,6 +207,11 @@ class RecordAsk:
 
     kind = "recorded"
     device = "auto"  # the code chooses its own device: there is nothing to fall back from
+
+    @property
+    def file_name(self) -> str:
+        """The file's name as the user knows it (a sample's file), "" for a block recorded in a notebook or session."""
+        return f"{self.sample}.py" if self.sample is not None else PurePath(self.script).name
 
     def on_device(self, device: str) -> RecordAsk:
         return self

@@ -230,8 +230,7 @@ def trace(args: argparse.Namespace) -> int:
     if recorded.meta.threads:  # the file ran in a process of its own, which ended without waiting for them
         print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",
                          "warning: {script} left {n} threads running; attn-tui exits without waiting for them",
-                         script=printable(Path(args.script).name if args.script is not None else f"{args.sample}.py"),
-                         n=recorded.meta.threads)), file=sys.stderr)
+                         script=printable(ask.file_name), n=recorded.meta.threads)), file=sys.stderr)
     return code
 
 

@@ -105,7 +105,7 @@ class EditingActions(_AppBase):
         """Put an ask into the panes without posting edits back; the matrix editors only when `matrices`."""
         inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
         if ask.kind == "recorded":  # the user's code has no pane of its own: the variants' stay as they were
-            ask, matrices = self.variants, False
+            ask = self.variants
         model = ask if isinstance(ask, ModelInput) else None
         inputs.model_mode = model is not None
         pane.show_model(model)
