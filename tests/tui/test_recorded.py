@@ -71,7 +71,8 @@ async def test_an_edit_sets_the_recorded_trace_aside_and_undo_brings_it_back() -
         app.query_one("#set-mask").value = "causal"  # a variant's setting: the variants are computed instead
         await pilot.pause()
         await settle(pilot)
-        assert app.trace is not trace and app.trace.meta.settings.mask == "causal"
+        assert app.trace is not trace and app.shown.ask.kind == "variants"
+        assert app.trace.meta.settings_of_variants.mask == "causal"
         assert any("set aside" in str(n.message) for n in app._notifications)
         await pilot.press("u")
         await settle(pilot)
