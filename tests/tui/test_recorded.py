@@ -80,3 +80,24 @@ async def test_an_edit_sets_the_recorded_trace_aside_and_undo_brings_it_back() -
         await pilot.press("u")  # nothing came before it
         await settle(pilot)
         assert app.trace is trace and any("nothing to undo" in str(n.message) for n in app._notifications)
+
+
+async def test_the_first_screen_of_recorded_code_comes_through_the_worker_and_the_door(monkeypatch) -> None:
+    """The app is given the RecordAsk, not a trace: its worker asks the one door, which hands back the very trace."""
+    from attn_tui.sources import door
+
+    asked = []
+    real = door.run
+
+    def counted(ask, max_memory=None, cpu_fallback=False):
+        asked.append(ask)
+        return real(ask, max_memory, cpu_fallback)
+
+    monkeypatch.setattr(door, "run", counted)
+    trace = recorded_multihead()
+    record = RecordAsk("modules.py").keeping(trace)
+    app = RecordingApp(record=record)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert asked[-1] is record and app.wanted is record and app.shown.ask is record and app.trace is trace
+        assert app.view.name == "weights" and app.query_one("#set-model").value == "recorded"
