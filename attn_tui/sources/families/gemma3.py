@@ -1,5 +1,8 @@
-"""Gemma 3 text decoders: per-head q/k RMSNorm scaled by (1 + w), a logit soft cap where the config sets one,
-layers that alternate a sliding window and global attention, each kind with its own rotary base."""
+"""Gemma 3 text decoders: per-head q/k RMSNorm scaled by (1 + w), layers that alternate a sliding window and
+global attention, each kind of layer with its own rotary base.
+
+Its config carries `attn_logit_softcapping`, but Gemma 3's attention does not apply it (transformers passes
+no soft cap to it), so neither does its trace; Gemma 2's does (gemma2.py)."""
 
 from __future__ import annotations
 
@@ -33,10 +36,9 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
     cos, sin = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None], kind)  # (1, N, d_h) each
     rotary = RotarySpec(float(config.rope_parameters[kind]["rope_theta"]), cos=cos[0], sin=sin[0],
                         scaling=float(getattr(model.rotary_emb, f"{kind}_attention_scaling", 1.0)))
-    cap = config.attn_logit_softcapping
     return LayerSpec(x, "RMSNorm(X)", weights(attn), run_.loaded.heads, kv_heads(config), int(attn.head_dim),
                      float(attn.scaling), causal=True, window=attn.sliding_window, q_norm=_norm(attn.q_norm),
-                     k_norm=_norm(attn.k_norm), rotary=rotary, soft_cap=None if cap is None else float(cap))
+                     k_norm=_norm(attn.k_norm), rotary=rotary)
 
 
-FAMILY = Family("gemma", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base)
+FAMILY = Family("gemma3", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base)
