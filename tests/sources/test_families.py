@@ -5,6 +5,7 @@ each layer's own mask and geometry."""
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,49 @@ def test_routing_is_one_table_by_model_type_and_an_unknown_one_is_refused(tmp_pa
     assert family_for("gemma2").name == "gemma2" and family_for("gemma3_text").name == "gemma3"  # type: ignore[union-attr]
     assert family_for("t5") is None
     assert set(folder.SUPPORTED_TYPES) == set(FAMILY_OF)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_a_partial_or_interleaved_rotation_and_a_layer_norm_equal_a_float64_loop(tmp_path: Path,
+                                                                                 interleaved: bool) -> None:
+    """The tracer's rotary of half a head (rotate-half or interleaved pairs) and a per-head LayerNorm, as a family
+    that declared them would get them: every cell checked against a loop in float64, and explained."""
+    from dataclasses import replace
+
+    from attn_tui.sources.families import llama
+    from attn_tui.sources.families.spec import Family, NormSpec, RotarySpec
+    from attn_tui.sources.families.tracer import trace_run
+    from attn_tui.sources.transformer import model_run
+
+    torch.manual_seed(1)
+    d_h, base = 8, 500.0
+    norm = NormSpec("layer", torch.randn(d_h), 1e-5, bias=torch.randn(d_h))
+
+    def layer(run_: Any, index: int) -> Any:
+        return replace(llama.layer(run_, index), rotary=RotarySpec(base, fraction=0.5, interleaved=interleaved),
+                       k_norm=norm)
+
+    model_run_ = model_run(str(_tiny(tmp_path, "llama")), TEXT)
+    trace = trace_run(model_run_, 1, 0, Family("partial", True, layer, llama.kv_heads, llama.rope_base))
+    k = trace.tensor("key", 1, 3).double()  # (N, d_h) before the norm
+    mean, var = k.mean(-1, keepdim=True), k.var(-1, unbiased=False, keepdim=True)
+    normed = (k - mean) / (var + 1e-5).sqrt() * norm.weight.double() + norm.bias.double()
+    torch.testing.assert_close(trace.tensor("key_norm", 1, 3).double(), normed, atol=1e-5, rtol=1e-5)
+    expected = normed.clone()
+    for p in range(k.shape[0]):
+        for i in range(2):  # 4 of 8 dimensions turned: 2 pairs
+            a, b = (2 * i, 2 * i + 1) if interleaved else (i, i + 2)
+            angle = p * base ** (-2 * i / 4)
+            expected[p, a] = normed[p, a] * math.cos(angle) - normed[p, b] * math.sin(angle)
+            expected[p, b] = normed[p, b] * math.cos(angle) + normed[p, a] * math.sin(angle)
+    torch.testing.assert_close(trace.tensor("key_rot", 1, 3).double(), expected, atol=1e-5, rtol=1e-5)
+    q = trace.tensor("query_rot", 1, 3).double()
+    weights = torch.softmax((q @ expected.T * trace.geometry_of(1).scale).masked_fill(  # type: ignore[union-attr]
+        ~torch.ones(len(q), len(q), dtype=torch.bool).tril(), -math.inf), dim=-1)
+    torch.testing.assert_close(trace.tensor("weights", 1, 3).double(), weights, atol=1e-5, rtol=1e-5)
+    geometry = trace.geometry_of(1)
+    assert geometry is not None and geometry.positional.fraction == 0.5
+    assert geometry.positional.interleaved == interleaved
+    for name in ("key_norm", "key_rot", "query_rot"):
+        for index in ((0, 0), (4, 1), (6, 3), (7, 6)):  # turned dimensions and ones passed through
+            assert explain(trace, Place(name, 1, 3), index).matches, (name, index)
