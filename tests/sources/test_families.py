@@ -199,3 +199,33 @@ def test_a_partial_or_interleaved_rotation_and_a_layer_norm_equal_a_float64_loop
     for name in ("key_norm", "key_rot", "query_rot"):
         for index in ((0, 0), (4, 1), (6, 3), (7, 6)):  # turned dimensions and ones passed through
             assert explain(trace, Place(name, 1, 3), index).matches, (name, index)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "gemma2", "gemma3_text"])
+def test_the_folder_estimate_follows_what_transformers_builds_for_a_decoder(tmp_path: Path, model_type: str) -> None:
+    """config.json's sizes (head_dim, shared key/value heads, a gated MLP) give the parameters transformers
+    allocates, within the norms (3%), before it builds one."""
+    import json
+
+    config = dict(CONFIGS[model_type], vocab_size=5000, hidden_size=64)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type, **config}))
+    built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(model_type, **config))
+    real = sum(p.numel() for p in built.parameters())
+    assert abs(folder.config_parameters(tmp_path) - real) / real < 0.03, (folder.config_parameters(tmp_path), real)
+
+
+def test_a_decoder_config_with_a_huge_head_width_is_refused_before_transformers_builds_it(tmp_path: Path,
+                                                                                         capsys) -> None:
+    import json
+
+    from attn_tui.cli import main
+
+    path = _tiny(tmp_path, "llama")
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, "head_dim": 10**8}))  # 3·10⁹ weights per layer
+    capsys.readouterr()  # saving the tiny model wrote its own progress
+    with pytest.raises(SystemExit) as exited:
+        main(["stages", "--model", str(path), "--text", "a b", "--max-memory", "2G"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "weights" in err, err
