@@ -229,3 +229,27 @@ def test_a_decoder_config_with_a_huge_head_width_is_refused_before_transformers_
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "weights" in err, err
+
+
+@pytest.mark.parametrize(("model_type", "change", "fragment"), [
+    ("gemma2", {"auto_map": {"AutoModel": "modeling_evil.Model"}}, "never runs a model folder's code"),
+    ("llama", {"model_type": "t5"}, "has model_type 't5'; attn-tui traces"),
+])
+def test_a_hostile_decoder_folder_is_one_line_and_exit_2(tmp_path: Path, capsys, model_type: str,
+                                                         change: dict[str, Any], fragment: str) -> None:
+    """The folder rules hold for every family: code shipped in the folder is refused, an unknown model_type is
+    named, before transformers reads anything."""
+    import json
+
+    from attn_tui.cli import main
+
+    path = _tiny(tmp_path, model_type)
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, **change}))
+    (path / "modeling_evil.py").write_text("raise SystemExit('the folder ran its code')\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["stages", "--model", str(path), "--text", "a b"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and fragment in err, err
