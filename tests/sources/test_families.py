@@ -33,7 +33,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "bert": SMALL,
     "gpt2": dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64),
     "llama": dict(SMALL, num_key_value_heads=2),
-    "qwen2": dict(SMALL, num_key_value_heads=2),
+    "qwen2": dict(SMALL, num_key_value_heads=2, use_sliding_window=True, sliding_window=3, max_window_layers=1),
     "gemma2": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
                    sliding_window=3, attn_logit_softcapping=2.0, layer_types=ALTERNATE),
     "gemma3_text": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
@@ -83,6 +83,8 @@ def test_every_layer_and_head_equals_output_attentions(tmp_path: Path, model_typ
     expected = _reference(path)
     assert trace.meta.family == FAMILY_OF[model_type]  # type: ignore[union-attr]
     assert len(expected) == trace.layers
+    if model_type == "qwen2":  # max_window_layers 1: layer 0 global, layer 1 slides (its window is in the weights)
+        assert [trace.mask_of(layer).window for layer in range(2)] == [None, 3]  # type: ignore[union-attr]
     for layer, weights in enumerate(expected):
         for head in range(trace.heads):
             got = trace.tensor("weights", layer, head)
