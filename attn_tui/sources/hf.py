@@ -12,25 +12,27 @@ import io
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
-from attn_tui.attention.attend import Tail, score_family
-from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import check_text, quoted
-from attn_tui.sources.folder import INSTALL_HINT, ModelError, check_folder, load_estimate, resolve
-from attn_tui.trace.masks import MaskSpec
-from attn_tui.trace.meta import TransformerRun
-from attn_tui.trace.ops import Linear, Place
-from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.sources.folder import (
+    INSTALL_HINT,
+    SUPPORTED_TYPES,
+    ModelError,
+    check_folder,
+    load_estimate,
+    resolve,
+)
+from attn_tui.trace.stage import Trace
 
 
 @contextmanager
@@ -51,7 +53,7 @@ class LoadedModel:
     name: str
     model: Any  # a transformers PreTrainedModel: its submodules are read by attribute
     tokenizer: Any
-    family: str  # "bert" | "gpt2"
+    family: str  # the family adapter that reads it (names.FAMILY_OF): bert | gpt2 | llama | gemma2 | gemma3
     layers: int
     heads: int
     causal: bool
@@ -92,19 +94,19 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     if int(getattr(cfg, "num_hidden_layers", 0) or 0) < 1 or int(getattr(cfg, "num_attention_heads", 0) or 0) < 1:
         raise ModelError(Msg("{name} has no attention layers to trace (num_hidden_layers or num_attention_heads is "
                              "0)", name=quoted(name)))
-    if hasattr(model, "encoder") and hasattr(model.encoder, "layer"):
-        family, causal = "bert", False
-    elif hasattr(model, "h") and hasattr(model.h[0], "attn"):
-        family, causal = "gpt2", True
-    else:
-        raise ModelError(Msg("{name} is a {kind} model; supported are BERT-style encoders and GPT-2-style decoders",
-                             name=quoted(name), kind=cfg.model_type))
+    from attn_tui.sources.families import family_for
+
+    family = family_for(str(cfg.model_type))  # the one routing table, by config.model_type
+    if family is None:
+        raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
+                             folder=quoted(str(folder)), kind=quoted(str(cfg.model_type), 30),
+                             kinds=", ".join(sorted(SUPPORTED_TYPES))))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
     shown = name if len(name) <= 60 else name[:59] + "…"
-    return LoadedModel(shown, model, tokenizer, family, cfg.num_hidden_layers, cfg.num_attention_heads, causal,
-                       positions, cfg.hidden_size)
+    return LoadedModel(shown, model, tokenizer, family.name, cfg.num_hidden_layers, cfg.num_attention_heads,
+                       family.causal, positions, cfg.hidden_size)
 
 
 @dataclass
@@ -207,89 +209,9 @@ def _readable(tok: Any, token: str) -> str:
     return text.strip() or token
 
 
-@dataclass(frozen=True)
-class LayerWeights:
-    """A layer's attention input and its projection weights, full width (heads are row offsets)."""
-
-    x: torch.Tensor  # (N, d): the input the projections read
-    weights: dict[str, torch.Tensor]  # W_q, b_q, W_k, b_k, W_v, b_v: (d, d) and (d,)
-    scaling: float
-    source: str  # what X is, for the formula
-
-
-def _layer(run_: ModelRun, layer: int) -> LayerWeights:
-    m = run_.loaded.model
-    h = run_.hidden_states[layer]  # (N, d)
-    if run_.loaded.family == "bert":
-        attn = m.encoder.layer[layer].attention.self
-        parts = (attn.query, attn.key, attn.value)
-        weights = {f"{kind}_{n}": getattr(lin, attr) for n, lin in zip("qkv", parts)
-                   for kind, attr in (("W", "weight"), ("b", "bias"))}
-        return LayerWeights(h, weights, float(attn.scaling), "the layer's input")
-    block = m.h[layer]
-    w, b = block.attn.c_attn.weight.T, block.attn.c_attn.bias  # (3d, d), (3d,): Conv1D stores (d, 3d)
-    d = w.shape[1]
-    weights = {}
-    for n, part in enumerate("qkv"):
-        weights[f"W_{part}"], weights[f"b_{part}"] = w[n * d:(n + 1) * d], b[n * d:(n + 1) * d]
-    return LayerWeights(block.ln_1(h), weights, float(block.attn.scaling), "the layer's input after ln_1")
-
-
 def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
-    """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
-    loaded = run_.loaded
-    meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special)
-    return layered_trace(run_, meta, layer, head, _fill)
+    """The run as one Trace through its family's adapter; `layer` is computed now, the others when asked for."""
+    from attn_tui.sources.families import family_named
+    from attn_tui.sources.families.tracer import trace_run as traced
 
-
-def layered_trace(run_: ModelRun, meta: TransformerRun, layer: int, head: int,
-                  fill: Callable[[ModelRun, Trace, int | None], None]) -> Trace:
-    """A model's run as one Trace whose layers `fill` computes: `layer` now, the others when asked for."""
-    loaded = run_.loaded
-    if not 0 <= layer < loaded.layers:
-        raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
-                              model=loaded.name, last=loaded.layers - 1))
-    if not 0 <= head < loaded.heads:
-        raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
-                              model=loaded.name, last=loaded.heads - 1))
-    n = len(run_.tokens)
-    mask = None if bool(run_.mask.all()) else MaskSpec((n, n), meta.causal, run_.padding, dense=run_.mask)
-    trace = Trace(meta, run_.tokens, run_.tokens, str(run_.mask.device),
-                  str(next(loaded.model.parameters()).dtype).replace("torch.", ""), mask=mask,
-                  warnings=list(run_.warnings), filler=lambda t, lay, _head: fill(run_, t, lay))
-    fill(run_, trace, layer)
-    return trace
-
-
-def _fill(run_: ModelRun, trace: Trace, layer: int | None) -> None:
-    """Every head of `layer`: projections sliced per head, scores and scale, then the shared tail."""
-    loaded = run_.loaded
-    if layer is None or not 0 <= layer < loaded.layers:
-        return
-    with torch.no_grad():
-        lw = _layer(run_, layer)
-        block = f"blocks.{layer}."
-        trace.inputs[block + "X"] = lw.x
-        for name, tensor in lw.weights.items():
-            trace.params[block + name] = tensor.detach()
-        n, heads = lw.x.shape[0], loaded.heads
-        d_h = lw.x.shape[1] // heads
-        tokens = Axis("query", run_.tokens)
-        axes = {"query": tokens, "key": Axis("key", run_.tokens), "value": Axis("key", run_.tokens)}
-        projected = {}
-        for name in ("query", "key", "value"):
-            part = name[0]
-            full = lw.x @ lw.weights[f"W_{part}"].T + lw.weights[f"b_{part}"]  # (N, d)
-            projected[name] = full.view(n, heads, d_h).transpose(0, 1)  # (heads, N, d_h): views
-            for h in range(heads):
-                trace.add(Stage(Place(name, layer, h), projected[name][h],
-                                Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})",
-                                    letter=part.upper(), part=part, h=h, source=lw.source),
-                                (axes[name], dim_axis(d_h)),
-                                Linear(block + "X", block + f"W_{part}", block + f"b_{part}", h * d_h)))
-        stages, factor = scaled_stages((tokens, axes["key"]), d_h, lw.scaling)
-        tail = Tail(tokens, axes["key"], trace.mask, "-inf", 1.0, output_formula="O = A·V_h")
-        score_family(trace, tail, scaled_pre(projected["query"], projected["key"], factor), stages, "scaled",
-                     projected["value"], [Place("scores", layer, h) for h in range(heads)],
-                     [Place("value", layer, h) for h in range(heads)], lazy=False)
-        trace.meta = replace(trace.meta, scale=lw.scaling)  # type: ignore[arg-type]
+    return traced(run_, layer, head, family_named(run_.loaded.family))

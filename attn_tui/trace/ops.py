@@ -220,6 +220,43 @@ class Rotary:
 
 
 @dataclass(frozen=True)
+class HeadNorm:
+    """Row p of `source` normalised over a head's dimensions, then scaled (and shifted) per dimension.
+
+    rms: out[p, j] = x_j / √(mean_m x_m² + eps) · (offset + weight[j]);
+    layer: out[p, j] = (x_j − mean) / √(var + eps) · (offset + weight[j]) + bias[j].
+    `offset` is 1 where a model stores its weight as (1 + w) (Gemma), else 0.
+    """
+
+    source: Place
+    kind: str  # rms | layer
+    weight: str
+    eps: float
+    bias: str | None = None
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class PartialRotary:
+    """Rotary on the first `rotated` dimensions of `source`'s rows (the rest pass through), pairs as
+    rotate-half (i, i + r/2) or interleaved (2i, 2i + 1); θ_i = base^(−2i/r), the angle p·θ_i."""
+
+    source: Place
+    base: float
+    rotated: int
+    interleaved: bool = False
+    scaling: float = 1.0
+
+
+@dataclass(frozen=True)
+class SoftCap:
+    """out = cap · tanh(source / cap): a score kept inside (−cap, cap) (Gemma 2's logit soft cap)."""
+
+    source: Place
+    cap: float
+
+
+@dataclass(frozen=True)
 class DistanceBias:
     """out[i, j] = −m·|i − j|, m = entry `index` of the parameter `slopes`: ALiBi's linear distance bias."""
 
@@ -300,4 +337,4 @@ class Normalise:
 
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
-           Rescale, Denominator, Accumulate, Normalise, Mean]
+           Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.trace.geometry import LayerGeometry
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RunMeta
@@ -28,7 +29,7 @@ SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "
            "alignment": "A", "query_rot": "Q_rot", "key_rot": "K_rot", "bias": "B", "biased": "S'+B",
            "sink_mass": "p_sink", "q_proj": "Q", "k_proj": "K", "v_proj": "V", "tile_scores": "S_t",
            "running_max": "m", "rescale": "α", "denominator": "l", "accumulator": "Õ",
-           "input": "X"}
+           "input": "X", "query_norm": "Q_n", "key_norm": "K_n", "capped": "S_cap"}
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,8 @@ class Trace:
     warnings: list[str | Msg] = field(default_factory=list)  # read with str(): a Msg in the language on show
     filler: Filler | None = field(default=None, repr=False)
     stats: dict[Place, StageStats] = field(default_factory=dict, repr=False)  # see core.values
+    geometry: dict[int, LayerGeometry] = field(default_factory=dict)  # per layer, as each layer was traced
+    layer_masks: dict[int, MaskSpec | None] = field(default_factory=dict)  # a layer's own mask, where it has one
 
     def add(self, stage: Stage) -> torch.Tensor:
         """Record a whole stage and hand its tensor back, so sources read as a chain."""
@@ -229,10 +232,21 @@ class Trace:
             op = source.op
         return op if isinstance(op, (Masking, TileScores)) else None
 
-    def mask_of(self, stage: Stage) -> MaskSpec | None:
-        """The mask of `masking(stage)`, or None when nothing was masked."""
+    def mask_of(self, stage: Stage | int) -> MaskSpec | None:
+        """The mask of `masking(stage)`, or None when nothing was masked; given a layer, that layer's mask
+        (its own where the layers differ, else the trace's)."""
+        if isinstance(stage, int):
+            if stage not in self.layer_masks:
+                self.fill(stage, 0)
+            return self.layer_masks.get(stage, self.mask)
         masking = self.masking(stage)
         return None if masking is None else masking.mask
+
+    def geometry_of(self, layer: int) -> LayerGeometry | None:
+        """The layer's geometry (mask, window, positions, scale, cap), computing the layer if needed."""
+        if layer not in self.geometry:
+            self.fill(layer, 0)
+        return self.geometry.get(layer)
 
     def operand(self, ref: Place | str) -> torch.Tensor:
         """The tensor an op refers to: a stage by place, or an input by name."""

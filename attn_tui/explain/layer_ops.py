@@ -1,0 +1,93 @@
+"""The arithmetic of the stages a layer may hold between projection and scores: a per-head q/k norm,
+a rotation of part of a head (or of interleaved pairs), and a logit soft cap.
+
+Self-contained: registered into `explain.cell` on import, so the inspector explains a
+Qwen3 or Gemma cell the same way as any other, recomputed in float64 from the trace's
+own tensors and compared with the stored cell.
+"""
+
+from __future__ import annotations
+
+import math
+
+from attn_tui.explain.cell import Explained, first_terms, fmt, register, row64
+from attn_tui.i18n import _
+from attn_tui.trace import ops
+from attn_tui.trace.stage import Stage, Trace
+
+
+def _head_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.HeadNorm)
+    p, j = index
+    source = trace.stages[op.source]
+    x = row64(source.data[p])  # (d_h,)
+    weight = float(trace.params[op.weight].reshape(-1)[j].double()) + op.offset
+    shown_w = f"(1 + {fmt(weight - op.offset)})" if op.offset else fmt(weight)
+    if op.kind == "rms":
+        mean_sq = float(x.pow(2).mean())
+        root = math.sqrt(mean_sq + op.eps)
+        total = float(x[j]) / root * weight
+        lines = [_("mean of the squares of {name}[{p}] over its {d} dimensions:").format(
+                     name=source.symbol, p=p, d=x.numel()),
+                 f"({first_terms(x.pow(2))}) / {x.numel()} = {fmt(mean_sq)}",
+                 f"√({fmt(mean_sq)} + {op.eps:g}) = {fmt(root)}",
+                 f"{fmt(float(x[j]))} / {fmt(root)} · {shown_w} = {fmt(total)}"]
+        return f"{stage.symbol}[{p},{j}] = {source.symbol}[{p},{j}] / rms · w[{j}]", lines, total
+    mean, var = float(x.mean()), float(x.var(unbiased=False))
+    root = math.sqrt(var + op.eps)
+    bias = 0.0 if op.bias is None else float(trace.params[op.bias].reshape(-1)[j].double())
+    total = (float(x[j]) - mean) / root * weight + bias
+    lines = [_("mean {mean}, variance {var} over the head's {d} dimensions").format(mean=fmt(mean), var=fmt(var),
+                                                                                     d=x.numel()),
+             f"({fmt(float(x[j]))} − {fmt(mean)}) / √({fmt(var)} + {op.eps:g}) · {shown_w} + {fmt(bias)}",
+             f"= {fmt(total)}"]
+    return f"{stage.symbol}[{p},{j}] = ({source.symbol}[{p},{j}] − mean) / σ · w[{j}] + b[{j}]", lines, total
+
+
+def _partial_rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.PartialRotary)
+    p, j = index
+    source = trace.stages[op.source]
+    x = row64(source.data[p]).tolist()
+    if j >= op.rotated:
+        return (f"{stage.symbol}[{p},{j}] = {source.symbol}[{p},{j}]",
+                [_("dimension {j} is past the {r} that are turned: it passes unchanged").format(j=j, r=op.rotated),
+                 f"= {fmt(x[j])}"], x[j])
+    r = op.rotated
+    if op.interleaved:
+        i, first = j // 2, j % 2 == 0
+        partner = j + 1 if first else j - 1
+    else:
+        i, first = j % (r // 2), j < r // 2
+        partner = j + r // 2 if first else j - r // 2
+    theta = op.base ** (-2 * i / r)
+    angle = p * theta
+    cos, sin = math.cos(angle) * op.scaling, math.sin(angle) * op.scaling
+    total = x[j] * cos - x[partner] * sin if first else x[j] * cos + x[partner] * sin
+    sign = "−" if first else "+"
+    lines = [_("pair ({a}, {b}) of {name}[{p}] is turned by the angle p·θ_{i}").format(
+                 a=min(j, partner), b=max(j, partner), name=source.symbol, p=p, i=i),
+             f"θ_{i} = {op.base:g}^(−2·{i}/{r}) = {fmt(theta)}",
+             f"cos = {fmt(cos)}, sin = {fmt(sin)}",
+             f"x_{j}·cos {sign} x_{partner}·sin = {fmt(x[j])}·{fmt(cos)} {sign} {fmt(x[partner])}·{fmt(sin)}",
+             f"= {fmt(total)}"]
+    return f"{stage.symbol}[{p},{j}] = (x_{j}·cos {sign} x_{partner}·sin)", lines, total
+
+
+def _soft_cap(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.SoftCap)
+    source = trace.stages[op.source]
+    s = float(source.data[index].double())
+    total = op.cap * math.tanh(s / op.cap)
+    cell = ",".join(map(str, index))
+    return (f"{stage.symbol}[{cell}] = cap·tanh({source.symbol}[{cell}] / cap)",
+            [f"{op.cap:g}·tanh({fmt(s)} / {op.cap:g}) = {op.cap:g}·tanh({fmt(s / op.cap)})", f"= {fmt(total)}",
+             _("a large score is pressed towards ±{cap}; a small one passes almost unchanged").format(
+                 cap=f"{op.cap:g}")], total)
+
+
+for _op, _explainer in ((ops.HeadNorm, _head_norm), (ops.PartialRotary, _partial_rotary), (ops.SoftCap, _soft_cap)):
+    register(_op, _explainer)

@@ -1,0 +1,92 @@
+"""What a family tells the shared layer tracer about one attention layer: a small description, nothing more.
+
+A family adapter (bert.py, gpt2.py, llama.py, gemma.py) reads its own config and weights
+into a `LayerSpec`; `tracer.py` turns any LayerSpec into the same stages, so what differs
+between families is only how they store their parameters, never how a layer is traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from attn_tui.sources.hf import ModelRun
+
+
+@dataclass(frozen=True)
+class NormSpec:
+    """A per-head norm on q or k (Qwen3, Gemma 3): one weight (and bias) over a head's dimensions."""
+
+    kind: str  # rms | layer
+    weight: torch.Tensor  # (d_h,)
+    eps: float
+    bias: torch.Tensor | None = None  # (d_h,): layer norm only
+    offset: float = 0.0  # 1 where the model scales by (1 + weight), as Gemma does
+
+
+@dataclass(frozen=True)
+class RotarySpec:
+    """Rotary position embedding as the model applies it: base, the share of dimensions turned, the pairing.
+
+    `cos` and `sin` (N, rotated) are the model's own where it gives them (any rope scaling
+    included); otherwise the tracer computes them from `base`.
+    """
+
+    base: float
+    fraction: float = 1.0
+    interleaved: bool = False
+    cos: torch.Tensor | None = None  # (N, rotated)
+    sin: torch.Tensor | None = None  # (N, rotated)
+    scaling: float = 1.0  # the model's attention_scaling on cos and sin (already in cos/sin when given)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One attention layer, as the tracer needs it.
+
+    `weights` holds W_q (heads·d_h, d), W_k and W_v (kv_heads·d_h, d) and, where the
+    model has them, b_q, b_k, b_v: a fused projection is split by its family's adapter
+    into these rows, so the inspector's `Linear` reads a head's rows by offset.
+    """
+
+    x: torch.Tensor  # (N, d): what the projections read (the layer's input after its norm)
+    source: str  # what X is, for the projection formula
+    weights: dict[str, torch.Tensor]
+    heads: int
+    kv_heads: int
+    head_dim: int
+    scale: float  # the model's factor on q·k
+    causal: bool
+    window: int | None = None  # sliding: query i sees keys i − window < j; None: global
+    q_norm: NormSpec | None = None
+    k_norm: NormSpec | None = None
+    rotary: RotarySpec | None = None
+    soft_cap: float | None = None  # scores become cap·tanh(s / cap)
+    positional: str = "absolute"  # without rotary: absolute (added to the input) or none
+
+
+def no_kv(config: object) -> int:
+    """Each query head has its own key and value head (kv_heads 0 in the run's metadata)."""
+    return 0
+
+
+def no_rope(config: object) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family adapter: its name, whether it is causal, and how to read layer `i` of a run into a LayerSpec.
+
+    `kv_heads` and `rope_base` read the config for the run's metadata (0 = each head its own, no rotation).
+    """
+
+    name: str
+    causal: bool
+    layer: Callable[[ModelRun, int], LayerSpec]
+    kv_heads: Callable[[object], int] = field(default=no_kv)
+    rope_base: Callable[[object], float] = field(default=no_rope)

@@ -1,0 +1,241 @@
+"""The one layer tracer every model family shares: a LayerSpec in, every stage of that layer's heads out.
+
+Projections (a head's rows of W_q, W_k, W_v), a per-head norm on q and k where the model
+has one, the rotation where it is rotary (all of a head or a fraction of it, rotate-half
+or interleaved), scores and the model's own scale, a soft cap, then the shared tail with
+the layer's own mask (its window where it slides). The stages and ops are those of the
+`scaled_dot`, `rope` and `gqa` variants, recorded by the same functions, so today's models
+trace exactly as before; each layer also records its geometry (trace/geometry.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import torch
+import torch.nn.functional as F
+
+from attn_tui.attention.attend import PreStage, Tail, score_family
+from attn_tui.attention.variants.gqa import kv_map, shared_formula
+from attn_tui.attention.variants.rope import angles, record_rotation, rotate, rotated_score_stages
+from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.errors import ConfigError
+from attn_tui.i18n import Msg
+from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
+from attn_tui.sources.hf import ModelRun
+from attn_tui.trace.geometry import LayerGeometry, Positional
+from attn_tui.trace.lazy import PreTile
+from attn_tui.trace.masks import MaskSpec
+from attn_tui.trace.meta import TransformerRun
+from attn_tui.trace.ops import Dot, HeadNorm, Linear, PartialRotary, Place, SoftCap
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+
+Fill = Callable[[ModelRun, Trace, "int | None"], None]
+
+
+def trace_run(run_: ModelRun, layer: int, head: int, family: Family) -> Trace:
+    """The run as one Trace; `layer` is computed now (every head of it), the others when asked for."""
+    loaded = run_.loaded
+    cfg = loaded.model.config
+    kv_heads = family.kv_heads(cfg)
+    meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special,
+                          kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg))
+    return layered_trace(run_, meta, layer, head, lambda r, t, lay: fill_layer(r, t, lay, family))
+
+
+def layered_trace(run_: ModelRun, meta: TransformerRun, layer: int, head: int, fill: Fill) -> Trace:
+    """A model's run as one Trace whose layers `fill` computes: `layer` now, the others when asked for."""
+    loaded = run_.loaded
+    if not 0 <= layer < loaded.layers:
+        raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
+                              model=loaded.name, last=loaded.layers - 1))
+    if not 0 <= head < loaded.heads:
+        raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
+                              model=loaded.name, last=loaded.heads - 1))
+    n = len(run_.tokens)
+    mask = None if bool(run_.mask.all()) else MaskSpec((n, n), meta.causal, run_.padding, dense=run_.mask)
+    trace = Trace(meta, run_.tokens, run_.tokens, str(run_.mask.device),
+                  str(next(loaded.model.parameters()).dtype).replace("torch.", ""), mask=mask,
+                  warnings=list(run_.warnings), filler=lambda t, lay, _head: fill(run_, t, lay))
+    fill(run_, trace, layer)
+    return trace
+
+
+def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) -> None:
+    """Every head of `layer`, read by the family into a LayerSpec and traced by `record_layer`."""
+    if layer is None or not 0 <= layer < run_.loaded.layers:
+        return
+    with torch.no_grad():
+        spec = family.layer(run_, layer)
+        record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
+    trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
+
+
+def layer_mask(trace: Trace, spec: LayerSpec, run_: ModelRun) -> MaskSpec | None:
+    """The trace's mask for a global layer; for a sliding one, the model's mask cut to the window."""
+    if spec.window is None:
+        return trace.mask
+    n = len(run_.tokens)
+    at = torch.arange(n, device=run_.mask.device)
+    band = at[None, :] > at[:, None] - spec.window  # (N, N): key j within the window of query i
+    return MaskSpec((n, n), spec.causal, run_.padding, dense=run_.mask & band, window=spec.window)
+
+
+def geometry(spec: LayerSpec) -> LayerGeometry:
+    kind = "sliding" if spec.window is not None else "causal" if spec.causal else "full"
+    rotary = spec.rotary
+    positional = (Positional("rotary", rotary.base, rotary.fraction, rotary.interleaved) if rotary is not None
+                  else Positional(spec.positional))
+    return LayerGeometry(kind, spec.window, positional, spec.scale, spec.soft_cap)
+
+
+def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grouped: bool) -> None:
+    """Every stage of every head of one layer, from its description."""
+    prefix = f"blocks.{layer}."
+    trace.inputs[prefix + "X"] = spec.x
+    for name, tensor in spec.weights.items():
+        trace.params[prefix + name] = tensor.detach()
+    n, heads, d_h = spec.x.shape[0], spec.heads, spec.head_dim
+    groups = kv_map(heads, spec.kv_heads)
+    tokens, keys = Axis("query", run_.tokens), Axis("key", run_.tokens)
+    axes = {"q": tokens, "k": keys, "v": keys}
+    dims = dim_axis(d_h)
+    projected = {}
+    for part, count in (("q", heads), ("k", spec.kv_heads), ("v", spec.kv_heads)):
+        full = F.linear(spec.x, spec.weights[f"W_{part}"], spec.weights.get(f"b_{part}"))  # (N, count·d_h)
+        projected[part] = full.view(n, count, d_h).transpose(0, 1)  # (count, N, d_h)
+    names = {"q": "query", "k": "key", "v": "value"}
+    for h in range(heads):
+        g = groups[h]
+        for part in "qkv":
+            index = h if part == "q" else g
+            bias = prefix + f"b_{part}" if f"b_{part}" in spec.weights else None
+            trace.add(Stage(Place(names[part], layer, h), projected[part][index],
+                            _projection_formula(part, h, g, groups, d_h, spec, grouped), (axes[part], dims),
+                            Linear(prefix + "X", prefix + f"W_{part}", bias, index * d_h)))
+    q, k = projected["q"], projected["k"]  # (H, N, d_h), (H_kv, N, d_h)
+    q_last, k_last = "query", "key"
+    if spec.q_norm is not None:
+        q = _record_norm(trace, spec.q_norm, q, "query", layer, heads, tuple(range(heads)), tokens, dims)
+        q_last = "query_norm"
+    if spec.k_norm is not None:
+        k = _record_norm(trace, spec.k_norm, k, "key", layer, heads, groups, keys, dims)
+        k_last = "key_norm"
+    k_heads = k[torch.tensor(groups, device=k.device)]  # (H, N, d_h): each query head's key
+    if spec.rotary is not None:
+        q, k_heads = _record_rotary(trace, spec.rotary, q, k_heads, q_last, k_last, layer, (tokens, keys), dims)
+        stages, factor = rotated_score_stages((tokens, keys), d_h, spec.scale)
+    else:
+        stages, factor = scaled_stages((tokens, keys), d_h, spec.scale)
+        if (q_last, k_last) != ("query", "key"):  # a per-head norm: the scores read the normed q and k
+            stages[0] = PreStage("scores", "S = Q_n·K_nᵀ: S[i,j] = q_n,i·k_n,j", (tokens, keys),
+                                 lambda at: Dot(at.at(q_last), at.at(k_last)))
+    pre, last = scaled_pre(q, k_heads, factor), "scaled"
+    if spec.soft_cap is not None:
+        pre, last = _capped(pre, spec.soft_cap), "capped"
+        cap = spec.soft_cap
+        stages.append(PreStage("capped", Msg("S_cap = {cap}·tanh(S' / {cap})   (the model's soft cap keeps every "
+                                             "score inside ±{cap})", cap=f"{cap:g}"), (tokens, keys),
+                               lambda at: SoftCap(at.at("scaled"), cap)))
+    mask = layer_mask(trace, spec, run_)
+    trace.layer_masks[layer] = mask
+    trace.geometry[layer] = geometry(spec)
+    tail = Tail(tokens, keys, mask, "-inf", 1.0, output_formula="O = A·V_h")
+    values = projected["v"][torch.tensor(groups, device=spec.x.device)]  # (H, N, d_h): each head's group's
+    score_family(trace, tail, pre, stages, last, values, [Place("scores", layer, h) for h in range(heads)],
+                 [Place("value", layer, h) for h in range(heads)], lazy=False)
+
+
+def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h: int, spec: LayerSpec,
+                        grouped: bool) -> Msg:
+    if not grouped:
+        return Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})", letter=part.upper(),
+                   part=part, h=h, source=spec.source)
+    if part == "q":
+        return Msg("Q_{h} = RMSNorm(X)·W_qᵀ, columns of head {h}   (before the rotation)", h=h)
+    return shared_formula(part.upper(), h, g, groups, f"{g * d_h}…{(g + 1) * d_h - 1}")
+
+
+def head_norm(x: torch.Tensor, norm: NormSpec) -> torch.Tensor:
+    """x (…, d_h) normalised over its last axis, as the model's RMSNorm or LayerNorm does, in float32."""
+    x32 = x.float()
+    weight = norm.offset + norm.weight.float()
+    if norm.kind == "rms":
+        out = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + norm.eps) * weight
+    else:
+        out = F.layer_norm(x32, (x.shape[-1],), weight, None if norm.bias is None else norm.bias.float(), norm.eps)
+    return out.to(x.dtype)
+
+
+def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer: int, heads: int,
+                 index: tuple[int, ...], axis: Axis, dims: Axis) -> torch.Tensor:
+    """Stages `{name}_norm` of each query head (head h reads row index[h] of x); returns x normed (rows, N, d_h)."""
+    letter = name[0]
+    prefix = f"blocks.{layer}."
+    trace.params[prefix + f"{letter}_norm"] = norm.weight.detach()
+    bias = None
+    if norm.bias is not None:
+        bias = prefix + f"{letter}_norm_bias"
+        trace.params[bias] = norm.bias.detach()
+    normed = head_norm(x, norm)  # (rows, N, d_h)
+    kind = "RMSNorm" if norm.kind == "rms" else "LayerNorm"
+    weight = "(1 + w)" if norm.offset else "w"
+    formula = Msg("{letter}_n = {norm}({letter}_h) over the head's {d} dimensions, times {weight}   (each head's "
+                  "{letter} is normed before the scores)", letter=letter.upper(), norm=kind, d=x.shape[-1],
+                  weight=weight)
+    for h in range(heads):
+        trace.add(Stage(Place(f"{name}_norm", layer, h), normed[index[h]], formula, (axis, dims),
+                        HeadNorm(Place(name, layer, h), norm.kind, prefix + f"{letter}_norm", norm.eps, bias,
+                                 norm.offset)))
+    return normed
+
+
+def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Interleaved rotary: pairs (2i, 2i + 1) turned, cos and sin (N, r) repeated per pair."""
+    pairs = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)  # [−x1, x0, −x3, x2, …]
+    return x * cos + pairs * sin
+
+
+def _record_rotary(trace: Trace, rotary: RotarySpec, q: torch.Tensor, k: torch.Tensor, q_last: str, k_last: str,
+                   layer: int, qk_axes: tuple[Axis, Axis], dims: Axis) -> tuple[torch.Tensor, torch.Tensor]:
+    """query_rot and key_rot of every head (q, k: (H, N, d_h)); returns them stacked."""
+    n, d_h = q.shape[1], q.shape[2]
+    rotated = round(d_h * rotary.fraction)
+    rotated -= rotated % 2
+    cos, sin = rotary.cos, rotary.sin
+    if cos is None or sin is None:
+        cos, sin = angles(n, rotated, rotary.base, q.dtype, q.device)  # (N, r): rotate-half layout
+        if rotary.interleaved:
+            cos, sin = (t[:, :rotated // 2].repeat_interleave(2, dim=-1) for t in (cos, sin))
+        cos, sin = cos * rotary.scaling, sin * rotary.scaling
+    whole = rotated == d_h and not rotary.interleaved
+    out = []
+    for x, source, name, axis in ((q, q_last, "query_rot", qk_axes[0]), (k, k_last, "key_rot", qk_axes[1])):
+        turned = []
+        for h in range(x.shape[0]):
+            at, src = Place(name, layer, h), Place(source, layer, h)
+            if whole:  # today's Llama layout: the `rope` variant's own stage and op
+                turned.append(record_rotation(trace, at, src, x[h], cos, sin, (axis, dims), rotary.base,
+                                              rotary.scaling))
+                continue
+            turn = rotate_pairs if rotary.interleaved else rotate
+            part = torch.cat([turn(x[h][:, :rotated], cos, sin), x[h][:, rotated:]], dim=-1)
+            pairs = "(2i, 2i+1)" if rotary.interleaved else f"(i, i + {rotated // 2})"
+            letter = "Q" if name.startswith("query") else "K"
+            turned.append(trace.add(Stage(at, part, Msg(
+                "{letter}_rot[p]: the first {r} of {d} dimensions turned pair by pair {pairs} by the angle p·θ_i, "
+                "θ_i = {base}^(−2i/{r}); the rest pass unturned", letter=letter, r=rotated, d=d_h, pairs=pairs,
+                base=f"{rotary.base:g}"), (axis, dims),
+                PartialRotary(src, rotary.base, rotated, rotary.interleaved, rotary.scaling))))
+        out.append(torch.stack(turned))
+    return out[0], out[1]
+
+
+def _capped(pre: PreTile, cap: float) -> PreTile:
+    """The scores and scaled stages of `pre`, then capped = cap·tanh(scaled / cap), on any tile."""
+    def capped(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+        tiles = pre(rows, cols)
+        return {**tiles, "capped": torch.tanh(tiles["scaled"] / cap) * cap}
+
+    return capped

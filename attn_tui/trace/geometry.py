@@ -1,0 +1,56 @@
+"""Per-layer geometry: which keys a layer's queries see, how positions enter, the scale and the soft cap.
+
+A model whose layers alternate sliding and global windows, or change their rotary base
+from layer to layer, cannot be told by one trace-wide mask: each layer carries its own
+small frozen record, and a head its own where it differs from its layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Positional:
+    """How positions enter the scores: none, added to the input (absolute), or q and k turned (rotary)."""
+
+    kind: str = "none"  # none | absolute | rotary
+    base: float = 0.0  # rotary: θ_i = base^(−2i/d_rot)
+    fraction: float = 1.0  # rotary: the share of a head's dimensions that is turned
+    interleaved: bool = False  # rotary: pairs (2i, 2i+1) rather than Llama's rotate-half (i, i + d/2)
+
+
+@dataclass(frozen=True)
+class HeadGeometry:
+    """What one head does differently from its layer (None: as the layer)."""
+
+    head: int
+    scale: float | None = None
+    soft_cap: float | None = None
+    window: int | None = None
+
+
+@dataclass(frozen=True)
+class LayerGeometry:
+    """One layer's attention shape: its mask and window, positional scheme, scale and soft cap."""
+
+    mask: str  # full | causal | sliding (a causal window)
+    window: int | None  # sliding: query i sees keys i − window < j ≤ i; None: every allowed key (global)
+    positional: Positional
+    scale: float  # the factor on q·k
+    soft_cap: float | None = None  # scores become cap·tanh(s / cap); None: no cap
+    heads: tuple[HeadGeometry, ...] = ()  # only the heads that differ
+
+    @property
+    def sliding(self) -> bool:
+        return self.window is not None
+
+    def of_head(self, head: int) -> LayerGeometry:
+        """This layer's geometry as `head` sees it."""
+        for differs in self.heads:
+            if differs.head == head:
+                window = differs.window if differs.window is not None else self.window
+                return LayerGeometry("sliding" if window is not None else self.mask, window, self.positional,
+                                     differs.scale if differs.scale is not None else self.scale,
+                                     differs.soft_cap if differs.soft_cap is not None else self.soft_cap)
+        return self
