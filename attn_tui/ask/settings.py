@@ -52,6 +52,26 @@ class SentenceInput:
 
     text: str
 
+    @property
+    def kind(self) -> str:
+        """What the session file calls this input: sentence | matrices | x."""
+        return "sentence"
+
+    @property
+    def sentence(self) -> str | None:
+        """The sentence typed, or None for typed matrices."""
+        return self.text
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(queries, keys): a custom mask fits an input of this shape."""
+        return len(self.text.split()), len(self.text.split())
+
+    @property
+    def matrices(self) -> dict[str, tuple[list[list[float]], tuple[str, ...] | None]]:
+        """The typed matrices by name (Q, K, V or X), each with its row names: none, a sentence is typed."""
+        return {}
+
 
 @dataclass(frozen=True)
 class MatrixInput:
@@ -63,6 +83,22 @@ class MatrixInput:
     query_tokens: tuple[str, ...] | None = None
     key_tokens: tuple[str, ...] | None = None
 
+    @property
+    def kind(self) -> str:
+        return "matrices"
+
+    @property
+    def sentence(self) -> str | None:
+        return None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.q), len(self.k)
+
+    @property
+    def matrices(self) -> dict[str, tuple[list[list[float]], tuple[str, ...] | None]]:
+        return {"Q": (self.q, self.query_tokens), "K": (self.k, self.key_tokens), "V": (self.v, self.key_tokens)}
+
 
 @dataclass(frozen=True)
 class XInput:
@@ -70,6 +106,22 @@ class XInput:
 
     x: list[list[float]]
     tokens: tuple[str, ...] | None = None
+
+    @property
+    def kind(self) -> str:
+        return "x"
+
+    @property
+    def sentence(self) -> str | None:
+        return None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.x), len(self.x)
+
+    @property
+    def matrices(self) -> dict[str, tuple[list[list[float]], tuple[str, ...] | None]]:
+        return {"X": (self.x, self.tokens)}
 
 
 @dataclass(frozen=True)
@@ -88,6 +140,16 @@ class ModelInput:
     teacher_forcing: bool = False
     device: str = "auto"
 
+    @property
+    def model(self) -> ModelInput | None:
+        """The model asked for: this ask itself (a variants' Request answers None)."""
+        return self
+
+    @property
+    def request(self) -> Request | None:
+        """The variants' ask: None, a model is asked for."""
+        return None
+
 
 @dataclass(frozen=True)
 class Request:
@@ -97,6 +159,16 @@ class Request:
     settings: Settings = field(default_factory=Settings)
     custom_mask: list[list[float]] | None = None
     mask_by_hand: bool = False  # the custom mask was made cell by cell with `x`, not given by a file or sample
+
+    @property
+    def model(self) -> ModelInput | None:
+        """None: the attention variants are asked for, not a model."""
+        return None
+
+    @property
+    def request(self) -> Request | None:
+        """The variants' ask: this ask itself."""
+        return self
 
 
 Ask = Union[Request, ModelInput]  # what any front end asks the one door for: a variant on an input, or a model

@@ -42,6 +42,11 @@ class VariantRun:
         """Keys of the explanations that apply, most specific first."""
         return (self.settings.variant,)
 
+    @property
+    def decodes(self) -> bool:
+        """The steps are a decode, one written token each (flash's tiles and recorded calls are not)."""
+        return False
+
 
 @dataclass(frozen=True)
 class TransformerRun:
@@ -65,6 +70,11 @@ class TransformerRun:
     @property
     def explains(self) -> tuple[str, ...]:
         return ("llama", "rope", "gqa") if self.rope_base else ("scaled_dot",)
+
+    @property
+    def decodes(self) -> bool:
+        """The steps are a decode, one written token each (flash's tiles and recorded calls are not)."""
+        return False
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,11 @@ class DecoderRun:
             return ("transformer-dates",)
         return ("decoder", self.attention)
 
+    @property
+    def decodes(self) -> bool:
+        """The steps are a decode, one written token each (flash's tiles and recorded calls are not)."""
+        return True
+
 
 @dataclass(frozen=True)
 class RecordedRun:
@@ -143,6 +158,11 @@ class RecordedRun:
     @property
     def explains(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(k for k in (*self.kinds, "recorded") if k))
+
+    @property
+    def decodes(self) -> bool:
+        """The steps are a decode, one written token each (flash's tiles and recorded calls are not)."""
+        return False
 
 
 RunMeta = Union[VariantRun, TransformerRun, DecoderRun, RecordedRun]
