@@ -4,8 +4,10 @@ torch is imported in a worker thread so the first frame appears at once (its nat
 are opened sooner, off the GIL, while that frame is drawn: tui/startup.py); every ask (a
 variant on an input, or a model on a sentence) goes through the same exclusive thread
 worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
-worker of its own. Where the user is in the trace lives in the Explorer; the keys that
-move there are in actions.py; what is typed, loaded and undone, in editing.py; compare mode in
+worker of its own. What is asked, kept per source, undone and on show, and which result is
+stale, is one plain `AppState` (state.py): the App routes messages and worker results to it
+and draws what its transitions say. Where the user is in the trace lives in the Explorer; the
+keys that move there are in actions.py; the edits that make asks, in editing.py; compare mode in
 comparing.py; exports in exporting.py.
 """
 

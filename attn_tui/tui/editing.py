@@ -1,6 +1,8 @@
 """What the person changes: settings, the input, samples, models, mask cells; undo; the saved session.
 
-A mixin of AttnApp. Nothing typed is ever lost: loading a sample or editing a mask cell
+A mixin of AttnApp over its `state` (tui/state.py), which holds the asks, undo and the
+session's content; this module turns the panes' edits into its transitions and shows what
+they say. Nothing typed is ever lost: loading a sample or editing a mask cell
 pushes what was there onto an undo stack (ctrl+z), and the whole of it (editor texts
 included, valid or not) is saved for the next start.
 """
@@ -28,7 +30,7 @@ from attn_tui.tui.messages import (
     TargetEdited,
     TraceReady,
 )
-from attn_tui.tui.state import OWN, Snapshot, session_request, source_key
+from attn_tui.tui.state import OWN, Snapshot, session_request
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 
@@ -47,8 +49,6 @@ if TYPE_CHECKING:
     _AppBase = App[int]
 else:
     _AppBase = object
-
-__all__ = ["OWN", "EditingActions", "source_key"]
 
 DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
 MAX_CUSTOM_CELLS = 512 * 512  # a mask edited cell by cell is held as a list of lists: keep it small
