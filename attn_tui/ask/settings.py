@@ -68,12 +68,27 @@ class SentenceInput:
 
     text: str
 
-    kind = "sentence"  # sentence | qkv | x: what each input says it is
+    kind = "sentence"  # sentence | matrices | x: what each input says it is (and the session file calls it)
     typed = False  # Q, K, V typed by hand (nothing projects them, no positions are added)
     embedded = True  # token vectors from attn-tui's seeded embedding table (their width is the dim setting)
 
     def read(self, reader: InputReader[T]) -> T:
         return reader.sentence(self)
+
+    @property
+    def sentence(self) -> str | None:
+        """The sentence typed, or None for typed matrices."""
+        return self.text
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(queries, keys): a custom mask fits an input of this shape."""
+        return len(self.text.split()), len(self.text.split())
+
+    @property
+    def matrices(self) -> dict[str, tuple[list[list[float]], tuple[str, ...] | None]]:
+        """The typed matrices by name (Q, K, V or X), each with its row names: none, a sentence is typed."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -86,12 +101,24 @@ class MatrixInput:
     query_tokens: tuple[str, ...] | None = None
     key_tokens: tuple[str, ...] | None = None
 
-    kind = "qkv"
+    kind = "matrices"
     typed = True
     embedded = False
 
     def read(self, reader: InputReader[T]) -> T:
         return reader.matrices(self)
+
+    @property
+    def sentence(self) -> str | None:
+        return None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.q), len(self.k)
+
+    @property
+    def matrices(self) -> dict[str, tuple[list[list[float]], tuple[str, ...] | None]]:
+        return {"Q": (self.q, self.query_tokens), "K": (self.k, self.key_tokens), "V": (self.v, self.key_tokens)}
 
 
 @dataclass(frozen=True)
@@ -107,6 +134,18 @@ class XInput:
 
     def read(self, reader: InputReader[T]) -> T:
         return reader.x(self)
+
+    @property
+    def sentence(self) -> str | None:
+        return None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.x), len(self.x)
+
+    @property
+    def matrices(self) -> dict[str, tuple[list[list[float]], tuple[str, ...] | None]]:
+        return {"X": (self.x, self.tokens)}
 
 
 @dataclass(frozen=True)
@@ -135,11 +174,13 @@ class ModelInput:
         """The same ask with some of its fields (a variants ask: its settings) changed, as compare mode's B."""
         return replace(self, **change)  # type: ignore[arg-type]
 
-    def as_model(self) -> ModelInput | None:
+    @property
+    def model(self) -> ModelInput | None:
         """This ask where it is a model's (None for any other kind), so a view reads a model's fields untested."""
         return self
 
-    def as_request(self) -> Request | None:
+    @property
+    def request(self) -> Request | None:
         """This ask where it is the variants' (None for any other kind)."""
         return None
 
@@ -165,10 +206,12 @@ class Request:
     def changed(self, change: dict[str, object]) -> Request:
         return replace(self, settings=replace(self.settings, **change))  # type: ignore[arg-type]
 
-    def as_model(self) -> ModelInput | None:
+    @property
+    def model(self) -> ModelInput | None:
         return None
 
-    def as_request(self) -> Request | None:
+    @property
+    def request(self) -> Request | None:
         return self
 
 
@@ -219,10 +262,12 @@ class RecordAsk:
     def changed(self, change: dict[str, object]) -> RecordAsk:
         return self  # the user's code has no settings of attn-tui's to change
 
-    def as_model(self) -> ModelInput | None:
+    @property
+    def model(self) -> ModelInput | None:
         return None
 
-    def as_request(self) -> Request | None:
+    @property
+    def request(self) -> Request | None:
         return None
 
     def keeping(self, trace: Trace) -> RecordAsk:

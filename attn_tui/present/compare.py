@@ -42,12 +42,12 @@ class Comparison:
 
     def fits(self, a: Ask) -> bool:
         """Whether the change still applies to A (after A was edited, or another source chosen)."""
-        model = a.as_model()
+        model = a.model
         if self.key == "teacher":
             return model is not None and bool(model.target)
         if self.models:
             return model is not None and model.name in DATE_MODELS and model.name != dict(self.change)["name"]
-        return a.as_request() is not None or self.key == "head"
+        return a.request is not None or self.key == "head"
 
     @property
     def title(self) -> Msg:
@@ -63,7 +63,7 @@ class Comparison:
 def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
     """Every one-setting change that makes sense for A (the ones a learner asks about first)."""
     found: list[Comparison] = []
-    model, request = a.as_model(), a.as_request()
+    model, request = a.model, a.request
     if model is not None:
         found += _model_comparisons(model)
         if model.target:

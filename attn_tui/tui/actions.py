@@ -6,7 +6,7 @@ so when a key does not apply, instead of doing nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 
@@ -17,7 +17,9 @@ from attn_tui.tui.screens.help import HelpScreen
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.timer import Timer
 
+    from attn_tui.trace.shown import Shown
     from attn_tui.tui.widgets.explorer import Explorer
 
     _AppBase = App[int]
@@ -29,8 +31,8 @@ class NavigationActions(_AppBase):
     """Stage stepping, playing, the cursor, heads and layers, the panels, focus keys and help."""
 
     play_interval: float
-    _player: Any
-    shown: Any
+    _player: Timer | None
+    shown: Shown | None
 
     if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
         @property

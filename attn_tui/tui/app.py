@@ -4,8 +4,10 @@ torch is imported in a worker thread so the first frame appears at once (its nat
 are opened sooner, off the GIL, while that frame is drawn: tui/startup.py); every ask (a
 variant on an input, or a model on a sentence) goes through the same exclusive thread
 worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
-worker of its own. Where the user is in the trace lives in the Explorer; the keys that
-move there are in actions.py; what is typed, loaded and undone, in editing.py; compare mode in
+worker of its own. What is asked, kept per source, undone and on show, and which result is
+stale, is one plain `AppState` (state.py): the App routes messages and worker results to it
+and draws what its transitions say. Where the user is in the trace lives in the Explorer; the
+keys that move there are in actions.py; the edits that make asks, in editing.py; compare mode in
 comparing.py; exports in exporting.py.
 """
 
@@ -38,7 +40,7 @@ from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.comparing import CompareActions
-from attn_tui.tui.editing import OWN, EditingActions, source_key
+from attn_tui.tui.editing import EditingActions
 from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within, exit_code
 from attn_tui.tui.exporting import ExportActions
 from attn_tui.tui.messages import (
@@ -50,6 +52,7 @@ from attn_tui.tui.messages import (
 )
 from attn_tui.tui.screens.main import MainScreen
 from attn_tui.tui.startup import Warmup
+from attn_tui.tui.state import AppState, source_key
 from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -58,8 +61,10 @@ from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
     from textual.command import Provider
+    from textual.timer import Timer
 
     from attn_tui.present.compare import Comparison
+    from attn_tui.trace.stage import Trace
 
 MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
 WIDE = 120  # from this width the inspector and explanation sit side by side
@@ -95,29 +100,19 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
                  model: ModelInput | None = None, max_memory: int | None = None, fresh: bool = True,
                  first_stage: str | None = None, record: RecordAsk | None = None) -> None:
         super().__init__()
-        self.recorded_shown: Shown | None = None  # the user's code as shown: undo brings it back after an edit
         sample = load_samples()[DEFAULT_SAMPLE]
-        variants = request or sample.request
-        self.wanted: Ask = record or model or variants  # what the user asks for now (may be in flight, or invalid)
-        self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
-        self.given = request is not None or model is not None or record is not None  # the command line named one
+        given = request is not None or model is not None or record is not None  # the command line named one
+        if record is not None and first_stage is None:
+            first_stage = "weights"  # the user's own code opens where its attention is
+        self.state = AppState(request or sample.request, record or model, given=given,
+                              first_stage=first_stage if given else sample.stage,
+                              typed=lambda: self.query_one(InputPane).typed())
         self.fresh = fresh  # False: put back the saved session (the command line's `attn-tui` does)
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
-        if record is not None and first_stage is None:
-            first_stage = "weights"  # the user's own code opens where its attention is
-        self.first_stage = first_stage if self.given else sample.stage  # where the first trace opens
-        self.generation = 0  # of the latest ask sent to the worker
-        self.shown_generation = 0  # of the latest result (trace or error) handled
-        self.b_generation = 0  # of the latest B asked for in compare mode
         self.torch_ready = False
-        self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
-        self.error_parts: list[str | Msg] = []  # the error line, kept as messages so `t` translates it
-        self.error_joiner = " · "
-        self.comparison: Comparison | None = None
-        self.undo_stack: list[Any] = []
-        self._player: Any = None
-        self._save_timer: Any = None
+        self._player: Timer | None = None
+        self._save_timer: Timer | None = None
         self._release_signals: Callable[[], None] = lambda: None
         self.warmup = Warmup()
         self.set_reactive(AttnApp.language, i18n.language())
@@ -146,15 +141,35 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
     def explorer(self) -> Explorer:
         return self.query_one(Explorer)
 
+    # What the state holds, read by the panes' code and the tests.
     @property
     def variants(self) -> Request:
         """The variants' ask: the one asked now, or the one kept while a model is shown."""
-        kept = self.wanted if isinstance(self.wanted, Request) else self.kept[OWN]
-        assert isinstance(kept, Request)
-        return kept
+        return self.state.variants
 
     @property
-    def trace(self) -> Any:
+    def wanted(self) -> Ask:
+        """What the user asks for now (may be in flight, or invalid)."""
+        return self.state.wanted
+
+    @property
+    def generation(self) -> int:
+        return self.state.generation
+
+    @property
+    def shown_generation(self) -> int:
+        return self.state.shown_generation
+
+    @property
+    def loaded_models(self) -> set[str]:
+        return self.state.loaded_models
+
+    @property
+    def comparison(self) -> Comparison | None:
+        return self.state.comparison
+
+    @property
+    def trace(self) -> Trace | None:
         """The trace on show (None until the first computation succeeds)."""
         return None if self.shown is None else self.shown.trace
 
@@ -172,7 +187,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.explorer.language = self.language
         if not self.fresh:
             self.restore_session()
-        self.show_ask(self.wanted)
+        self.show_ask(self.state.wanted)
         self.explorer.heatmap.focus()
         self._fit_screen(self.size.width, self.size.height)
         if not self.is_headless:  # a test's event loop keeps its own signal handling
@@ -234,24 +249,19 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
         Leaving the recorded trace (an edit while it is on show) keeps it on the undo stack: it cannot be
         computed again, the user's code made it."""
-        if self.shown is not None and self.shown is self.recorded_shown:
-            self.push_undo(self.recorded_shown)
+        if self.state.ask(ask):
             self.notify(_("the recorded trace is set aside: ctrl+z brings it back"), timeout=6)
-        self.wanted = ask
-        self.kept[source_key(ask)] = ask
         self.show_applicable()
         self.compute_wanted()
 
     def compute_wanted(self) -> None:
         if not self.torch_ready:
             return
-        self.generation += 1
-        wanted = self.wanted
-        loading = isinstance(wanted, ModelInput) and wanted.name not in self.loaded_models
-        self.explorer.heatmap.loading = loading
-        self.query_one(ModelPane).show_status(_("loading {model}…").format(model=wanted.name)
-                                              if isinstance(wanted, ModelInput) and loading else "")
-        self._compute(self.wanted, self.generation)
+        wanted, generation = self.state.send()
+        loading = self.state.loading(wanted)
+        self.explorer.heatmap.loading = loading is not None
+        self.query_one(ModelPane).show_status(_("loading {model}…").format(model=loading) if loading else "")
+        self._compute(wanted, generation)
 
     @work(thread=True, exclusive=True, group="compute")
     def _compute(self, ask: Ask, generation: int) -> None:
@@ -268,35 +278,30 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     @while_running
     def on_trace_ready(self, message: TraceReady) -> None:
-        if message.generation != self.generation:
-            return  # a newer ask is on its way
-        self.shown_generation = message.generation
-        self.shown = message.shown
+        if self.state.result_arrived(message.generation, message.shown):  # else a newer ask is on its way
+            self.shown = message.shown
 
     def watch_shown(self, old: Shown | None, shown: Shown | None) -> None:
         if shown is None:
             return
         self.settled(shown.ask)
-        trace = shown.trace
-        if shown.ask.kind == "recorded":  # the user's code: an edit sets it aside, undo brings back this very trace
-            self.recorded_shown = shown
-        if isinstance(shown.ask, ModelInput):
-            self.loaded_models.add(shown.ask.name)
+        trace, model = shown.trace, shown.ask.model
+        if model is not None:
             self.query_one(ModelPane).show_status(
                 _("✓ {model}, {layers}×{heads} heads").format(model=trace.meta.title, layers=trace.layers,
                                                               heads=trace.heads) if trace.layers > 1
                 else _("✓ {n} decoder steps").format(n=trace.steps()))
         explorer = self.explorer
-        if isinstance(shown.ask, ModelInput) and (old is None or source_key(old.ask) != shown.ask.name):
-            explorer.layer_index, explorer.head = shown.ask.layer, shown.ask.head  # a model's own first place
+        if model is not None and (old is None or source_key(old.ask) != model.name):
+            explorer.layer_index, explorer.head = model.layer, model.head  # a model's own first place
         if self.comparison is not None and not self.comparison.fits(shown.ask):
             self.end_compare()  # A is now something the change does not apply to
-        explorer.show(shown, self.first_stage)
+        explorer.show(shown, self.state.first_stage)
         rows = recorded_rows(trace)  # the user's code: what ran, not the variants' knobs nor their sentence
         self.query_one(ModelPane).show_recorded(rows)
         if rows is not None:
             self.query_one(InputPane).show_model_tokens(trace)
-        self.first_stage = None
+        self.state.first_stage = None
         self.show_error([*trace.warnings, *([shown.notice] if shown.notice else [])])
         if shown.notice:
             self.notify(shown.notice, title=_("CUDA not available"), severity="warning", timeout=10)
@@ -307,42 +312,37 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     @while_running
     def on_compute_failed(self, message: ComputeFailed) -> None:
-        if message.generation != self.generation:
-            return
-        self.shown_generation = message.generation
+        failure = self.state.failed(message.generation, message.ask, message.error)
+        if failure is None:
+            return  # a newer ask is on its way
         self.settled(message.ask)
-        self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])],
-                        "")
-        failed = message.ask
-        if isinstance(failed, ModelInput):
-            self.query_one(ModelPane).show_status(_("✗ could not open {model}").format(model=failed.name[:40])
-                                                  if failed.name not in self.loaded_models else "")
-        if isinstance(failed, ModelInput) and failed.name not in self.loaded_models:
+        self.explorer.show_error(self.state.error)
+        if failure.model is not None:
+            self.query_one(ModelPane).show_status(_("✗ could not open {model}").format(model=failure.model[:40])
+                                                  if failure.unopened else "")
+        if failure.unopened and failure.model is not None and failure.back is not None:
             # A model that cannot be opened: say so loudly and go back to what was shown.
-            self.notify(message.error, title=_("cannot open {model}").format(model=failed.name[:60]),
+            self.notify(message.error, title=_("cannot open {model}").format(model=failure.model[:60]),
                         severity="error", timeout=10)
-            self.kept.pop(failed.name, None)
-            back = self.shown.ask if self.shown is not None else self.kept[OWN]
-            self.wanted = back
-            self.show_ask(back, matrices=False)
-            if self.shown is None:
+            self.show_ask(failure.back, matrices=False)
+            if failure.recompute:
                 self.compute_wanted()
 
     def settled(self, ask: Ask) -> None:
         """A computation ended: the loading indicator goes (and, once painted, start-up is over)."""
         self.call_after_refresh(self.warmup.end)
         self.explorer.heatmap.loading = False
-        if not isinstance(ask, ModelInput):
+        if ask.model is None:
             self.query_one(ModelPane).show_status("")
 
     def show_error(self, parts: list[str | Msg], joiner: str = " · ") -> None:
         """The explorer's error line, kept as its parts so that `t` reads it again in the other language."""
-        self.error_parts, self.error_joiner = list(parts), joiner
-        self.explorer.show_error(self.error)
+        self.state.set_error(parts, joiner)
+        self.explorer.show_error(self.state.error)
 
     @property
     def error(self) -> str:
-        return self.error_joiner.join(str(p) for p in self.error_parts)
+        return self.state.error
 
     def _show_pane_view(self) -> None:
         """The model pane's head (and layer) line and the device the trace ran on."""
@@ -352,7 +352,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         pane = self.query_one(ModelPane)
         pane.show_view(explorer.head, trace.heads, f"{trace.device} · {trace.dtype}")
         pane.show_layer(explorer.layer_index, trace.layers)
-        if isinstance(self.wanted, ModelInput):
+        if self.state.wanted.model is not None:
             self.query_one(InputPane).show_model_tokens(trace)
 
     def on_panel_changed(self, message: PanelChanged) -> None:
@@ -366,7 +366,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         i18n.set_language(language)
         self.query_one(ModelPane).relabel()
         self.query_one(InputPane).relabel()
-        if self.shown is not None and self.shown is self.recorded_shown:
+        if self.shown is not None and self.state.on_record:
             self.query_one(InputPane).show_model_tokens(self.shown.trace)  # relabel drew the variants' tokens
         self.query_one(LocalFooter).refresh(recompose=True)
         self.query_one("#too-small", Static).update(self._too_small_text())

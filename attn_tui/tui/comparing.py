@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from attn_tui.present.compare import Comparison
+    from attn_tui.trace.stage import Trace
+    from attn_tui.tui.state import AppState
     from attn_tui.tui.widgets.explorer import Explorer
 
     _AppBase = App[int]
@@ -30,16 +32,16 @@ else:
 class CompareActions(_AppBase):
     """`c`, the B worker and its results."""
 
-    comparison: Comparison | None
-    b_generation: int
+    state: AppState
     torch_ready: bool
     max_memory: int | None
-    wanted: Ask
-    trace: Any
 
     if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
         @property
         def explorer(self) -> Explorer: ...
+
+        @property
+        def trace(self) -> Trace | None: ...
 
         def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
 
@@ -48,41 +50,40 @@ class CompareActions(_AppBase):
         from attn_tui.present.compare import comparisons
         from attn_tui.tui.screens.choose import ChoiceScreen
 
-        if self.comparison is not None:
+        if self.state.comparison is not None:
             self.end_compare()
             return
         if self.trace is None:
             return
-        options = comparisons(self.wanted, self.trace.heads, self.explorer.head)
+        options = comparisons(self.state.wanted, self.trace.heads, self.explorer.head)
         self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
                                       [(str(c.title), c) for c in options]), self.start_compare)
 
     def start_compare(self, comparison: Comparison | None) -> None:
         if comparison is None:
             return
-        self.comparison = comparison
+        self.state.start_compare(comparison)
         if comparison.head is not None:
             self.explorer.show_b(comparison, None)
         else:
             self.compute_b()
 
     def end_compare(self) -> None:
-        self.comparison = None
-        self.b_generation += 1  # whatever B is in flight is no longer wanted
+        self.state.end_compare()  # whatever B is in flight is no longer wanted
         self.explorer.end_compare()
 
     def compute_b(self) -> None:
-        comparison = self.comparison
+        comparison = self.state.comparison
         if comparison is None or not self.torch_ready:
             return
-        if not comparison.fits(self.wanted):
+        if not comparison.fits(self.state.wanted):
             self.end_compare()
             return
-        if comparison.head is not None:
+        b = self.state.send_b()
+        if b is None:  # a head comparison: B is the same trace at another head
             self.explorer.show_b(comparison, None)
             return
-        self.b_generation += 1
-        self._compute_b(comparison.b_ask(self.wanted), self.b_generation)
+        self._compute_b(*b)
 
     @work(thread=True, exclusive=True, group="compare")
     def _compute_b(self, ask: Ask, generation: int) -> None:
@@ -99,12 +100,13 @@ class CompareActions(_AppBase):
 
     @while_running
     def on_compare_ready(self, message: CompareReady) -> None:
-        if message.generation == self.b_generation and self.comparison is not None:
-            self.explorer.show_b(self.comparison, message.shown)
+        comparison = self.state.b_arrived(message.generation)
+        if comparison is not None:
+            self.explorer.show_b(comparison, message.shown)
 
     @while_running
     def on_compare_failed(self, message: CompareFailed) -> None:
-        if message.generation == self.b_generation:
+        if message.generation == self.state.b_generation:
             self.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
             self.end_compare()
 

@@ -1,6 +1,8 @@
 """What the person changes: settings, the input, samples, models, mask cells; undo; the saved session.
 
-A mixin of AttnApp. Nothing typed is ever lost: loading a sample or editing a mask cell
+A mixin of AttnApp over its `state` (tui/state.py), which holds the asks, undo and the
+session's content; this module turns the panes' edits into its transitions and shows what
+they say. Nothing typed is ever lost: loading a sample or editing a mask cell
 pushes what was there onto an undo stack (ctrl+z), and the whole of it (editor texts
 included, valid or not) is saved for the next start.
 """
@@ -8,16 +10,15 @@ included, valid or not) is saved for the next start.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
 from attn_tui.sources.names import DATE_MODELS
-from attn_tui.trace.shown import Shown
 from attn_tui.tui.messages import (
     InputTyped,
     ModelChosen,
@@ -29,70 +30,48 @@ from attn_tui.tui.messages import (
     TargetEdited,
     TraceReady,
 )
-from attn_tui.tui.widgets.input_pane import InputPane, Typed
+from attn_tui.tui.state import OWN, Snapshot, session_request
+from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.timer import Timer
 
     from attn_tui.ask.settings import Ask
+    from attn_tui.present.stage_view import StageView
+    from attn_tui.trace.shown import Shown
+    from attn_tui.trace.stage import Trace
     from attn_tui.tui.session import Session
+    from attn_tui.tui.state import AppState
     from attn_tui.tui.widgets.explorer import Explorer
 
     _AppBase = App[int]
 else:
     _AppBase = object
 
-OWN = ""  # the key of the attention variants among the kept asks
 DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
 MAX_CUSTOM_CELLS = 512 * 512  # a mask edited cell by cell is held as a list of lists: keep it small
-UNDO_DEPTH = 20
 
 
 def _shapes(source: SentenceInput | MatrixInput | XInput) -> tuple[str, int, int]:
     """What makes typed matrices a new exercise rather than an edit: their kind and the number of queries and keys."""
-    if isinstance(source, MatrixInput):
-        return "qkv", len(source.q), len(source.k)
-    if isinstance(source, XInput):
-        return "x", len(source.x), len(source.x)
-    return "sentence", 0, 0
-
-
-def source_key(ask: Ask) -> str:
-    return ask.name if isinstance(ask, ModelInput) else OWN
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What undo puts back: the variants' ask, what was typed, and the ask on show (or the recorded trace)."""
-
-    variants: Request
-    typed: Typed
-    wanted: Any
+    return (source.kind, *source.shape)
 
 
 class EditingActions(_AppBase):
     """Settings, sources, samples, models, targets, mask cells, undo and the session."""
 
-    wanted: Ask
-    kept: dict[str, Ask]
-    first_stage: str | None
-    undo_stack: list[Snapshot]
-    generation: int
-    shown_generation: int
-    shown: Any
-    trace: Any
-    view: Any
-    language: Any
-    given: bool
-    error_parts: list[Any]
-    _save_timer: Any
+    state: AppState
+    shown: Shown | None
+    language: str
+    _save_timer: Timer | None
     pending_session: Session | None = None  # taken, not written yet
 
     if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
         def ask(self, ask: Ask) -> None: ...
 
-        def show_error(self, parts: list[Any], joiner: str = " · ") -> None: ...
+        def show_error(self, parts: list[str | Msg], joiner: str = " · ") -> None: ...
 
         @property
         def variants(self) -> Request: ...
@@ -100,22 +79,28 @@ class EditingActions(_AppBase):
         @property
         def explorer(self) -> Explorer: ...
 
+        @property
+        def trace(self) -> Trace | None: ...
+
+        @property
+        def view(self) -> StageView | None: ...
+
     # ----- putting an ask into the panes -----------------------------------------------------
     def show_ask(self, ask: Ask, matrices: bool = True) -> None:
         """Put an ask into the panes without posting edits back; the matrix editors only when `matrices`."""
         inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
         if ask.kind == "recorded":  # the user's code has no pane of its own: the variants' stay as they were
             ask = self.variants
-        model = ask if isinstance(ask, ModelInput) else None
+        model, request = ask.model, ask.request
         inputs.model_mode = model is not None
         pane.show_model(model)
         if model is not None:
             inputs.show_sentence(model.text)
-        elif matrices:
-            inputs.load(ask.source)  # type: ignore[union-attr]
-        else:
-            source = ask.source  # type: ignore[union-attr]
-            inputs.show_sentence(source.text if isinstance(source, SentenceInput) else inputs.sentence)
+        elif request is not None and matrices:
+            inputs.load(request.source)
+        elif request is not None:
+            sentence = request.source.sentence
+            inputs.show_sentence(sentence if sentence is not None else inputs.sentence)
         self.show_applicable()
 
     def show_applicable(self) -> None:
@@ -127,27 +112,27 @@ class EditingActions(_AppBase):
         inputs.refresh_status()
         self.query_one(ModelPane).show_applicable(applicable(request))
 
+    def reject(self, error: str | Msg, prefix: str = "✗ ") -> None:
+        """An edit that cannot be asked for: what is in flight is dropped, and the error line says why."""
+        self.explorer.heatmap.loading = False
+        self.show_error(self.state.rejected(error, prefix), "")
+
     # ----- edits from the panes ------------------------------------------------------------
     def on_settings_edited(self, message: SettingsEdited) -> None:
         self.apply_settings(message.settings)
 
     def on_settings_rejected(self, message: SettingsRejected) -> None:
         if message.error:
-            self.generation += 1  # what is in flight was asked with a value no longer on screen
-            self.shown_generation = self.generation
-            self.explorer.heatmap.loading = False
-            self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown
-                                                    else [])], "")
-        elif self.error_parts[:1] == ["✗ "]:
-            self.show_error(list(self.trace.warnings) if self.trace is not None else [])
+            self.reject(message.error)
+        elif self.state.clear_rejection():
+            self.explorer.show_error(self.state.error)
 
     def apply_settings(self, settings: Settings) -> None:
         source = self.variants.source
         request = Request(source, settings, self.variants.custom_mask, self.variants.mask_by_hand)
-        if VARIANTS[settings.variant].takes_x and isinstance(source, MatrixInput):
-            self.kept[OWN] = self.wanted = request
-            self.generation += 1  # whatever is in flight is no longer wanted
-            self.shown_generation = self.generation
+        if VARIANTS[settings.variant].takes_x and source.kind == "matrices":
+            self.state.keep_variants(request)
+            self.state.drop_in_flight()  # whatever is in flight is no longer wanted
             self.show_applicable()
             self.show_error(["✗ ", Msg("{variant} projects Q, K and V itself: type token vectors in the X editor "
                                        "(Matrices tab) or a sentence", variant=settings.variant),
@@ -157,29 +142,24 @@ class EditingActions(_AppBase):
 
     def on_source_rejected(self, message: SourceRejected) -> None:
         """An editor holds an error: what is in flight (perhaps a half-typed matrix) is dropped, the last valid
-        result stays, and the error line says so."""
-        if isinstance(self.wanted, ModelInput):
-            return  # a model reads the sentence: the matrix editors feed nothing now
-        self.generation += 1
-        self.shown_generation = self.generation
-        self.explorer.heatmap.loading = False
-        shown = self.shown.ask if self.shown is not None else None
-        if isinstance(shown, Request) and shown.source != self.variants.source:
-            # What was asked but dropped is no longer what settings changes start from: the input on show is.
-            self.kept[OWN] = self.wanted = replace(self.variants, source=shown.source, custom_mask=shown.custom_mask)
-        self.show_error([message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])], "")
+        result stays, and the error line says so (a model reads the sentence: the matrix editors feed nothing)."""
+        if self.state.source_rejected(message.error):
+            self.explorer.heatmap.loading = False
+            self.explorer.show_error(self.state.error)
 
     def on_input_typed(self, message: InputTyped) -> None:
         self.save_soon()
 
     def on_source_edited(self, message: SourceEdited) -> None:
-        if isinstance(self.wanted, ModelInput):
-            if not isinstance(message.source, SentenceInput):
+        model = self.state.wanted.model
+        if model is not None:
+            sentence = message.source.sentence
+            if sentence is None:
                 self.show_error(["✗ ", Msg("{model} reads a sentence: type it in the Sentence tab (or pick "
-                                           "'variants' in the model pane for typed matrices)", model=self.wanted.name)],
+                                           "'variants' in the model pane for typed matrices)", model=model.name)],
                                 "")
                 return
-            self.ask(replace(self.wanted, text=message.source.text))
+            self.ask(replace(model, text=sentence))
             return
         settings = self._fresh_settings(message.source)
         mask = self._kept_mask(message.source)
@@ -198,12 +178,11 @@ class EditingActions(_AppBase):
         """
         settings = self.variants.settings
         fresh = replace(settings, mask="none", pad_keys=0)
-        if (isinstance(source, SentenceInput) or settings.mask == "none" or self.query_one(InputPane).keep_mask
+        if (source.sentence is not None or settings.mask == "none" or self.query_one(InputPane).keep_mask
                 or _shapes(source) == _shapes(self.variants.source)):
             return settings
         kept = Request(source, settings)  # the new matrices with the old mask: what ctrl+z asks for
-        self.undo_stack.append(Snapshot(kept, self.query_one(InputPane).typed(), kept))
-        del self.undo_stack[:-UNDO_DEPTH]
+        self.state.keep_for_undo(Snapshot(kept, self.query_one(InputPane).typed(), kept))
         self.query_one(ModelPane).show(fresh)
         self.notify(str(Msg("new matrices start with mask none (was {mask}); ctrl+z keeps {mask}, and ticking "
                             "'keep the mask' (Matrices tab) keeps it from now on", mask=settings.mask)),
@@ -215,12 +194,7 @@ class EditingActions(_AppBase):
         mask = self.variants.custom_mask
         if mask is None:
             return None
-        if isinstance(source, SentenceInput):
-            n = m = len(source.text.split())
-        elif isinstance(source, MatrixInput):
-            n, m = len(source.q), len(source.k)
-        else:
-            n = m = len(source.x)
+        n, m = source.shape
         if (len(mask), len(mask[0]) if mask else 0) in ((n, m), (1, m)):  # 1×S: one entry per key, for every query
             return mask
         self.notify(_("the cells you masked by hand were cleared: the input has other tokens now "
@@ -234,12 +208,12 @@ class EditingActions(_AppBase):
     def load_sample(self, name: str) -> None:
         """Load a sample whole (input, variant, mask, every setting); what was typed can be had back with ctrl+z."""
         sample = load_samples()[name]
-        self.push_undo()
-        self.kept[OWN] = sample.request
+        self.state.push_undo()
+        self.state.kept[OWN] = sample.request
         self.query_one(ModelPane).show(sample.request.settings)
         ask: Ask = sample.model or sample.request
         self.explorer.forget_place()
-        self.first_stage = sample.stage
+        self.state.first_stage = sample.stage
         self.show_ask(ask)
         if sample.model is not None:
             self.query_one(InputPane).load(sample.request.source)
@@ -248,28 +222,19 @@ class EditingActions(_AppBase):
                     title=_("sample {name}").format(name=name), timeout=6)
         self.ask(ask)
 
-    def push_undo(self, shown: Shown | None = None) -> None:
-        """Keep what is there for ctrl+z; `shown`: a result that cannot be asked for again (a recorded trace)."""
-        self.undo_stack.append(Snapshot(self.variants, self.query_one(InputPane).typed(), shown or self.wanted))
-        del self.undo_stack[:-UNDO_DEPTH]
-
     def action_undo(self) -> None:
-        if not self.undo_stack:
+        snapshot = self.state.undo()
+        if snapshot is None:
             self.notify(_("nothing to undo"), timeout=3)
             return
-        snapshot = self.undo_stack.pop()
-        self.kept[OWN] = snapshot.variants
         self.query_one(ModelPane).show(snapshot.variants.settings)
-        back = snapshot.wanted
-        self.show_ask(back.ask if isinstance(back, Shown) else back, matrices=False)
+        self.show_ask(snapshot.wanted, matrices=False)
         self.query_one(InputPane).restore(snapshot.typed)
         self.notify(_("restored what you had before"), timeout=3)
-        if isinstance(back, Shown):  # the recorded trace: shown again as it is, never recomputed
-            self.wanted = back.ask
-            self.generation += 1
-            self.post_message(TraceReady(self.generation, back))
+        if snapshot.recorded is not None:  # the recorded trace: shown again as it is, never recomputed
+            self.post_message(TraceReady(self.state.show_recorded(snapshot.recorded), snapshot.recorded))
             return
-        self.ask(back)
+        self.ask(snapshot.wanted)
 
     def set_variant(self, variant: str) -> None:
         self.set_setting("variant", variant)
@@ -277,7 +242,7 @@ class EditingActions(_AppBase):
     def set_setting(self, name: str, value: object) -> None:
         """One setting changed from outside the model pane (the palette): the pane shows it, the variants run it."""
         settings = replace(self.variants.settings, **{name: value})  # type: ignore[arg-type]
-        if isinstance(self.wanted, ModelInput):
+        if self.state.wanted.model is not None:
             self.choose_model(None)
         self.query_one(ModelPane).show(settings)
         self.apply_settings(settings)
@@ -288,7 +253,7 @@ class EditingActions(_AppBase):
         trace, view = self.trace, self.view
         if trace is None or view is None:
             return
-        if isinstance(self.wanted, ModelInput):
+        if self.state.wanted.model is not None:
             self.notify(_("a model's mask is its own; mask cells of the attention variants"), timeout=4)
             return
         if view.name != "masked" or view.index_prefix:
@@ -325,7 +290,7 @@ class EditingActions(_AppBase):
         else:
             mask[i][j] = off
             said = Msg("cell {i},{j} masked by hand (a custom mask; x again unmasks it, ctrl+z undoes)", i=i, j=j)
-        self.push_undo()
+        self.state.push_undo()
         self.notify(str(said) + ("  " + _("(the mask is kept as typed: 1 = blocked)") if block else ""), timeout=4)
         cleared = all(v == on for row in mask for v in row)
         self.ask(replace(request, custom_mask=None if cleared else mask, mask_by_hand=not cleared))
@@ -341,40 +306,21 @@ class EditingActions(_AppBase):
         starts on a date, a transformer on the sentence typed for the variants. The
         matrix editors are never touched.
         """
-        inputs = self.query_one(InputPane)
-        current = self.wanted
-        if isinstance(current, ModelInput):
-            self.kept[current.name] = replace(current, text=inputs.sentence)
-        elif isinstance(current, Request) and isinstance(current.source, SentenceInput):
-            self.kept[OWN] = replace(current, source=SentenceInput(inputs.sentence))
-        if name is None:
-            ask: Ask = self.kept[OWN]
-        else:
-            kept = self.kept.get(name)
-            if isinstance(kept, ModelInput):
-                ask = kept
-            else:
-                sample = load_samples()[DATE_SAMPLE].model
-                text = sample.text if name in DATE_MODELS and sample is not None else (
-                    inputs.sentence if isinstance(self.variants.source, SentenceInput) else "the cat sat on the mat")
-                ask = ModelInput(name, text, device=self.variants.settings.device)
+        date = load_samples()[DATE_SAMPLE].model
+        first_text = date.text if name in DATE_MODELS and date is not None else None
+        ask = self.state.switch_source(name, self.query_one(InputPane).sentence, first_text)
         self.show_ask(ask, matrices=False)
         self.ask(ask)
 
     def on_target_edited(self, message: TargetEdited) -> None:
-        if isinstance(self.wanted, ModelInput) and self.wanted.name in DATE_MODELS:
-            self.ask(replace(self.wanted, target=message.target, teacher_forcing=message.teacher_forcing))
+        model = self.state.wanted.model
+        if model is not None and model.name in DATE_MODELS:
+            self.ask(replace(model, target=message.target, teacher_forcing=message.teacher_forcing))
 
     # ----- the session kept between runs ---------------------------------------------------
     def session(self) -> Session:
-        from attn_tui.tui.session import Session
-
-        request, typed = self.variants, self.query_one(InputPane).typed()
-        source = {SentenceInput: "sentence", MatrixInput: "matrices", XInput: "x"}[type(request.source)]
         view = self.view
-        return Session(request.settings, source, typed.sentence, typed.editors, request.custom_mask,
-                       self.wanted if isinstance(self.wanted, ModelInput) else None, self.language,
-                       None if view is None else view.name, request.mask_by_hand)
+        return self.state.session(self.language, None if view is None else view.name)
 
     def save_soon(self) -> None:
         """Take the session now and write it a moment later (a burst of typing writes once; quitting writes
@@ -404,6 +350,7 @@ class EditingActions(_AppBase):
     def restore_session(self) -> None:
         """Put back the saved session; an input named on the command line wins, and the saved one is a ctrl+z away."""
         from attn_tui.tui.session import SessionError, load
+        from attn_tui.tui.state import session_typed
 
         try:
             session = load()
@@ -414,25 +361,12 @@ class EditingActions(_AppBase):
         if session is None:
             return
         self.language = session.language
-        typed = Typed(session.sentence, session.editors, "tab-matrices" if session.source != "sentence"
-                      else "tab-sentence")
         inputs = self.query_one(InputPane)
-        inputs.restore(typed)
-        request = Request(self._session_source(session, inputs), session.settings, session.custom_mask,
-                          session.mask_by_hand)
-        if self.given:
-            self.undo_stack.append(Snapshot(request, typed, session.model or request))
-            return
-        self.kept[OWN] = request
-        self.query_one(ModelPane).show(session.settings)
-        self.wanted = session.model or request
-        self.first_stage = session.stage
+        inputs.restore(session_typed(session))
 
-    @staticmethod
-    def _session_source(session: Session, inputs: InputPane) -> SentenceInput | MatrixInput | XInput:
-        if session.source != "sentence":
-            inputs.last_matrix = "x" if session.source == "x" else "qkv"
-            typed = inputs.matrix_source()
-            if typed is not None:
-                return typed
-        return SentenceInput(session.sentence or "나는 학교에 간다")
+        def matrices(kind: str) -> MatrixInput | XInput | None:
+            inputs.last_matrix = kind
+            return inputs.matrix_source()
+
+        if self.state.restore(session, session_request(session, matrices)):
+            self.query_one(ModelPane).show(session.settings)

@@ -19,6 +19,8 @@ from attn_tui.tui.workers import while_running
 if TYPE_CHECKING:
     from textual.app import App
 
+    from attn_tui.present.stage_view import StageView
+    from attn_tui.trace.stage import Trace
     from attn_tui.tui.screens.export import ExportAsk
 
     _AppBase = App[int]
@@ -29,10 +31,13 @@ else:
 class ExportActions(_AppBase):
     """`e`, the export worker and its results."""
 
-    trace: Any
-    view: Any
-
     if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
+        @property
+        def trace(self) -> Trace | None: ...
+
+        @property
+        def view(self) -> StageView | None: ...
+
         def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
 
     def action_export(self) -> None:

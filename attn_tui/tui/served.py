@@ -18,10 +18,13 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.errors import InputError
 from attn_tui.i18n import Msg
+
+if TYPE_CHECKING:
+    from attn_tui.ask.settings import Ask
 
 SERVED_ENV = "ATTN_TUI_SERVED"
 EXPORT_ENV = "ATTN_TUI_EXPORT_DIR"
@@ -67,12 +70,12 @@ def inside_export_folder(path: Path) -> Path:
     return whole
 
 
-def check_ask(ask: object) -> None:
+def check_ask(ask: Ask) -> None:
     """Served: a model ask names a shipped model (a folder or a cached id would be opened on serve's machine)."""
-    from attn_tui.ask.settings import ModelInput
     from attn_tui.sources.names import MODEL_NAMES
 
-    if served() and isinstance(ask, ModelInput) and ask.name not in MODEL_NAMES:
+    model = ask.model
+    if served() and model is not None and model.name not in MODEL_NAMES:
         raise InputError(Msg("this app is served: it opens only the shipped models ({names})",
                              names=", ".join(MODEL_NAMES)))
 

@@ -23,7 +23,6 @@ from attn_tui.present.stage_view import StageView, place_caption, stage_view
 from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
-from attn_tui.trace.meta import DecoderRun
 from attn_tui.tui.messages import CursorMoved, PanelChanged
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.echo import shown as drawn
@@ -132,7 +131,7 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
-                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True,
+                "alignment": trace.meta.decodes, "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
@@ -377,6 +376,6 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.stats is not None:
             return "model_grid"
-        if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
+        if self.trace is not None and self.trace.meta.decodes:  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"

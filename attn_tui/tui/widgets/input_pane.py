@@ -8,7 +8,6 @@ above the editors checks the shapes the same way the computation will, so it nev
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -28,6 +27,7 @@ from attn_tui.i18n import Msg, _
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
 from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited, SourceRejected
+from attn_tui.tui.state import Typed
 from attn_tui.tui.widgets.echo import EchoInput, EchoTextArea
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.scroll import QuietScroll
@@ -43,15 +43,6 @@ def matrix_text(rows: list[list[float]], names: tuple[str, ...] | None = None) -
     if names is not None and len(names) == len(rows):
         lines = [f"{name}: {line}" for name, line in zip(names, lines)]
     return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Typed:
-    """Everything typed in the pane, exactly as typed: what undo restores and the session keeps."""
-
-    sentence: str
-    editors: dict[str, str]
-    tab: str
 
 
 class InputPane(Vertical):
@@ -150,18 +141,13 @@ class InputPane(Vertical):
     def load(self, source: SentenceInput | MatrixInput | XInput) -> None:
         """Show a source (from a sample or the command line) without posting it back."""
         with self.prevent(Input.Changed, TextArea.Changed):
-            if isinstance(source, SentenceInput):
-                self.query_one("#sentence", Input).value = source.text
-                self._show_tokens(source.text)
+            if source.sentence is not None:
+                self.query_one("#sentence", Input).value = source.sentence
+                self._show_tokens(source.sentence)
                 self.query_one(TabbedContent).active = "tab-sentence"
                 return
-            if isinstance(source, MatrixInput):
-                texts = {"Q": (source.q, source.query_tokens), "K": (source.k, source.key_tokens),
-                         "V": (source.v, source.key_tokens)}
-                self.last_matrix = "qkv"
-            else:
-                texts = {"X": (source.x, source.tokens)}
-                self.last_matrix = "x"
+            texts = source.matrices
+            self.last_matrix = "x" if source.kind == "x" else "qkv"
             for name, (rows, names) in texts.items():
                 text = matrix_text(rows, names)
                 self.query_one(f"#edit-{name}", TextArea).text = text

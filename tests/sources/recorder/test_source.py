@@ -37,7 +37,7 @@ def test_the_registry_hands_a_record_ask_to_the_recorder() -> None:
     assert isinstance(source_for(RecordAsk("mine.py")), RecorderSource)
     ask = RecordAsk("mine.py")
     assert ask.kind == "recorded" and ask.on_device("cpu") is ask and ask.changed({"mask": "causal"}) is ask
-    assert ask.as_model() is None and ask.as_request() is None
+    assert ask.model is None and ask.request is None
     assert (ask.file_name, RecordAsk("/a/b/mine.py").file_name, RecordAsk(sample="luong").file_name) == (
         "mine.py", "mine.py", "luong.py")
 
