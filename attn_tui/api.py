@@ -1,8 +1,9 @@
 """The Python API behind `attn_tui.compute`, `attn_tui.record` and `attn_tui.label`, for notebooks and scripts.
 
 `compute` takes the options of `attn-tui stages` as keyword arguments and checks them
-with the same code as the command line (an option that does not apply is an error,
-never dropped). What comes back is a Trace that indexes naturally (`trace["weights"]`,
+against the same option schema as the command line (`ask/options.py`), then builds the
+ask with the same code (an option that does not apply is an error, never dropped).
+What comes back is a Trace that indexes naturally (`trace["weights"]`,
 `trace.stage("weights", layer=2, head=5)`) and shows itself as a Rich heatmap: in
 Jupyter (`_repr_html_`), through Rich (`rich.print(trace)`), and as a plain table in a
 Python console (`repr`); `trace.show()` prints it in colour.

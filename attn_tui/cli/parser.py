@@ -1,7 +1,9 @@
 """The argument parser of `attn-tui`: the app by default, and its subcommands.
 
-Every option a subcommand takes is declared here once; `request.py` decides which of
-them apply to what was asked, so that none is ever silently dropped.
+The settings' flags (type, range, choices, help) are built from the one option schema,
+`ask/options.py`; the flags that are no setting (--format, --out, …) are declared here.
+`ask/request.py` decides which of them apply to what was asked, so that none is ever
+silently dropped.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 
 from attn_tui import api
 from attn_tui.ask import options
-from attn_tui.ask.footprint import estimate
+from attn_tui.ask.footprint import ITEMSIZE, estimate
 from attn_tui.ask.options import SETTINGS
 from attn_tui.ask.settings import Request, SentenceInput, Settings, XInput
 from attn_tui.cli.parser import build_parser, parse
@@ -41,6 +41,7 @@ def test_every_setting_is_offered_by_the_cli_the_pane_and_the_api() -> None:
         assert option.name in api.OPTIONS
         if option.kind is int:  # the pane words a low bound as "0 or more" or "at least 1", or in the option's words
             assert option.low in (0, 1) or option.pane_refusal, option.name
+    assert set(ITEMSIZE) == set(SETTINGS["dtype"].choices or ())  # the budget knows the size of every dtype offered
 
 
 def _session(**settings: object) -> str:
