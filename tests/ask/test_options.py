@@ -12,6 +12,7 @@ from attn_tui.ask import options
 from attn_tui.ask.footprint import ITEMSIZE, estimate
 from attn_tui.ask.options import SETTINGS
 from attn_tui.ask.settings import Request, SentenceInput, Settings, XInput
+from attn_tui.ask.variants import VARIANTS
 from attn_tui.cli.parser import build_parser, parse
 from attn_tui.errors import ConfigError
 from attn_tui.tui.session import SessionError
@@ -42,6 +43,9 @@ def test_every_setting_is_offered_by_the_cli_the_pane_and_the_api() -> None:
         if option.kind is int:  # the pane words a low bound as "0 or more" or "at least 1", or in the option's words
             assert option.low in (0, 1) or option.pane_refusal, option.name
     assert set(ITEMSIZE) == set(SETTINGS["dtype"].choices or ())  # the budget knows the size of every dtype offered
+    assert SETTINGS["variant"].choices == tuple(VARIANTS)  # the menu offers exactly the registry's variants
+    for name in ("kv_heads", "rope_base", "tile"):  # one variant's knob: the registry says whose, the schema says own
+        assert SETTINGS[name].own and any(name in v.options for v in VARIANTS.values())
 
 
 def _session(**settings: object) -> str:
