@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from attn_tui import __version__
 from attn_tui.ask.options import DEVICE_NAMES, MODEL_OPTIONS, SETTINGS, Option, OptionError
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
 from attn_tui.sources.names import MODEL_NAMES
@@ -66,9 +66,9 @@ def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], object]:
     return reader(Option("", int, None, low=minimum, high=maximum))
 
 
-def _positive_number(text: str) -> object:
-    """An argparse type for a flag that is no setting: a positive finite number (as --temperature reads one)."""
-    return reader(SETTINGS["temperature"])(text)
+# A flag that is no setting (serve's --idle-minutes): a positive finite number, in the words --temperature uses.
+_positive_number = reader(Option("", float, None, low=0, above=True,
+                                 refusal=N_("must be a positive finite number, got {text}")))
 
 
 def _add_option(group: argparse._ArgumentGroup, option: Option, prefix: str) -> None:
