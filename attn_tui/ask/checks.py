@@ -63,10 +63,11 @@ def check_fields(value: Any, what: str = "", choices: dict[str, tuple[str, ...]]
                                   value=quoted(found, QUOTE_LIMIT // 2), names=", ".join(known)))
 
 
-def check_ranges(settings: Any, what: str = "") -> None:
-    """Every number of `settings` lies in its declared range (the schema's, read now), said as the CLI says it."""
-    for option in options.SETTINGS.values():
-        value = getattr(settings, option.name)
+def check_ranges(value_of: Any, what: str = "", schema: dict[str, options.Option] | None = None) -> None:
+    """Every number of settings (or of a model run, with `options.MODEL_OPTIONS`) lies in its declared range, the
+    schema's as it is now, said as the command line says it."""
+    for option in (options.SETTINGS if schema is None else schema).values():
+        value = getattr(value_of, option.name, None)
         if option.kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
             try:
                 option.read(str(value))

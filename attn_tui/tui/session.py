@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_tui.ask.checks import check_fields, check_ranges, matrix_shape
-from attn_tui.ask.options import choices
+from attn_tui.ask.options import MODEL_OPTIONS, choices
 from attn_tui.ask.settings import ModelInput, Settings
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import LANGUAGES, Msg
@@ -107,6 +107,7 @@ def _model(data: object) -> ModelInput | None:
     _typed(values.get("text", ""), str, "model.text")
     model = ModelInput(**values)
     _checked(check_fields, model, "model", choices())
+    _checked(check_ranges, model, "model", MODEL_OPTIONS)
     return model
 
 

@@ -103,6 +103,14 @@ def test_a_changed_width_reaches_typed_matrices_too(monkeypatch: pytest.MonkeyPa
     assert estimate(Request(XInput([[0.0] * 16]))).total > 0
 
 
+def test_a_saved_model_run_is_checked_against_the_schema_too() -> None:
+    saved = {"version": 1, "model": {"name": "minilm", "text": "a b", "pad_to": 0}}
+    with pytest.raises(SessionError, match="model.pad_to: must be between 1 and 100,000, got 0"):
+        parse_session(json.dumps(saved))
+    saved["model"]["pad_to"] = 4  # type: ignore[index]
+    assert parse_session(json.dumps(saved)).model.pad_to == 4  # type: ignore[union-attr]
+
+
 def test_a_float_setting_reads_alike_everywhere() -> None:
     """temperature: above 0 and finite, in the CLI's words through the schema, in the pane's own words."""
     option = options.setting("temperature")
