@@ -1,8 +1,9 @@
 """The Python API behind `attn_tui.compute`, `attn_tui.record` and `attn_tui.label`, for notebooks and scripts.
 
 `compute` takes the options of `attn-tui stages` as keyword arguments and checks them
-with the same code as the command line (an option that does not apply is an error,
-never dropped). What comes back is a Trace that indexes naturally (`trace["weights"]`,
+against the same option schema as the command line (`ask/options.py`), then builds the
+ask with the same code (an option that does not apply is an error, never dropped).
+What comes back is a Trace that indexes naturally (`trace["weights"]`,
 `trace.stage("weights", layer=2, head=5)`) and shows itself as a Rich heatmap: in
 Jupyter (`_repr_html_`), through Rich (`rich.print(trace)`), and as a plain table in a
 Python console (`repr`); `trace.show()` prints it in colour.
@@ -11,7 +12,6 @@ Python console (`repr`); `trace.show()` prints it in colour.
 from __future__ import annotations
 
 import argparse
-import functools
 import io
 from collections.abc import Iterator, Sequence, Sized
 from typing import Any
@@ -20,16 +20,18 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.text import Text
 
 from attn_tui.ask.inputs import Parsed
-from attn_tui.cli.request import Reader, model_input, variant_request
+from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, Option, OptionError
+from attn_tui.ask.request import VARIANT_OPTIONS, Reader, variant_request
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import quoted, short_repr
+from attn_tui.sources.model_request import model_input
 from attn_tui.sources.recorder import Recording as SourceRecording
 from attn_tui.trace.stage import Trace as CoreTrace
 
-OPTIONS = ("text", "sample", "q", "k", "v", "x", "variant", "mask", "mask_file", "pad_keys", "mask_fill", "mask_means",
-           "heads", "dim", "positional", "temperature", "seed", "device", "dtype", "model", "layer", "head", "pad_to",
-           "target", "teacher_forcing", "projection", "kv_heads", "rope_base", "window", "tile")
+TEXTS = ("text", "sample", "q", "k", "v", "x", "mask_file", "model", "target")  # text, or a matrix where MATRICES say
+# Every keyword of `compute`: the inputs, every setting and the model run's options, as `attn-tui stages` takes them.
+OPTIONS = (*TEXTS[:6], *VARIANT_OPTIONS, "device", "model", *MODEL_OPTIONS, "target")
 HTML_WIDTH = 100
 PYTHON_FLOAT_BYTES = 32  # a float object and its list slot: what a matrix costs once it is Python lists
 
@@ -151,14 +153,12 @@ def _shape(value: Any, name: str | Msg) -> tuple[int, int]:
 
 def _check_size(rows: int, width: int, name: str | Msg, max_memory: int | str | None) -> None:
     from attn_tui.ask.budget import Estimate, memory_limit
-    from attn_tui.ask.footprint import MAX_DIM, MAX_TOKENS
+    from attn_tui.ask.footprint import MAX_TOKENS, check_width
 
     if rows > MAX_TOKENS:
         raise ConfigError(Msg("{name} has {n} rows; attn-tui shows at most {max}", name=name, n=f"{rows:,}",
                               max=f"{MAX_TOKENS:,}"))
-    if width > MAX_DIM:
-        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
-                              width=width, max=MAX_DIM))
+    check_width(width, name)
     as_lists = Estimate()
     as_lists.add(N_("inputs"), rows * width, PYTHON_FLOAT_BYTES)
     as_lists.check(memory_limit(max_memory), name)
@@ -167,42 +167,39 @@ def _check_size(rows: int, width: int, name: str | Msg, max_memory: int | str | 
 MATRICES = ("q", "k", "v", "x", "mask_file")  # a list, an array or a tensor; a string is a file, as on the command line
 
 
-@functools.lru_cache(maxsize=1)
-def _stage_options() -> dict[str, argparse.Action]:
-    """The options of `attn-tui stages` by name, with the types and choices the command line checks them with."""
-    from attn_tui.cli.parser import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {action.dest: action for action in sub.choices["stages"]._actions}
+def _declared(name: str) -> Option | None:
+    """The schema's declaration of a keyword (read now, so a changed range is seen at once); None for a text."""
+    return SETTINGS.get(name) or MODEL_OPTIONS.get(name)
 
 
 def _checked(values: dict[str, Any]) -> dict[str, Any]:
     """Each option given to `compute` as the command line would take it: its type, its range, its choices.
 
     A keyword holds a Python value rather than typed text, so its kind is checked first (a bool is no
-    number); then the parser's own type reads it, so `heads=0` and `--heads 0` get the same refusal.
+    number); then the schema reads it as the command line does, so `heads=0` and `--heads 0` get the
+    same refusal.
     """
-    actions = _stage_options()
     checked = dict(values)
     for name, value in values.items():
-        action = actions.get(name)
-        if value is None or action is None or (name in MATRICES and not isinstance(value, str)):
+        option = _declared(name)
+        if value is None or (name in MATRICES and not isinstance(value, str)):
             continue
-        wanted = (N_("true or false") if action.nargs == 0 else N_("text") if action.type is None
-                  else N_("a number"))
-        kinds: tuple[type, ...] = (bool,) if action.nargs == 0 else (str,) if action.type is None else (str, int, float)
-        if not isinstance(value, kinds) or (isinstance(value, bool) and action.nargs != 0):
+        flag = option is not None and option.kind is bool
+        number = option is not None and option.kind in (int, float)
+        wanted = N_("true or false") if flag else N_("a number") if number else N_("text")
+        kinds: tuple[type, ...] = (bool,) if flag else (str, int, float) if number else (str,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and not flag):
             raise ConfigError(Msg("{name} must be {kind}, not {value}", name=f"{name}=", kind=Msg(wanted),
                                   value=short_repr(value)))
-        if action.type is not None and action.nargs != 0:
+        if number:
+            assert option is not None
             try:
-                checked[name] = action.type(str(value))  # type: ignore[operator]  # argparse types it loosely
-            except argparse.ArgumentTypeError as exc:
+                checked[name] = option.read(str(value))
+            except OptionError as exc:
                 raise ConfigError(Msg("{option}: {reason}", option=f"{name}=", reason=str(exc))) from None
-        if action.choices is not None and checked[name] not in action.choices:
+        elif option is not None and option.choices is not None and value not in option.choices:
             raise ConfigError(Msg("unknown {name} {value}; choose one of {names}", name=f"{name}=",
-                                  value=quoted(str(value), 30), names=", ".join(map(str, action.choices))))
+                                  value=quoted(str(value), 30), names=", ".join(option.choices)))
     return checked
 
 

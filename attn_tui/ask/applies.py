@@ -6,11 +6,12 @@ app can grey out a control the moment the variant changes.
 
 from __future__ import annotations
 
+from attn_tui.ask.options import SETTINGS
 from attn_tui.ask.settings import SLIDING_MASKS, Request
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg
 
-ALWAYS = frozenset({"variant", "mask", "device", "dtype", "temperature"})
+ALWAYS = frozenset(name for name, option in SETTINGS.items() if option.always)  # never greyed out, never refused
 
 
 def applicable(request: Request) -> frozenset[str]:
@@ -71,7 +72,7 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
         "window": Msg("--window needs a sliding mask (--mask sliding or sliding+padding), not {mask}",
                       mask=repr(s.mask)),
         **{name: Msg("{option} does not apply to {variant}: it belongs to {owners}",
-                     option="--" + name.replace("_", "-"), variant=s.variant,
+                     option=SETTINGS[name].flag, variant=s.variant,
                      owners=", ".join(n for n, v in VARIANTS.items() if name in v.options))
            for name in ("kv_heads", "rope_base", "tile")},
     }

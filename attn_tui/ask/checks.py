@@ -13,16 +13,14 @@ from collections.abc import Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from attn_tui.ask.settings import DTYPE_NAMES, FILL_NAMES, MASK_MEANS_NAMES, MASK_NAMES, PROJECTION_NAMES
+from attn_tui.ask import options
 from attn_tui.errors import ConfigError, InputError, ShapeError
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.io.files import QUOTE_LIMIT, quoted, short_repr
 
-# The choices of each text field. The variant is checked against the registry where its sizes are read, the
-# device where it is resolved (the API may name `cuda:1`); a saved session adds both, for the app's menus.
-CHOICES: dict[str, tuple[str, ...]] = {"mask": MASK_NAMES, "mask_fill": FILL_NAMES, "mask_means": MASK_MEANS_NAMES,
-                                       "dtype": DTYPE_NAMES,
-                                       "projection": PROJECTION_NAMES}
+# A request is checked for the choices of each text field but two: the variant is checked against the registry where
+# its sizes are read, the device where it is resolved (the API may name `cuda:1`); a saved session checks all of them.
+CHECKED_ELSEWHERE = ("variant", "device")
 _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "int": ((int,), N_("a whole number")),
     "float": ((float, int), N_("a number")),
@@ -48,7 +46,8 @@ def _accepted(annotation: object) -> tuple[tuple[type, ...], str] | None:
 def check_fields(value: Any, what: str = "", choices: dict[str, tuple[str, ...]] | None = None) -> None:
     """Every field of a settings-like dataclass has its annotated type (a bool is no number) and a known choice."""
     assert is_dataclass(value)
-    choices = CHOICES if choices is None else choices
+    if choices is None:
+        choices = {name: names for name, names in options.choices().items() if name not in CHECKED_ELSEWHERE}
     for f in fields(value):
         found = getattr(value, f.name)
         accepted = _accepted(f.type)
@@ -62,6 +61,19 @@ def check_fields(value: Any, what: str = "", choices: dict[str, tuple[str, ...]]
         if known is not None and isinstance(found, str) and found not in known:
             raise ConfigError(Msg("unknown {name} {value}; choose one of {names}", name=label,
                                   value=quoted(found, QUOTE_LIMIT // 2), names=", ".join(known)))
+
+
+def check_ranges(value_of: Any, what: str = "", schema: dict[str, options.Option] | None = None) -> None:
+    """Every number of settings (or of a model run, with `options.MODEL_OPTIONS`) lies in its declared range, the
+    schema's as it is now, said as the command line says it."""
+    for option in (options.SETTINGS if schema is None else schema).values():
+        value = getattr(value_of, option.name, None)
+        if option.kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                option.read(str(value))
+            except options.OptionError as exc:
+                raise ConfigError(Msg("{option}: {reason}", option=f"{what}.{option.name}" if what else option.name,
+                                      reason=str(exc))) from None
 
 
 def matrix_shape(rows: Sequence[Sequence[float]], name: str | Msg) -> tuple[int, int]:

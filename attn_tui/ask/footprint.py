@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from attn_tui.ask.budget import Estimate, json_numbers
 from attn_tui.ask.checks import check_fields, matrix_shape
+from attn_tui.ask.options import limit
 from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, XInput
 from attn_tui.ask.variants import VARIANTS, Sizes
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import check_text
 
-MAX_DIM = 4096  # widths beyond this are no longer something to look at, only to wait for
+# The widest input and the most heads are the settings' own bounds (`limit("dim")`, `limit("heads")`), read from
+# the option schema when a request is counted, so the budget and every front end agree on them.
 MAX_TOKENS = 16384  # queries or keys
-MAX_HEADS = 64  # more heads than this are no longer something to look at one by one
 LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score family lazy
 PASS_ROWS = 64  # query rows per block of the streaming pass over a lazy score family
 MAX_TILES = 1024  # flash's steps: each tile is five stages, and the app steps through them one by one
@@ -26,9 +27,7 @@ ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 def _width(rows: list[list[float]], name: str) -> int:
     width = matrix_shape(rows, name)[1]
-    if width > MAX_DIM:
-        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
-                              width=width, max=MAX_DIM))
+    check_width(width, name)
     return width
 
 
@@ -55,6 +54,13 @@ class _Measure:
         return n, n, d, d, d, n * d
 
 
+def check_width(width: int, name: str | Msg) -> None:
+    """A typed matrix is no wider than a sentence's embedding may be (the `dim` setting's bound)."""
+    if width > limit("dim"):
+        raise ConfigError(Msg("{name} is {width} numbers wide; attn-tui shows widths up to {max}", name=name,
+                              width=width, max=limit("dim")))
+
+
 def request_sizes(request: Request) -> tuple[Sizes, int]:
     """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
     s = request.settings
@@ -63,8 +69,8 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
     if variant is None:
         raise ConfigError(Msg("unknown variant {name}; choose one of {names}", name=repr(s.variant),
                               names=", ".join(VARIANTS)))
-    if s.dim is not None and not 1 <= s.dim <= MAX_DIM:
-        raise ConfigError(Msg("--dim must be between 1 and {max}, not {dim}", max=MAX_DIM, dim=s.dim))
+    if s.dim is not None and not 1 <= s.dim <= limit("dim"):
+        raise ConfigError(Msg("--dim must be between 1 and {max}, not {dim}", max=limit("dim"), dim=s.dim))
     n_q, n_k, d_q, d_k, d_v, inputs = request.source.read(_Measure(s.dim or DEFAULT_DIM))
     if not request.source.typed:  # token vectors: positions, then (unless the variant projects itself) W_q, W_k, W_v
         n, d = n_q, d_q
@@ -79,15 +85,16 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
             raise ConfigError(Msg(what, count=f"{count:,}", max=f"{MAX_TOKENS:,}"))
     hidden = s.dim if (variant.uses_hidden and s.dim) else d_q
     heads = s.heads if variant.has_heads else 1
-    if not 1 <= heads <= MAX_HEADS:
-        raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=MAX_HEADS))
+    if not 1 <= heads <= limit("heads"):
+        raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=limit("heads")))
     if not variant.lazy and n_q * n_k > LAZY_CELLS:
         raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
                               "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
                               variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
     kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
-    if not 1 <= kv_heads <= MAX_HEADS:
-        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=MAX_HEADS))
+    if not 1 <= kv_heads <= limit("kv_heads"):
+        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads,
+                              most=limit("kv_heads")))
     if "tile" in variant.options:
         _check_tiles(n_k, s.tile)
     return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, kv_heads, max(1, s.tile)), inputs

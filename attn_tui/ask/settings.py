@@ -9,47 +9,47 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Protocol, TypeVar, Union
 
+# The choices, re-exported where the code has always found them; they are declared in ask/options.py.
+from attn_tui.ask.options import DEFAULT_DIM as DEFAULT_DIM
+from attn_tui.ask.options import DEVICE_NAMES as DEVICE_NAMES
+from attn_tui.ask.options import DTYPE_NAMES as DTYPE_NAMES
+from attn_tui.ask.options import FILL_NAMES as FILL_NAMES
+from attn_tui.ask.options import MASK_MEANS_NAMES as MASK_MEANS_NAMES
+from attn_tui.ask.options import MASK_NAMES as MASK_NAMES
+from attn_tui.ask.options import PROJECTION_NAMES as PROJECTION_NAMES
+from attn_tui.ask.options import VARIANT_NAMES as VARIANT_NAMES
+from attn_tui.ask.options import default
+
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
 
-VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
-                 "flash")
-# The choices of each setting, torch-free so the CLI and the app's first screen can offer them.
-MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
 SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
-PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
-FILL_NAMES = ("-inf", "-1e9")
-# What a 1 in a custom mask means: torch's SDPA (and the app) read 1 = may attend; some notes (seed 003) write
-# 1 = padding, the key is blocked. The setting says which, so a mask typed the note's way is read the note's way.
-MASK_MEANS_NAMES = ("attend", "block")
-DEVICE_NAMES = ("auto", "cpu", "cuda")
-DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
-DEFAULT_DIM = 8
 T_co = TypeVar("T_co", covariant=True)
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob of a computation; the same object drives the CLI and the app."""
+    """Every knob of a computation; the same object drives the CLI and the app. Each field's default, range and
+    help are declared once, in `ask/options.py`."""
 
-    variant: str = "scaled_dot"
-    mask: str = "none"  # none | causal | padding | causal+padding | sliding | sliding+padding
-    mask_fill: str = "-inf"  # -inf | -1e9
-    mask_means: str = "attend"  # attend | block: what a 1 in a custom mask means (1 = may attend, or 1 = blocked)
-    pad_keys: int = 0  # typed matrices: the last N keys are padding
-    heads: int = 2  # multihead, gqa (query heads), alibi, sink
-    dim: int | None = None  # model dim for sentences; attention hidden size for additive/concat
-    positional: bool = False
-    seed: int = 0
-    device: str = "auto"
-    dtype: str = "float32"
-    temperature: float = 1.0  # divides the scores; 1 = the variant as written
-    projection: str = "learned"  # learned | identity (Q = K = V = X, as in a first attention lesson)
-    rope_base: float = 10000.0  # rope: θ_i = base^(−2i/d)
-    kv_heads: int = 1  # gqa: key/value heads shared by the query heads (1 = multi-query)
-    window: int = 3  # sliding masks: query i sees keys i − window < j ≤ i
-    tile: int = 4  # flash: keys per tile of the online softmax
+    variant: str = default("variant")
+    mask: str = default("mask")  # none | causal | padding | causal+padding | sliding | sliding+padding
+    mask_fill: str = default("mask_fill")  # -inf | -1e9
+    mask_means: str = default("mask_means")  # attend | block: what a 1 in a custom mask means
+    pad_keys: int = default("pad_keys")  # typed matrices: the last N keys are padding
+    heads: int = default("heads")  # multihead, gqa (query heads), alibi, sink
+    dim: int | None = default("dim")  # model dim for sentences; attention hidden size for additive/concat
+    positional: bool = default("positional")
+    seed: int = default("seed")
+    device: str = default("device")
+    dtype: str = default("dtype")
+    temperature: float = default("temperature")  # divides the scores; 1 = the variant as written
+    projection: str = default("projection")  # learned | identity (Q = K = V = X, as in a first attention lesson)
+    rope_base: float = default("rope_base")  # rope: θ_i = base^(−2i/d)
+    kv_heads: int = default("kv_heads")  # gqa: key/value heads shared by the query heads (1 = multi-query)
+    window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
+    tile: int = default("tile")  # flash: keys per tile of the online softmax
 
 
 class InputReader(Protocol[T_co]):

@@ -1,7 +1,9 @@
 """The argument parser of `attn-tui`: the app by default, and its subcommands.
 
-Every option a subcommand takes is declared here once; `request.py` decides which of
-them apply to what was asked, so that none is ever silently dropped.
+The settings' flags (type, range, choices, help) are built from the one option schema,
+`ask/options.py`; the flags that are no setting (--format, --out, …) are declared here.
+`ask/request.py` decides which of them apply to what was asked, so that none is ever
+silently dropped.
 """
 
 from __future__ import annotations
@@ -13,27 +15,16 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from attn_tui import __version__
-from attn_tui.ask.footprint import MAX_HEADS
-from attn_tui.ask.settings import (
-    DEVICE_NAMES,
-    DTYPE_NAMES,
-    FILL_NAMES,
-    MASK_MEANS_NAMES,
-    MASK_NAMES,
-    PROJECTION_NAMES,
-    VARIANT_NAMES,
-)
-from attn_tui.i18n import Msg, _
+from attn_tui.ask.options import DEVICE_NAMES, MODEL_OPTIONS, SETTINGS, Option, OptionError
+from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
 from attn_tui.sources.names import MODEL_NAMES
 
 TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
-_DASH_VALUE_OPTIONS = ("--mask-fill",)  # values that start with '-' (argparse would take -inf for an option)
 _ANYWHERE = ("debug", "max_memory")
 FORMATS = ("table", "json", "csv", "npz")
 MAX_LINE = 240  # an error line longer than this is cut: one short line, whatever the input
-_WHOLE = re.compile(r"[+-]?[0-9]+")
 _QUOTED = re.compile(rf"'[^']{{{QUOTE_LIMIT},}}'")  # a long quoted value in a message (argparse quotes whole)
 
 
@@ -57,43 +48,44 @@ class _Parser(argparse.ArgumentParser):
         fail(message, self.prog)
 
 
-def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
-    """An argparse type: a whole number in [minimum, maximum], with a message that says so."""
+def reader(option: Option) -> Callable[[str], object]:
+    """An argparse type that reads text as the option schema says, with the schema's message when it cannot."""
 
-    def parse(text: str) -> int:
-        if not _WHOLE.fullmatch(text.strip()):  # plain ASCII digits: no '1_0', no other scripts' digits
-            raise argparse.ArgumentTypeError(_("expected a whole number, got {text}").format(text=repr(text[:30])))
-        value = int(text)
-        if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(_("must be between {lo} and {hi}, got {text}").format(
-                lo=f"{minimum:,}", hi=f"{maximum:,}", text=text[:30]))
-        return value
+    def parse(text: str) -> object:
+        try:
+            return option.read(text)
+        except OptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-    parse.__name__ = "whole number"
+    parse.__name__ = "whole number" if option.kind is int else "number"
     return parse
 
 
-_positive, _non_negative = _int_between(1), _int_between(0)
+def _int_between(minimum: int, maximum: int = 10**9) -> Callable[[str], object]:
+    """An argparse type for a flag that is no setting: a whole number in [minimum, maximum]."""
+    return reader(Option("", int, None, low=minimum, high=maximum))
 
 
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(_("expected a number, got {text}").format(text=repr(text[:30]))) from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(_("must be a positive finite number, got {text}").format(text=text[:30]))
-    return value
+# A flag that is no setting (serve's --idle-minutes): a positive finite number, in the words --temperature uses.
+_positive_number = reader(Option("", float, None, low=0, above=True,
+                                 refusal=N_("must be a positive finite number, got {text}")))
 
 
-def _rope_base(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(_("expected a number, got {text}").format(text=repr(text[:30]))) from None
-    if not 1 < value < float("inf"):
-        raise argparse.ArgumentTypeError(_("must be a finite number above 1, got {text}").format(text=text[:30]))
-    return value
+def _add_option(group: argparse._ArgumentGroup, option: Option, prefix: str) -> None:
+    """One setting's flag, exactly as the schema declares it; absent means None, so a sample's own value wins."""
+    about = None if option.help is None else _(option.help)
+    dest = f"{prefix}{option.name}"
+    if option.kind is bool:
+        group.add_argument(option.flag, action="store_const", const=True, dest=dest, help=about)
+    elif option.choices is not None:
+        group.add_argument(option.flag, choices=option.choices, dest=dest, help=about)
+    else:
+        group.add_argument(option.flag, type=reader(option), metavar=option.metavar, dest=dest, help=about)
+
+
+def dash_value_flags() -> tuple[str, ...]:
+    """Flags whose values may start with '-' (argparse would take `-inf` for an option)."""
+    return tuple(o.flag for o in SETTINGS.values() if o.choices and any(c.startswith("-") for c in o.choices))
 
 
 def _memory(text: str) -> int:
@@ -129,51 +121,20 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
                         ("x", _("typed X matrix: token vectors (an embedding table) for any variant"))):
         src.add_argument(f"--{name}", dest=f"{prefix}{name}", metavar="FILE", help=about)
     opt = p.add_argument_group(_("settings of the attention variants"))
-    opt.add_argument("--variant", choices=VARIANT_NAMES, dest=f"{prefix}variant")
-    opt.add_argument("--projection", choices=PROJECTION_NAMES, dest=f"{prefix}projection",
-                     help=_("from a sentence or X: learned (seeded) W_q, W_k, W_v, or identity (Q = K = V = X)"))
-    opt.add_argument("--mask", choices=MASK_NAMES, dest=f"{prefix}mask")
-    opt.add_argument("--mask-file", metavar="FILE", dest=f"{prefix}mask_file",
-                     help=_("custom 0/1 mask, L×S or 1×S (one row per key, for every query); ANDed with --mask"))
-    opt.add_argument("--mask-means", choices=MASK_MEANS_NAMES, dest=f"{prefix}mask_means",
-                     help=_("what a 1 in the mask means: attend (1 = may attend, torch's SDPA; the default) or "
-                            "block (1 = padding, the key is blocked, as some notes write it)"))
-    opt.add_argument("--pad-keys", type=_non_negative, metavar="N", dest=f"{prefix}pad_keys",
-                     help=_("treat the last N keys as padding"))
-    opt.add_argument("--mask-fill", choices=FILL_NAMES, dest=f"{prefix}mask_fill",
-                     help=_("value written into masked scores (default -inf)"))
-    opt.add_argument("--heads", type=_int_between(1, MAX_HEADS), metavar="N", dest=f"{prefix}heads",
-                     help=_("heads for multihead, gqa, alibi and sink (must divide the width)"))
-    opt.add_argument("--kv-heads", type=_int_between(1, MAX_HEADS), metavar="K", dest=f"{prefix}kv_heads",
-                     help=_("gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)"))
-    opt.add_argument("--rope-base", type=_rope_base, metavar="BASE", dest=f"{prefix}rope_base",
-                     help=_("rope: θ_i = BASE^(−2i/d) (default 10000)"))
-    opt.add_argument("--window", type=_int_between(1, 100_000), metavar="W", dest=f"{prefix}window",
-                     help=_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"))
-    opt.add_argument("--tile", type=_int_between(1, 100_000), metavar="T", dest=f"{prefix}tile",
-                     help=_("flash: keys per tile of the online softmax (default 4)"))
-    opt.add_argument("--dim", type=_positive, metavar="D", dest=f"{prefix}dim",
-                     help=_("model dimension for sentences; hidden size for additive/concat"))
-    opt.add_argument("--positional", action="store_const", const=True, dest=f"{prefix}positional",
-                     help=_("add sinusoidal positions"))
-    opt.add_argument("--temperature", type=_temperature, metavar="TEMP", dest=f"{prefix}temperature",
-                     help=_("divides the scores (default 1)"))
-    opt.add_argument("--seed", type=_int_between(-(2**62), 2**62), metavar="S", dest=f"{prefix}seed")
-    opt.add_argument("--device", choices=DEVICE_NAMES, dest=f"{prefix}device")
-    opt.add_argument("--dtype", choices=DTYPE_NAMES, dest=f"{prefix}dtype")
+    for option in SETTINGS.values():
+        _add_option(opt, option, prefix)
+        if option.name == "mask":  # the custom mask's file beside the kinds it is ANDed with
+            opt.add_argument("--mask-file", metavar="FILE", dest=f"{prefix}mask_file",
+                             help=_("custom 0/1 mask, L×S or 1×S (one row per key, for every query); ANDed with "
+                                    "--mask"))
     real = p.add_argument_group(_("real or trained model"))
     real.add_argument("--model", metavar="NAME_OR_PATH", dest=f"{prefix}model",
                       help=_("{names}, a local model folder, or a cached id").format(names=", ".join(MODEL_NAMES)))
-    real.add_argument("--layer", type=_non_negative, metavar="L", dest=f"{prefix}layer",
-                      help=_("a transformer's layer, counted from 0 (default 0)"))
-    real.add_argument("--head", type=_non_negative, metavar="H", dest=f"{prefix}head",
-                      help=_("multihead or a transformer: the head, counted from 0 (default 0)"))
-    real.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N", dest=f"{prefix}pad_to",
-                      help=_("a transformer: pad the tokenised text to N tokens"))
+    for name in ("layer", "head", "pad_to"):
+        _add_option(real, MODEL_OPTIONS[name], prefix)
     real.add_argument("--target", metavar="DATE", dest=f"{prefix}target",
                       help=_("a date model: the expected output, e.g. 2026-11-22"))
-    real.add_argument("--teacher-forcing", action="store_true", default=None, dest=f"{prefix}teacher_forcing",
-                      help=_("a date model: feed the target's characters instead of the model's own"))
+    _add_option(real, MODEL_OPTIONS["teacher_forcing"], prefix)
     _add_common(p, prefix)
 
 
@@ -198,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "plus attention rollout across layers."))
     heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
     heads.add_argument("--text", required=True)
-    heads.add_argument("--pad-to", type=_int_between(1, 100_000), metavar="N")
+    heads.add_argument("--pad-to", type=reader(MODEL_OPTIONS["pad_to"]), metavar="N")
     heads.add_argument("--device", choices=DEVICE_NAMES)
     heads.add_argument("--format", choices=("table", "json"), default="table")
     _add_common(heads, "")
@@ -237,7 +198,8 @@ def _add_trace(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     trace.add_argument("--format", choices=("app", "table", "json"), default="app",
                        help=_("app (default), or print the stages like `attn-tui stages`"))
     trace.add_argument("--stage", metavar="NAME", help=_("table/JSON: print only this stage"))
-    trace.add_argument("--head", type=_non_negative, metavar="H", help=_("table/JSON: only this head, counted from 0"))
+    trace.add_argument("--head", type=reader(MODEL_OPTIONS["head"]), metavar="H",
+                       help=_("table/JSON: only this head, counted from 0"))
     trace.add_argument("--params", action="store_true", help=_("JSON: include every recorded parameter"))
     trace.add_argument("--max-calls", type=_int_between(1, 4096), default=64, metavar="N",
                        help=_("calls of each attention module kept, the last ones (default 64)"))
@@ -256,7 +218,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     serve.add_argument("--public-url", metavar="URL", help=_("the address browsers use, when it differs (a proxy)"))
     serve.add_argument("--max-sessions", type=_int_between(1, 64), default=4, metavar="N",
                        help=_("visitors at once, each with their own app (default 4)"))
-    serve.add_argument("--idle-minutes", type=_temperature, default=30.0, metavar="M",
+    serve.add_argument("--idle-minutes", type=_positive_number, default=30.0, metavar="M",
                        help=_("end a visitor's app after M minutes without a key (default 30)"))
     serve.add_argument("--export-dir", default="attn-tui-exports", metavar="FOLDER",
                        help=_("the one folder visitors' exports are written to (default ./attn-tui-exports)"))
@@ -271,9 +233,10 @@ def _set(value: object) -> bool:
 def normalise_argv(argv: Sequence[str]) -> list[str]:
     """`--mask-fill -inf` → `--mask-fill=-inf`, so argparse does not read -inf as an option."""
     out: list[str] = []
+    dashed = dash_value_flags()
     it = iter(argv)
     for arg in it:
-        if arg in _DASH_VALUE_OPTIONS:
+        if arg in dashed:
             value = next(it, None)
             out.append(arg if value is None else f"{arg}={value}")
         else:

@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from attn_tui.ask.checks import CHOICES, check_fields, matrix_shape
-from attn_tui.ask.settings import DEVICE_NAMES, VARIANT_NAMES, ModelInput, Settings
+from attn_tui.ask.checks import check_fields, check_ranges, matrix_shape
+from attn_tui.ask.options import MODEL_OPTIONS, choices
+from attn_tui.ask.settings import ModelInput, Settings
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import LANGUAGES, Msg
 from attn_tui.io.files import check_text, read_text, write_text_atomic
@@ -24,7 +25,7 @@ from attn_tui.io.files import check_text, read_text, write_text_atomic
 VERSION = 1
 MAX_BYTES = 8 * 1024 * 1024
 EDITORS = ("Q", "K", "V", "X")
-MENUS = CHOICES | {"variant": VARIANT_NAMES, "device": DEVICE_NAMES}  # every value a menu of the app can show
+MENUS = choices()  # every value a menu of the app can show (read again, from the option schema, for each file)
 
 
 def state_dir() -> Path:
@@ -84,12 +85,14 @@ def _checked(check: Callable[..., object], *args: Any) -> None:
 
 
 def _settings(data: object) -> Settings:
-    """Settings from the file, each field checked for its type and, for a menu of the app, its choices."""
+    """Settings from the file, each field checked as the option schema declares it: its type, its range and, for a
+    menu of the app, its choices."""
     if not isinstance(data, dict):
         raise SessionError(str(Msg("{what} has the wrong type", what="settings")))
     known = {f.name for f in fields(Settings)}
     settings = Settings(**{k: v for k, v in data.items() if k in known})
-    _checked(check_fields, settings, "settings", MENUS)
+    _checked(check_fields, settings, "settings", choices())
+    _checked(check_ranges, settings, "settings")
     return settings
 
 
@@ -103,7 +106,8 @@ def _model(data: object) -> ModelInput | None:
     _typed(values.get("name"), str, "model.name")
     _typed(values.get("text", ""), str, "model.text")
     model = ModelInput(**values)
-    _checked(check_fields, model, "model", MENUS)
+    _checked(check_fields, model, "model", choices())
+    _checked(check_ranges, model, "model", MODEL_OPTIONS)
     return model
 
 

@@ -12,7 +12,6 @@ shown only where they apply.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
 
 from rich.table import Table
 from rich.text import Text
@@ -21,40 +20,20 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from attn_tui.ask.settings import DEVICE_NAMES as DEVICES
-from attn_tui.ask.settings import DTYPE_NAMES as DTYPES
-from attn_tui.ask.settings import FILL_NAMES as FILLS
-from attn_tui.ask.settings import MASK_MEANS_NAMES as MASK_MEANS
-from attn_tui.ask.settings import MASK_NAMES as MASKS
-from attn_tui.ask.settings import PROJECTION_NAMES as PROJECTIONS
-from attn_tui.ask.settings import VARIANT_NAMES, ModelInput, Settings
-from attn_tui.i18n import N_, NP_, _, pgettext
+from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
+from attn_tui.ask.settings import ModelInput, Settings
+from attn_tui.i18n import N_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 from attn_tui.tui.widgets.echo import EchoInput
 from attn_tui.tui.widgets.echo import shown as drawn
+from attn_tui.tui.widgets.setting_rows import CAPTIONS, INPUTS, ORDER, SELECTS, number_text, parse_field, row_classes
+from attn_tui.tui.widgets.setting_rows import GREYABLE as GREYABLE
+from attn_tui.tui.widgets.setting_rows import LABELS as LABELS
 from attn_tui.tui.widgets.toggle import ShapeCheckbox
 
-_SELECTS = {"variant": VARIANT_NAMES, "mask": MASKS, "mask_fill": FILLS, "mask_means": MASK_MEANS,
-            "device": DEVICES, "dtype": DTYPES, "projection": PROJECTIONS}
-_NUMBERS: dict[str, Literal["integer", "number"]] = {
-    "dim": "integer", "heads": "integer", "seed": "integer", "temperature": "number", "pad_keys": "integer",
-    "kv_heads": "integer", "rope_base": "number", "window": "integer", "tile": "integer"}
-# Each row's label, by the setting it shows (translated with the context "setting").
-LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path"), "variant": NP_("setting", "variant"),
-          "projection": NP_("setting", "proj"), "dim": NP_("setting", "dim"), "heads": NP_("setting", "heads"),
-          "layer": NP_("setting", "layer"), "head": NP_("setting", "head"), "target": NP_("setting", "target"),
-          "forcing": NP_("setting", "forcing"), "mask": NP_("setting", "mask"), "pad_keys": NP_("setting", "pad keys"),
-          "mask_fill": NP_("setting", "fill"),
-          "mask_means": NP_("setting", "1 means"), "positional": NP_("setting", "pos enc"),
-          "temperature": NP_("setting", "temp"), "seed": NP_("setting", "seed"), "device": NP_("setting", "device"),
-          "used": NP_("setting", "used"), "dtype": NP_("setting", "dtype"), "kv_heads": NP_("setting", "kv heads"),
-          "rope_base": NP_("setting", "θ base"), "window": NP_("setting", "window"), "tile": NP_("setting", "tile")}
-OWN = ("kv_heads", "rope_base", "tile", "window")  # one variant's (or the sliding mask's) knob: hidden elsewhere
-GREYABLE = ("projection", "dim", "heads", "pad_keys", "mask_fill", "mask_means", "positional", "seed", *OWN)
-LIMITS = {"dim": 4096, "heads": 64, "kv_heads": 64, "window": 100_000, "tile": 100_000}  # as the command line's
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
 RECORDED = "recorded"  # the model choice while `attn-tui trace` shows the user's code: offered only then
@@ -124,7 +103,6 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
 
     def compose(self) -> ComposeResult:
-        s = self.settings
         yield Label(_("Model"), classes="pane-title", id="model-title")
         yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
@@ -132,47 +110,12 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                                            id="set-model-path"), "other-only")
         yield Label("", id="model-status")
         yield Static("", id="recorded")
-        yield from self._row("variant", Select([(v, v) for v in VARIANT_NAMES], value=s.variant,
-                                               allow_blank=False, compact=True, id="set-variant"), "variant-only")
-        yield from self._row("projection", Select([(p, p) for p in PROJECTIONS], value=s.projection,
-                                                  allow_blank=False, compact=True, id="set-projection"),
-                             "variant-only")
-        yield from self._row("dim", Input(self._dim_text(s), type="integer", compact=True, id="set-dim",
-                                          placeholder="8"), "variant-only")
-        yield from self._row("heads", Input(str(s.heads), type="integer", compact=True, id="set-heads"),
-                             "variant-only")
-        yield from self._own_row("kv_heads", s)
-        yield from self._own_row("rope_base", s)
-        yield from self._own_row("tile", s)
-        yield from self._row("layer", Label(counted_view(*self.layer_at, "{ }"), id="layer-view", classes="value"),
-                             "transformer-only")
-        yield from self._row("head", Label(counted_view(*self.head_at, "[ ]"), id="head-view", classes="value"),
-                             "head-row")
-        yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
-                             "seq2seq-only")
-        yield from self._row("forcing", ShapeCheckbox(_("teacher"), False, compact=True, disabled=True,
-                                                      id="set-teacher"), "seq2seq-only")
-        yield from self._row("mask", Select([(m, m) for m in MASKS], value=s.mask, allow_blank=False,
-                                            compact=True, id="set-mask"), "variant-only")
-        yield from self._own_row("window", s)
-        yield from self._row("pad_keys", Input(str(s.pad_keys), type="integer", compact=True, id="set-pad_keys"),
-                             "variant-only")
-        yield from self._row("mask_fill", Select([(f, f) for f in FILLS], value=s.mask_fill, allow_blank=False,
-                                                 compact=True, id="set-mask_fill"), "variant-only")
-        # What a 1 of a custom mask means (attend: torch's SDPA; block: 1 = padding): shown while a mask is in play.
-        yield from self._row("mask_means", Select([(m, m) for m in MASK_MEANS], value=s.mask_means,
-                                                  allow_blank=False, compact=True, id="set-mask_means"),
-                             "variant-only own")
-        yield from self._row("positional", ShapeCheckbox(_("sinusoidal"), s.positional, compact=True,
-                                                    id="set-positional"), "variant-only")
-        yield from self._row("temperature", Input(f"{s.temperature:g}", type="number", compact=True,
-                                                  id="set-temperature"), "variant-only")
-        yield from self._row("seed", Input(str(s.seed), type="integer", compact=True, id="set-seed"), "variant-only")
-        yield from self._row("device", Select([(d, d) for d in DEVICES], value=s.device, allow_blank=False,
-                                              compact=True, id="set-device"))
-        yield from self._row("used", Label("—", id="device-used", classes="value"))
-        yield from self._row("dtype", Select([(d, d) for d in DTYPES], value=s.dtype, allow_blank=False,
-                                             compact=True, id="set-dtype"), "variant-only")
+        for name in ORDER:
+            yield from self._row(name, self._control(name), row_classes(SETTINGS[name]))
+            if name == "tile":
+                yield from self._model_rows()
+            elif name == "device":
+                yield from self._row("used", Label("—", id="device-used", classes="value"))
         yield Label("", id="settings-error")
 
     def _row(self, name: str, control: Widget, classes: str = "") -> ComposeResult:
@@ -184,15 +127,27 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             yield Label(pgettext("setting", LABELS[name]), classes="setting-label", id=f"label-{name}")
             yield control
 
-    def _own_row(self, name: str, s: Settings) -> ComposeResult:
-        """A row that shows only where it applies."""
-        yield from self._row(name, Input(self._number_text(s, name), type=_NUMBERS[name], compact=True,
-                                         id=f"set-{name}"), "variant-only own")
+    def _control(self, name: str) -> Widget:
+        """A setting's control, as the schema declares its row: a menu of its choices, a number field or a box."""
+        option, value, ident = SETTINGS[name], getattr(self.settings, name), f"set-{name}"
+        if option.row == "select":
+            return Select([(c, c) for c in option.choices or ()], value=value, allow_blank=False, compact=True,
+                          id=ident)
+        if option.row == "checkbox":
+            return ShapeCheckbox(_(CAPTIONS[name]), value, compact=True, id=ident)
+        return Input(number_text(self.settings, name), type="number" if option.kind is float else "integer",
+                     compact=True, id=ident, placeholder=str(DEFAULT_DIM) if option.optional else "")
 
-    @staticmethod
-    def _number_text(s: Settings, name: str) -> str:
-        value = getattr(s, name)
-        return f"{value:g}" if isinstance(value, float) else str(value)
+    def _model_rows(self) -> ComposeResult:
+        """A real model's own rows: its layer and head in view, a date model's target and teacher forcing."""
+        yield from self._row("layer", Label(counted_view(*self.layer_at, "{ }"), id="layer-view", classes="value"),
+                             "transformer-only")
+        yield from self._row("head", Label(counted_view(*self.head_at, "[ ]"), id="head-view", classes="value"),
+                             "head-row")
+        yield from self._row("target", EchoInput(placeholder="2026-11-22", compact=True, id="set-target"),
+                             "seq2seq-only")
+        yield from self._row("forcing", ShapeCheckbox(_("teacher"), False, compact=True, disabled=True,
+                                                      id="set-teacher"), "seq2seq-only")
 
     def relabel(self) -> None:
         """Every label in the language on show (after `t`)."""
@@ -204,7 +159,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         for name in COUNTED:
             self.query_one(f"#row-{name}").tooltip = _(FROM_ZERO)
         self.query_one("#set-teacher", Checkbox).label = _("teacher")
-        self.query_one("#set-positional", Checkbox).label = _("sinusoidal")
+        for name, caption in CAPTIONS.items():
+            self.query_one(f"#set-{name}", Checkbox).label = _(caption)
         self.query_one("#set-model-path", Input).placeholder = _("folder or cached id, ⏎")
         self._draw_recorded()
         model = self.query_one("#set-model", Select)
@@ -278,26 +234,18 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.layer_at = (layer, layers)
         self.query_one("#layer-view", Label).update(counted_view(layer, layers, "{ }"))
 
-    @staticmethod
-    def _dim_text(s: Settings) -> str:
-        return "" if s.dim is None else str(s.dim)
-
     def show(self, settings: Settings) -> None:
         """Put settings into the controls without posting edits back (a sample was loaded)."""
         self.settings = settings
         self.refused.clear()
         self.held = False
         with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
-            for name in _SELECTS:
+            for name in SELECTS:
                 self.query_one(f"#set-{name}", Select).value = getattr(settings, name)
-            self.query_one("#set-dim", Input).value = self._dim_text(settings)
-            self.query_one("#set-heads", Input).value = str(settings.heads)
-            self.query_one("#set-pad_keys", Input).value = str(settings.pad_keys)
-            self.query_one("#set-temperature", Input).value = f"{settings.temperature:g}"
-            self.query_one("#set-seed", Input).value = str(settings.seed)
-            self.query_one("#set-positional", Checkbox).value = settings.positional
-            for name in OWN:
-                self.query_one(f"#set-{name}", Input).value = self._number_text(settings, name)
+            for name in INPUTS:
+                self.query_one(f"#set-{name}", Input).value = number_text(settings, name)
+            for name in CAPTIONS:
+                self.query_one(f"#set-{name}", Checkbox).value = getattr(settings, name)
         self.query_one("#settings-error", Label).update("")
 
     def show_view(self, head: int, heads: int, device_used: str) -> None:
@@ -313,7 +261,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             if event.value != self.choice:
                 self._model_picked(str(event.value))
             return
-        if name in _SELECTS and event.value != getattr(self.settings, name):
+        if name in SELECTS and event.value != getattr(self.settings, name):
             self._edited(replace(self.settings, **{name: str(event.value)}))  # type: ignore[arg-type]
 
     def _model_picked(self, choice: str) -> None:
@@ -346,8 +294,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         if event.checkbox.id == "set-teacher":
             self._target_edited()
             return
-        if event.value != self.settings.positional:
-            self._edited(replace(self.settings, positional=event.value))
+        name = (event.checkbox.id or "").removeprefix("set-")
+        if name in CAPTIONS and event.value != getattr(self.settings, name):
+            self._edited(replace(self.settings, **{name: event.value}))  # type: ignore[arg-type]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -355,9 +304,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         if name == "target":
             self._target_edited()
             return
-        if name not in _NUMBERS:
+        if name not in INPUTS:
             return
-        error, value = self._parse(name, event.value)
+        error, value = parse_field(name, event.value)
         if error:
             self.refused[name] = error
             self.held = True  # the app drops what is in flight for this field: post again once all read right
@@ -370,31 +319,6 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
         elif not self.refused and self.held:
             self._edited(self.settings)
-
-    @staticmethod
-    def _parse(name: str, text: str) -> tuple[str, object]:
-        """(error, value); an empty dim means the default size. Bad text is kept, not applied."""
-        text = text.strip()
-        if name == "dim" and text == "":
-            return "", None
-        label = pgettext("setting", LABELS[name])
-        try:
-            value: object = float(text) if name in ("temperature", "rope_base") else int(text)
-        except ValueError:
-            return _("{setting}: {text} is not a number").format(setting=label, text=repr(text[:30])), None
-        if name in ("dim", "heads", "kv_heads", "window", "tile") and value < 1:  # type: ignore[operator]
-            return _("{setting} must be at least 1").format(setting=label), None
-        if name == "pad_keys" and value < 0:  # type: ignore[operator]
-            return _("{setting} must be 0 or more").format(setting=label), None
-        if name == "temperature" and not 0 < value < float("inf"):  # type: ignore[operator]
-            return _("temperature must be a positive number"), None
-        if name == "rope_base" and not 1 < value < float("inf"):  # type: ignore[operator]
-            return _("{setting} must be a finite number above 1").format(setting=label), None
-        if name == "seed" and not -(2**62) <= value <= 2**62:  # type: ignore[operator]
-            return _("seed must be between -2^62 and 2^62"), None
-        if name in LIMITS and value > LIMITS[name]:  # type: ignore[operator]
-            return _("{setting} must be at most {n}").format(setting=label, n=LIMITS[name]), None
-        return "", value
 
     def _edited(self, settings: Settings) -> None:
         """Post `settings`, unless a field on screen is refused: then the app would compute with a value that is

@@ -1,7 +1,9 @@
-"""From parsed options to what to compute: a variant Request or a model run, every option accounted for.
+"""From given options to a variant Request, every option accounted for: the command line's and the API's.
 
 An option that does not apply to what was asked is an error naming it, never dropped:
-`--heads` for `dot`, `--mask` for a model, `--target` for a transformer.
+`--heads` for `dot`, `--mask` for a model. The options arrive as a namespace (argparse's,
+or the API's keywords after `ask.options` has checked them); a model run is built from
+the same namespace by `sources.model_request`.
 """
 
 from __future__ import annotations
@@ -11,17 +13,16 @@ from dataclasses import replace
 
 from attn_tui.ask.applies import not_applying
 from attn_tui.ask.inputs import Parsed, parse_rows
-from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.options import SETTINGS
+from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Join, Msg, Plural
-from attn_tui.io.files import check_text, quoted, read_stdin, read_text
-from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
+from attn_tui.io.files import check_text, read_stdin, read_text
 
-VARIANT_OPTIONS = ("variant", "mask", "mask_file", "pad_keys", "mask_fill", "mask_means", "heads", "dim", "positional",
-                   "temperature", "seed", "dtype", "projection", "kv_heads", "rope_base", "window", "tile")
-_SETTING_NAMES = ("variant", "mask", "mask_fill", "mask_means", "pad_keys", "heads", "dim", "positional", "seed",
-                  "device", "dtype", "temperature", "projection", "kv_heads", "rope_base", "window", "tile")
+# The options of the attention variants alone: every setting but the device (a model reads it too), and the mask file.
+VARIANT_OPTIONS = tuple(n for name in SETTINGS if name != "device"
+                        for n in ((name, "mask_file") if name == "mask" else (name,)))
 MATRIX_OPTIONS = ("q", "k", "v", "x")
 MAX_TEXT = 1_000_000  # characters of a sentence; the token budget refuses far less
 
@@ -30,7 +31,7 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+def given_options(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
     return [name for name in names if _set(getattr(args, name, None))]
 
 
@@ -39,8 +40,8 @@ def _set(value: object) -> bool:
     return value is not None and value is not False
 
 
-def _refuse(args: argparse.Namespace, names: tuple[str, ...], reason: Msg) -> None:
-    given = _given(args, names)
+def refuse(args: argparse.Namespace, names: tuple[str, ...], reason: Msg) -> None:
+    given = given_options(args, names)
     if given:
         raise ConfigError(Plural("{options} does not apply {reason}", "{options} do not apply {reason}",
                                  options=" ".join(flag(n) for n in given), n=len(given), reason=reason))
@@ -67,7 +68,7 @@ class Reader:
         return parse_rows(self.text(path, name), Join(" ", name, Join("", "(", where, ")")), echo=False)
 
 
-def _sentence(text: str, what: str = "--text") -> str:
+def sentence(text: str, what: str = "--text") -> str:
     check_text(text, what)
     if len(text) > MAX_TEXT:
         raise InputError(Msg("{what} is {n} characters long; attn-tui reads at most {max}", what=what,
@@ -75,53 +76,10 @@ def _sentence(text: str, what: str = "--text") -> str:
     return text
 
 
-def model_input(args: argparse.Namespace) -> ModelInput | None:
-    """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
-    base = None
-    if args.sample is not None:
-        from attn_tui.ask.samples import get_sample
-
-        if args.model is not None:
-            raise InputError(Msg("--sample cannot be combined with --model: a sample names its own model and text"))
-        base = get_sample(args.sample).model
-    if args.model is None and base is None:
-        return None
-    check_text(args.model or "", "--model")
-    _refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, Msg("to a model (they set the attention variants); a model "
-                                                        "reads --text"))
-    if args.model is not None and args.text is None and base is None:
-        raise InputError(Msg("--model needs --text with the sentence to run through the model"))
-    name = args.model or (base.name if base else "")
-    if name in GRU_DATE_MODELS:
-        _refuse(args, ("layer", "head", "pad_to"), Msg("to {name}: it has one attention, not layers of heads",
-                                                       name=name))
-    if name in DATE_MODELS:
-        _refuse(args, ("pad_to",), Msg("to {name}: a date is read as it is, never padded", name=name))
-        if getattr(args, "device", None) == "cuda":
-            raise ConfigError(Msg("{name} runs on the CPU only: leave out --device cuda", name=name))
-    else:
-        _refuse(args, ("target", "teacher_forcing"), Msg("to {name}: teacher forcing is for the date models",
-                                                         name=quoted(name)))
-    given = {"name": args.model, "text": None if args.text is None else _sentence(args.text), "layer": args.layer,
-             "head": args.head, "pad_to": args.pad_to, "target": args.target,
-             "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
-    if args.target is not None:
-        check_text(args.target, "--target")
-        from attn_tui.models.seq2seq.codec import check_target
-
-        if not args.target:
-            raise InputError(Msg("--target is empty; targets look like 2026-11-22"))
-        check_target(args.target)
-    model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
-    if model.teacher_forcing and not model.target:
-        raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))
-    return model
-
-
 def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> Request | None:
     """The Request the options describe; None when no input was named (the app's default sample)."""
     reader = reader or Reader()
-    _refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), Msg("to the attention variants (only to "
+    refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), Msg("to the attention variants (only to "
                                                                          "--model)"))
     given = [name for name in ("text", "sample", "q", "k", "v", "x") if getattr(args, name) is not None]
     base: Request | None = None
@@ -134,7 +92,7 @@ def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> R
     elif args.text is not None:
         if len(given) > 1:
             raise InputError(Msg("--text cannot be combined with --q/--k/--v or --x"))
-        base = Request(SentenceInput(_sentence(args.text)))
+        base = Request(SentenceInput(sentence(args.text)))
     elif args.x is not None:
         if len(given) > 1:
             raise InputError(Msg("--x cannot be combined with --q/--k/--v"))
@@ -148,7 +106,7 @@ def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> R
         q, k, v = (reader.matrix(getattr(args, n), n.upper()) for n in "qkv")
         base = Request(MatrixInput(q.rows, k.rows, v.rows, q.labels("q"), k.labels("k") or v.labels("k")))
     if base is None:
-        if _given(args, VARIANT_OPTIONS):
+        if given_options(args, VARIANT_OPTIONS):
             return _default_with(args, reader)
         return None
     return _with_options(args, base, reader)
@@ -162,7 +120,7 @@ def _default_with(args: argparse.Namespace, reader: Reader) -> Request:
 
 
 def _with_options(args: argparse.Namespace, base: Request, reader: Reader) -> Request:
-    overrides = {name: getattr(args, name) for name in _SETTING_NAMES if getattr(args, name, None) is not None}
+    overrides = {name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None}
     settings: Settings = replace(base.settings, **overrides)
     custom = base.custom_mask
     if args.mask_file is not None:
@@ -178,6 +136,6 @@ def check_applies(args: argparse.Namespace, request: Request) -> None:
     if request.source.typed and VARIANTS[s.variant].takes_x:
         raise InputError(Msg("{variant} projects Q, K and V itself: give --x or --text instead of --q/--k/--v",
                              variant=s.variant))
-    given = {name for name in _SETTING_NAMES if _set(getattr(args, name, None))}
-    for problem in not_applying(request, given | ({"head"} if getattr(args, "head", None) is not None else set())):
+    named = {name for name in SETTINGS if _set(getattr(args, name, None))}
+    for problem in not_applying(request, named | ({"head"} if getattr(args, "head", None) is not None else set())):
         raise ConfigError(problem)

@@ -1,0 +1,60 @@
+"""From given options to a model run (`--model`, or a model sample): the command line's and the API's.
+
+Beside `ask.request`, which builds a variant Request from the same options; this half
+knows the date models by name and their target's alphabet, so it lives with the sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from attn_tui.ask.request import MATRIX_OPTIONS, VARIANT_OPTIONS, refuse, sentence
+from attn_tui.ask.settings import ModelInput
+from attn_tui.errors import ConfigError, InputError
+from attn_tui.i18n import Msg
+from attn_tui.io.files import check_text, quoted
+from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
+
+
+def model_input(args: argparse.Namespace) -> ModelInput | None:
+    """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
+    base = None
+    if args.sample is not None:
+        from attn_tui.ask.samples import get_sample
+
+        if args.model is not None:
+            raise InputError(Msg("--sample cannot be combined with --model: a sample names its own model and text"))
+        base = get_sample(args.sample).model
+    if args.model is None and base is None:
+        return None
+    check_text(args.model or "", "--model")
+    refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, Msg("to a model (they set the attention variants); a model "
+                                                        "reads --text"))
+    if args.model is not None and args.text is None and base is None:
+        raise InputError(Msg("--model needs --text with the sentence to run through the model"))
+    name = args.model or (base.name if base else "")
+    if name in GRU_DATE_MODELS:
+        refuse(args, ("layer", "head", "pad_to"), Msg("to {name}: it has one attention, not layers of heads",
+                                                       name=name))
+    if name in DATE_MODELS:
+        refuse(args, ("pad_to",), Msg("to {name}: a date is read as it is, never padded", name=name))
+        if getattr(args, "device", None) == "cuda":
+            raise ConfigError(Msg("{name} runs on the CPU only: leave out --device cuda", name=name))
+    else:
+        refuse(args, ("target", "teacher_forcing"), Msg("to {name}: teacher forcing is for the date models",
+                                                         name=quoted(name)))
+    given = {"name": args.model, "text": None if args.text is None else sentence(args.text), "layer": args.layer,
+             "head": args.head, "pad_to": args.pad_to, "target": args.target,
+             "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
+    if args.target is not None:
+        check_text(args.target, "--target")
+        from attn_tui.models.seq2seq.codec import check_target
+
+        if not args.target:
+            raise InputError(Msg("--target is empty; targets look like 2026-11-22"))
+        check_target(args.target)
+    model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
+    if model.teacher_forcing and not model.target:
+        raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))
+    return model
