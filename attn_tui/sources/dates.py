@@ -7,6 +7,9 @@ and the tests check that those weights equal the network's own, step by step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
+
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
@@ -18,6 +21,30 @@ from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.trace.steps import Growing, Step, Steps, decoder_step
+
+OnStep = Callable[[Trace], None]  # handed each snapshot of a decode as a step is made
+
+
+class Publisher:
+    """Hands `on_step` a snapshot of the decode after each step: the stages and inputs the step added to the
+    source's own (private, still growing) trace, published through `Growing` so no reader sees half a step."""
+
+    def __init__(self, trace: Trace, on_step: OnStep | None) -> None:
+        self.trace, self.on_step = trace, on_step
+        self.growing = Growing(trace.copy()) if on_step is not None else None
+        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
+
+    def step(self, step: Step, meta: DecoderRun, query_tokens: tuple[str, ...]) -> None:
+        """Step `step` is made: name it on the source's trace and, when someone waits for it, publish it."""
+        trace = self.trace
+        trace.step_axis = trace.step_axis.plus(step) if trace.step_axis is not None else Steps(step.kind).plus(step)
+        if self.growing is None or self.on_step is None:
+            return
+        added = list(trace.stages.values())[self._stages:]
+        inputs = {name: value for name, value in trace.inputs.items() if name not in self._inputs}
+        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
+        self.on_step(self.growing.append(step, added, meta, query_tokens, inputs))
 
 
 def visible(ch: str) -> str:
@@ -65,10 +92,24 @@ def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, 
     attend(trace, tail, parts.scores, keys, [Place("scores", step=t)], [Place("key", step=t)])
 
 
+def written(produced: list[str]) -> str:
+    """The characters written so far, without the markers."""
+    return "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
+
+
+def so_far(meta: DecoderRun, produced: list[str], fed: list[str]) -> DecoderRun:
+    """The decode's metadata once `produced` is written, each step fed `fed`."""
+    return replace(meta, output=written(produced), steps=len(produced),
+                   fed=tuple(visible(c) for c in fed[:len(produced)]))
+
+
 @torch.no_grad()
 def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_forcing: bool = False,
-                 name: str = "seq2seq-dates", max_memory: int | None = None) -> Trace:
-    """Greedy decode (or teacher-forced on `target`) recording every step's attention."""
+                 name: str = "seq2seq-dates", max_memory: int | None = None, on_step: OnStep | None = None) -> Trace:
+    """Greedy decode (or teacher-forced on `target`) recording every step's attention.
+
+    `on_step`, when given, is handed the trace as it stands after each step (a snapshot that later steps
+    leave as it is), so a view can show the first steps while the rest are decoded."""
     model.eval()
     needed = Estimate()
     needed.add(N_("the model"), sum(p.numel() for p in model.parameters()))
@@ -81,10 +122,12 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     mask = src != 0
     key_axis = Axis("key", chars)
     token = torch.tensor([codec.OUT_STOI[dates.START]])
-    trace = Trace(DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing), (), chars, "cpu", "float32")
+    meta = DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing)
+    trace = Trace(meta, (), chars, "cpu", "float32")
     trace.params = {n: p.detach() for n, p in model.decoder.attention.named_parameters()}
     produced: list[str] = []
     fed: list[str] = []
+    publisher = Publisher(trace, on_step)
     limit = len(forced) if forced else codec.MAX_OUTPUT
     for t in range(limit):
         fed.append(codec.OUT_ITOS[int(token)])
@@ -93,14 +136,15 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
         predicted = codec.OUT_ITOS[int(logits.argmax(-1))]
         produced.append(predicted)
         _step_stages(trace, t, query, keys[0], parts, predicted, key_axis, kind == "additive")
+        publisher.step(decoder_step(t, visible(predicted), key_axis), so_far(meta, produced, fed),
+                       tuple(visible(c) for c in produced))
         token = torch.tensor([forced[t]]) if forced else logits.argmax(-1)
         if not forced and predicted == dates.END:
             break
     out_tokens = tuple(visible(c) for c in produced)
-    output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
+    output = written(produced)
     trace.query_tokens = out_tokens
-    trace.meta = DecoderRun(name, kind, text.strip(), output, len(produced), target, teacher_forcing,
-                            fed=tuple(visible(c) for c in fed))
+    trace.meta = so_far(meta, produced, fed)
     if target is not None and output != target:
         differ = [n for n, (a, b) in enumerate(zip(output.ljust(len(target)), target.ljust(len(output)))) if a != b]
         trace.warn(Plural("the output {output} differs from the target {target} at character {where}",

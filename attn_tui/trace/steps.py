@@ -1,0 +1,128 @@
+"""What a step of a trace is: a decoder step, a generated token, a key tile or a recorded call, named once.
+
+A trace whose places carry `step` says here what its steps are, with a label per step
+in the language on show and the key axis visible at that step (step t sees keys
+0…n_t; a decoder's self-attention sees what it has written so far), so a view reads
+"tile 2 (keys 8–11)" from the trace instead of guessing from the kind of run.
+`Growing` holds a trace that gains steps while readers look at the earlier ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from attn_tui.i18n import N_, Msg
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.trace.meta import RunMeta
+    from attn_tui.trace.stage import Axis, Stage, Trace
+
+StepKind = Literal["decoder", "token", "tile", "call"]
+
+# What one step of each kind is called, counted from 0 as torch indexes.
+_NAMES: dict[str, str] = {"decoder": N_("decoder step {t}"), "token": N_("token {t}"), "tile": N_("tile {t}"),
+                          "call": N_("step {step}")}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: its index, what kind of step it is, its label and the keys it sees."""
+
+    index: int
+    kind: StepKind
+    label: Msg  # "decoder step 3: '2'", "tile 2 (keys 8–11)", "call 1, batch item 0": read in the language on show
+    keys: Axis  # the key axis visible at this step (its first n_t positions)
+
+    @property
+    def name(self) -> Msg:
+        """The step's short name: `decoder step 3`, `tile 2`."""
+        return Msg(_NAMES[self.kind], t=self.index, step=self.index)
+
+
+def decoder_step(t: int, wrote: str, keys: Axis) -> Step:
+    """Step t of a decoder that wrote `wrote` there, seeing `keys` (the input, or what it has written so far)."""
+    return Step(t, "decoder", Msg("decoder step {t}: {token}", t=t, token=repr(wrote)), keys)
+
+
+def generated_token(t: int, token: str, keys: Axis) -> Step:
+    """Token t a model wrote, its key/value cache holding `keys`."""
+    return Step(t, "token", Msg("token {t}: {token}", t=t, token=repr(token)), keys)
+
+
+def key_tile(t: int, first: int, keys: Axis) -> Step:
+    """Tile t of keys first…len(keys)−1; `keys` is every key read by the end of the tile."""
+    return Step(t, "tile", Msg("tile {t} (keys {first}–{last})", t=t, first=first, last=len(keys.labels) - 1), keys)
+
+
+def recorded_call(t: int, call: int, item: int, keys: Axis) -> Step:
+    """Step t of recorded code: batch item `item` of its call `call`."""
+    return Step(t, "call", Msg("call {call}, batch item {item}", call=call, item=item), keys)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Every step of a trace so far, in order; all of one kind."""
+
+    kind: StepKind
+    items: tuple[Step, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.items)
+
+    def __getitem__(self, t: int) -> Step:
+        return self.items[t]
+
+    def plus(self, step: Step) -> Steps:
+        """These steps and the next one (its index must follow, its kind be theirs)."""
+        if step.kind != self.kind or step.index != len(self.items):
+            raise ValueError(f"step {step.index} ({step.kind}) cannot follow {len(self.items)} {self.kind} steps")
+        return Steps(self.kind, (*self.items, step))
+
+    def name(self, t: int) -> Msg:
+        """Step t's short name; a step beyond these is called by its kind still."""
+        return self.items[t].name if 0 <= t < len(self.items) else Msg(_NAMES[self.kind], t=t, step=t)
+
+    def label(self, t: int) -> Msg:
+        return self.items[t].label if 0 <= t < len(self.items) else self.name(t)
+
+
+def of(steps: Sequence[Step]) -> Steps:
+    """Steps made whole at once (a flash run, a recording)."""
+    out = Steps(steps[0].kind if steps else "call")
+    for step in steps:
+        out = out.plus(step)
+    return out
+
+
+class Growing:
+    """A trace being written step by step, as its readers see it.
+
+    `latest` is always a whole snapshot: `append` builds the grown trace aside and then
+    swaps one reference, so a reader on another thread sees the old steps or the new, never
+    half a step; a snapshot once handed out is never changed.
+    """
+
+    def __init__(self, first: Trace) -> None:
+        self._latest = first
+        self._writing = threading.Lock()  # one writer at a time; readers take no lock
+
+    @property
+    def latest(self) -> Trace:
+        return self._latest
+
+    def append(self, step: Step, stages: Sequence[Stage], meta: RunMeta | None = None,
+               query_tokens: tuple[str, ...] | None = None, inputs: Mapping[str, torch.Tensor] | None = None) -> Trace:
+        """Publish the trace with `step` and its stages (and the inputs they read) added; the new snapshot is
+        returned."""
+        with self._writing:
+            grown = self._latest.grown(step, stages, meta, query_tokens, inputs)
+            self._latest = grown
+        return grown

@@ -1,0 +1,78 @@
+"""The date decoders publish each step as it is made, and the steps they publish are the finished trace's."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attn_tui.ask.settings import ModelInput
+from attn_tui.explain.cell import explain
+from attn_tui.sources import run
+from attn_tui.trace.shown import Shown
+
+ASKS = [ModelInput("seq2seq-dates", "22 Nov 2026"),
+        ModelInput("seq2seq-dates", "2026년 11월 22일", target="2026-11-23", teacher_forcing=True),
+        ModelInput("transformer-dates", "Nov 22, 2026"),
+        ModelInput("transformer-dates", "22.11.2026", target="2026-11-22", teacher_forcing=True)]
+
+
+def _grown(ask: ModelInput) -> tuple[list[Shown], Shown]:
+    snapshots: list[Shown] = []
+    final = run(ask, on_step=snapshots.append)
+    return snapshots, final
+
+
+@pytest.mark.parametrize("ask", ASKS, ids=lambda a: f"{a.name}{'-forced' if a.teacher_forcing else ''}")
+def test_each_published_step_equals_the_one_shot_trace_stage_by_stage(ask: ModelInput) -> None:
+    snapshots, final = _grown(ask)
+    whole = run(ask).trace  # the same ask without anyone waiting for steps
+    steps = whole.steps()
+    assert steps == whole.meta.steps == len(snapshots) and final.trace.steps() == steps
+    for t, shown in enumerate(snapshots):
+        trace = shown.trace
+        assert shown.ask == ask and trace.version == t + 1 and trace.steps() == t + 1
+        assert trace.step_axis is not None and len(trace.step_axis) == t + 1
+        ours = {p for p in trace.stages}
+        # exactly the finished trace's stages made before or at step t: the encoder's, then steps 0…t
+        assert ours == {p for p in whole.stages if (p.step is not None and p.step <= t)
+                        or (p.step is None and not p.name.startswith("alignment"))}
+        for place in ours:
+            assert torch.equal(trace.stages[place].tensor, whole.stages[place].tensor), place.key
+            assert trace.stages[place].axes == whole.stages[place].axes, place.key
+        assert trace.query_tokens == whole.query_tokens[:t + 1]
+        assert trace.meta.steps == t + 1 and trace.meta.fed == whole.meta.fed[:t + 1]
+        assert whole.meta.output.startswith(trace.meta.output)
+        assert str(trace.step_axis.label(t)) == str(whole.step_axis.label(t))
+    last = snapshots[-1].trace
+    for place in last.stages:  # every cell a snapshot shows explains itself from the snapshot alone
+        stage = last.stages[place]
+        arithmetic = explain(last, place, tuple(n - 1 for n in stage.shape))
+        assert math.isclose(arithmetic.total, arithmetic.expected, rel_tol=1e-4, abs_tol=1e-5) or \
+            arithmetic.total == arithmetic.expected, (place.key, arithmetic)
+    assert len(snapshots[0].trace) < len(last)  # the first snapshot never gained the later steps
+
+
+def test_the_steps_are_named_decoder_steps_with_what_each_wrote() -> None:
+    trace = run(ASKS[0]).trace
+    assert trace.step_axis is not None and trace.step_axis.kind == "decoder"
+    assert [str(trace.step_axis.label(t)) for t in range(3)] == ["decoder step 0: '2'", "decoder step 1: '0'",
+                                                                 "decoder step 2: '2'"]
+    assert all(step.keys.labels == trace.key_tokens for step in trace.step_axis)  # the GRU sees every input
+
+
+def test_the_transformer_self_attention_keys_grow_with_the_step() -> None:
+    trace = run(ASKS[2]).trace
+    assert trace.step_axis is not None
+    assert [len(step.keys.labels) for step in trace.step_axis] == list(range(1, trace.steps() + 1))
+    for step in trace.step_axis:
+        assert trace.stage("weights", 0, 0, step.index, "self_attn").axes[1] == step.keys
+
+
+def test_an_ask_whose_source_does_not_grow_is_returned_whole_without_steps() -> None:
+    from tests.conftest import sentence
+
+    published: list[Shown] = []
+    shown = run(sentence("나는 학교에 간다"), on_step=published.append)
+    assert not published and shown.trace.version == 0
