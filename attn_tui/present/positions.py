@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from attn_tui.i18n import Msg
 from attn_tui.present.titles import stage_title
-from attn_tui.trace.meta import DecoderRun, VariantRun
 
 if TYPE_CHECKING:
     from attn_tui.trace.ops import Place
@@ -87,12 +86,9 @@ def place_title(trace: Trace, place: Position) -> str:
 
 
 def step_name(trace: Trace, step: int) -> Msg:
-    """`decoder step 2`, `tile 0` or `step 2`: what a step is in this trace, counted from 0."""
-    meta = trace.meta
-    if isinstance(meta, DecoderRun):
-        return Msg("decoder step {t}", t=step)
-    if isinstance(meta, VariantRun):  # flash: a step is a tile of keys
-        return Msg("tile {t}", t=step)
+    """`decoder step 2`, `tile 0` or `step 2`: what a step is in this trace (its steps say), counted from 0."""
+    if trace.step_axis is not None:
+        return trace.step_axis.name(step)
     return Msg("step {step}", step=step)
 
 

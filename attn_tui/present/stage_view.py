@@ -162,9 +162,13 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
 
 
 def tile_caption(trace: Trace, step: int) -> str:
-    """Which tile of keys a flash step is: its number (from 0, as torch indexes) and the keys it reads."""
-    keys = trace.stage("tile_scores", step=step).axes[1].labels
-    first = sum(len(trace.stage("tile_scores", step=t).axes[1].labels) for t in range(step))
+    """Which tile of keys a flash step is: its number (from 0, as torch indexes) and the keys it reads (the keys
+    its step adds to those seen before it)."""
+    steps = trace.step_axis
+    if steps is None or step >= len(steps):
+        return str(Msg("step {step}", step=step))
+    keys = steps[step].new_keys
+    first = steps.seen(step) - len(keys)
     return _("key tile {n} of {tiles}: keys {first}…{last} ({labels})").format(
         n=step, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
 

@@ -136,7 +136,7 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
         for tap in taps:
             tap.query_in = tap.query_in[:, t:t + 1]  # (1, 1, d): this step's position only
             record_attention(trace, model, tap, t, q_axis, written if tap.module == "self_attn" else in_axis)
-        publisher.step(decoder_step(t, q_axis.labels[0], written),
+        publisher.step(decoder_step(t, q_axis.labels[0], written.labels[-1:]),
                        so_far(meta, produced, [codec.OUT_ITOS[i] for i in fed]), tuple(visible(c) for c in produced))
         fed.append(forced[t] if forced else best)
         if not forced and produced[-1] == dates.END:

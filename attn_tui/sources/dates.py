@@ -136,7 +136,7 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
         predicted = codec.OUT_ITOS[int(logits.argmax(-1))]
         produced.append(predicted)
         _step_stages(trace, t, query, keys[0], parts, predicted, key_axis, kind == "additive")
-        publisher.step(decoder_step(t, visible(predicted), key_axis), so_far(meta, produced, fed),
+        publisher.step(decoder_step(t, visible(predicted), chars if t == 0 else ()), so_far(meta, produced, fed),
                        tuple(visible(c) for c in produced))
         token = torch.tensor([forced[t]]) if forced else logits.argmax(-1)
         if not forced and predicted == dates.END:

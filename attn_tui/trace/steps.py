@@ -1,9 +1,10 @@
 """What a step of a trace is: a decoder step, a generated token, a key tile or a recorded call, named once.
 
 A trace whose places carry `step` says here what its steps are, with a label per step
-in the language on show and the key axis visible at that step (step t sees keys
-0…n_t; a decoder's self-attention sees what it has written so far), so a view reads
-"tile 2 (keys 8–11)" from the trace instead of guessing from the kind of run.
+in the language on show and the key axis visible at that step: each step names the key
+positions it adds, so step t sees keys 0…n_t (a decoder's self-attention what it has
+written so far, flash the keys of its tiles so far) and a view reads "tile 2 (keys 8–11)"
+from the trace instead of guessing from the kind of run.
 `Growing` holds a trace that gains steps while readers look at the earlier ones.
 """
 
@@ -31,12 +32,12 @@ _NAMES: dict[str, str] = {"decoder": N_("decoder step {t}"), "token": N_("token 
 
 @dataclass(frozen=True)
 class Step:
-    """One step: its index, what kind of step it is, its label and the keys it sees."""
+    """One step: its index, what kind of step it is, its label and the key positions it adds."""
 
     index: int
     kind: StepKind
     label: Msg  # "decoder step 3: '2'", "tile 2 (keys 8–11)", "call 1, batch item 0": read in the language on show
-    keys: Axis  # the key axis visible at this step (its first n_t positions)
+    new_keys: tuple[str, ...] = ()  # the labels of the key positions this step adds (held once, not per step)
 
     @property
     def name(self) -> Msg:
@@ -44,24 +45,26 @@ class Step:
         return Msg(_NAMES[self.kind], t=self.index, step=self.index)
 
 
-def decoder_step(t: int, wrote: str, keys: Axis) -> Step:
-    """Step t of a decoder that wrote `wrote` there, seeing `keys` (the input, or what it has written so far)."""
-    return Step(t, "decoder", Msg("decoder step {t}: {token}", t=t, token=repr(wrote)), keys)
+def decoder_step(t: int, wrote: str, new_keys: tuple[str, ...] = ()) -> Step:
+    """Step t of a decoder that wrote `wrote` there; `new_keys`: what its attention can read from this step on
+    (the whole input at step 0 of a GRU; the character fed at step t, for a transformer's self-attention)."""
+    return Step(t, "decoder", Msg("decoder step {t}: {token}", t=t, token=repr(wrote)), new_keys)
 
 
-def generated_token(t: int, token: str, keys: Axis) -> Step:
-    """Token t a model wrote, its key/value cache holding `keys`."""
-    return Step(t, "token", Msg("token {t}: {token}", t=t, token=repr(token)), keys)
+def generated_token(t: int, token: str, new_keys: tuple[str, ...] = ()) -> Step:
+    """Token t a model wrote; `new_keys`: the positions its key/value cache gained for it."""
+    return Step(t, "token", Msg("token {t}: {token}", t=t, token=repr(token)), new_keys)
 
 
-def key_tile(t: int, first: int, keys: Axis) -> Step:
-    """Tile t of keys first…len(keys)−1; `keys` is every key read by the end of the tile."""
-    return Step(t, "tile", Msg("tile {t} (keys {first}–{last})", t=t, first=first, last=len(keys.labels) - 1), keys)
+def key_tile(t: int, first: int, tile_keys: tuple[str, ...]) -> Step:
+    """Tile t: the keys first…first+len(tile_keys)−1, read by this tile and by none before it."""
+    return Step(t, "tile", Msg("tile {t} (keys {first}–{last})", t=t, first=first, last=first + len(tile_keys) - 1),
+                tile_keys)
 
 
-def recorded_call(t: int, call: int, item: int, keys: Axis) -> Step:
+def recorded_call(t: int, call: int, item: int, new_keys: tuple[str, ...] = ()) -> Step:
     """Step t of recorded code: batch item `item` of its call `call`."""
-    return Step(t, "call", Msg("call {call}, batch item {item}", call=call, item=item), keys)
+    return Step(t, "call", Msg("call {call}, batch item {item}", call=call, item=item), new_keys)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,16 @@ class Steps:
 
     def label(self, t: int) -> Msg:
         return self.items[t].label if 0 <= t < len(self.items) else self.name(t)
+
+    def seen(self, t: int) -> int:
+        """How many key positions step t sees (n_t: keys 0…n_t − 1)."""
+        return sum(len(step.new_keys) for step in self.items[:t + 1])
+
+    def keys(self, t: int) -> Axis:
+        """The key axis visible at step t."""
+        from attn_tui.trace.stage import Axis
+
+        return Axis("key", tuple(label for step in self.items[:t + 1] for label in step.new_keys))
 
 
 def of(steps: Sequence[Step]) -> Steps:

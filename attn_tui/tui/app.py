@@ -46,6 +46,7 @@ from attn_tui.tui.messages import (
     PanelChanged,
     TorchFailed,
     TorchReady,
+    TraceGrew,
     TraceReady,
 )
 from attn_tui.tui.screens.main import MainScreen
@@ -54,7 +55,7 @@ from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
-from attn_tui.tui.workers import while_running
+from attn_tui.tui.workers import SupersededError, post_growth, while_running
 
 if TYPE_CHECKING:
     from textual.command import Provider
@@ -110,6 +111,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.first_stage = first_stage if self.given else sample.stage  # where the first trace opens
         self.generation = 0  # of the latest ask sent to the worker
         self.shown_generation = 0  # of the latest result (trace or error) handled
+        self.grew = 0  # of the latest ask whose first steps were shown while it was being computed
         self.b_generation = 0  # of the latest B asked for in compare mode
         self.torch_ready = False
         self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
@@ -268,11 +270,29 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
         try:
             served.check_ask(ask)
-            self.post_message(TraceReady(generation, run(ask, self.max_memory, cpu_fallback=True)))
+            shown = run(ask, self.max_memory, cpu_fallback=True, on_step=post_growth(self, generation))
+            self.post_message(TraceReady(generation, shown))
+        except SupersededError:
+            return  # a newer ask is being computed
         except AttnError as exc:
             self.post_message(ComputeFailed(generation, ask, exc.message))
         except Exception as exc:
             self.post_message(ComputeFailed(generation, ask, describe(exc)))
+
+    @while_running
+    def on_trace_grew(self, message: TraceGrew) -> None:
+        """The first steps of a decode are shown while the rest are made; where the user is stays put. What is
+        on show (`shown`: undo, export, compare, the session) changes only with the whole trace."""
+        if message.generation != self.generation or self.comparison is not None:
+            return  # a stale ask's steps; compare mode waits for the whole of A
+        explorer, ask = self.explorer, message.shown.ask
+        if self.grew != message.generation and isinstance(ask, ModelInput) and (
+                self.shown is None or source_key(self.shown.ask) != ask.name):
+            explorer.layer_index, explorer.head = ask.layer, ask.head  # a model's own first place, as watch_shown
+        self.grew = message.generation
+        explorer.heatmap.loading = False
+        explorer.show(message.shown, self.first_stage)
+        self.query_one(ModelPane).show_status(_("decoding… {n} steps so far").format(n=message.steps_ready))
 
     @while_running
     def on_trace_ready(self, message: TraceReady) -> None:
@@ -293,7 +313,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
                                                               heads=trace.heads) if trace.layers > 1
                 else _("✓ {n} decoder steps").format(n=trace.steps()))
         explorer = self.explorer
-        if isinstance(shown.ask, ModelInput) and (old is None or source_key(old.ask) != shown.ask.name):
+        if isinstance(shown.ask, ModelInput) and (old is None or source_key(old.ask) != shown.ask.name) \
+                and self.grew != self.shown_generation:  # its first steps took the model's first place already
             explorer.layer_index, explorer.head = shown.ask.layer, shown.ask.head  # a model's own first place
         if self.comparison is not None and not self.comparison.fits(shown.ask):
             self.end_compare()  # A is now something the change does not apply to
@@ -317,6 +338,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             return
         self.shown_generation = message.generation
         self.settled(message.ask)
+        if self.shown is not None and self.explorer.shown is not self.shown:
+            self.explorer.show(self.shown)  # the steps of a decode that then failed go; the last result is back
         self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])],
                         "")
         failed = message.ask

@@ -59,15 +59,15 @@ def test_the_steps_are_named_decoder_steps_with_what_each_wrote() -> None:
     assert trace.step_axis is not None and trace.step_axis.kind == "decoder"
     assert [str(trace.step_axis.label(t)) for t in range(3)] == ["decoder step 0: '2'", "decoder step 1: '0'",
                                                                  "decoder step 2: '2'"]
-    assert all(step.keys.labels == trace.key_tokens for step in trace.step_axis)  # the GRU sees every input
+    assert all(trace.step_axis.keys(t).labels == trace.key_tokens for t in range(trace.steps()))  # every input
 
 
 def test_the_transformer_self_attention_keys_grow_with_the_step() -> None:
     trace = run(ASKS[2]).trace
     assert trace.step_axis is not None
-    assert [len(step.keys.labels) for step in trace.step_axis] == list(range(1, trace.steps() + 1))
-    for step in trace.step_axis:
-        assert trace.stage("weights", 0, 0, step.index, "self_attn").axes[1] == step.keys
+    assert [trace.step_axis.seen(t) for t in range(trace.steps())] == list(range(1, trace.steps() + 1))
+    for t in range(trace.steps()):
+        assert trace.stage("weights", 0, 0, t, "self_attn").axes[1] == trace.step_axis.keys(t)
 
 
 def test_an_ask_whose_source_does_not_grow_is_returned_whole_without_steps() -> None:

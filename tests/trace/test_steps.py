@@ -35,8 +35,8 @@ def _start() -> Trace:
 
 
 def test_each_kind_of_step_is_named_and_labelled_in_english_and_korean() -> None:
-    steps = [decoder_step(3, "2", _keys(4)), generated_token(5, "the", _keys(6)), key_tile(2, 8, _keys(12)),
-             recorded_call(1, 1, 0, _keys(3))]
+    steps = [decoder_step(3, "2"), generated_token(5, "the"), key_tile(2, 8, ("a", "b", "c", "d")),
+             recorded_call(1, 1, 0)]
     assert [str(s.label) for s in steps] == ["decoder step 3: '2'", "token 5: 'the'", "tile 2 (keys 8–11)",
                                              "call 1, batch item 0"]
     assert [str(s.name) for s in steps] == ["decoder step 3", "token 5", "tile 2", "step 1"]
@@ -52,19 +52,20 @@ def test_each_kind_of_step_is_named_and_labelled_in_english_and_korean() -> None
 
 def test_a_grown_trace_is_a_new_trace_and_the_old_one_is_left_as_it_was() -> None:
     first = _start()
-    grown = first.grown(decoder_step(0, "a", _keys(1)), _step_stages(0))
-    again = grown.grown(decoder_step(1, "b", _keys(2)), _step_stages(1))
+    grown = first.grown(decoder_step(0, "a", ("k0",)), _step_stages(0))
+    again = grown.grown(decoder_step(1, "b", ("k1",)), _step_stages(1))
     assert (first.version, grown.version, again.version) == (0, 1, 2)
     assert first.steps() == 0 and first.step_axis is None and len(first) == 1
     assert grown.steps() == 1 and len(grown) == 1 + STAGES_PER_STEP and again.steps() == 2
-    assert again.step_axis is not None and [len(s.keys.labels) for s in again.step_axis] == [1, 2]
+    assert again.step_axis is not None and [again.step_axis.seen(t) for t in range(2)] == [1, 2]
+    assert again.step_axis.keys(1) == _keys(2) and grown.step_axis is not None and grown.step_axis.keys(0) == _keys(1)
     assert again.stage("s0", step=1).shape == (1, 2)  # the key axis grew with the step
     with pytest.raises(ValueError):  # a step out of order
-        again.grown(decoder_step(3, "c", _keys(4)), _step_stages(3))
+        again.grown(decoder_step(3, "c"), _step_stages(3))
     with pytest.raises(ValueError):  # a stage of another step
-        again.grown(decoder_step(2, "c", _keys(3)), _step_stages(1))
+        again.grown(decoder_step(2, "c"), _step_stages(1))
     with pytest.raises(ValueError):  # another kind of step
-        again.grown(key_tile(2, 0, _keys(3)), _step_stages(2))
+        again.grown(key_tile(2, 0, ("k2",)), _step_stages(2))
 
 
 def test_a_reader_thread_sees_only_whole_snapshots_while_a_writer_appends_steps() -> None:
@@ -79,7 +80,8 @@ def test_a_reader_thread_sees_only_whole_snapshots_while_a_writer_appends_steps(
             trace = growing.latest
             v = trace.version
             n_steps = 0 if trace.step_axis is None else len(trace.step_axis)
-            if n_steps != v or trace.steps() != v or len(trace) != 1 + v * STAGES_PER_STEP:
+            seen_keys = 0 if trace.step_axis is None else trace.step_axis.seen(v - 1)
+            if n_steps != v or trace.steps() != v or len(trace) != 1 + v * STAGES_PER_STEP or seen_keys != v:
                 broken.append(f"version {v}: {n_steps} steps named, {trace.steps()} stepped, {len(trace)} stages")
             for t in range(v):  # every stage of every step there, with that step's values, found by place
                 for n in range(STAGES_PER_STEP):
@@ -93,7 +95,7 @@ def test_a_reader_thread_sees_only_whole_snapshots_while_a_writer_appends_steps(
         reader.start()
     snapshots = []
     for t in range(total):
-        snapshots.append(growing.append(decoder_step(t, str(t), _keys(t + 1)), _step_stages(t)))
+        snapshots.append(growing.append(decoder_step(t, str(t), (f"k{t}",)), _step_stages(t)))
     done.set()
     for reader in readers:
         reader.join(timeout=60)
@@ -102,3 +104,33 @@ def test_a_reader_thread_sees_only_whole_snapshots_while_a_writer_appends_steps(
     assert growing.latest.version == total and max(seen) <= total
     assert [s.version for s in snapshots] == list(range(1, total + 1))
     assert len(snapshots[0]) == 1 + STAGES_PER_STEP  # a snapshot handed out earlier never gained later steps
+
+
+def test_flash_names_its_steps_key_tiles_and_each_tile_adds_its_keys() -> None:
+    from attn_tui.attention.engine import compute
+    from tests.conftest import sentence
+
+    trace = compute(sentence("나는 어제 친구와 함께 학교에 갔다 <pad>", variant="flash", tile=3))
+    steps = trace.step_axis
+    assert steps is not None and steps.kind == "tile" and len(steps) == trace.steps() == 3
+    assert [str(steps.label(t)) for t in range(3)] == ["tile 0 (keys 0–2)", "tile 1 (keys 3–5)", "tile 2 (keys 6–6)"]
+    for t in range(3):  # the keys a tile adds are its scores' columns; by its end it has seen all keys so far
+        assert steps[t].new_keys == trace.stage("tile_scores", step=t).axes[1].labels
+        assert steps.keys(t).labels == trace.key_tokens[:steps.seen(t)]
+    assert steps.seen(2) == len(trace.key_tokens)
+
+
+def test_recorded_code_names_its_steps_by_call_and_batch_item() -> None:
+    import attn_tui
+    from tests.sources.recorder import modules as m
+
+    torch.manual_seed(0)
+    module = m.MultiHeadAttention(8, 2)
+    with attn_tui.record(tokens=["나는", "학교에", "간다"]) as rec:
+        module(torch.randn(2, 3, 8), torch.tril(torch.ones(3, 3)).expand(2, 3, 3))
+        module(torch.randn(1, 3, 8), torch.tril(torch.ones(3, 3)).expand(1, 3, 3))
+    steps = rec.trace.step_axis
+    assert steps is not None and steps.kind == "call" and len(steps) == rec.trace.steps() == 3
+    assert [str(steps.label(t)) for t in range(3)] == ["call 0, batch item 0", "call 0, batch item 1",
+                                                       "call 1, batch item 0"]
+    assert [str(steps.name(t)) for t in range(3)] == ["step 0", "step 1", "step 2"]

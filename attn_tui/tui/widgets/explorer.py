@@ -23,7 +23,6 @@ from attn_tui.present.stage_view import StageView, place_caption, stage_view
 from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
-from attn_tui.trace.meta import DecoderRun
 from attn_tui.tui.messages import CursorMoved, PanelChanged
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.echo import shown as drawn
@@ -119,7 +118,10 @@ class Explorer(Vertical):
 
     # ----- what is on show -----------------------------------------------------------------
     def show(self, shown: Shown, first_stage: str | None = None) -> None:
-        """A new trace: keep the place the user was at when it still exists, else start at `first_stage`."""
+        """A new trace: keep the place the user was at when it still exists, else start at `first_stage`.
+
+        A decode still being made comes here once per step, each time with the steps so far: the place is kept
+        and the step selector (the places) extends."""
         previous = self.places[self.stage_index] if self.view is not None and self.places else None
         self.shown = shown
         trace = shown.trace
@@ -132,7 +134,7 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
-                "alignment": isinstance(trace.meta, DecoderRun), "heads": True, "params": True, STAGES: True,
+                "alignment": _aligned(trace), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
@@ -377,6 +379,13 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.stats is not None:
             return "model_grid"
-        if self.trace is not None and isinstance(self.trace.meta, DecoderRun):  # flash's steps are tiles, not a decode
+        if self.trace is not None and _aligned(self.trace):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"
+
+
+def _aligned(trace: Trace) -> bool:
+    """A decode whose alignment exists: its steps are decoder steps and it has made all of them (the
+    alignment of a decode still being made comes with its last step)."""
+    steps = trace.step_axis
+    return steps is not None and steps.kind == "decoder" and trace.find("alignment") is not None
