@@ -146,7 +146,7 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
                                else _("target {token} ✗")).format(token=repr(wanted))
         return caption + forced + where
     if isinstance(meta, RecordedRun):
-        return recorded_caption(meta, view)
+        return recorded_caption(trace, meta, view)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv: tuple[int, ...] = getattr(meta, "kv_map", ())
@@ -173,13 +173,15 @@ def tile_caption(trace: Trace, step: int) -> str:
         n=step, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
 
 
-def recorded_caption(meta: RecordedRun, view: StageView) -> str:
-    """Which module, call, batch item and head of the user's code the stage comes from."""
-    from attn_tui.i18n import Msg
-
+def recorded_caption(trace: Trace, meta: RecordedRun, view: StageView) -> str:
+    """Which module, call, batch item and head of the user's code the stage comes from (the trace's steps say
+    which call and batch item a step is)."""
     parts = [view.place.module] if view.place.module else []
     if view.step is not None:
-        parts.append(str(Msg("step {step}", step=view.step)))
+        steps = trace.step_axis  # named by one module's calls: said where that is the only module
+        label = steps.label(view.step) if steps is not None and view.step < len(steps) and not view.place.module \
+            else None
+        parts.append(str(Msg("step {step}", step=view.step)) + ("" if label is None else f" ({label})"))
     if view.head is not None:
         parts.append(str(Msg("head {head} of {heads}", head=view.head, heads=meta.heads)))
     return "  ".join(parts)
