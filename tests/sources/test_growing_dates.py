@@ -91,3 +91,25 @@ def test_an_ask_whose_source_does_not_grow_is_returned_whole_without_steps() -> 
     published: list[Shown] = []
     shown = run(sentence("나는 학교에 간다"), on_step=published.append)
     assert not published and shown.trace.version == 0
+
+
+@pytest.mark.parametrize("ask", ASKS[::2], ids=["gru", "transformer"])
+def test_the_alignment_of_a_decode_being_made_is_the_finished_alignments_first_rows(ask: ModelInput) -> None:
+    import numpy as np
+
+    from attn_tui.present.model_view import alignment_so_far
+
+    snapshots, _ = _grown(ask)
+    whole = _whole(ask)
+    cross = whole.layers > 1
+    places = [(1, 2), (1, None), (0, 0)] if cross else [(None, None)]
+    for t in (0, 3):
+        part = snapshots[t].trace
+        assert part.find("alignment") is None  # the alignment stage comes with the last step
+        for layer, head in places:
+            module = "cross_attn" if cross else None
+            title, grid = alignment_so_far(part, "context" if not cross else "weights", t, layer, head, module)
+            _, finished = alignment_so_far(whole, "context" if not cross else "weights", t, layer, head, module)
+            assert grid.values.shape == (t + 1, len(whole.key_tokens)) and grid.filled_rows == t + 1
+            assert np.allclose(grid.values, finished.values[:t + 1]) and grid.row_labels == finished.row_labels[:t + 1]
+            assert f"{t + 1} of {t + 1} decoder steps" in title

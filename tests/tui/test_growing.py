@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from attn_tui.ask.settings import ModelInput
+from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.stage_bar import StageBar
 from tests.tui.helpers import model_app, settle
 
@@ -68,7 +69,10 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
             await pilot.pause()
             assert "디코더 단계 0" in str(app.query_one(StageBar).render())
             assert str(app.explorer.trace.step_axis.label(0)) == "디코더 단계 0: '2'"
-            await pilot.press("t")
+            await pilot.press("t", "g")  # the alignment so far: step 0's row only
+            alignment = app.query_one("#alignment", MatrixPanel)
+            assert app.explorer.panel == "alignment" and alignment.grid.rows == 1
+            await pilot.press("g")
             held.release.set()
             await settle(pilot)
             assert app.shown is not None and app.trace.steps() == whole.steps() == held.published[DATE]

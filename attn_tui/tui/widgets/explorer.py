@@ -385,7 +385,5 @@ class Explorer(Vertical):
 
 
 def _aligned(trace: Trace) -> bool:
-    """A decode whose alignment exists: its steps are decoder steps and it has made all of them (the
-    alignment of a decode still being made comes with its last step)."""
-    steps = trace.step_axis
-    return steps is not None and steps.kind == "decoder" and trace.find("alignment") is not None
+    """A decode, whose alignment fills in a row per step (so far, while it is being made)."""
+    return trace.step_axis is not None and trace.step_axis.kind == "decoder"
