@@ -112,6 +112,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.generation = 0  # of the latest ask sent to the worker
         self.shown_generation = 0  # of the latest result (trace or error) handled
         self.grew = 0  # of the latest ask whose first steps were shown while it was being computed
+        self.growing: Shown | None = None  # those steps so far, until the whole trace (or an error) arrives
         self.b_generation = 0  # of the latest B asked for in compare mode
         self.torch_ready = False
         self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
@@ -158,8 +159,10 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     @property
     def trace(self) -> Any:
-        """The trace on show (None until the first computation succeeds)."""
-        return None if self.shown is None else self.shown.trace
+        """The trace on show (None until the first computation succeeds): a decode's steps so far while it is
+        being made, so that what a key reads or exports is what the explorer draws."""
+        shown = self.growing or self.shown
+        return None if shown is None else shown.trace
 
     @property
     def view(self) -> StageView | None:
@@ -289,7 +292,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         if self.grew != message.generation and isinstance(ask, ModelInput) and (
                 self.shown is None or source_key(self.shown.ask) != ask.name):
             explorer.layer_index, explorer.head = ask.layer, ask.head  # a model's own first place, as watch_shown
-        self.grew = message.generation
+        self.grew, self.growing = message.generation, message.shown
         explorer.heatmap.loading = False
         explorer.show(message.shown, self.first_stage)
         self.query_one(ModelPane).show_status(_("decoding… {n} steps so far").format(n=message.steps_ready))
@@ -302,6 +305,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.shown = message.shown
 
     def watch_shown(self, old: Shown | None, shown: Shown | None) -> None:
+        self.growing = None
         if shown is None:
             return
         self.settled(shown.ask)
@@ -338,6 +342,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             return
         self.shown_generation = message.generation
         self.settled(message.ask)
+        self.growing = None
         if self.shown is not None and self.explorer.shown is not self.shown:
             self.explorer.show(self.shown)  # the steps of a decode that then failed go; the last result is back
         self.show_error(["✗ ", message.error, *([Msg("  (showing the last valid result)")] if self.shown else [])],

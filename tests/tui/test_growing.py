@@ -56,7 +56,7 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
         async with app.run_test(size=SIZE) as pilot:
             await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
             assert held.reached.is_set() and not held.release.is_set()  # the worker waits inside step 1's turn
-            assert app.shown is None and app.explorer.trace.version == 1  # on show: a snapshot, not yet a result
+            assert app.shown is None and app.trace is app.explorer.trace and app.trace.version == 1  # a snapshot
             assert {p.step for p in app.explorer.places} == {0}  # only step 0 exists; no alignment yet
             whole = run(ModelInput("seq2seq-dates", DATE)).trace
             await pilot.press("8")  # the user goes to step 0's weights while the decode is held
