@@ -22,11 +22,11 @@ from attn_tui.attention.variants.scaled_dot import SCALE_REASON
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
-from attn_tui.sources.dates import OnStep, Publisher, encoded, so_far, visible
+from attn_tui.sources.dates import encoded, so_far, visible
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Linear, Mean, Place, Scale, Stack
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.trace.steps import decoder_step
+from attn_tui.trace.steps import OnStep, Publisher, decoder_step
 
 CROSS = "cross_attn"
 

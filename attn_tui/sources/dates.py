@@ -7,7 +7,6 @@ and the tests check that those weights equal the network's own, step by step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 import torch
@@ -21,30 +20,7 @@ from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.trace.steps import Growing, Step, Steps, decoder_step
-
-OnStep = Callable[[Trace], None]  # handed each snapshot of a decode as a step is made
-
-
-class Publisher:
-    """Hands `on_step` a snapshot of the decode after each step: the stages and inputs the step added to the
-    source's own (private, still growing) trace, published through `Growing` so no reader sees half a step."""
-
-    def __init__(self, trace: Trace, on_step: OnStep | None) -> None:
-        self.trace, self.on_step = trace, on_step
-        self.growing = Growing(trace.copy()) if on_step is not None else None
-        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
-
-    def step(self, step: Step, meta: DecoderRun, query_tokens: tuple[str, ...]) -> None:
-        """Step `step` is made: name it on the source's trace and, when someone waits for it, publish it."""
-        trace = self.trace
-        trace.step_axis = trace.step_axis.plus(step) if trace.step_axis is not None else Steps(step.kind).plus(step)
-        if self.growing is None or self.on_step is None:
-            return
-        added = list(trace.stages.values())[self._stages:]
-        inputs = {name: value for name, value in trace.inputs.items() if name not in self._inputs}
-        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
-        self.on_step(self.growing.append(step, added, meta, query_tokens, inputs))
+from attn_tui.trace.steps import OnStep, Publisher, decoder_step
 
 
 def visible(ch: str) -> str:

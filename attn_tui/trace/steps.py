@@ -5,13 +5,14 @@ in the language on show and the key axis visible at that step: each step names t
 positions it adds, so step t sees keys 0…n_t (a decoder's self-attention what it has
 written so far, flash the keys of its tiles so far) and a view reads "tile 2 (keys 8–11)"
 from the trace instead of guessing from the kind of run.
-`Growing` holds a trace that gains steps while readers look at the earlier ones.
+`Growing` holds a trace that gains steps while readers look at the earlier ones, and
+`Publisher` is how a source making its trace step by step hands out each step's snapshot.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -139,3 +140,30 @@ class Growing:
             grown = self._latest.grown(step, stages, meta, query_tokens, inputs)
             self._latest = grown
         return grown
+
+
+OnStep = Callable[["Trace"], None]  # handed each snapshot of a trace as a step is made
+
+
+class Publisher:
+    """Hands `on_step` a snapshot of a trace after each step: the stages and inputs the step added to the
+    source's own (private, still growing) trace, published through `Growing` so no reader sees half a step.
+
+    A source makes its trace as it always does and calls `step` as each step is done (the date decoders for
+    each character they write; a model writing token by token for each token)."""
+
+    def __init__(self, trace: Trace, on_step: OnStep | None) -> None:
+        self.trace, self.on_step = trace, on_step
+        self.growing = Growing(trace.copy()) if on_step is not None else None
+        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
+
+    def step(self, step: Step, meta: RunMeta, query_tokens: tuple[str, ...]) -> None:
+        """Step `step` is made: name it on the source's trace and, when someone waits for it, publish it."""
+        trace = self.trace
+        trace.step_axis = trace.step_axis.plus(step) if trace.step_axis is not None else Steps(step.kind).plus(step)
+        if self.growing is None or self.on_step is None:
+            return
+        added = list(trace.stages.values())[self._stages:]
+        inputs = {name: value for name, value in trace.inputs.items() if name not in self._inputs}
+        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
+        self.on_step(self.growing.append(step, added, meta, query_tokens, inputs))
