@@ -28,7 +28,7 @@ from attn_tui import i18n
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.ask.settings import Ask, ModelInput, Request
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import Msg, Plural, _
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
@@ -295,7 +295,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.grew, self.growing = message.generation, message.shown
         explorer.heatmap.loading = False
         explorer.show(message.shown, self.first_stage)
-        self.query_one(ModelPane).show_status(_("decoding… {n} steps so far").format(n=message.steps_ready))
+        self.query_one(ModelPane).show_status(str(Plural("decoding… {n} step so far", "decoding… {n} steps so far",
+                                                         n=message.steps_ready)))
 
     @while_running
     def on_trace_ready(self, message: TraceReady) -> None:

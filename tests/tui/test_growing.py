@@ -64,7 +64,7 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
             assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), whole.tensor("weights", step=0))
             bar = str(app.query_one(StageBar).render())
             assert "decoder step 0 of 1" in bar
-            assert "decoding… 1 steps so far" in str(app.query_one("#model-status").render())
+            assert "decoding… 1 step so far" in str(app.query_one("#model-status").render())
             await pilot.press("t")  # the steps' labels in Korean
             await pilot.pause()
             assert "디코더 단계 0" in str(app.query_one(StageBar).render())
