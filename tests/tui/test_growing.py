@@ -11,7 +11,7 @@ import torch
 from attn_tui.ask.settings import ModelInput
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.stage_bar import StageBar
-from tests.tui.helpers import model_app, settle
+from tests.tui.helpers import RecordingApp, model_app, settle
 
 SIZE = (100, 32)
 DATE = "22 Nov 2026"
@@ -101,5 +101,26 @@ async def test_a_stale_asks_steps_are_dropped_and_its_decode_stops(monkeypatch) 
             assert app.trace.meta.input == "3 Mar 1999" and app.trace.meta.output == "1999-03-03"
             assert app.explorer.trace is app.trace
             assert held.published[DATE] == 1  # cancelled: the first decode made no step after it was let go
+    finally:
+        held.release.set()
+
+
+def test_snapshot_of_step_0_on_show_while_the_decode_goes_on(snap_compare, monkeypatch) -> None:
+    """The screen while a decode is held after its first step: step 0's weights, the bar's one step, the status."""
+    held = Held(monkeypatch)
+
+    class LettingGo(RecordingApp):
+        def on_unmount(self) -> None:  # the picture is taken: the held decode may finish
+            held.release.set()
+
+    app = LettingGo(model=ModelInput("seq2seq-dates", DATE))
+
+    async def run_before(pilot) -> None:
+        await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+        await pilot.press("8")
+        await pilot.pause()
+
+    try:
+        assert snap_compare(app, terminal_size=(100, 32), run_before=run_before)
     finally:
         held.release.set()
