@@ -295,6 +295,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         self.grew, self.growing = message.generation, message.shown
         explorer.heatmap.loading = False
         explorer.show(message.shown, self.first_stage)
+        if self.first_stage is not None and all(p.name != self.first_stage for p in explorer.places):
+            explorer.forget_place()  # the stage asked for comes later (the alignment): unless the user moves, go there
         self.query_one(ModelPane).show_status(str(Plural("decoding… {n} step so far", "decoding… {n} steps so far",
                                                          n=message.steps_ready)))
 

@@ -105,6 +105,19 @@ async def test_a_stale_asks_steps_are_dropped_and_its_decode_stops(monkeypatch) 
         held.release.set()
 
 
+async def test_a_stage_asked_for_that_comes_with_the_last_step_is_where_the_whole_decode_opens(monkeypatch) -> None:
+    held = Held(monkeypatch)
+    app = RecordingApp(model=ModelInput("seq2seq-dates", DATE), first_stage="alignment")
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+            assert app.explorer.places[app.explorer.stage_index].step == 0  # no alignment yet: step 0 meanwhile
+            held.release.set()
+            await settle(pilot)
+            assert app.view.name == "alignment" and app.view.grid.rows == app.trace.steps()
+    finally:
+        held.release.set()
+
 def test_snapshot_of_step_0_on_show_while_the_decode_goes_on(snap_compare, monkeypatch) -> None:
     """The screen while a decode is held after its first step: step 0's weights, the bar's one step, the status."""
     held = Held(monkeypatch)
