@@ -118,6 +118,23 @@ async def test_a_stage_asked_for_that_comes_with_the_last_step_is_where_the_whol
     finally:
         held.release.set()
 
+async def test_a_transformer_decode_opens_at_its_asked_layer_and_head_and_keeps_the_head_chosen_meanwhile(
+        monkeypatch) -> None:
+    held = Held(monkeypatch)
+    app = model_app("transformer-dates", DATE, layer=1, head=2)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+            assert (app.explorer.layer_index, app.explorer.head) == (1, 2)  # the model's own first place at once
+            await pilot.press("]")  # the next head while step 1 is being made
+            assert app.explorer.head == 3
+            held.release.set()
+            await settle(pilot)
+            assert app.trace.steps() > 1 and (app.explorer.layer_index, app.explorer.head) == (1, 3)
+            assert app.view.head == 3
+    finally:
+        held.release.set()
+
 def test_snapshot_of_step_0_on_show_while_the_decode_goes_on(snap_compare, monkeypatch) -> None:
     """The screen while a decode is held after its first step: step 0's weights, the bar's one step, the status."""
     held = Held(monkeypatch)
