@@ -27,7 +27,9 @@ def _whole(ask: ModelInput) -> Trace:
     return run(ask).trace
 
 
+@functools.lru_cache(maxsize=4)
 def _grown(ask: ModelInput) -> tuple[list[Shown], Shown]:
+    """Each step's snapshot as the door handed it, and the finished result."""
     snapshots: list[Shown] = []
     final = run(ask, on_step=snapshots.append)
     return snapshots, final
