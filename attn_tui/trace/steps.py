@@ -108,7 +108,7 @@ class Steps:
         return Axis("key", tuple(label for step in self.items[:t + 1] for label in step.new_keys))
 
 
-def of(steps: Sequence[Step]) -> Steps:
+def made_at_once(steps: Sequence[Step]) -> Steps:
     """Steps made whole at once (a flash run, a recording)."""
     out = Steps(steps[0].kind if steps else "call")
     for step in steps:
