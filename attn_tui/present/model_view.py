@@ -95,15 +95,32 @@ def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: in
     with layers and heads (the transformer's cross-attention) it is the alignment of
     `layer` and `head`, or with `head` None the layer's mean over heads.
     """
-    stage = alignment_stage(trace, layer, head)
-    rows = stage.axes[0].labels
+    values, rows, cols = _alignment(trace, layer, head)
     meta = trace.meta
     missed: frozenset[int] = frozenset()
     if meta.fed and len(meta.fed) == len(rows):  # a decode: each row is what was fed and what was written
         missed = frozenset(t for t, written in enumerate(rows) if meta.missed(t, written))
         rows = tuple(f"{fed}→{written}" for fed, written in zip(meta.fed, rows))
-    return Grid(as_array(stage.tensor), rows, stage.axes[1].labels, "output", "input", probability=True,
-                filled_rows=filled, miss_rows=missed)
+    return Grid(values, rows, cols, "output", "input", probability=True, filled_rows=filled, miss_rows=missed)
+
+
+def _alignment(trace: Trace, layer: int | None, head: int | None) -> tuple[np.ndarray, tuple[str, ...],
+                                                                           tuple[str, ...]]:
+    """The alignment's values (outputs × inputs) and labels: its stage, or for a decode still being made (its
+    alignment comes with the last step) the rows of the steps made so far, stacked as the source stacks them."""
+    try:
+        stage = alignment_stage(trace, layer, head)
+    except KeyError:
+        import numpy as np
+
+        cross = trace.layers > 1 or trace.heads > 1
+        module = "cross_attn" if cross else None
+        heads = [head] if head is not None or not cross else list(range(trace.heads))
+        rows = [np.mean([as_array(trace.tensor("weights", layer or 0 if cross else None, h if cross else None, t,
+                                               module)) for h in heads], axis=0) for t in range(trace.steps())]
+        weights = trace.stage("weights", layer or 0 if cross else None, heads[0] if cross else None, 0, module)
+        return np.concatenate(rows), trace.query_tokens, weights.axes[1].labels  # (T, S)
+    return as_array(stage.tensor), stage.axes[0].labels, stage.axes[1].labels
 
 
 def alignment_stage(trace: Trace, layer: int | None, head: int | None) -> Stage:

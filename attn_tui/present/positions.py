@@ -86,7 +86,9 @@ def place_title(trace: Trace, place: Position) -> str:
 
 
 def step_name(trace: Trace, step: int) -> Msg:
-    """`decoder step 2`, `tile 0` or `step 2`: what a step is in this trace, counted from 0."""
+    """`decoder step 2`, `tile 0` or `step 2`: what a step is in this trace (its steps say), counted from 0."""
+    if trace.step_axis is not None:
+        return trace.step_axis.name(step)
     return trace.meta.step_name(step)
 
 

@@ -128,7 +128,7 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     if meta.decoding is not None:
         return decoder_caption(trace, meta.decoding, view, layer, head)
     if meta.program is not None:
-        return recorded_caption(meta.program, view)
+        return recorded_caption(trace, meta.program, view)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv = meta.kv_map
@@ -167,20 +167,26 @@ def decoder_caption(trace: Trace, meta: DecoderRun, view: StageView, layer: int,
 
 
 def tile_caption(trace: Trace, step: int) -> str:
-    """Which tile of keys a flash step is: its number (from 0, as torch indexes) and the keys it reads."""
-    keys = trace.stage("tile_scores", step=step).axes[1].labels
-    first = sum(len(trace.stage("tile_scores", step=t).axes[1].labels) for t in range(step))
+    """Which tile of keys a flash step is: its number (from 0, as torch indexes) and the keys it reads (the keys
+    its step adds to those seen before it)."""
+    steps = trace.step_axis
+    if steps is None or step >= len(steps):
+        return str(Msg("step {step}", step=step))
+    keys = steps[step].new_keys
+    first = steps.seen(step) - len(keys)
     return _("key tile {n} of {tiles}: keys {first}…{last} ({labels})").format(
         n=step, tiles=trace.steps(), first=first, last=first + len(keys) - 1, labels=" ".join(keys))
 
 
-def recorded_caption(meta: RecordedRun, view: StageView) -> str:
-    """Which module, call, batch item and head of the user's code the stage comes from."""
-    from attn_tui.i18n import Msg
-
+def recorded_caption(trace: Trace, meta: RecordedRun, view: StageView) -> str:
+    """Which module, call, batch item and head of the user's code the stage comes from (the trace's steps say
+    which call and batch item a step is)."""
     parts = [view.place.module] if view.place.module else []
     if view.step is not None:
-        parts.append(str(Msg("step {step}", step=view.step)))
+        steps = trace.step_axis  # named by one module's calls: said where that is the only module
+        label = steps.label(view.step) if steps is not None and view.step < len(steps) and not view.place.module \
+            else None
+        parts.append(str(Msg("step {step}", step=view.step)) + ("" if label is None else f" ({label})"))
     if view.head is not None:
         parts.append(str(Msg("head {head} of {heads}", head=view.head, heads=meta.heads)))
     return "  ".join(parts)

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from attn_tui.ask.settings import Ask
     from attn_tui.trace.shown import Shown
 
 
-def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False) -> Shown:
-    """Any ask to what is shown; the import of the sources (and torch) waits for the first call."""
+def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False,
+        on_step: Callable[[Shown], None] | None = None) -> Shown:
+    """Any ask to what is shown; the import of the sources (and torch) waits for the first call.
+
+    `on_step`: where the source makes its trace step by step, each step's snapshot as soon as it exists."""
     from attn_tui.sources.door import run as door_run
 
-    return door_run(ask, max_memory, cpu_fallback)
+    return door_run(ask, max_memory, cpu_fallback, on_step)

@@ -3,6 +3,7 @@ and the transformer encoder-decoder."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,10 @@ class DateModelSource:
         return isinstance(ask, ModelInput) and ask.name in DATE_MODELS
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
+        return self.trace_growing(ask, max_memory, None)
+
+    def trace_growing(self, ask: Ask, max_memory: int | None, on_step: Callable[[Trace], None] | None) -> Trace:
+        """Decode step by step, handing `on_step` the trace after each step (teacher-forced or free)."""
         assert isinstance(ask, ModelInput)
         from attn_tui.models.seq2seq.codec import check_target
         from attn_tui.models.seq2seq.transformer import DateTransformer
@@ -45,7 +50,7 @@ class DateModelSource:
                                       value=ask.head, name=ask.name, last=model.cfg.heads - 1))
             from attn_tui.sources.date_transformer import decode_trace as transformer_trace
 
-            return transformer_trace(model, ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)
+            return transformer_trace(model, ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory, on_step)
         from attn_tui.sources.dates import decode_trace
 
-        return decode_trace(model, ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory)
+        return decode_trace(model, ask.text, ask.target, ask.teacher_forcing, ask.name, max_memory, on_step)

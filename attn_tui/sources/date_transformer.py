@@ -22,10 +22,11 @@ from attn_tui.attention.variants.scaled_dot import SCALE_REASON
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
-from attn_tui.sources.dates import encoded, visible
+from attn_tui.sources.dates import encoded, so_far, visible
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Linear, Mean, Place, Scale, Stack
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.trace.steps import OnStep, Publisher, decoder_step
 
 CROSS = "cross_attn"
 
@@ -96,8 +97,11 @@ def record_attention(trace: Trace, model: DateTransformer, tap: Tap, step: int |
 
 @torch.no_grad()
 def decode_trace(model: DateTransformer, text: str, target: str | None = None, teacher_forcing: bool = False,
-                 name: str = "transformer-dates", max_memory: int | None = None) -> Trace:
-    """Greedy decode (or teacher-forced on `target`) recording the encoder, then every step, layer and head."""
+                 name: str = "transformer-dates", max_memory: int | None = None,
+                 on_step: OnStep | None = None) -> Trace:
+    """Greedy decode (or teacher-forced on `target`) recording the encoder, then every step, layer and head.
+
+    `on_step`, when given, is handed the trace after the encoder's and each step's stages (see dates.py)."""
     model.eval()
     cfg = model.cfg
     n, d_h = codec.MAX_INPUT, cfg.d_model // cfg.heads
@@ -121,6 +125,7 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
         record_attention(trace, model, tap, None, Axis("query", chars), in_axis)
     fed = [codec.OUT_STOI[dates.START]]
     produced: list[str] = []
+    publisher = Publisher(trace, on_step)
     for t in range(len(forced) if forced else codec.MAX_OUTPUT):
         taps = []
         logits = model.decode(torch.tensor([fed]), memory, src, taps)[0, -1]  # (V,): position t's prediction
@@ -131,15 +136,15 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
         for tap in taps:
             tap.query_in = tap.query_in[:, t:t + 1]  # (1, 1, d): this step's position only
             record_attention(trace, model, tap, t, q_axis, written if tap.module == "self_attn" else in_axis)
+        publisher.step(decoder_step(t, q_axis.labels[0], written.labels[-1:]),
+                       so_far(meta, produced, [codec.OUT_ITOS[i] for i in fed]), tuple(visible(c) for c in produced))
         fed.append(forced[t] if forced else best)
         if not forced and produced[-1] == dates.END:
             break
     out_tokens = tuple(visible(c) for c in produced)
     output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
     trace.query_tokens = out_tokens
-    trace.meta = DecoderRun(name, "scaled_dot", text.strip(), output, len(produced), target, teacher_forcing,
-                            fed=tuple(visible(codec.OUT_ITOS[i]) for i in fed[:len(produced)]), layers=cfg.layers,
-                            heads=cfg.heads, arch="transformer")
+    trace.meta = so_far(meta, produced, [codec.OUT_ITOS[i] for i in fed])
     if target is not None and output != target:
         differ = [n for n, (a, b) in enumerate(zip(output.ljust(len(target)), target.ljust(len(output)))) if a != b]
         trace.warn(Plural("the output {output} differs from the target {target} at character {where}",

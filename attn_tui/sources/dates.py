@@ -7,6 +7,8 @@ and the tests check that those weights equal the network's own, step by step.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
@@ -18,6 +20,7 @@ from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.trace.steps import OnStep, Publisher, decoder_step
 
 
 def visible(ch: str) -> str:
@@ -65,10 +68,24 @@ def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, 
     attend(trace, tail, parts.scores, keys, [Place("scores", step=t)], [Place("key", step=t)])
 
 
+def written(produced: list[str]) -> str:
+    """The characters written so far, without the markers."""
+    return "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
+
+
+def so_far(meta: DecoderRun, produced: list[str], fed: list[str]) -> DecoderRun:
+    """The decode's metadata once `produced` is written, each step fed `fed`."""
+    return replace(meta, output=written(produced), steps=len(produced),
+                   fed=tuple(visible(c) for c in fed[:len(produced)]))
+
+
 @torch.no_grad()
 def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_forcing: bool = False,
-                 name: str = "seq2seq-dates", max_memory: int | None = None) -> Trace:
-    """Greedy decode (or teacher-forced on `target`) recording every step's attention."""
+                 name: str = "seq2seq-dates", max_memory: int | None = None, on_step: OnStep | None = None) -> Trace:
+    """Greedy decode (or teacher-forced on `target`) recording every step's attention.
+
+    `on_step`, when given, is handed the trace as it stands after each step (a snapshot that later steps
+    leave as it is), so a view can show the first steps while the rest are decoded."""
     model.eval()
     needed = Estimate()
     needed.add(N_("the model"), sum(p.numel() for p in model.parameters()))
@@ -81,10 +98,12 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     mask = src != 0
     key_axis = Axis("key", chars)
     token = torch.tensor([codec.OUT_STOI[dates.START]])
-    trace = Trace(DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing), (), chars, "cpu", "float32")
+    meta = DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing)
+    trace = Trace(meta, (), chars, "cpu", "float32")
     trace.params = {n: p.detach() for n, p in model.decoder.attention.named_parameters()}
     produced: list[str] = []
     fed: list[str] = []
+    publisher = Publisher(trace, on_step)
     limit = len(forced) if forced else codec.MAX_OUTPUT
     for t in range(limit):
         fed.append(codec.OUT_ITOS[int(token)])
@@ -93,14 +112,15 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
         predicted = codec.OUT_ITOS[int(logits.argmax(-1))]
         produced.append(predicted)
         _step_stages(trace, t, query, keys[0], parts, predicted, key_axis, kind == "additive")
+        publisher.step(decoder_step(t, visible(predicted), chars if t == 0 else ()), so_far(meta, produced, fed),
+                       tuple(visible(c) for c in produced))
         token = torch.tensor([forced[t]]) if forced else logits.argmax(-1)
         if not forced and predicted == dates.END:
             break
     out_tokens = tuple(visible(c) for c in produced)
-    output = "".join(c for c in produced if c not in (dates.END, dates.PAD, dates.START))
+    output = written(produced)
     trace.query_tokens = out_tokens
-    trace.meta = DecoderRun(name, kind, text.strip(), output, len(produced), target, teacher_forcing,
-                            fed=tuple(visible(c) for c in fed))
+    trace.meta = so_far(meta, produced, fed)
     if target is not None and output != target:
         differ = [n for n, (a, b) in enumerate(zip(output.ljust(len(target)), target.ljust(len(output)))) if a != b]
         trace.warn(Plural("the output {output} differs from the target {target} at character {where}",

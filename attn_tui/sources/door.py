@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
 from attn_tui.ask.checks import check_fields
 from attn_tui.ask.settings import Ask
 from attn_tui.errors import DeviceError
@@ -11,24 +14,35 @@ from attn_tui.trace.meta import TransformerRun
 from attn_tui.trace.shown import Shown
 from attn_tui.trace.stage import Trace
 
+OnStep = Callable[[Shown], None]
 
-def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False) -> Shown:
+
+@runtime_checkable
+class GrowingSource(Protocol):
+    """A source that can hand out its trace as each step is made (a decoder, step by step)."""
+
+    def trace_growing(self, ask: Ask, max_memory: int | None, on_step: Callable[[Trace], None]) -> Trace: ...
+
+
+def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False, on_step: OnStep | None = None) -> Shown:
     """Compute `ask` through its source, with a whole model's statistics.
 
     `cpu_fallback`: where CUDA was asked for and cannot be had, compute on the CPU and say so in
     `notice` (the app, where a result is worth more than the exact device); the CLI and the API refuse.
+    `on_step`: a source that makes its trace step by step (the date decoders) hands each step's snapshot
+    to it as soon as it is made, as a Shown of the trace so far; the finished one is returned as always.
 
     Imports torch: the app calls it only from a worker thread.
     """
     notice: Msg | None = None
     try:
-        trace = _trace(ask, max_memory)
+        trace = _trace(ask, max_memory, on_step)
     except DeviceError as exc:
         if not cpu_fallback or not ask.device.startswith("cuda"):
             raise
         notice = Msg("{reason} — computing on the CPU instead", reason=exc.message)
         ask = ask.on_device("cpu")
-        trace = _trace(ask, max_memory)
+        trace = _trace(ask, max_memory, on_step)
     stats = None
     if isinstance(trace.meta, TransformerRun):
         from attn_tui.attention.summary import model_stats
@@ -37,8 +51,14 @@ def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False) -> 
     return Shown(ask, trace, stats, notice)
 
 
-def _trace(ask: Ask, max_memory: int | None) -> Trace:
+def _trace(ask: Ask, max_memory: int | None, on_step: OnStep | None = None) -> Trace:
     if ask.kind == "model":
         check_fields(ask, "model")
-    return source_for(ask).trace(ask, max_memory)
+    source = source_for(ask)
+    if on_step is not None and isinstance(source, GrowingSource):
+        def publish(trace: Trace) -> None:
+            on_step(Shown(ask, trace))
+
+        return source.trace_growing(ask, max_memory, publish)
+    return source.trace(ask, max_memory)
 

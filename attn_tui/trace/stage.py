@@ -7,8 +7,8 @@ on demand through the trace's `filler`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -21,6 +21,7 @@ from attn_tui.trace.meta import RunMeta
 from attn_tui.trace.ops import Given, Masking, Op, Place, Scale, Softmax, TileScores
 
 if TYPE_CHECKING:
+    from attn_tui.trace.steps import Step, Steps
     from attn_tui.trace.values import StageStats
 
 SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
@@ -141,6 +142,8 @@ class Trace:
     stats: dict[Place, StageStats] = field(default_factory=dict, repr=False)  # see core.values
     geometry: dict[int, LayerGeometry] = field(default_factory=dict)  # per layer, as each layer was traced
     layer_masks: dict[int, MaskSpec | None] = field(default_factory=dict)  # a layer's own mask, where it has one
+    step_axis: Steps | None = None  # what the steps of its places are (trace.steps), when it has steps
+    version: int = 0  # how many times it grew: a grown trace is a new object with the next version
 
     def add(self, stage: Stage) -> torch.Tensor:
         """Record a whole stage and hand its tensor back, so sources read as a chain."""
@@ -151,6 +154,31 @@ class Trace:
     def put(self, stage: Stage) -> None:
         """Record a stage, lazy or whole."""
         self.stages[stage.place] = stage
+
+    def copy(self) -> Trace:
+        """A trace with the same stages that later `add`s to this one do not reach (a snapshot to publish)."""
+        return replace(self, stages=dict(self.stages), inputs=dict(self.inputs), warnings=list(self.warnings),
+                       stats=dict(self.stats))
+
+    def grown(self, step: Step, stages: Sequence[Stage], meta: RunMeta | None = None,
+              query_tokens: tuple[str, ...] | None = None, inputs: Mapping[str, torch.Tensor] | None = None) -> Trace:
+        """This trace with one more step and that step's stages, as a new trace; this one is left as it is.
+
+        Whoever holds this trace (a view on another thread) sees the old steps or, once handed the new
+        trace, all of the new one: never half a step. Lookups by place stay one dict access.
+        """
+        from attn_tui.trace.steps import Steps
+
+        axis = (self.step_axis or Steps(step.kind)).plus(step)
+        added = {}
+        for stage in stages:
+            if stage.place.step != step.index or stage.place in self.stages or stage.place in added:
+                raise ValueError(f"stage {stage.place.key!r} is not a new stage of step {step.index}")
+            added[stage.place] = stage
+        return replace(self, meta=self.meta if meta is None else meta,
+                       query_tokens=self.query_tokens if query_tokens is None else query_tokens,
+                       stages={**self.stages, **added}, inputs={**self.inputs, **(inputs or {})},
+                       warnings=list(self.warnings), stats=dict(self.stats), step_axis=axis, version=self.version + 1)
 
     def warn(self, message: str | Msg) -> None:
         if message not in self.warnings:
@@ -179,7 +207,8 @@ class Trace:
         return list(dict.fromkeys(place.name for place in self.stages))
 
     def steps(self) -> int:
-        """Number of decoder steps; 0 for a single attention."""
+        """Number of steps (decoder steps, tiles, recorded calls: `step_axis` says which); 0 for a single
+        attention."""
         return 1 + max((p.step for p in self.stages if p.step is not None), default=-1)
 
     def fill(self, layer: int | None, head: int | None) -> None:

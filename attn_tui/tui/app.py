@@ -30,7 +30,7 @@ from attn_tui import i18n
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import DEFAULT_SAMPLE, load_samples
 from attn_tui.ask.settings import Ask, ModelInput, RecordAsk, Request
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import Msg, Plural, _
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
@@ -48,6 +48,7 @@ from attn_tui.tui.messages import (
     PanelChanged,
     TorchFailed,
     TorchReady,
+    TraceGrew,
     TraceReady,
 )
 from attn_tui.tui.screens.main import MainScreen
@@ -57,7 +58,7 @@ from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
-from attn_tui.tui.workers import while_running
+from attn_tui.tui.workers import SupersededError, post_growth, while_running
 
 if TYPE_CHECKING:
     from textual.command import Provider
@@ -170,8 +171,10 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
     @property
     def trace(self) -> Trace | None:
-        """The trace on show (None until the first computation succeeds)."""
-        return None if self.shown is None else self.shown.trace
+        """The trace on show (None until the first computation succeeds): a decode's steps so far while it is
+        being made, so that what a key reads or exports is what the explorer draws."""
+        shown = self.state.growing or self.shown
+        return None if shown is None else shown.trace
 
     @property
     def view(self) -> StageView | None:
@@ -270,11 +273,32 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
         try:
             served.check_ask(ask)
-            self.post_message(TraceReady(generation, run(ask, self.max_memory, cpu_fallback=True)))
+            shown = run(ask, self.max_memory, cpu_fallback=True, on_step=post_growth(self, generation))
+            self.post_message(TraceReady(generation, shown))
+        except SupersededError:
+            return  # a newer ask is being computed
         except AttnError as exc:
             self.post_message(ComputeFailed(generation, ask, exc.message))
         except Exception as exc:
             self.post_message(ComputeFailed(generation, ask, describe(exc)))
+
+    @while_running
+    def on_trace_grew(self, message: TraceGrew) -> None:
+        """The first steps of a decode are shown while the rest are made; where the user is stays put. What is
+        on show (`shown`: undo, export, compare, the session) changes only with the whole trace."""
+        first = self.state.grew_to(message.generation, message.shown)
+        if first is None:
+            return  # a stale ask's steps; compare mode waits for the whole of A
+        explorer, model = self.explorer, message.shown.ask.model
+        if first and model is not None and (self.shown is None or source_key(self.shown.ask) != model.name):
+            explorer.layer_index, explorer.head = model.layer, model.head  # a model's own first place, as watch_shown
+        explorer.heatmap.loading = False
+        first_stage = self.state.first_stage
+        explorer.show(message.shown, first_stage)
+        if first_stage is not None and all(p.name != first_stage for p in explorer.places):
+            explorer.forget_place()  # the stage asked for comes later (the alignment): unless the user moves, go there
+        self.query_one(ModelPane).show_status(str(Plural("decoding… {n} step so far", "decoding… {n} steps so far",
+                                                         n=message.steps_ready)))
 
     @while_running
     def on_trace_ready(self, message: TraceReady) -> None:
@@ -292,7 +316,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
                                                               heads=trace.heads) if trace.layers > 1
                 else _("✓ {n} decoder steps").format(n=trace.steps()))
         explorer = self.explorer
-        if model is not None and (old is None or source_key(old.ask) != model.name):
+        if model is not None and (old is None or source_key(old.ask) != model.name) \
+                and self.state.grew != self.state.shown_generation:  # its first steps took the model's place already
             explorer.layer_index, explorer.head = model.layer, model.head  # a model's own first place
         if self.comparison is not None and not self.comparison.fits(shown.ask):
             self.end_compare()  # A is now something the change does not apply to
@@ -316,6 +341,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         if failure is None:
             return  # a newer ask is on its way
         self.settled(message.ask)
+        if self.shown is not None and self.explorer.shown is not self.shown:
+            self.explorer.show(self.shown)  # the steps of a decode that then failed go; the last result is back
         self.explorer.show_error(self.state.error)
         if failure.model is not None:
             self.query_one(ModelPane).show_status(_("✗ could not open {model}").format(model=failure.model[:40])

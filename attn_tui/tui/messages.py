@@ -41,6 +41,16 @@ class TraceReady(Message):
 
 
 @dataclass
+class TraceGrew(Message):
+    """The compute worker made another step of a trace it is still making (a decoder writing): `shown` holds the
+    steps made so far (`steps_ready` of them), never half a step; a `TraceReady` follows with the whole trace."""
+
+    generation: int
+    shown: Shown
+    steps_ready: int
+
+
+@dataclass
 class ComputeFailed(Message):
     """The source refused the ask; the error is written for the user as is."""
 

@@ -83,6 +83,8 @@ class AppState:
         self.shown_generation = 0  # of the latest result (trace or error) handled
         self.b_generation = 0  # of the latest B asked for in compare mode
         self.shown: Shown | None = None  # the result on show
+        self.grew = 0  # of the latest ask whose first steps were shown while it was being computed
+        self.growing: Shown | None = None  # those steps so far, until the whole trace (or an error) arrives
         self.recorded_shown: Shown | None = None  # the recorded trace as shown: undo brings it back after an edit
         self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
         self.error_parts: list[str | Msg] = []  # the error line, kept as messages so `t` translates it
@@ -142,13 +144,22 @@ class AppState:
         if generation != self.generation:
             return False
         self.shown_generation = generation
-        self.shown = shown
+        self.shown, self.growing = shown, None
         if shown.ask.kind == "recorded":  # the user's code: an edit sets it aside, undo brings back this very trace
             self.recorded_shown = shown
         model = shown.ask.model
         if model is not None:
             self.loaded_models.add(model.name)
         return True
+
+    def grew_to(self, generation: int, shown: Shown) -> bool | None:
+        """A trace still being made gained a step (`shown`: the steps so far). None: it is stale, or compare mode
+        waits for the whole of A; else True when these are the first steps of this ask shown."""
+        if generation != self.generation or self.comparison is not None:
+            return None
+        first = self.grew != generation
+        self.grew, self.growing = generation, shown
+        return first
 
     def show_recorded(self, shown: Shown) -> int:
         """A recorded trace is shown as it is, never computed: the generation to post it under."""
@@ -162,7 +173,7 @@ class AppState:
         that is wanted again (what was on show, or the variants)."""
         if generation != self.generation:
             return None
-        self.shown_generation = generation
+        self.shown_generation, self.growing = generation, None
         parts: list[str | Msg] = ["✗ ", error, *([STILL_SHOWN] if self.shown else [])]
         self.set_error(parts, "")
         model = ask.model

@@ -4,7 +4,8 @@ The kernel reads the keys T at a time. For each tile it keeps, per query row, th
 largest score so far m, the softmax denominator so far l and the unnormalised output so
 far Õ; when a tile raises the max, what was summed before is rescaled by
 α = exp(m_old − m_new). After the last tile Õ / l is exactly softmax(QKᵀ/√d_k)·V. Each
-tile's stages sit at step = the tile's index, so the app steps through them.
+tile's stages sit at step = the tile's index, and the trace's steps say so (a key tile,
+labelled with its keys), so the app steps through them as tiles.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from attn_tui.i18n import Msg
 from attn_tui.trace import masks
 from attn_tui.trace.ops import Accumulate, Denominator, Normalise, Place, Rescale, RunningMax, TileScores
 from attn_tui.trace.stage import Axis, Stage, dim_axis
+from attn_tui.trace.steps import Steps, key_tile
 
 if TYPE_CHECKING:
     from attn_tui.attention.engine import Context
@@ -41,6 +43,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     acc = torch.zeros(n_q, d_v, dtype=dtype, device=q.device)  # Õ
     tiles = -(-n_k // size)
     previous: Place | None = None
+    steps = Steps("tile")
     for t in range(tiles):
         c0, c1 = t * size, min(n_k, (t + 1) * size)
         part = None if tail.mask is None else tail.mask.part(slice(None), slice(c0, c1))
@@ -79,6 +82,8 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
                         Accumulate(at, here, here.at("rescale"), previous and previous.at("accumulator"),
                                    Place("value"), c0)))
         previous = here
+        steps = steps.plus(key_tile(t, c0, key_axis.labels))
+    trace.step_axis = steps
     assert previous is not None
     output = torch.where(total > 0, acc / total.clamp_min(torch.finfo(dtype).tiny), torch.zeros_like(acc))
     trace.add(Stage(Place("output"), output.to(v.dtype),

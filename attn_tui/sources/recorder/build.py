@@ -32,6 +32,7 @@ from attn_tui.trace.ops import (
     WeightedSum,
 )
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+from attn_tui.trace.steps import made_at_once, recorded_call
 from attn_tui.trace.values import check_values
 
 
@@ -196,6 +197,11 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
             step = next_step[found.scope] if stepped else None
             next_step[found.scope] += 1
             _add_slice(trace, found, b, step, module, keys, tokens, key_tokens)
+    counting = [scope for scope in scopes if steps_of[scope] > 1]
+    if counting:  # the steps are calls and batch items: named as the first module that has several counts them
+        trace.step_axis = made_at_once([recorded_call(t, found.call, b, k_labels if t == 0 else ())
+                              for t, (found, b) in enumerate((x, b) for x in founds if x.scope == counting[0]
+                                                             for b in range(x.batch))])
     for scope in scopes:
         if recorder.seen[counted[scope]] > len(recorder.anchors[counted[scope]]):
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],

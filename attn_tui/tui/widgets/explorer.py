@@ -118,7 +118,10 @@ class Explorer(Vertical):
 
     # ----- what is on show -----------------------------------------------------------------
     def show(self, shown: Shown, first_stage: str | None = None) -> None:
-        """A new trace: keep the place the user was at when it still exists, else start at `first_stage`."""
+        """A new trace: keep the place the user was at when it still exists, else start at `first_stage`.
+
+        A decode still being made comes here once per step, each time with the steps so far: the place is kept
+        and the step selector (the places) extends."""
         previous = self.places[self.stage_index] if self.view is not None and self.places else None
         self.shown = shown
         trace = shown.trace
@@ -131,7 +134,7 @@ class Explorer(Vertical):
         self.layer_index = min(self.layer_index, trace.layers - 1)
         self.head = min(self.head, trace.heads - 1)
         fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
-                "alignment": trace.meta.decodes, "heads": True, "params": True, STAGES: True,
+                "alignment": _aligned(trace), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
@@ -376,6 +379,11 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.stats is not None:
             return "model_grid"
-        if self.trace is not None and self.trace.meta.decodes:  # flash's steps are tiles, not a decode
+        if self.trace is not None and _aligned(self.trace):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"
+
+
+def _aligned(trace: Trace) -> bool:
+    """A decode, whose alignment fills in a row per step (so far, while it is being made)."""
+    return trace.step_axis is not None and trace.step_axis.kind == "decoder"
