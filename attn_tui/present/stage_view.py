@@ -15,6 +15,7 @@ from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
+from attn_tui.trace.catalog import ScaleKind
 from attn_tui.trace.meta import DecoderRun, RecordedRun
 
 if TYPE_CHECKING:
@@ -215,6 +216,7 @@ class HeadsPanel:
     note: str
     shared: tuple[float, float] | None
     probability: bool
+    scale: ScaleKind = "diverging"  # the stage kind's colour scale (trace.catalog)
 
 
 def one_head_note() -> str:
@@ -235,7 +237,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     if view.head is None:
         note = one_head_note() if trace.heads == 1 else _("this stage is shared by all heads")
         return HeadsPanel([(view.name, small(view.grid))], 0, note, view.grid.finite_range() if shared else None,
-                          probability)
+                          probability, view.grid.scale)
     place = view.place
     views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module) for h in range(trace.heads)]
     kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())  # grouped-query: the key/value head each head reads
@@ -244,7 +246,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     ranges = [v.grid.finite_range() for v in views]
     together = (0.0, 1.0) if probability else (min(lo for lo, _hi in ranges), max(hi for _lo, hi in ranges))
     return HeadsPanel(grids, view.head, _("every head drawn from evenly spaced rows and columns") if sampled else "",
-                      together if shared else None, probability)
+                      together if shared else None, probability, view.grid.scale)
 
 
 def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
