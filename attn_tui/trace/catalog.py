@@ -10,6 +10,10 @@ Titles and explanations are English message ids (marked with `NP_("stage", …)`
 `attn_tui.present.titles` and `attn_tui.present.explanations` show them in the language on
 show. A run may do a step its own way: `by_run` holds the explanation for a run whose
 explanation keys (`meta.explains`, most specific first) name it ("additive", "llama", …).
+
+A new stage kind (a norm on q/k, a soft cap) is one `StageKind` below and its Korean title in
+the message catalog; tests/trace/test_catalog.py fails for a stage name a source writes and
+the catalog lacks.
 """
 
 from __future__ import annotations
