@@ -48,11 +48,10 @@ class Trace(CoreTrace):
     def heatmap(self, name: str = "weights", layer: int | None = None, head: int | None = None,
                 step: int | None = None, module: str | None = None, width: int = 80) -> RenderableType:
         """One stage as a Rich heatmap table (the first of that name when no place is given)."""
+        from attn_tui.present.printed import printed_stage
         from attn_tui.render.stage_table import stage_renderable
-        from attn_tui.trace.values import stats_of
 
-        stage = self.stage(name, layer, head, step, module)
-        return stage_renderable(stage, stats_of(self, stage), self.mask_of(stage), width)
+        return stage_renderable(printed_stage(self, self.stage(name, layer, head, step, module)), width)
 
     def show(self, name: str = "weights", layer: int | None = None, head: int | None = None,
              step: int | None = None, module: str | None = None) -> None:

@@ -78,9 +78,10 @@ def stages(args: argparse.Namespace) -> int:
                                   "(and --head), or write them all with --out FOLDER", n=len(chosen)))
         write_csv(chosen[0], sys.stdout, terminal=sys.stdout.isatty())
     else:
+        from attn_tui.present.printed import printed_trace
         from attn_tui.render.stage_table import print_trace
 
-        print_trace(trace, chosen)
+        print_trace(printed_trace(trace, chosen))
     return 0
 
 
@@ -122,7 +123,7 @@ def heads(args: argparse.Namespace) -> int:
     shown = run(ModelInput(args.model, args.text, pad_to=args.pad_to, device=args.device or "auto"), args.max_memory)
     trace, model_stats = shown.trace, shown.stats
     assert model_stats is not None  # a transformer's ask: the door read every head
-    stats, rolled = model_stats.stats, model_stats.rollout
+    stats, rolled = model_stats.stats, model_stats.rollout  # the JSON's; the table draws the app's summary
     from attn_tui.present.kv_sharing import kv_sharing
 
     sharing = kv_sharing(trace)  # grouped-query models: which key/value head each query head reads
@@ -133,9 +134,12 @@ def heads(args: argparse.Namespace) -> int:
                     "stats": [vars(s) for s in stats], "rollout": rolled.tolist()}
         print(json_safe(json.dumps(document, ensure_ascii=False)))  # readable Korean, but no raw ESC or bidi mark
     else:
+        from attn_tui.present.model_view import summary_of
         from attn_tui.render.model_table import print_model_summary
 
-        print_model_summary(trace.meta.title, trace.query_tokens, stats, rolled, trace.layers, trace.heads)
+        summary = summary_of(shown)
+        assert summary is not None  # the door read every head
+        print_model_summary(summary)
         if sharing is not None:
             from attn_tui.render.kv_sharing import sharing_text
 
@@ -254,9 +258,10 @@ def _show_recorded(args: argparse.Namespace, ask: RecordAsk) -> int:
     else:
         if args.params:
             raise ConfigError("--params applies to --format json")
+        from attn_tui.present.printed import printed_trace
         from attn_tui.render.stage_table import print_trace
 
-        print_trace(recorded, chosen)
+        print_trace(printed_trace(recorded, chosen))
     return 0
 
 

@@ -1,16 +1,16 @@
 """The arithmetic of the stages a layer may hold between projection and scores: a per-head q/k norm,
 a rotation of part of a head (or of interleaved pairs), and a logit soft cap.
 
-Self-contained: registered into `explain.cell` on import, so the inspector explains a
-Qwen3 or Gemma cell the same way as any other, recomputed in float64 from the trace's
-own tensors and compared with the stored cell.
+`EXPLAINERS` maps each of these op kinds to its explainer; `explain.cell` puts it in the
+registry, so the inspector explains a Qwen3 or Gemma cell the same way as any other,
+recomputed in float64 from the trace's own tensors and compared with the stored cell.
 """
 
 from __future__ import annotations
 
 import math
 
-from attn_tui.explain.cell import Explained, first_terms, fmt, register, row64
+from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, row64
 from attn_tui.i18n import _
 from attn_tui.trace import ops
 from attn_tui.trace.stage import Stage, Trace
@@ -89,5 +89,5 @@ def _soft_cap(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
                  cap=f"{op.cap:g}")], total)
 
 
-for _op, _explainer in ((ops.HeadNorm, _head_norm), (ops.PartialRotary, _partial_rotary), (ops.SoftCap, _soft_cap)):
-    register(_op, _explainer)
+EXPLAINERS: dict[type[ops.Op], Explainer] = {ops.HeadNorm: _head_norm, ops.PartialRotary: _partial_rotary,
+                                              ops.SoftCap: _soft_cap}

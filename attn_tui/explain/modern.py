@@ -1,28 +1,24 @@
 """The arithmetic of the ops today's attention adds: a rotated pair, a distance bias, a sink, an online softmax.
 
-Registered into `explain.cell` on first use, so the inspector explains a RoPE, ALiBi,
-sink or flash cell (and SmolLM2's) the same way as any other: the terms written out,
-recomputed in float64 from the trace's own tensors, and compared with the stored cell.
+`EXPLAINERS` maps each of these op kinds to its explainer; `explain.cell` puts it in the
+registry, so the inspector explains a RoPE, ALiBi, sink or flash cell (and SmolLM2's) the
+same way as any other: the terms written out, recomputed in float64 from the trace's own
+tensors, and compared with the stored cell.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
-import torch
-
-from attn_tui.explain.cell import (
+from attn_tui.explain.common import (
     MAX_TERMS,
     Explained,
-    _floats,
-    _sum_terms,
-    finite_max,
-    first_terms,
+    Explainer,
+    floats,
     fmt,
-    register,
-    row64,
-    shifted_exps,
+    param,
+    sink_row,
+    sum_terms,
 )
 from attn_tui.i18n import _
 from attn_tui.trace import ops
@@ -30,17 +26,12 @@ from attn_tui.trace.masks import FILLS
 from attn_tui.trace.stage import Stage, Trace
 
 
-def _param(trace: Trace, name: str, index: int) -> float:
-    tensor = trace.params[name]
-    return float(tensor.reshape(-1)[index].double())
-
-
 def _rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Rotary)
     p, j = index
     source = trace.stages[op.source]
-    x = _floats(source.data[p])
+    x = floats(source.data[p])
     d = len(x)
     half = d // 2
     i = j % half
@@ -70,7 +61,7 @@ def _distance_bias(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explai
     op = stage.op
     assert isinstance(op, ops.DistanceBias)
     i, j = index
-    slope = _param(trace, op.slopes, op.index)
+    slope = param(trace, op.slopes, op.index)
     total = 0.0 - slope * abs(i - j)  # +0 on the diagonal, as the stage holds
     heads = trace.params[op.slopes].numel()
     return (f"B[{i},{j}] = −m·|{i} − {j}|",
@@ -81,62 +72,13 @@ def _distance_bias(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explai
              _("the farther the key, the lower its score: nearby tokens win ties")], total)
 
 
-class _SinkRow(NamedTuple):
-    """Row i of a softmax a sink logit joins: its exps (max-shifted), exp(s − max), the max and s."""
-
-    exps: torch.Tensor  # (keys,) float64
-    sunk: float
-    top: float
-    sink: float
-
-    @property
-    def denom(self) -> float:
-        return float(self.exps.sum()) + self.sunk
-
-    def exp(self, j: int) -> float:
-        return float(self.exps[j])
-
-    def opening(self, i: int, head: int) -> list[str]:
-        return [_("the sink logit of head {h}: s = {s}").format(h=head, s=fmt(self.sink)),
-                _("max of row {i} and s = {top}").format(i=i, top=fmt(self.top))]
-
-    def total(self) -> str:
-        return f"Σ_k = {first_terms(self.exps)}  + exp(s − max) = {fmt(self.sunk)}  → {fmt(self.denom)}"
-
-
-def _sink_row(source: Stage, i: int, sink: float) -> _SinkRow:
-    """The sink takes part in the max as well as in the sum."""
-    row = row64(source.data[i])  # (keys,)
-    largest = finite_max(row)
-    top = sink if largest is None else max(largest, sink)
-    return _SinkRow(shifted_exps(row, top), math.exp(sink - top), top, sink)
-
-
-def sink_softmax(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
-    """A weight of a row that a sink logit joined: exp(M[i,j] − max) / (Σ_k exp(M[i,k] − max) + exp(s − max))."""
-    op = stage.op
-    assert isinstance(op, ops.Softmax) and op.sink is not None
-    i, j = index
-    source = trace.stages[op.source]
-    sink = _param(trace, op.sink, op.sink_index)
-    row = _sink_row(source, i, sink)
-    total = row.exp(j) / row.denom
-    m = source.symbol
-    return (f"A[{i},{j}] = exp({m}[{i},{j}] − max) / (Σ_k exp({m}[{i},k] − max) + exp(s − max))",
-            [*row.opening(i, op.sink_index),
-             f"exp({fmt(float(source.data[i, j].double()))} − {fmt(row.top)}) = {fmt(row.exp(j))}",
-             row.total(),
-             f"{fmt(row.exp(j))} / {fmt(row.denom)} = {fmt(total)}",
-             _("the sink's share is dropped, so row {i} sums to 1 − p_sink").format(i=i)], total)
-
-
 def _sink_mass(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.SinkMass)
     i = index[0]
     source = trace.stages[op.source]
-    sink = _param(trace, op.sink, op.index)
-    row = _sink_row(source, i, sink)
+    sink = param(trace, op.sink, op.index)
+    row = sink_row(source, i, sink)
     total = row.sunk / row.denom
     return (f"p_sink[{i}] = exp(s − max) / (Σ_k exp({source.symbol}[{i},k] − max) + exp(s − max))",
             [*row.opening(i, op.index),
@@ -152,7 +94,7 @@ def _tile_scores(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     i, c = index
     j = op.offset + c
     query, key = trace.stages[op.query], trace.stages[op.key]
-    lines, dot = _sum_terms(query.data[i], key.data[j], f"Q[{i}]", f"K[{j}]")
+    lines, dot = sum_terms(query.data[i], key.data[j], f"Q[{i}]", f"K[{j}]")
     scaled = dot * op.factor / op.temperature
     lines.append(f"· {fmt(op.factor)}" + (f" / {op.temperature:g}" if op.temperature != 1 else "")
                  + f" = {fmt(scaled)}")
@@ -176,7 +118,7 @@ def _running_max(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explaine
     assert isinstance(op, ops.RunningMax)
     i = index[0]
     before = _cell(trace, op.previous, i, empty=-math.inf)
-    row = _floats(trace.stages[op.tile].data[i])
+    row = floats(trace.stages[op.tile].data[i])
     here = max(row)
     total = max(before, here)
     return (f"m_{stage.step}[{i}] = max(m_prev, max_c S_t[{i}, c])",
@@ -201,7 +143,7 @@ def _rescale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _exps(trace: Trace, tile: ops.Place, top: ops.Place, i: int) -> tuple[list[float], float]:
     m = _cell(trace, top, i)
-    return [0.0 if math.isinf(x) and x < 0 else math.exp(x - m) for x in _floats(trace.stages[tile].data[i])], m
+    return [0.0 if math.isinf(x) and x < 0 else math.exp(x - m) for x in floats(trace.stages[tile].data[i])], m
 
 
 def _denominator(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
@@ -222,7 +164,7 @@ def _accumulate(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained
     assert isinstance(op, ops.Accumulate)
     i, j = index
     exps, _ = _exps(trace, op.tile, op.max, i)
-    values = _floats(trace.stages[op.values].data[op.offset:op.offset + len(exps), j])
+    values = floats(trace.stages[op.values].data[op.offset:op.offset + len(exps), j])
     alpha, before = _cell(trace, op.rescale, i), _cell(trace, op.previous, i, j)
     fresh = math.fsum(e * v for e, v in zip(exps, values))
     terms = " + ".join(f"{fmt(e)}·{fmt(v)}" for e, v in list(zip(exps, values))[:MAX_TERMS])
@@ -247,8 +189,8 @@ def _normalise(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
              _("dividing once at the end is what lets flash skip the whole weight matrix")], total)
 
 
-for _op, _explainer in ((ops.Rotary, _rotary), (ops.DistanceBias, _distance_bias), (ops.SinkMass, _sink_mass),
-                        (ops.TileScores, _tile_scores), (ops.RunningMax, _running_max), (ops.Rescale, _rescale),
-                        (ops.Denominator, _denominator), (ops.Accumulate, _accumulate),
-                        (ops.Normalise, _normalise)):
-    register(_op, _explainer)
+EXPLAINERS: dict[type[ops.Op], Explainer] = {
+    ops.Rotary: _rotary, ops.DistanceBias: _distance_bias, ops.SinkMass: _sink_mass, ops.TileScores: _tile_scores,
+    ops.RunningMax: _running_max, ops.Rescale: _rescale, ops.Denominator: _denominator, ops.Accumulate: _accumulate,
+    ops.Normalise: _normalise,
+}

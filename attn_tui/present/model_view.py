@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
+from attn_tui.trace.catalog import kind_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,14 +78,14 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
     tokens = trace.query_tokens
     hidden = None if stats.blocked is None else stats.blocked.numpy()
 
-    def grid(values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
-        return Grid(values, tokens, tokens, "query", "key", masked, probability=True, special_rows=special,
+    def grid(name: str, values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
+        return Grid(values, tokens, tokens, "query", "key", masked, scale=kind_of(name).scale, special_rows=special,
                     special_cols=special)
 
-    cells = tuple(HeadCell(s.layer, s.head, grid(as_array(stats.weights[s.layer, s.head]), hidden), s.entropy,
-                           s.max_weight, s.first_token_share) for s in stats.stats)
+    cells = tuple(HeadCell(s.layer, s.head, grid("weights", as_array(stats.weights[s.layer, s.head]), hidden),
+                           s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid(as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))
+                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
@@ -101,7 +102,8 @@ def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: in
     if meta.fed and len(meta.fed) == len(rows):  # a decode: each row is what was fed and what was written
         missed = frozenset(t for t, written in enumerate(rows) if meta.missed(t, written))
         rows = tuple(f"{fed}→{written}" for fed, written in zip(meta.fed, rows))
-    return Grid(values, rows, cols, "output", "input", probability=True, filled_rows=filled, miss_rows=missed)
+    return Grid(values, rows, cols, "output", "input", scale=kind_of("alignment").scale, filled_rows=filled,
+                miss_rows=missed)
 
 
 def _alignment(trace: Trace, layer: int | None, head: int | None) -> tuple[np.ndarray, tuple[str, ...],
@@ -161,3 +163,28 @@ def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | Non
                 alignment_grid(trace, filled, layer, head))
     return (_("alignment so far: {filled} of {n} decoder steps").format(filled=filled, n=steps) + "  " + what,
             alignment_grid(trace, filled))
+
+
+@dataclass(frozen=True)
+class ModelNote:
+    """What is said under the sentence once a model ran: a decoder's output (each character with whether it
+    missed its target) and target, or a model's tokens with its special ones marked."""
+
+    title: str
+    output: tuple[tuple[str, bool], ...] = ()  # a decoder's characters, True where it differs from the target
+    target: str | None = None
+    teacher_forcing: bool = False
+    tokens: tuple[tuple[str, bool], ...] = ()  # a model's tokens, True for a special one ([CLS], <s>)
+    count: int = 0  # all the tokens (a long input shows only the first ones)
+    decoder: bool = False
+
+
+def model_note_of(trace: Trace, shown: int) -> ModelNote:
+    """The note of a trace, with at most `shown` tokens listed."""
+    meta, decode = trace.meta, trace.meta.decoding
+    if decode is not None:
+        written = tuple((ch, decode.missed(step, ch)) for step, ch in enumerate(decode.output))
+        return ModelNote(meta.short_title, written, decode.target, decode.teacher_forcing, decoder=True)
+    special = set(meta.special_tokens)
+    tokens = tuple((token, n in special) for n, token in enumerate(trace.query_tokens[:shown]))
+    return ModelNote(meta.short_title, tokens=tokens, count=len(trace.query_tokens))

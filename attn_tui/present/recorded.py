@@ -16,7 +16,7 @@ from attn_tui.present.text import printable
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Stage, Trace
 
-SHAPES = (("query", "Q"), ("key", "K"), ("value", "V"), ("weights", "A"), ("output", "O"))  # stage, symbol
+SHAPES = ("query", "key", "value", "weights", "output")  # listed by their catalog symbols: Q K V A O
 TOKENS = 12  # tokens listed before "…": the heatmap's axes show them all
 LINE_OF = ("weights", "scores", "output")  # the line shown for a module: its softmax's, else the nearest
 
@@ -81,8 +81,8 @@ def _line(stages: list[Stage], script: str) -> str:
 def _shapes(stages: list[Stage]) -> str:
     """`Q 3×4  K 3×4  V 3×4  A 3×3  O 3×4`: one step and one head, as the heatmap draws them."""
     found = []
-    for name, symbol in SHAPES:
+    for name in SHAPES:
         stage = _first(stages, name)
         if stage is not None:
-            found.append(f"{symbol} {'×'.join(str(n) for n in stage.shape)}")
+            found.append(f"{stage.symbol} {'×'.join(str(n) for n in stage.shape)}")
     return "  ".join(found)

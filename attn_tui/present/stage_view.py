@@ -7,14 +7,15 @@ after torch has loaded).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
+from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
+from attn_tui.trace.catalog import ScaleKind
 from attn_tui.trace.meta import DecoderRun, RecordedRun
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from attn_tui.trace.stage import Stage, Trace
 
 TOKEN_AXES = ("query", "key", "token")
-PROBABILITIES = ("weights", "alignment", "alignment_mean")
 PARAM_ROWS, PARAM_COLS = 24, 48  # the most cells of one parameter the params panel draws
 SMALL_ROWS, SMALL_COLS = 32, 48  # the most cells of one head in the heads panel
 
@@ -68,20 +68,46 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     Nothing here walks the stage: its cells are read by the grid a block at a time, and
     its range, marks and row sums come from the stats the worker gathered.
     """
+    stage = trace.find(name, layer, head, step, module) or trace.stage(name, layer, None, step, module)  # a recorded
+    # module with fewer heads than the trace shows its first head
+    sliced = stage_slice(trace, stage, query if stage.data.dim() == 3 else None)
+    facts, grid = sliced.facts, sliced.grid
+    note = facts.notes[0] if facts.notes else ""
+    if sliced.prefix:
+        axes = stage.axes
+        note = _("query {i} {token} (, . change it): rows {rows}, columns {cols}").format(
+            i=sliced.prefix[0], token=repr(axes[0].labels[sliced.prefix[0]]), rows=axis_title(axes[1].name),
+            cols=axis_title(axes[2].name))
+    meta = trace.meta
+    if step is not None and grid.row_axis == "query" and \
+            meta.missed(step, grid.row_labels[0]):
+        grid = replace(grid, miss_rows=frozenset({0}))
+    return StageView(stage.place, grid, str(stage.formula), shape_line(stage), note, sliced.prefix, sliced.vector)
+
+
+@dataclass(frozen=True)
+class StageSlice:
+    """A stage (or one query's slice of a 3-D stage) as a grid, with the facts every view draws it with."""
+
+    facts: StageFacts
+    grid: Grid
+    prefix: tuple[int, ...]  # the query a 3-D stage is sliced at
+    vector: bool  # a 1-D stage lifted to one row
+
+
+def stage_slice(trace: Trace, stage: Stage, query: int | None = None) -> StageSlice:
+    """The grid of a stage as the app and the CLI both draw it; a 3-D stage at `query` (clamped)."""
     from attn_tui.trace.values import stats_of
 
-    stage = trace.find(name, layer, head, step, module) or trace.stage(name, layer, None, step, module)  # a recorded
-    stats = stats_of(trace, stage)  # module with fewer heads than the trace shows its first head
+    stats = stats_of(trace, stage)
+    facts = stage_facts(stage, stats)
     axes = stage.axes
     prefix: tuple[int, ...] = ()
-    note = ""
     data: torch.Tensor | LazyTensor = stage.data
     if stage.data.dim() == 3:
-        query = max(0, min(query, stage.shape[0] - 1))
-        prefix = (query,)
-        note = _("query {i} {token} (, . change it): rows {rows}, columns {cols}").format(
-            i=query, token=repr(axes[0].labels[query]), rows=axis_title(axes[1].name), cols=axis_title(axes[2].name))
-        data, axes = stage.row(query), axes[1:]  # (S, hidden): one query's energy
+        at = max(0, min(query or 0, stage.shape[0] - 1))
+        prefix = (at,)
+        data, axes = stage.row(at), axes[1:]  # (S, hidden): one query's energy
     vector = data.dim() == 1
     rows: tuple[str, ...] = ("",) if vector else axes[0].labels
     row_axis = "" if vector else axes[0].name
@@ -89,20 +115,15 @@ def stage_view(trace: Trace, name: str, layer: int | None, head: int | None, que
     masked = None if spec is None or prefix else TiledCells(
         (spec.shape[0], spec.shape[1]), lambda r0, r1, c0, c1: (~spec.tile(slice(r0, r1), slice(c0, c1))).cpu().numpy(),
         dtype=bool)
-    if name == "weights":
-        note = row_sums_note(stats.row_deviation, stats.empty_rows, sink=bool(getattr(stage.op, "sink", None)))
-    meta = trace.meta
-    special = frozenset(meta.special_tokens)  # a real model's [CLS], [SEP], …
+    special = frozenset(trace.meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
-    missed = frozenset({0}) if (step is not None and row_axis == "query"
-                                and meta.missed(step, rows[0])) else frozenset()
     grid = Grid(_cells(data[None, :] if vector else data), tuple(rows), tuple(col_axis.labels), row_axis,
-                col_axis.name, masked, probability=name in PROBABILITIES,
+                col_axis.name, masked, scale=facts.scale,
                 special_rows=special if row_axis in TOKEN_AXES else frozenset(),
                 special_cols=special if col_axis.name in TOKEN_AXES else frozenset(),
                 stats=GridStats(*stats.finite_range, frozenset(stats.marks)),
-                pad_cols=_pad_cols(spec, col_axis.name), miss_rows=missed)
-    return StageView(stage.place, grid, str(stage.formula), shape_line(stage), note, prefix, vector)
+                pad_cols=_pad_cols(spec, col_axis.name))
+    return StageSlice(facts, grid, prefix, vector)
 
 
 def _pad_cols(spec: MaskSpec | None, axis: str) -> frozenset[int]:
@@ -196,23 +217,6 @@ def shape_line(stage: Stage) -> str:
     return "×".join(str(n) for n in stage.shape) + "  (" + " × ".join(axis_title(a.name) for a in stage.axes) + ")"
 
 
-def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str:
-    """The check, with the numbers, that each row of the weights sums to 1 (or 0 when fully masked).
-
-    With a sink the rows sum to 1 − p_sink: what the sink took is the rest. The deviation is shown as its
-    nearest power of ten (±1e-07 for 6e-08 or 1.2e-07): float32 rounding lives at that scale, and how
-    many of its last bits a sum loses changes with the CPU's kernels, which the note should not.
-    """
-    scale = 10.0 ** round(math.log10(deviation)) if 0 < deviation < math.inf else deviation
-    text = (_("rows sum to 1 − p_sink (±{deviation})") if sink else _("rows sum to 1 (±{deviation})")).format(
-        deviation=f"{scale:.0e}")
-    if empty:
-        shown = ", ".join(map(str, empty[:8])) + (", … " + _("({n} rows)").format(n=len(empty)) if len(empty) > 8
-                                                  else "")
-        text += "; " + _("rows [{rows}] sum to 0: they may attend to nothing").format(rows=shown)
-    return text
-
-
 @dataclass(frozen=True)
 class HeadsPanel:
     """The stage on show for every head of its layer: titled small grids, the one to highlight, a note,
@@ -223,6 +227,7 @@ class HeadsPanel:
     note: str
     shared: tuple[float, float] | None
     probability: bool
+    scale: ScaleKind = "diverging"  # the stage kind's colour scale (trace.catalog)
 
 
 def one_head_note() -> str:
@@ -243,7 +248,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     if view.head is None:
         note = one_head_note() if trace.heads == 1 else _("this stage is shared by all heads")
         return HeadsPanel([(view.name, small(view.grid))], 0, note, view.grid.finite_range() if shared else None,
-                          probability)
+                          probability, view.grid.scale)
     place = view.place
     views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module) for h in range(trace.heads)]
     kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())  # grouped-query: the key/value head each head reads
@@ -252,7 +257,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     ranges = [v.grid.finite_range() for v in views]
     together = (0.0, 1.0) if probability else (min(lo for lo, _hi in ranges), max(hi for _lo, hi in ranges))
     return HeadsPanel(grids, view.head, _("every head drawn from evenly spaced rows and columns") if sampled else "",
-                      together if shared else None, probability)
+                      together if shared else None, probability, view.grid.scale)
 
 
 def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
@@ -269,7 +274,7 @@ def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
         hidden = np.stack([grid.masked_block(int(i), int(i) + 1, 0, grid.cols)[0, pick_cols]  # type: ignore[index]
                            for i in pick_rows])
     return Grid(values, tuple(grid.row_labels[i] for i in pick_rows), tuple(grid.col_labels[j] for j in pick_cols),
-                grid.row_axis, grid.col_axis, hidden, grid.probability, stats=grid.stats)
+                grid.row_axis, grid.col_axis, hidden, grid.probability, stats=grid.stats, scale=grid.scale)
 
 
 def overview(tensor: torch.Tensor, rows: int = PARAM_ROWS, cols: int = PARAM_COLS) -> tuple[torch.Tensor, str]:

@@ -52,11 +52,12 @@ class Scale:
     diverging: bool
 
     @classmethod
-    def fit(cls, finite_min: float, finite_max: float, probability: bool = False) -> Scale:
-        """Choose the scale for a stage: [0, 1] for probabilities, symmetric for signed data."""
-        if probability:
+    def fit(cls, finite_min: float, finite_max: float, probability: bool = False, kind: str = "diverging") -> Scale:
+        """Choose the scale for a stage of the catalog's scale `kind`: [0, 1] for probabilities, symmetric about 0
+        for signed ("diverging") data that has a negative value, its own min…max otherwise."""
+        if probability or kind == "probability":
             return cls(0.0, max(1e-12, finite_max) if finite_max < 1 else 1.0, False)
-        if finite_min < 0 < finite_max or (finite_min < 0 and finite_max <= 0):
+        if kind == "diverging" and finite_min < 0:
             bound = max(abs(finite_min), abs(finite_max)) or 1.0
             return cls(-bound, bound, True)
         return cls(finite_min, finite_max if finite_max > finite_min else finite_min + 1.0, False)

@@ -49,9 +49,10 @@ def widest(labels: tuple[str, ...]) -> int:
 
 
 def grid_scale(grid: Grid) -> Scale:
-    """The colour scale of a grid: [0, 1] for probabilities, symmetric about 0 for signed values."""
+    """The colour scale of a grid, of its stage kind's scale: [0, 1] for probabilities, symmetric about 0 for
+    signed values."""
     lo, hi = grid.finite_range()
-    return Scale.fit(lo, hi, probability=grid.probability)
+    return Scale.fit(lo, hi, kind=grid.scale)
 
 
 @dataclass(frozen=True)

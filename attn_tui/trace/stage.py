@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.trace.catalog import symbol
 from attn_tui.trace.geometry import LayerGeometry
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.masks import MaskSpec
@@ -23,14 +24,6 @@ from attn_tui.trace.ops import Given, Masking, Op, Place, Scale, Softmax, TileSc
 if TYPE_CHECKING:
     from attn_tui.trace.steps import Step, Steps
     from attn_tui.trace.values import StageStats
-
-SYMBOLS = {"embedding": "X", "positional": "PE", "embedded_pos": "X", "query": "Q", "key": "K", "value": "V",
-           "qkv_proj": "QKV", "query_proj": "Q'", "key_proj": "K'", "energy": "E", "scores": "S", "scaled": "S'",
-           "masked": "M", "weights": "A", "output": "O", "context": "c", "concat": "C", "projected": "Y",
-           "alignment": "A", "query_rot": "Q_rot", "key_rot": "K_rot", "bias": "B", "biased": "S'+B",
-           "sink_mass": "p_sink", "q_proj": "Q", "k_proj": "K", "v_proj": "V", "tile_scores": "S_t",
-           "running_max": "m", "rescale": "α", "denominator": "l", "accumulator": "Õ",
-           "input": "X", "query_norm": "Q_n", "key_norm": "K_n", "capped": "S_cap"}
 
 
 @dataclass(frozen=True)
@@ -108,7 +101,7 @@ class Stage:
 
     @property
     def symbol(self) -> str:
-        return SYMBOLS.get(self.name, self.name)
+        return symbol(self.name)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -229,7 +229,7 @@ def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
     if process.poll() is None:
         process.kill()
     assert process.wait(timeout=30) == 0, seen
-    assert b"hello Ada" in seen and b"row sums: 1 within" in seen, seen  # the table, in colour on a terminal
+    assert b"hello Ada" in seen and b"rows sum to 1 (" in seen, seen  # the table, in colour on a terminal
 
 
 @pytest.mark.parametrize(("body", "signal_name"), [("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),

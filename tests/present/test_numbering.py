@@ -12,6 +12,7 @@ import attn_tui
 from attn_tui.attention.engine import compute
 from attn_tui.explain.cell import explain
 from attn_tui.present.positions import Position, place_title, positions
+from attn_tui.present.printed import printed_trace
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.stage_view import stage_view, tile_caption
 from attn_tui.render.stage_table import print_trace
@@ -32,7 +33,7 @@ def test_a_flash_tile_is_counted_from_zero_in_caption_picker_inspector_and_table
         assert place_title(trace, Position("rescale", t)) == f"tile {t} · rescale"
         assert explain(trace, Place("tile_scores", step=t), (0, 0)).lines[0] == f"column 0 of tile {t} is key {3 * t}"
     out = io.StringIO()
-    print_trace(trace, [trace.stage("running_max", step=0)], Console(file=out, width=120))
+    print_trace(printed_trace(trace, [trace.stage("running_max", step=0)]), Console(file=out, width=120))
     assert "running_max · step 0" in out.getvalue()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_tui.present.stage_view import row_sums_note
+from attn_tui.present.stage_facts import row_sums_note
 
 
 def _deviation(rows: torch.Tensor) -> float:

@@ -24,6 +24,7 @@ from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import MatrixInput, SentenceInput, XInput
 from attn_tui.errors import InputError
 from attn_tui.i18n import Msg, _
+from attn_tui.present.model_view import model_note_of
 from attn_tui.present.text import printable
 from attn_tui.render.notes import MAX_TOKENS_SHOWN, model_note
 from attn_tui.tui.messages import InputTyped, SampleChosen, SourceEdited, SourceRejected
@@ -184,7 +185,7 @@ class InputPane(Vertical):
 
     def show_model_tokens(self, trace: Trace) -> None:
         """A model's own tokens or a decoder's output under the sentence (known after a run)."""
-        self.query_one("#tokens", Label).update(model_note(trace))
+        self.query_one("#tokens", Label).update(model_note(model_note_of(trace, MAX_TOKENS_SHOWN)))
 
     # ----- typing --------------------------------------------------------------------------
     def _show_tokens(self, text: str) -> bool:

@@ -1,0 +1,322 @@
+"""The one catalog of stage kinds: each stage name's symbol, title, explanation, and how it is coloured.
+
+Every view reads a stage kind from here: the app's stage bar (title), heatmap and legend
+(probability, colour scale), explanation pane (explanation), the inspector's formulas
+(symbol) and the CLI's table. A stage name the catalog does not know (a recorded
+user's module may name anything) gets a default kind: its name as symbol and title,
+no explanation, a diverging scale.
+
+Titles and explanations are English message ids (marked with `NP_("stage", …)` and `N_`);
+`attn_tui.present.titles` and `attn_tui.present.explanations` show them in the language on
+show. A run may do a step its own way: `by_run` holds the explanation for a run whose
+explanation keys (`meta.explains`, most specific first) name it ("additive", "llama", …).
+
+A new stage kind (a norm on q/k, a soft cap) is one `StageKind` below and its Korean title in
+the message catalog; tests/trace/test_catalog.py fails for a stage name a source writes and
+the catalog lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from attn_tui.i18n import N_, NP_
+
+ScaleKind = Literal["sequential", "diverging", "probability"]
+
+
+@dataclass(frozen=True)
+class StageKind:
+    """What a stage name means wherever it is drawn.
+
+    `scale`: "probability" for stages whose rows sum to 1 (drawn on the fixed 0…1; their
+    rows are checked), "sequential" for stages that are never negative (drawn dark to
+    bright from their minimum), "diverging" for signed values (symmetric about 0 when any
+    value is negative, so the sign reads before the size).
+    """
+
+    name: str
+    symbol: str  # what formulas call it (Q, K, S'); a kind without a letter of its own goes by its name
+    title: str  # English message id in the context "stage"
+    explanation: str = ""  # English message id; "" when there is nothing to say
+    scale: ScaleKind = "diverging"
+    by_run: Mapping[str, str] = field(default_factory=dict)  # explanation key of a run -> its own explanation
+
+    @property
+    def probability(self) -> bool:
+        """Rows sum to 1 (or less: what a sink took; 0 for a row that may attend to nothing)."""
+        return self.scale == "probability"
+
+    def explanation_for(self, keys: tuple[str, ...]) -> str:
+        """The English explanation for a run whose explanation keys are `keys`, most specific first."""
+        return next((self.by_run[key] for key in keys if key in self.by_run), self.explanation)
+
+
+_KINDS = (
+    # the words and their positions
+    StageKind("embedding", "X", NP_("stage", "embedding"), N_(
+        "Each word is looked up in a table and becomes a vector of numbers. The table here is random but "
+        "seeded, so the same word always gets the same vector; a trained model would have learned these "
+        "rows.")),
+    StageKind("positional", "PE", NP_("stage", "positional"), N_(
+        "Attention by itself does not know word order: shuffling the words only shuffles the rows. Sine "
+        "and cosine waves of different frequencies give every position its own pattern, which is added to"
+        " the word vectors.")),
+    StageKind("embedded_pos", "X", NP_("stage", "embedded_pos"), N_(
+        "The word vector plus its position vector. From here on, the same word at two places in the "
+        "sentence is two different vectors.")),
+    # projections
+    StageKind("query", "Q", NP_("stage", "query"), N_(
+        "Each row is a query: what this token is looking for. It is the token's vector seen through a "
+        "learned projection W_q, so the model can ask about something other than the token itself."),
+        by_run={
+        "decoder": N_(
+        "The query is the decoder's state: the GRU's memory of the date so far and of what it has "
+        "written. It asks: which input characters matter for the next output character?"),
+        "transformer-dates": N_(
+        "Each head projects its own queries with W_q from the layer's normalised input. In the encoder every "
+        "input character asks about the others; in the decoder's self-attention the newest position asks "
+        "about what has been written so far; in cross-attention it asks which input characters to read next."),
+        "llama": N_(
+        "The query of this head: the layer's input after RMSNorm, times the model's own W_q, cut to this "
+        "head's columns. It is shown before the rotation; the next stages turn it by its position.")}),
+    StageKind("key", "K", NP_("stage", "key"), N_(
+        "Each row is a key: how this token advertises itself to the queries. A query and a key that point"
+        " the same way will give a large score."),
+        by_run={
+        "decoder": N_(
+        "The keys are the encoder's outputs, one per input character. A bidirectional GRU read the whole "
+        "date both ways, so each row knows its character and the characters around it."),
+        "transformer-dates": N_(
+        "Each head projects its own keys with W_k. In the encoder and in cross-attention there is one key per "
+        "input character (cross-attention's come from the encoder's output); in the decoder's self-attention "
+        "one per position written so far, starting with <s>."),
+        "gqa": N_(
+        "This query head has no keys of its own: it reads the keys of its group's key/value head. The query "
+        "heads of one group see the same keys and differ only in what they ask."),
+        "llama": N_(
+        "The key this head reads is its group's: SmolLM2 has 9 query heads and 3 key/value heads, so three "
+        "query heads share each key. Shown before the rotation.")}),
+    StageKind("value", "V", NP_("stage", "value"), N_(
+        "Each row is a value: what this token hands over when it is attended to. Keys decide who is "
+        "chosen; values are what gets mixed into the answer."),
+        by_run={
+        "transformer-dates": N_(
+        "Each head projects its own values with W_v from the same rows as the keys. The keys decide where a "
+        "head looks; the values are what it carries back from there."),
+        "gqa": N_(
+        "The values are shared by the group in the same way. Heads of one group mix the same rows, each with "
+        "its own weights."),
+        "llama": N_(
+        "The value rows of this head's key/value head, shared with the other query heads of its group. They are"
+        " not rotated: only queries and keys carry position.")}),
+    StageKind("qkv_proj", "QKV", NP_("stage", "qkv_proj"), N_(
+        "One matrix product makes the queries, keys and values of every head at once. The result is cut "
+        "into three parts and then into one slice of columns per head.")),
+    StageKind("q_proj", "Q", NP_("stage", "q_proj"), N_(
+        "One matrix product makes the queries of every query head at once. Each head then takes its own slice "
+        "of the columns.")),
+    StageKind("k_proj", "K", NP_("stage", "k_proj"), N_(
+        "The keys are made for fewer heads than the queries: only the key/value heads. This is what a decoder "
+        "keeps in its cache for every token, so fewer heads means a smaller cache.")),
+    StageKind("v_proj", "V", NP_("stage", "v_proj"), N_(
+        "The values, like the keys, exist only for the key/value heads. Several query heads will read the same "
+        "values.")),
+    StageKind("query_proj", "Q'", NP_("stage", "query_proj"), N_(
+        "The query is multiplied by a learned matrix W_a before it meets the keys. This lets the model "
+        "compare vectors of different sizes and decide which directions matter."),
+        by_run={
+        "additive": N_(
+        "Bahdanau attention first maps each query into a hidden space with W_a. Doing it once per query, "
+        "rather than once per query-key pair, keeps the cost down.")}),
+    StageKind("key_proj", "K'", NP_("stage", "key_proj"), N_(
+        "Each key is mapped into the same hidden space with U_a. A query and a key can now be added "
+        "together, which is the heart of additive attention.")),
+    # positions inside attention (rotary)
+    StageKind("query_rot", "Q_rot", NP_("stage", "query_rot"), N_(
+        "Each query is turned by an angle that grows with its position: dimension i and dimension i + d/2 form a "
+        "pair, rotated like a point in the plane by p·θ_i. Low pairs turn fast and high pairs slowly, so the "
+        "angles together encode where the token is.")),
+    StageKind("key_rot", "K_rot", NP_("stage", "key_rot"), N_(
+        "The keys are turned the same way, by their own positions. Because both sides are rotated, the dot "
+        "product of query i and key j only depends on the difference i − j: the scores see relative position.")),
+    # scores and their normalisation
+    StageKind("query_norm", "Q_n", NP_("stage", "query_norm"), N_(
+        "Each head's query is normalised over its own dimensions before it meets the keys (Qwen3, Gemma 3): "
+        "its size is taken out and a learned weight per dimension put back, so no head's scores can grow "
+        "without bound as training goes on.")),
+    StageKind("key_norm", "K_n", NP_("stage", "key_norm"), N_(
+        "Each head's key is normalised over its own dimensions, as the query is: with both normed, a score "
+        "measures direction more than length.")),
+    StageKind("energy", "E", NP_("stage", "energy"), N_(
+        "For every query-key pair a small neural network layer is applied: tanh of the two projections "
+        "added (or of the pair concatenated). The heatmap shows one query at a time: rows are keys, "
+        "columns are hidden units.")),
+    StageKind("scores", "S", NP_("stage", "scores"), N_(
+        "Every query is compared with every key by a dot product: large when they point the same way. Row"
+        " i says how well query i matches each key, before any normalisation."),
+        by_run={
+        "additive": N_(
+        "The energy vector of each pair is reduced to one number by a learned vector v_a. The score is "
+        "what a tiny network thinks of the match, not a plain dot product."),
+        "concat": N_(
+        "The energy vector of each pair is reduced to one number by a learned vector v_c. The concat form"
+        " is additive attention with its two weight matrices written as one."),
+        "general": N_(
+        "Each projected query W_a q is compared with every key by a dot product. The learned W_a decides "
+        "which features of the query should line up with which features of the key."),
+        "transformer-dates": N_(
+        "Every query is compared with every key by a dot product, separately in each head. A head only sees "
+        "its own slice of W_q and W_k, so different heads can match on different things: digits, month names, "
+        "positions."),
+        "rope": N_(
+        "Every rotated query is compared with every rotated key by a dot product. Nothing was added to the "
+        "tokens: position enters only through the rotation, as in Llama, Qwen and Mistral.")}),
+    StageKind("scaled", "S'", NP_("stage", "scaled"), N_(
+        "The scores are divided by √d_k. A dot product of d_k random terms grows like √d_k, and large "
+        "scores push softmax into a one-hot with vanishing gradients; the division keeps them near unit "
+        "size.")),
+    StageKind("capped", "S_cap", NP_("stage", "capped"), N_(
+        "The logit soft cap (Gemma 2) passes each scaled score through cap·tanh(s / cap): small scores pass "
+        "almost unchanged, large ones are pressed towards ±cap, so no single key can take all the weight "
+        "by an extreme score.")),
+    StageKind("bias", "B", NP_("stage", "bias"), N_(
+        "Something the code adds to the scores that is not a mask: a position bias, for example. It "
+        "shifts some scores up or down before the softmax."),
+        by_run={
+        "alibi": N_(
+        "ALiBi adds no position to the tokens. Instead each head subtracts its slope m times the distance "
+        "between query and key, so far keys score lower; steep heads look nearby, gentle heads look far.")}),
+    StageKind("biased", "S'+B", NP_("stage", "biased"), N_(
+        "The scores with the code's bias added: what the softmax (or the mask) reads next."),
+        by_run={
+        "alibi": N_(
+        "The scaled scores with the distance bias added. Between two equally good keys, the nearer one now "
+        "wins.")}),
+    StageKind("masked", "M", NP_("stage", "masked"), N_(
+        "Where the mask is 0 (padding, or a future word under a causal mask) the score is replaced by -∞ "
+        "or -1e9, so softmax gives it no weight. The mask here follows torch: 1 means the query may "
+        "attend to the key."),
+        by_run={
+        "typed-block": N_(
+        "This mask was typed the other way round from torch: 1 marks a blocked key (padding, as the study "
+        "notes write it) and 0 a key the query may see. The heatmap and its masked cells still show torch's "
+        "view, 1 = may attend; the caption and the inspector say what was typed."),
+        "code-mask": N_(
+        "Your code masked its scores in its own way. The heatmap shows torch's view (masked cells = may not "
+        "attend); the inspector shows your code's own mask value at the cell and what the code did with it, "
+        "for example True → filled with -inf by masked_fill."),
+        "transformer-dates": N_(
+        "Nothing is masked here. A date is one input with no padding, and at a decoder step the later "
+        "positions do not exist yet, so the causal mask that hides them in training has nothing to hide.")}),
+    StageKind("weights", "A", NP_("stage", "weights"), N_(
+        "Softmax turns each row of scores into probabilities: exponentiate, then divide by the row's sum,"
+        " so every row sums to 1. Subtracting the row's maximum first changes nothing but avoids "
+        "overflow."),
+        scale="probability",
+        by_run={
+        "sink": N_(
+        "Softmax runs over the keys plus one more logit, the head's learned sink. The sink's share is then "
+        "dropped, so a row sums to less than 1: a head that finds nothing useful can give its weight away "
+        "instead of piling it on some token.")}),
+    StageKind("sink_mass", "p_sink", NP_("stage", "sink_mass"), N_(
+        "How much of each query's softmax went to the sink. A query with high sink mass mostly ignored the "
+        "keys; trained models without a sink use the first token for this."),
+        scale="sequential"),
+    # the output
+    StageKind("output", "O", NP_("stage", "output"), N_(
+        "Each output row is a weighted average of the value rows, using that query's weights. A query "
+        "that puts all its weight on one key simply copies that key's value."),
+        by_run={
+        "transformer-dates": N_(
+        "Each row is this head's weighted average of the value rows. The heads' outputs are then joined side "
+        "by side and mixed by W_o, added to the layer's input, and passed on."),
+        "flash": N_(
+        "Dividing the accumulator by the denominator once, at the end, gives exactly softmax(QKᵀ/√d_k)·V. The "
+        "weight matrix never existed, which is why flash attention needs memory linear in the length.")}),
+    StageKind("context", "c", NP_("stage", "context"), N_(
+        "The context is the weighted average of the encoder outputs, using this step's weights. It is "
+        "what the decoder reads before writing its next character.")),
+    StageKind("concat", "C", NP_("stage", "concat"), N_(
+        "The outputs of all heads are placed side by side. Each head could attend to something different;"
+        " here their findings are gathered into one vector per token.")),
+    StageKind("projected", "Y", NP_("stage", "projected"), N_(
+        "A final learned matrix W_o mixes the heads' outputs together. This is the layer's result, with "
+        "the same width as its input so layers can be stacked.")),
+    # a decoder's alignment and a model's rollout
+    StageKind("alignment", "A", NP_("stage", "alignment"), N_(
+        "One row per output character, one column per input character: the weights of every decoder step "
+        "stacked. A trained model lines up '11' with the month and '22' with the day."),
+        scale="probability",
+        by_run={
+        "transformer-dates": N_(
+        "One row per output character, one column per input character: the cross-attention weights of the "
+        "chosen layer and head at every decoder step, stacked. A head that reads the date lines up the year "
+        "digits with the input's year; another may look elsewhere.")}),
+    StageKind("alignment_mean", "alignment_mean", NP_("stage", "alignment_mean"), N_(
+        "The cross-attention alignments of the layer's heads averaged cell by cell. Each row still sums to 1; "
+        "it shows where the layer as a whole read from, at the price of blurring what single heads do."),
+        scale="probability"),
+    StageKind("rollout", "rollout", NP_("stage", "rollout"), "",
+        scale="probability"),
+    # flash attention's online softmax, a tile of keys at a time
+    StageKind("tile_scores", "S_t", NP_("stage", "tile_scores"), N_(
+        "Flash attention never builds the whole score matrix: it reads the keys a tile at a time. These are "
+        "the scaled, masked scores of every query against this tile's keys only.")),
+    StageKind("running_max", "m", NP_("stage", "running_max"), N_(
+        "For each query, the largest score seen so far. Softmax subtracts the row's maximum to avoid overflow; "
+        "here the maximum is only known up to the current tile, so it may still grow.")),
+    StageKind("rescale", "α", NP_("stage", "rescale"), N_(
+        "When a tile raises a row's maximum, everything summed with the old maximum is too large by exp(m_old "
+        "− m_new). This factor shrinks the running sum and output; it is 1 when the maximum did not change."),
+        scale="sequential"),
+    StageKind("denominator", "l", NP_("stage", "denominator"), N_(
+        "The softmax denominator so far: the old sum, rescaled, plus the exponentials of this tile. After the "
+        "last tile it is the full Σ_k exp(s_k − max)."),
+        scale="sequential"),
+    StageKind("accumulator", "Õ", NP_("stage", "accumulator"), N_(
+        "The output so far, not yet divided: the old accumulator, rescaled, plus this tile's exponentials times "
+        "its value rows. Only this and two numbers per row are kept between tiles.")),
+    # what recorded code does that the variants do not (attn-tui trace, attn_tui.record())
+    StageKind("input", "X", NP_("stage", "input"), N_(
+        "The tensor the code handed to its projections, as it was at that call: the token vectors the "
+        "queries, keys and values are made from.")),
+    StageKind("key_input", "key_input", NP_("stage", "key_input"), N_(
+        "The tensor the keys (and values) are projected from when it is not the queries' own input: the "
+        "encoder's output or the memory that a decoder reads in cross-attention.")),
+    StageKind("value_input", "value_input", NP_("stage", "value_input"), N_(
+        "The tensor the values are projected from, when it is neither the queries' nor the keys' input.")),
+    StageKind("key_scaled", "key_scaled", NP_("stage", "key_scaled"), N_(
+        "The code scaled the keys by a number before the product, so the scores come out already scaled. "
+        "Dividing K by √d_k first or the product afterwards gives the same numbers up to rounding.")),
+    StageKind("query_scaled", "query_scaled", NP_("stage", "query_scaled"), N_(
+        "The code scaled the queries by a number before the product (torch's own MultiheadAttention does "
+        "this), so the scores come out already scaled.")),
+    StageKind("shifted", "shifted", NP_("stage", "shifted"), N_(
+        "The scores minus the largest score of their row. The softmax comes out the same, but exp can no "
+        "longer overflow: the code wrote the softmax out by hand and guarded it.")),
+    StageKind("dropped", "dropped", NP_("stage", "dropped"), N_(
+        "The weights after dropout: in training mode some weights are set to 0 and the rest are scaled "
+        "up, so the output uses these rather than the softmax itself.")),
+    StageKind("reweighted", "reweighted", NP_("stage", "reweighted"), N_(
+        "The weights as the code changed them after the softmax (padding zeroed, NaN replaced, rows "
+        "renormalised): the values are summed with these, so the output follows them rather than the "
+        "softmax itself.")),
+    StageKind("mean_weights", "mean_weights", NP_("stage", "mean_weights"), N_(
+        "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
+        "that average, as the module returned it."),
+        scale="probability"),
+)
+KINDS: dict[str, StageKind] = {kind.name: kind for kind in _KINDS}
+
+
+def kind_of(name: str) -> StageKind:
+    """The kind of a stage name; a name the catalog does not know is shown as it is, signed, unexplained."""
+    found = KINDS.get(name)
+    return found if found is not None else StageKind(name, name, name)
+
+
+def symbol(name: str) -> str:
+    return kind_of(name).symbol
