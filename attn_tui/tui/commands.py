@@ -13,8 +13,8 @@ from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import Settings
 from attn_tui.i18n import _, pgettext
+from attn_tui.io.session import MENUS
 from attn_tui.tui.screens.help import key_text
-from attn_tui.tui.session import MENUS
 from attn_tui.tui.stage_picker import stage_commands
 from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, MODELS
 

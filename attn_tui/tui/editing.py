@@ -39,10 +39,10 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from attn_tui.ask.settings import Ask
+    from attn_tui.io.session import Session
     from attn_tui.present.stage_view import StageView
     from attn_tui.trace.shown import Shown
     from attn_tui.trace.stage import Trace
-    from attn_tui.tui.session import Session
     from attn_tui.tui.state import AppState
     from attn_tui.tui.widgets.explorer import Explorer
 
@@ -331,7 +331,7 @@ class EditingActions(_AppBase):
         self._save_timer = self.set_timer(0.5, self.save_session)
 
     def save_session(self) -> None:
-        from attn_tui.tui.session import save
+        from attn_tui.io.session import save
 
         session, self.pending_session = self.pending_session, None
         if session is None:
@@ -349,7 +349,7 @@ class EditingActions(_AppBase):
 
     def restore_session(self) -> None:
         """Put back the saved session; an input named on the command line wins, and the saved one is a ctrl+z away."""
-        from attn_tui.tui.session import SessionError, load
+        from attn_tui.io.session import SessionError, load
         from attn_tui.tui.state import session_typed
 
         try:

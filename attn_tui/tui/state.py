@@ -20,9 +20,9 @@ from attn_tui.ask.settings import Ask, MatrixInput, ModelInput, RecordAsk, Reque
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
+    from attn_tui.io.session import Session
     from attn_tui.present.compare import Comparison
     from attn_tui.trace.shown import Shown
-    from attn_tui.tui.session import Session
 
 OWN = ""  # the key of the attention variants among the kept asks
 UNDO_DEPTH = 20
@@ -284,8 +284,8 @@ class AppState:
 
     # ----- the session kept between runs ---------------------------------------------------
     def session(self, language: str, stage: str | None) -> Session:
-        """What the session file keeps of this state and the panes (the file's format is tui/session.py's)."""
-        from attn_tui.tui.session import Session
+        """What the session file keeps of this state and the panes (the file's format is io/session.py's)."""
+        from attn_tui.io.session import Session
 
         request, typed = self.variants, self.typed()
         return Session(request.settings, request.source.kind, typed.sentence, typed.editors, request.custom_mask,

@@ -15,8 +15,8 @@ from attn_tui.ask.settings import Request, SentenceInput, Settings, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.cli.parser import build_parser, parse
 from attn_tui.errors import ConfigError
-from attn_tui.tui.session import SessionError
-from attn_tui.tui.session import parse as parse_session
+from attn_tui.io.session import SessionError
+from attn_tui.io.session import parse as parse_session
 from attn_tui.tui.widgets.setting_rows import parse_field
 
 KINDS = {"int": int, "float": float, "bool": bool, "str": str, "int | None": int}

@@ -16,8 +16,8 @@ import attn_tui
 from attn_tui.ask.settings import MatrixInput, Request, Settings
 from attn_tui.attention.engine import compute
 from attn_tui.errors import ConfigError, ShapeError
+from attn_tui.io.session import Session, SessionError, parse
 from attn_tui.trace.masks import build_mask
-from attn_tui.tui.session import Session, SessionError, parse
 from tests.cli.test_cli import run_cli
 
 Q = [[1.0, 0.5], [0.0, 1.0], [-1.0, 0.25]]  # (L=3, d=2)

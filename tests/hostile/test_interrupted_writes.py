@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from attn_tui.io.files import partial, remove_partials, write_atomic, write_text_atomic
-from attn_tui.tui.session import Session, save
+from attn_tui.io.session import Session, save
 from tests.hostile.helpers import MEMORY_CEILING, TIME_LIMIT
 
 OLD = "the old file\n"

@@ -14,7 +14,7 @@ from attn_tui.ask.checks import check_fields, matrix_shape
 from attn_tui.ask.settings import ModelInput, Request, SentenceInput, Settings, XInput
 from attn_tui.attention.engine import compute
 from attn_tui.errors import AttnError, ConfigError, InputError
-from attn_tui.tui.session import SessionError, parse
+from attn_tui.io.session import SessionError, parse
 
 
 @pytest.mark.parametrize("options,fragment", [
@@ -148,7 +148,7 @@ def test_an_export_larger_than_the_free_disk_is_refused_before_writing(tmp_path,
 
 
 def test_a_state_directory_that_cannot_be_looked_in_is_a_fresh_start(tmp_path) -> None:
-    from attn_tui.tui.session import load
+    from attn_tui.io.session import load
 
     with pytest.raises(SessionError, match="File name too long"):
         load(tmp_path / ("x" * 300) / "session.json")

@@ -124,7 +124,7 @@ async def test_a_session_with_a_value_no_menu_holds_starts_fresh(settings: dict[
     """Once a crash before the first frame (a Select cannot show 'bogus'); now a notice and the defaults."""
     import json
 
-    from attn_tui.tui.session import session_path
+    from attn_tui.io.session import session_path
     from tests.tui.helpers import RecordingApp
 
     path = session_path()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.io.session import load, save
 from attn_tui.present.compare import comparisons
 from attn_tui.trace.shown import Shown
-from attn_tui.tui.session import load, save
 from attn_tui.tui.state import (
     FALLBACK_SENTENCE,
     OWN,

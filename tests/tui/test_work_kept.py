@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from textual.widgets import Input, TextArea
 
+from attn_tui.io.session import Session, SessionError, load, parse, save, session_path
 from attn_tui.tui.screens.export import ExportScreen
-from attn_tui.tui.session import Session, SessionError, load, parse, save, session_path
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
 SIZE = (110, 34)
