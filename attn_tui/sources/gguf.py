@@ -23,7 +23,8 @@ from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted
 from attn_tui.sources.folder import ModelError
-from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run, trace_run
+from attn_tui.sources.hf import _no_stdin, run, trace_run
+from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.sources.names import FAMILY_OF, GGUF_MODELS
 from attn_tui.trace.stage import Trace
 
