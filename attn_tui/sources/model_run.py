@@ -21,7 +21,7 @@ class LoadedModel:
     name: str
     model: Any  # a transformers PreTrainedModel: its submodules are read by attribute
     tokenizer: Any
-    family: str  # the family adapter that reads it (names.FAMILY_OF): bert | gpt2 | llama | gemma2 | gemma3
+    family: str  # the family adapter that reads it (ask.models.FAMILY_OF): bert | gpt2 | llama | gemma2 | gemma3
     layers: int
     heads: int
     causal: bool

@@ -71,7 +71,7 @@ def draw_panel(explorer: PanelHost, view: StageView) -> None:
     if panel == "model_grid" and summary is not None:
         explorer.query_one(ModelGrid).show(summary, explorer.layer_index, explorer.head)
     elif panel == "rollout" and summary is not None:
-        from attn_tui.attention.summary import ROLLOUT_FORMULA
+        from attn_tui.trace.model_stats import ROLLOUT_FORMULA
 
         explorer.query_one("#rollout", MatrixPanel).show(
             ROLLOUT_FORMULA, summary.rollout,
