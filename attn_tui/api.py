@@ -20,12 +20,13 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.text import Text
 
 from attn_tui.ask.inputs import Parsed
+from attn_tui.ask.model_request import model_input
 from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, Option, OptionError
 from attn_tui.ask.request import VARIANT_OPTIONS, Reader, variant_request
+from attn_tui.ask.settings import RecordAsk
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import quoted, short_repr
-from attn_tui.sources.model_request import model_input
 from attn_tui.sources.recorder import Recording as SourceRecording
 from attn_tui.trace.stage import Trace as CoreTrace
 
@@ -99,7 +100,10 @@ class Recording(SourceRecording):
 
     @property
     def trace(self) -> Trace:
-        return Trace.of(super().trace)
+        """What ran inside the block, through the one door (`sources.run`) as every other ask."""
+        from attn_tui.sources import run
+
+        return Trace.of(run(RecordAsk(self.script, held=self)).trace)
 
 
 class _Matrices(Reader):

@@ -3,7 +3,7 @@
 An option that does not apply to what was asked is an error naming it, never dropped:
 `--heads` for `dot`, `--mask` for a model. The options arrive as a namespace (argparse's,
 or the API's keywords after `ask.options` has checked them); a model run is built from
-the same namespace by `sources.model_request`.
+the same namespace by `ask.model_request`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Protocol, TypeVar, Union
+from typing import Protocol, TypeVar, Union
 
 # The choices, re-exported where the code has always found them; they are declared in ask/options.py.
 from attn_tui.ask.options import DEFAULT_DIM as DEFAULT_DIM
@@ -19,9 +19,6 @@ from attn_tui.ask.options import MASK_NAMES as MASK_NAMES
 from attn_tui.ask.options import PROJECTION_NAMES as PROJECTION_NAMES
 from attn_tui.ask.options import VARIANT_NAMES as VARIANT_NAMES
 from attn_tui.ask.options import default
-
-if TYPE_CHECKING:
-    from attn_tui.trace.stage import Trace
 
 SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
 T_co = TypeVar("T_co", covariant=True)
@@ -216,17 +213,21 @@ class Request:
 
 
 class Held(Protocol):
-    """Attention code recorded already (a block under `attn_tui.record()`, a script's finished run): its trace."""
+    """Attention code recorded already (a block under `attn_tui.record()`, a script's finished run): its trace.
+
+    The trace is a `trace.stage.Trace`, a layer above the ask (a trace records the ask's settings), so the ask
+    holds it without naming its type, as an `object`; the recorder source checks it where it hands it on.
+    """
 
     @property
-    def recorded(self) -> Trace: ...
+    def recorded(self) -> object: ...
 
 
 @dataclass(frozen=True, eq=False)
 class _Kept:
     """A finished trace kept as it is: asked for again, it is shown again, never re-run."""
 
-    recorded: Trace
+    recorded: object  # a trace.stage.Trace
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ class RecordAsk:
     def request(self) -> Request | None:
         return None
 
-    def keeping(self, trace: Trace) -> RecordAsk:
+    def keeping(self, trace: object) -> RecordAsk:
         """This ask with its trace recorded already: the app shows it (and undo brings it back) without running
         the code again."""
         return replace(self, held=_Kept(trace))

@@ -1,29 +1,18 @@
 """Whole-model views of attention: per-head statistics and attention rollout.
 
 Computed from a Trace's own `weights` stages (every layer and head of it), so the grid
-and the numbers beside it come from exactly the weights the stages show.
+and the numbers beside it come from exactly the weights the stages show. What they produce
+(`ModelStats`, `HeadStats`) is part of what a run produced and lives in `trace.model_stats`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from attn_tui.trace.model_stats import ROLLOUT_FORMULA as ROLLOUT_FORMULA
+from attn_tui.trace.model_stats import HeadStats as HeadStats
+from attn_tui.trace.model_stats import ModelStats as ModelStats
 from attn_tui.trace.stage import Trace
-
-ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
-
-
-@dataclass(frozen=True)
-class HeadStats:
-    """What one head does at a glance: how spread, how peaked, how much goes to token 0."""
-
-    layer: int
-    head: int
-    entropy: float  # mean over real query rows, in nats
-    max_weight: float
-    first_token_share: float  # mean weight on key 0 ([CLS] or the first word)
 
 
 def stack(trace: Trace) -> torch.Tensor:
@@ -67,16 +56,6 @@ def rollout(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Te
         a = a / a.sum(-1, keepdim=True)
         result = a @ result
     return result
-
-
-@dataclass(frozen=True)
-class ModelStats:
-    """A whole model over one input, computed once in the worker: what the grid, rollout and CLI summary read."""
-
-    weights: torch.Tensor  # (layers, heads, N, N) float32 on the CPU: every head's weights
-    stats: tuple[HeadStats, ...]  # layer-major
-    rollout: torch.Tensor  # (N, N)
-    blocked: torch.Tensor | None  # (N, N) bool: cells the mask hides, None when nothing is masked
 
 
 def model_stats(trace: Trace) -> ModelStats:

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attn_tui.ask.model_request import model_input
+from attn_tui.ask.models import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 from attn_tui.ask.request import Reader, variant_request
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.io.controls import json_safe
 from attn_tui.io.files import check_text, quoted, writable_file, writable_folder
 from attn_tui.present.text import printable
-from attn_tui.sources.model_request import model_input
-from attn_tui.sources.names import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 
 if TYPE_CHECKING:
     from attn_tui.ask.settings import RecordAsk

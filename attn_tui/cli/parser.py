@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from attn_tui import __version__
+from attn_tui.ask.models import MODEL_NAMES
 from attn_tui.ask.options import DEVICE_NAMES, MODEL_OPTIONS, SETTINGS, Option, OptionError
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
-from attn_tui.sources.names import MODEL_NAMES
 
 TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
 _ANYWHERE = ("debug", "max_memory")

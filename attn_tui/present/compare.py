@@ -11,10 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from attn_tui.ask.models import DATE_MODELS, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.settings import ModelInput, Request
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells
-from attn_tui.sources.names import DATE_MODELS, TRANSFORMER_DATE_MODELS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -17,7 +17,7 @@ from attn_tui.trace.catalog import kind_of
 if TYPE_CHECKING:
     import numpy as np
 
-    from attn_tui.attention.summary import ModelStats
+    from attn_tui.trace.model_stats import ModelStats
     from attn_tui.trace.shown import Shown
     from attn_tui.trace.stage import Stage, Trace
 

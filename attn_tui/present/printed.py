@@ -86,7 +86,7 @@ def printed_trace(trace: Trace, stages: list[Stage]) -> PrintedTrace:
 
 def printed_rollout(summary: ModelSummary) -> PrintedStage:
     """A transformer's rollout as a printed stage: the same grid the app's model view draws."""
-    from attn_tui.attention.summary import ROLLOUT_FORMULA
+    from attn_tui.trace.model_stats import ROLLOUT_FORMULA
 
     grid = summary.rollout
     return PrintedStage("rollout", "", (grid.rows, grid.cols), ROLLOUT_FORMULA, kind_facts("rollout"), (("", grid),))

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from attn_tui.ask.models import DATE_MODELS
 from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
-from attn_tui.sources.names import DATE_MODELS
 from attn_tui.trace.stage import Trace
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class DateModelSource:
         from attn_tui.models.seq2seq.codec import check_target
         from attn_tui.models.seq2seq.transformer import DateTransformer
 
-        if ask.target:  # as the command line checks it, so the app and the API refuse the same targets
+        if ask.target:  # the one check of a target's characters: the command line, the app and the API alike
             check_target(ask.target)
         model = date_model(ask.name)
         if isinstance(model, DateTransformer):

@@ -23,10 +23,11 @@ from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
 from attn_tui.sources.dates import encoded, so_far, visible
+from attn_tui.trace.growing import OnStep, Publisher
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Linear, Mean, Place, Scale, Stack
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.trace.steps import OnStep, Publisher, decoder_step
+from attn_tui.trace.steps import decoder_step
 
 CROSS = "cross_attn"
 

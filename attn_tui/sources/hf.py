@@ -14,7 +14,6 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,8 @@ from attn_tui.ask.budget import Estimate, memory_limit
 from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import check_text, quoted
+from attn_tui.sources.families import family_for, family_named
+from attn_tui.sources.families.tracer import trace_run as traced
 from attn_tui.sources.folder import (
     INSTALL_HINT,
     SUPPORTED_TYPES,
@@ -32,6 +33,8 @@ from attn_tui.sources.folder import (
     load_estimate,
     resolve,
 )
+from attn_tui.sources.model_run import LoadedModel as LoadedModel
+from attn_tui.sources.model_run import ModelRun as ModelRun
 from attn_tui.trace.stage import Trace
 
 
@@ -44,21 +47,6 @@ def _no_stdin() -> Iterator[None]:
         yield
     finally:
         sys.stdin = saved
-
-
-@dataclass
-class LoadedModel:
-    """A model ready to trace: its tokenizer, family adapter and sizes."""
-
-    name: str
-    model: Any  # a transformers PreTrainedModel: its submodules are read by attribute
-    tokenizer: Any
-    family: str  # the family adapter that reads it (names.FAMILY_OF): bert | gpt2 | llama | gemma2 | gemma3
-    layers: int
-    heads: int
-    causal: bool
-    positions: int  # the most tokens the model reads
-    width: int  # hidden size
 
 
 def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None) -> LoadedModel:
@@ -94,8 +82,6 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     if int(getattr(cfg, "num_hidden_layers", 0) or 0) < 1 or int(getattr(cfg, "num_attention_heads", 0) or 0) < 1:
         raise ModelError(Msg("{name} has no attention layers to trace (num_hidden_layers or num_attention_heads is "
                              "0)", name=quoted(name)))
-    from attn_tui.sources.families import family_for
-
     family = family_for(str(cfg.model_type))  # the one routing table, by config.model_type
     if family is None:
         raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
@@ -107,20 +93,6 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     shown = name if len(name) <= 60 else name[:59] + "…"
     return LoadedModel(shown, model, tokenizer, family.name, cfg.num_hidden_layers, cfg.num_attention_heads,
                        family.causal, positions, cfg.hidden_size)
-
-
-@dataclass
-class ModelRun:
-    """One forward pass over one text; traces for any layer and head are cut from it."""
-
-    loaded: LoadedModel
-    tokens: tuple[str, ...]
-    special: tuple[int, ...]  # positions of special tokens ([CLS], [SEP], [PAD], …)
-    hidden_states: tuple[torch.Tensor, ...]  # each (N, d): the input of layer i is [i]
-    attentions: tuple[torch.Tensor, ...]  # each (heads, N, N): the model's own weights
-    mask: torch.Tensor  # (N, N) bool, True = may attend
-    padding: torch.Tensor | None  # (N,) bool, True = a padding key; None when there is none
-    warnings: tuple[Msg, ...] = ()
 
 
 _HANGUL = re.compile("[\uac00-\ud7a3]")  # composed syllables, as typed
@@ -211,7 +183,4 @@ def _readable(tok: Any, token: str) -> str:
 
 def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
     """The run as one Trace through its family's adapter; `layer` is computed now, the others when asked for."""
-    from attn_tui.sources.families import family_named
-    from attn_tui.sources.families.tracer import trace_run as traced
-
     return traced(run_, layer, head, family_named(run_.loaded.family))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from attn_tui.sources.families.llama import FAMILY, rope_base
 from attn_tui.sources.families.tracer import trace_run as traced
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.model_run import ModelRun
 from attn_tui.trace.stage import Trace
 
 __all__ = ["rope_base", "trace_run"]

@@ -9,7 +9,7 @@ from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.ask.settings import Ask
-    from attn_tui.attention.summary import ModelStats
+    from attn_tui.trace.model_stats import ModelStats
     from attn_tui.trace.stage import Trace
 
 

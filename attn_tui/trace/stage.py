@@ -9,38 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.trace.axes import Axis as Axis
+from attn_tui.trace.axes import dim_axis as dim_axis
 from attn_tui.trace.catalog import symbol
 from attn_tui.trace.geometry import LayerGeometry
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RunMeta
 from attn_tui.trace.ops import Given, Masking, Op, Place, Scale, Softmax, TileScores
-
-if TYPE_CHECKING:
-    from attn_tui.trace.steps import Step, Steps
-    from attn_tui.trace.values import StageStats
-
-
-@dataclass(frozen=True)
-class Axis:
-    """One dimension of a stage's tensor: what it indexes and a label per position.
-
-    Kept beside the tensor so a view never has to guess whether rows are queries,
-    keys or feature dimensions.
-    """
-
-    name: str  # "query", "key", "token", "dim", "hidden", …
-    labels: tuple[str, ...]
-
-
-def dim_axis(size: int, name: str = "dim", prefix: str = "d") -> Axis:
-    """Feature-dimension axis labelled d0, d1, …"""
-    return Axis(name, tuple(f"{prefix}{i}" for i in range(size)))
+from attn_tui.trace.stage_stats import StageStats
+from attn_tui.trace.steps import Step, Steps
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,8 +142,6 @@ class Trace:
         Whoever holds this trace (a view on another thread) sees the old steps or, once handed the new
         trace, all of the new one: never half a step. Lookups by place stay one dict access.
         """
-        from attn_tui.trace.steps import Steps
-
         axis = (self.step_axis or Steps(step.kind)).plus(step)
         added = {}
         for stage in stages:

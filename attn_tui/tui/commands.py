@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import fields
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import Settings
+from attn_tui.ask.settings import Request, Settings
 from attn_tui.i18n import _, pgettext
 from attn_tui.io.session import MENUS
 from attn_tui.tui.screens.help import key_text
@@ -19,12 +19,37 @@ from attn_tui.tui.stage_picker import stage_commands
 from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, MODELS
 
 if TYPE_CHECKING:
-    from attn_tui.tui.app import AttnApp
+    from textual.binding import Binding
+
+    from attn_tui.tui.widgets.explorer import Explorer
 
 Command = tuple[str, Callable[[], object], str]
 
 
-def setting_commands(app: AttnApp) -> Iterator[Command]:
+class PaletteHost(Protocol):
+    """What the palette reads and calls on the app: declared here, so the commands do not import the App that
+    imports them (AttnApp provides every one)."""
+
+    @property
+    def variants(self) -> Request: ...
+
+    @property
+    def explorer(self) -> Explorer: ...
+
+    def palette_bindings(self) -> list[Binding]: ...
+
+    async def run_action(self, action: str) -> bool: ...
+
+    def action_jump(self, selector: str) -> None: ...
+
+    def set_setting(self, name: str, value: object) -> None: ...
+
+    def load_sample(self, name: str) -> None: ...
+
+    def choose_model(self, name: str | None) -> None: ...
+
+
+def setting_commands(app: PaletteHost) -> Iterator[Command]:
     """A command for each value of each setting, generated from `Settings`' own fields and the menus' choices:
     a setting with choices offers each other choice, a switch its other state, a number its field to type in.
     Settings that change nothing for this variant on this input are left out, as the model pane greys them."""
@@ -54,7 +79,7 @@ class AttnCommands(Provider):
     """Commands are built from the app's bindings, its settings and its current stages, so none go stale."""
 
     def _commands(self) -> list[Command]:
-        app = cast("AttnApp", self.app)
+        app = cast("PaletteHost", self.app)
         found: list[Command] = []
         for binding in app.palette_bindings():
             found.append((_(binding.description), partial(app.run_action, binding.action),

@@ -14,11 +14,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from attn_tui.ask.applies import applicable
+from attn_tui.ask.models import DATE_MODELS
 from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
-from attn_tui.sources.names import DATE_MODELS
 from attn_tui.tui.messages import (
     InputTyped,
     ModelChosen,

@@ -72,7 +72,7 @@ def inside_export_folder(path: Path) -> Path:
 
 def check_ask(ask: Ask) -> None:
     """Served: a model ask names a shipped model (a folder or a cached id would be opened on serve's machine)."""
-    from attn_tui.sources.names import MODEL_NAMES
+    from attn_tui.ask.models import MODEL_NAMES
 
     model = ask.model
     if served() and model is not None and model.name not in MODEL_NAMES:

@@ -15,11 +15,11 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
+from attn_tui.ask.models import FAMILY_OF  # noqa: E402
 from attn_tui.ask.settings import ModelInput  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
-from attn_tui.sources.names import FAMILY_OF  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]

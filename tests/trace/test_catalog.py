@@ -35,9 +35,9 @@ def test_every_stage_of_every_variant_is_in_the_catalog(variant: str) -> None:
 
 
 def test_every_stage_of_the_date_models_is_in_the_catalog() -> None:
+    from attn_tui.ask.models import DATE_MODELS
     from attn_tui.ask.settings import ModelInput
     from attn_tui.sources import run
-    from attn_tui.sources.names import DATE_MODELS
 
     for model in DATE_MODELS:
         assert not _unknown(set(run(ModelInput(model, "22 Nov 2026")).trace.names())), model

@@ -9,10 +9,11 @@ import torch
 
 from attn_tui import i18n
 from attn_tui.ask.settings import Settings
+from attn_tui.trace.growing import Growing
 from attn_tui.trace.meta import VariantRun
 from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Axis, Stage, Trace
-from attn_tui.trace.steps import Growing, decoder_step, generated_token, key_tile, recorded_call
+from attn_tui.trace.steps import decoder_step, generated_token, key_tile, recorded_call
 
 STAGES_PER_STEP = 5
 

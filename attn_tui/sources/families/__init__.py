@@ -2,7 +2,7 @@
 
 A family is one module here that reads its config and weights into a `LayerSpec` and
 exports `FAMILY`; which module reads a folder is decided by one table keyed by
-`config.model_type`, `names.FAMILY_OF` (torch-free, so the command line can refuse an
+`config.model_type`, `ask.models.FAMILY_OF` (torch-free, so the command line can refuse an
 unsupported folder before it imports torch).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 
+from attn_tui.ask.models import FAMILY_OF
 from attn_tui.sources.families.spec import Family
-from attn_tui.sources.names import FAMILY_OF
 
 
 def family_named(name: str) -> Family:

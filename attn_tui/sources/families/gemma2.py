@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from attn_tui.sources.families import llama
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.model_run import ModelRun
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:

@@ -12,7 +12,7 @@ import torch
 
 from attn_tui.sources.families.llama import kv_heads, weights
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.model_run import ModelRun
 
 
 def _norm(module: Any) -> NormSpec:  # the model's Gemma3RMSNorm

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.model_run import ModelRun
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:

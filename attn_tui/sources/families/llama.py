@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from attn_tui.sources.families.spec import Family, LayerSpec, RotarySpec
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.model_run import ModelRun
 
 
 def rope_base(config: object) -> float:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from attn_tui.sources.hf import ModelRun
+    from attn_tui.sources.model_run import ModelRun
 
 
 @dataclass(frozen=True)

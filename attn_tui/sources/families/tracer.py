@@ -23,7 +23,7 @@ from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
-from attn_tui.sources.hf import ModelRun
+from attn_tui.sources.model_run import ModelRun
 from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.masks import MaskSpec

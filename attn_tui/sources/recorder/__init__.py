@@ -49,7 +49,10 @@ def words(given: object, name: str) -> tuple[str, ...] | None:
 
 
 class Recording:
-    """`with Recording() as rec: model(x)` — afterwards `rec.trace` holds what the code computed.
+    """`with Recording() as rec: model(x)` — afterwards `rec.recorded` holds what the code computed.
+
+    The recorder sits below the door (`sources.run`), so it does not call it: `attn_tui.record()`'s
+    Recording (api.py) adds `trace`, which hands this block to the door as every other ask.
 
     `tokens` (and `key_tokens`, for cross-attention) label the queries and keys when their
     count matches; `max_calls` is how many calls of each module are kept (the last ones).
@@ -95,11 +98,3 @@ class Recording:
         if self not in _ACTIVE:
             self._trace = trace
         return trace
-
-    @property
-    def trace(self) -> Trace:
-        """What ran inside the block, through the one door (`sources.run`) as every other ask."""
-        from attn_tui.ask.settings import RecordAsk
-        from attn_tui.sources import run
-
-        return run(RecordAsk(self.script, held=self)).trace

@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.contract import rows_and_cols
 from attn_tui.sources.recorder.energy import energy_roles, reduce_energy
 from attn_tui.sources.recorder.found import (
@@ -27,6 +26,7 @@ from attn_tui.sources.recorder.found import (
     SumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, unscaled
 from attn_tui.sources.recorder.recognise import (
     Chain,

@@ -10,8 +10,9 @@ from attn_tui.ask.budget import BudgetError
 from attn_tui.errors import AttnError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.recorder import found as f
-from attn_tui.sources.recorder.capture import Node, Recorder, Scope
+from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found, Role
+from attn_tui.sources.recorder.node import Node, Scope
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
 from attn_tui.trace.ops import (

@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import linecache
-import os
 import sys
 import weakref
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from attn_tui.sources.recorder.held import held_bytes
+from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.whose import is_own_file, is_user_file
 
-VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
-         "getitem", "select", "narrow", "expand", "expand_as", "repeat", "flatten", "unflatten", "movedim",
-         "moveaxis", "swapaxes", "swapdims", "view_as", "reshape_as", "chunk", "split", "unbind", "tensor_split",
-         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_", "repeat_interleave"}
 CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
 OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
        "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
@@ -60,82 +55,12 @@ def func_name(func: Callable[..., Any]) -> str:
     return RENAMED.get(name, name)
 
 
-@dataclass(frozen=True)
-class Origin:
-    """The line of the user's code that made a tensor."""
-
-    file: str
-    line: int
-    code: str
-
-    def __str__(self) -> str:
-        return f"{os.path.basename(self.file)}:{self.line}: {self.code}"
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which attention a call belongs to: the user's module (or function), and which instance of it."""
-
-    name: str  # the module's class name, or the function's name
-    owner: int  # id of the module instance, or of the function's code
-    module: Any = field(default=None, compare=False, repr=False)  # the nn.Module, to name its parameters
-
-
-@dataclass(eq=False)
-class Node:
-    """One recorded tensor: what made it, from what, where, and its value (kept as the code computed it).
-
-    A view (reshape, permute, indexing…) keeps the node it reads from and its arguments; the
-    recogniser replays them on an index tensor to know which numbers of that node it holds.
-    """
-
-    name: str  # "leaf" for a tensor the recorder did not see being made; else the op's plain name
-    value: torch.Tensor
-    inputs: tuple[Any, ...] = ()  # args with every recorded tensor replaced by its Node (nested tuples kept)
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    origin: Origin | None = None
-    scope: Scope | None = None
-    version: int = 0
-    param: str | None = None  # a parameter's name in its module ("Wa.weight"), for leaves
-    is_param: bool = False
-    part: int | None = None  # which result of an op that returns several (chunk, unbind)
-    hops: int | None = None  # ops since a softmax, for the forward links; None = not after one
-    consumers: list[Node] = field(default_factory=list)  # kept only within AFTER_HOPS of a softmax
-    returned: Any = field(default=None, repr=False)  # MHA: its whole result (output, weights)
-    call: int = 0  # the n-th anchor of its scope
-    held: int = 0  # bytes an anchor's graph keeps alive (counted only under a budget)
-
-    @property
-    def is_view(self) -> bool:
-        return self.name in VIEWS
-
-    def tensors(self) -> list[Node]:
-        """The nodes among the inputs, in order (inside tuples and lists too)."""
-        found: list[Node] = []
-        for arg in (*self.inputs, *self.kwargs.values()):
-            for item in arg if isinstance(arg, (tuple, list)) else (arg,):
-                if isinstance(item, Node):
-                    found.append(item)
-        return found
-
-    def stale(self) -> bool:
-        """The code changed this tensor in place after it was recorded, without the recorder seeing it."""
-        return version_of(self.value) != self.version
-
-
 def _learned(tensor: Any) -> bool:
     """A parameter (or any tensor autograd learns: a leaf that requires grad)."""
     return isinstance(tensor, torch.Tensor) and (isinstance(tensor, torch.nn.Parameter)
                                                  or (tensor.requires_grad and tensor.is_leaf))
 
 
-def version_of(tensor: torch.Tensor) -> int:
-    """How many times a tensor was changed in place; -1 for a tensor made under `torch.inference_mode()`,
-    which keeps no count (its in-place changes are still seen, as calls, by the recorder)."""
-    try:
-        return int(tensor._version)
-    except RuntimeError:
-        return -1
 
 
 def written_parts(node: Node) -> tuple[Node, Node] | None:

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.refs import Ref, broadcast_index, broadcast_shape, resolve, unravel
 
 PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.found import Found, GivenOp, Role, TanhOfPairOp, TanhOfSumOp
+from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import Operands, param_name
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
 

@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.found import (
     ConcatOp,
     DotOp,
@@ -31,6 +30,7 @@ from attn_tui.sources.recorder.found import (
     SumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import Operands, after_output
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve

@@ -13,7 +13,7 @@ from typing import Union
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Origin, Scope
+from attn_tui.sources.recorder.node import Origin, Scope
 from attn_tui.sources.recorder.refs import Ref
 
 Param = Union[str, tuple[str, ...]]  # a parameter's name, or one name per slice (heads that are modules of their own)

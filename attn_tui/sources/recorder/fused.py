@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_tui.sources.recorder.capture import Node, version_of
+from attn_tui.sources.recorder.node import Node, version_of
 
 FUSED = {"baddbmm": "bmm", "addmm": "mm"}  # fused call → the product inside it
 

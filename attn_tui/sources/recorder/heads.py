@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node, Scope
 from attn_tui.sources.recorder.found import ConcatOp, Found, LinearOp, MaskOp, ReduceOp, Role, RoleOp, TanhOfPairOp
+from attn_tui.sources.recorder.node import Node, Scope
 from attn_tui.sources.recorder.operands import _through_views, param_name
 from attn_tui.sources.recorder.refs import UnfollowableError, resolve
 

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
 from attn_tui.ask.budget import BudgetError, format_bytes
 from attn_tui.i18n import Msg
-
-if TYPE_CHECKING:
-    from attn_tui.sources.recorder.capture import Node
+from attn_tui.sources.recorder.node import Node
 
 LAID_OUT = 5  # (L, S) tensors per head an SDPA or MultiheadAttention call becomes: scores, scaled, masked, weights,
 # and a float64 pass of the value checks
@@ -49,8 +46,6 @@ def held_bytes(node: Node, limit: int = 2000) -> int:
 
 
 def _shape(node: Node, at: int, name: str) -> tuple[int, ...] | None:
-    from attn_tui.sources.recorder.capture import Node
-
     arg = node.inputs[at] if at < len(node.inputs) else node.kwargs.get(name)
     return tuple(arg.value.shape) if isinstance(arg, Node) else None
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node
 from attn_tui.sources.recorder.found import ColumnsOp, ConcatOp, Found, GivenOp, LinearOp, Role, ScaleOp
+from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, joined, operand_ref, resolve
 
 SCALARS = ("mul", "div")

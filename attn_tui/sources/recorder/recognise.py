@@ -18,7 +18,7 @@ import re
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import Node, written_parts
+from attn_tui.sources.recorder.capture import written_parts
 from attn_tui.sources.recorder.contract import UnrecognisedError, bilinear, is_product, transposed
 from attn_tui.sources.recorder.energy import learned_vector
 from attn_tui.sources.recorder.found import (
@@ -32,6 +32,7 @@ from attn_tui.sources.recorder.found import (
     WeightedSumOp,
 )
 from attn_tui.sources.recorder.fused import unfused
+from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, projection, scale_of, unscaled
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
 

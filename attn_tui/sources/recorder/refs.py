@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from attn_tui.sources.recorder.capture import Node, Origin
+from attn_tui.sources.recorder.node import Node, Origin
 
 MAX_INDEX = 1 << 24  # numbers a view may hold for the recogniser to follow it (int64 indices: 128 MiB)
 

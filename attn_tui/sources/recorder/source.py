@@ -24,7 +24,12 @@ class RecorderSource:
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, RecordAsk)
         if ask.held is not None:  # recorded already: the very trace, never run again
-            return ask.held.recorded
+            from attn_tui.trace.stage import Trace
+
+            held = ask.held.recorded
+            if not isinstance(held, Trace):  # the ask holds it untyped (ask sits below the trace)
+                raise TypeError(f"a recorded ask holds a {type(held).__name__}, not a Trace")
+            return held
         from dataclasses import replace
 
         from attn_tui.ask.budget import memory_limit

@@ -20,11 +20,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
+from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
 from attn_tui.ask.settings import ModelInput, Settings
 from attn_tui.i18n import N_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
-from attn_tui.sources.names import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 from attn_tui.tui.widgets.echo import EchoInput

@@ -6,7 +6,7 @@ the user is; each reads the trace through present/ and hands a widget what to dr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar, overload
 
 from rich.text import Text
 
@@ -24,10 +24,46 @@ from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.model_grid import ModelGrid
 
 if TYPE_CHECKING:
-    from attn_tui.tui.widgets.explorer import Explorer
+    from textual.widget import Widget
+
+    from attn_tui.present.compare import Comparison
+    from attn_tui.present.date_compare import SideBySide
+    from attn_tui.present.positions import Position
+    from attn_tui.trace.shown import Shown
+    from attn_tui.trace.stage import Trace
+
+W = TypeVar("W", bound="Widget")
 
 
-def draw_panel(explorer: Explorer, view: StageView) -> None:
+class PanelHost(Protocol):
+    """What the panels read off the explorer (where the user is) and the widgets they fill: declared here, so
+    the panels do not import the Explorer that imports them (Explorer provides every one)."""
+
+    shown: Shown | None
+    shown_b: Shown | None
+    places: list[Position]
+    stage_index: int
+    layer_index: int
+    head: int
+    energy_query: int
+    panel: str
+    shared_scale: bool
+    comparison: Comparison | None
+    pair: SideBySide | None
+
+    @property
+    def trace(self) -> Trace | None: ...
+
+    def transformer_place(self) -> tuple[int, int | None]: ...
+
+    @overload
+    def query_one(self, selector: type[W]) -> W: ...
+
+    @overload
+    def query_one(self, selector: str, expect_type: type[W]) -> W: ...
+
+
+def draw_panel(explorer: PanelHost, view: StageView) -> None:
     """The panel on show other than the stage's own heatmap and compare."""
     trace, shown, panel = explorer.trace, explorer.shown, explorer.panel
     assert trace is not None and shown is not None
@@ -35,7 +71,7 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
     if panel == "model_grid" and summary is not None:
         explorer.query_one(ModelGrid).show(summary, explorer.layer_index, explorer.head)
     elif panel == "rollout" and summary is not None:
-        from attn_tui.attention.summary import ROLLOUT_FORMULA
+        from attn_tui.trace.model_stats import ROLLOUT_FORMULA
 
         explorer.query_one("#rollout", MatrixPanel).show(
             ROLLOUT_FORMULA, summary.rollout,
@@ -63,7 +99,7 @@ def draw_panel(explorer: Explorer, view: StageView) -> None:
             None if sharing is None else sharing_block(sharing))
 
 
-def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
+def draw_compare(explorer: PanelHost, view: StageView) -> StageView | None:
     """A, B and B − A for the stage at the current place; B's view (None when B lacks the stage)."""
     comparison, trace = explorer.comparison, explorer.trace
     assert comparison is not None and trace is not None
@@ -92,7 +128,7 @@ def draw_compare(explorer: Explorer, view: StageView) -> StageView | None:
     return b_view
 
 
-def draw_models(explorer: Explorer, view: StageView) -> StageView:
+def draw_models(explorer: PanelHost, view: StageView) -> StageView:
     """Two date models side by side: each one's alignment as far as A's decode has got, and B − A."""
     from attn_tui.present.date_compare import side_by_side
 

@@ -1,7 +1,8 @@
 """From given options to a model run (`--model`, or a model sample): the command line's and the API's.
 
 Beside `ask.request`, which builds a variant Request from the same options; this half
-knows the date models by name and their target's alphabet, so it lives with the sources.
+knows the date models by name (`ask.models`) and their target's alphabet. Torch-free, like all of `ask`, so the
+command line, the API and the app build a model's ask without importing a source.
 """
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
+from attn_tui.ask.models import DATE_MODELS, GRU_DATE_MODELS
 from attn_tui.ask.request import MATRIX_OPTIONS, VARIANT_OPTIONS, refuse, sentence
 from attn_tui.ask.settings import ModelInput
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
-from attn_tui.sources.names import DATE_MODELS, GRU_DATE_MODELS
 
 
 def model_input(args: argparse.Namespace) -> ModelInput | None:
@@ -47,13 +48,10 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     given = {"name": args.model, "text": None if args.text is None else sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
-    if args.target is not None:
+    if args.target is not None:  # its alphabet and length are the model's: the date source checks them (codec)
         check_text(args.target, "--target")
-        from attn_tui.models.seq2seq.codec import check_target
-
         if not args.target:
             raise InputError(Msg("--target is empty; targets look like 2026-11-22"))
-        check_target(args.target)
     model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
     if model.teacher_forcing and not model.target:
         raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))

@@ -1,4 +1,5 @@
-"""The models attn-tui opens by name, torch-free, so the command line and the app's first frame can list them."""
+"""What models can be asked for: the models attn-tui opens by name, torch-free, so the command line, the app's
+first frame and the views (present) can list them without importing a source."""
 
 from __future__ import annotations
 

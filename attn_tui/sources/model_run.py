@@ -1,0 +1,43 @@
+"""A loaded model and one forward pass over a text: what every family adapter and the shared tracer read.
+
+Its own module, below `sources.hf` (which loads and runs) and `sources.families` (which read the run into
+stages), so the two do not import each other; `sources.hf` re-exports both names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from attn_tui.i18n import Msg
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to trace: its tokenizer, family adapter and sizes."""
+
+    name: str
+    model: Any  # a transformers PreTrainedModel: its submodules are read by attribute
+    tokenizer: Any
+    family: str  # the family adapter that reads it (ask.models.FAMILY_OF): bert | gpt2 | llama | gemma2 | gemma3
+    layers: int
+    heads: int
+    causal: bool
+    positions: int  # the most tokens the model reads
+    width: int  # hidden size
+
+
+@dataclass
+class ModelRun:
+    """One forward pass over one text; traces for any layer and head are cut from it."""
+
+    loaded: LoadedModel
+    tokens: tuple[str, ...]
+    special: tuple[int, ...]  # positions of special tokens ([CLS], [SEP], [PAD], …)
+    hidden_states: tuple[torch.Tensor, ...]  # each (N, d): the input of layer i is [i]
+    attentions: tuple[torch.Tensor, ...]  # each (heads, N, N): the model's own weights
+    mask: torch.Tensor  # (N, N) bool, True = may attend
+    padding: torch.Tensor | None  # (N,) bool, True = a padding key; None when there is none
+    warnings: tuple[Msg, ...] = ()

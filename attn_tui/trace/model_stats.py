@@ -1,0 +1,34 @@
+"""What a whole model's run produced beside its stages: every head's statistics and the attention rollout.
+
+Records only: `attention.summary` computes them from a trace's weights (in the worker), and the views
+(`trace.shown.Shown`, present's model view) read them without importing the attention math.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
+
+
+@dataclass(frozen=True)
+class HeadStats:
+    """What one head does at a glance: how spread, how peaked, how much goes to token 0."""
+
+    layer: int
+    head: int
+    entropy: float  # mean over real query rows, in nats
+    max_weight: float
+    first_token_share: float  # mean weight on key 0 ([CLS] or the first word)
+
+
+@dataclass(frozen=True)
+class ModelStats:
+    """A whole model over one input, computed once in the worker: what the grid, rollout and CLI summary read."""
+
+    weights: torch.Tensor  # (layers, heads, N, N) float32 on the CPU: every head's weights
+    stats: tuple[HeadStats, ...]  # layer-major
+    rollout: torch.Tensor  # (N, N)
+    blocked: torch.Tensor | None  # (N, N) bool: cells the mask hides, None when nothing is masked

@@ -1,0 +1,102 @@
+"""The layers a newcomer sees are the layers the code has: no module of attn_tui imports itself back through
+others, and what can be asked (`ask`) loads without torch.
+
+The graph is grimp's (the one import-linter checks the contracts in pyproject.toml with), built from the
+sources, not from what happens to be imported. It holds every import a module makes at run time, at its top or
+inside a function: a lazy import that closes a loop is still a loop a reader has to untangle. Imports made only
+for the type checker (under `if TYPE_CHECKING:`) count too, as they do in the contracts: a type hint that points
+up a layer is a loop the type checker, and the reader, still walk. The runtime graph (without them) is checked
+on its own as well, so a failure says which kind of import closed the loop.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping, Set
+
+import grimp
+import pytest
+
+
+def _graph(exclude_type_checking: bool) -> dict[str, set[str]]:
+    # No cache: grimp's cache does not tell a graph with type-only imports from one without.
+    graph = grimp.build_graph("attn_tui", exclude_type_checking_imports=exclude_type_checking, cache_dir=None)
+    return {module: {m for m in graph.find_modules_directly_imported_by(module) if m in graph.modules}
+            for module in graph.modules}
+
+
+@pytest.fixture(scope="module")
+def runtime() -> dict[str, set[str]]:
+    return _graph(exclude_type_checking=True)
+
+
+def cycles(graph: Mapping[str, Set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iterative), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    """The finder itself: a loop of three is found, a chain and a self-contained module are not."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_module_imports_itself_back(runtime: dict[str, set[str]]) -> None:
+    assert len(runtime) > 100  # the whole package was read, not an empty graph
+    assert cycles(runtime) == []
+
+
+def test_type_only_imports_close_no_loop_either(runtime: dict[str, set[str]]) -> None:
+    """With the imports under `if TYPE_CHECKING:` added back, still no loop."""
+    typed = _graph(exclude_type_checking=False)
+    assert any(typed[module] - runtime[module] for module in typed)  # there are type-only imports, and they count
+    assert cycles(typed) == []
+
+
+@pytest.mark.parametrize("module", ["attn_tui.ask.options", "attn_tui.ask.settings", "attn_tui.ask.models",
+                                    "attn_tui.ask.model_request"])
+def test_what_can_be_asked_loads_without_torch(module: str) -> None:
+    """The command line's options, the asks and the model catalog are read before torch is (the first frame)."""
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
