@@ -79,8 +79,9 @@ def _header(trace: Trace) -> dict[str, object]:
 
 
 def geometry_header(trace: Trace) -> dict[str, object]:
-    """Each layer's geometry by layer number (mask, window, positions, scale, temperature, cap, sink, the heads
-    that differ): with the exported q and k, enough to redo every layer's weights."""
+    """Each traced layer's geometry by layer number (mask, window, positions, scale, temperature, cap, sink, the
+    heads that differ): with the exported q and k, enough to redo the layer's weights. A model traces a layer when
+    it is asked for (`select_stages` fills the one exported), so a model's other layers are not computed for it."""
     return {str(layer): asdict(geometry) for layer, geometry in sorted(trace.geometry.items())}
 
 

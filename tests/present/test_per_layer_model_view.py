@@ -46,3 +46,18 @@ def test_the_caption_says_each_layers_geometry(tmp_path: Path) -> None:
     captions = [place_caption(trace, stage_view(trace, "weights", layer, 0, 0), layer, 0) for layer in (0, 1)]
     assert captions[0].endswith("\nlayer 0: sliding window 3 · rotary θ=10000 · scale 1/√8 · cap 2")
     assert captions[1].endswith("\nlayer 1: causal · rotary θ=10000 · scale 1/√8 · cap 2")
+
+
+def test_the_export_carries_each_layers_own_geometry(tmp_path: Path) -> None:
+    """A model alternating sliding and global layers exports both geometries; read back, they are the trace's."""
+    import json
+
+    from attn_tui.io.export import export, read_geometry
+
+    trace = run(ModelInput(str(_tiny(tmp_path, "gemma3_text")), TEXT)).trace
+    for layer in range(trace.layers):
+        trace.fill(layer, 0)
+    path = export(trace, list(trace)[:1], "json", tmp_path / "gemma3.json")
+    geometry = read_geometry(json.loads(path.read_text(encoding="utf-8"))["geometry"])
+    assert geometry == trace.geometry and sorted(geometry) == list(range(trace.layers))
+    assert [(g.mask, g.window) for g in geometry.values()] == [("sliding", 3), ("causal", None)] * 2
