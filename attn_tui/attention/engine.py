@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -19,6 +19,7 @@ from attn_tui.attention.params import ParamFactory
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.trace import masks
+from attn_tui.trace.geometry import HeadGeometry, LayerGeometry, Positional
 from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.meta import VariantRun
 from attn_tui.trace.ops import Columns, Given, Identity, Linear, Lookup, Op, Operand, Place, Sinusoid, Sum
@@ -37,6 +38,7 @@ class Context:
     hidden: int | None  # attention hidden size for additive/concat
     source: Operand  # what the projections read: a stage (embedding, embedded_pos) or the input "X"
     lazy: bool  # the score family is read by tiles (a long input), never held whole
+    positions: Positional = field(default_factory=Positional)  # how positions entered the input (sinusoidal: absolute)
 
     @property
     def settings(self) -> Settings:
@@ -58,6 +60,20 @@ class Context:
     @property
     def qk_axes(self) -> tuple[Axis, Axis]:
         return self.tail.query_axis, self.tail.key_axis
+
+    def record_geometry(self, scale: float, positional: Positional | None = None,
+                        heads: tuple[HeadGeometry, ...] = (), sink: bool = False) -> None:
+        """The run's one layer as a LayerGeometry (trace.geometry[0]), so a variant answers `geometry_of(0)` as a
+        model's layer does: the mask as the settings drew it, how positions enter (the input's sinusoids unless
+        the variant turns or biases by position itself), `scale`, the variant's factor on q·k (1 where nothing
+        scales it), and the temperature that divides every score before the softmax."""
+        s = self.settings
+        mask = self.tail.mask
+        window = mask.window if mask is not None else None
+        kind = ("sliding" if window is not None else "causal" if "causal" in s.mask
+                else "custom" if mask is not None and mask.custom is not None else "full")
+        self.trace.geometry[0] = LayerGeometry(kind, window, positional or self.positions, scale,
+                                               heads=heads, temperature=s.temperature, sink=sink)
 
     def scores(self, pre: PreTile, stages: list[PreStage], last: str) -> torch.Tensor:
         """A single-head variant's score family from `pre`, then the shared tail on the values; the output."""
@@ -116,7 +132,8 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
         lazy = len(q_tokens) * len(k_tokens) > LAZY_CELLS
     meta = VariantRun(s, vocab=read.vocab)
     trace.meta = meta
-    ctx = Context(trace, meta, params, tail, s.dim, x_source, lazy)
+    ctx = Context(trace, meta, params, tail, s.dim, x_source, lazy,
+                  Positional("absolute") if x_source == Place("embedded_pos") else Positional())
     if variant.takes_x:
         variant.run(ctx, trace.operand(x_source), s.heads)
         return

@@ -62,5 +62,15 @@ def model_stats(trace: Trace) -> ModelStats:
     """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
     weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
     real = real_keys(trace)  # (N,)
-    blocked = None if trace.mask is None else (~trace.mask.allowed).cpu()
-    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked)
+    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace))
+
+
+def blocked(trace: Trace) -> torch.Tensor | None:
+    """(layers, N, N) bool: the cells each layer's own mask hides (a sliding layer its window, a global layer
+    only what the whole model masks); None when no layer masks anything."""
+    layer_masks = [trace.mask_of(layer) for layer in range(trace.layers)]
+    if all(mask is None for mask in layer_masks):
+        return None
+    n, s = len(trace.query_tokens), len(trace.key_tokens)
+    return torch.stack([torch.zeros(n, s, dtype=torch.bool) if mask is None else (~mask.allowed).cpu()
+                        for mask in layer_masks])

@@ -14,8 +14,8 @@ import math
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -27,6 +27,7 @@ from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.controls import UNSAFE, json_safe, printable
 from attn_tui.io.files import partial, quoted, writable_file, writable_folder, write_atomic
+from attn_tui.trace.geometry import HeadGeometry, LayerGeometry, Positional
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.stage import Stage, Trace
 
@@ -72,7 +73,38 @@ def _header(trace: Trace) -> dict[str, object]:
         "mask_convention": "1 = may attend, 0 = masked (torch SDPA)",
         "mask": _mask(trace),
         "warnings": [str(w) for w in trace.warnings],
+        "geometry": geometry_header(trace),
+        "steps": steps_header(trace),
     }
+
+
+def geometry_header(trace: Trace) -> dict[str, object]:
+    """Each traced layer's geometry by layer number (mask, window, positions, scale, temperature, cap, sink, the
+    heads that differ): with the exported q and k, enough to redo the layer's weights. A model traces a layer when
+    it is asked for (`select_stages` fills the one exported), so a model's other layers are not computed for it."""
+    return {str(layer): asdict(geometry) for layer, geometry in sorted(trace.geometry.items())}
+
+
+def read_geometry(header: Mapping[str, object]) -> dict[int, LayerGeometry]:
+    """The layers' geometry back from `geometry_header`'s JSON (a JSON header, or an .npz's `_geometry`)."""
+    out = {}
+    for layer, raw in header.items():
+        assert isinstance(raw, dict)
+        fields = dict(raw)
+        fields["positional"] = Positional(**fields["positional"])
+        fields["heads"] = tuple(HeadGeometry(**head) for head in fields["heads"])
+        out[int(layer)] = LayerGeometry(**fields)
+    return out
+
+
+def steps_header(trace: Trace) -> dict[str, object] | None:
+    """What the steps are (decoder steps, tokens, key tiles, recorded calls), each step's label in the language
+    on show and the keys it adds; None for a trace without steps."""
+    steps = trace.step_axis
+    if steps is None:
+        return None
+    return {"kind": steps.kind, "names": [str(step.name) for step in steps],
+            "labels": [str(step.label) for step in steps], "new_keys": [list(step.new_keys) for step in steps]}
 
 
 def _mask(trace: Trace) -> object:
@@ -173,8 +205,11 @@ def trace_to_json(trace: Trace, stages: list[Stage] | None = None, params: bool 
     return buffer.getvalue()
 
 
-def write_npz(stages: list[Stage], path: Path) -> None:
+def write_npz(stages: list[Stage], path: Path, trace: Trace | None = None) -> None:
     """Numpy arrays, one per stage (named by its place), in one .npz; a lazy stage is written by row blocks.
+
+    With `trace`, two string arrays join them: `_geometry` and `_steps`, the JSON of each layer's geometry
+    and of the step axis (as the JSON export's header has them), readable with `np.load` without pickle.
 
     An .npz is a zip of .npy files: each is written block by block into a memory-mapped
     .npy first, so a 16k × 16k stage never has to fit in memory.
@@ -194,6 +229,11 @@ def write_npz(stages: list[Stage], path: Path) -> None:
             array.flush()
             del array
             archive.write(member, f"{stage.key}.npy")
+        if trace is not None:
+            for name, value in (("_geometry", geometry_header(trace)), ("_steps", steps_header(trace))):
+                member = Path(scratch) / "header.npy"
+                np.save(member, np.array(json.dumps(value, ensure_ascii=False)))
+                archive.write(member, f"{name}.npy")
 
 
 def write_csv(stage: Stage, out: TextIO, terminal: bool = False) -> None:
@@ -305,7 +345,7 @@ def export(trace: Trace, stages: list[Stage], fmt: str, path: Path, params: bool
                 out.write("\n")
             write_atomic(path, _text(write_json))
         elif fmt == "npz":
-            write_atomic(path, lambda partial: write_npz(stages, partial))
+            write_atomic(path, lambda partial: write_npz(stages, partial, trace))
         elif folder:
             path.mkdir(exist_ok=True)
             for stage in stages:

@@ -76,13 +76,14 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
     """Per-head grids, statistics and the rollout of a transformer's trace, from what the worker computed."""
     special = frozenset(trace.meta.special_tokens)
     tokens = trace.query_tokens
-    hidden = None if stats.blocked is None else stats.blocked.numpy()
+    hidden = None if stats.blocked is None else stats.blocked.numpy()  # (layers, N, N): each layer's own mask
 
     def grid(name: str, values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
         return Grid(values, tokens, tokens, "query", "key", masked, scale=kind_of(name).scale, special_rows=special,
                     special_cols=special)
 
-    cells = tuple(HeadCell(s.layer, s.head, grid("weights", as_array(stats.weights[s.layer, s.head]), hidden),
+    cells = tuple(HeadCell(s.layer, s.head, grid("weights", as_array(stats.weights[s.layer, s.head]),
+                                                 None if hidden is None else hidden[s.layer]),
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
                         grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))

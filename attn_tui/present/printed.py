@@ -16,6 +16,7 @@ from attn_tui.present.grid import Grid
 from attn_tui.present.settings_line import settings_line
 from attn_tui.present.stage_facts import StageFacts, kind_facts
 from attn_tui.present.stage_view import stage_slice
+from attn_tui.present.step_words import printed_step
 from attn_tui.present.text import printable
 from attn_tui.present.titles import axis_title
 
@@ -58,7 +59,7 @@ class PrintedTrace:
 def printed_stage(trace: Trace, stage: Stage) -> PrintedStage:
     """A stage with the grids the app would draw for it (a 3-D stage: its first MAX_SLICES queries)."""
     where = " · " + _("head {h}").format(h=stage.head) if stage.head is not None else ""
-    where += " · " + _("step {t}").format(t=stage.step) if stage.step is not None else ""
+    where += " · " + printed_step(trace, stage.step, stage.place.module) if stage.step is not None else ""
     first = stage_slice(trace, stage, 0)
     slices: list[tuple[str, Grid]] = [("", first.grid)]
     more = 0

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
+from attn_tui.present.geometry_line import geometry_line
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
@@ -157,11 +158,18 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
         shared = _("reads key/value head {kv}").format(kv=kv[view.head])
         if trace.layers > 1:
             return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head) + \
-                f"  ({shared})"
+                f"  ({shared})" + _layer_geometry(trace, layer)
         return _("head {head} of {n}").format(head=view.head, n=trace.heads) + f"  ({shared})"
     if trace.layers > 1:
-        return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head)
+        return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head) + \
+            _layer_geometry(trace, layer)
     return _("head {head} of {n}").format(head=view.head, n=trace.heads) if view.head is not None else ""
+
+
+def _layer_geometry(trace: Trace, layer: int) -> str:
+    """A model's layer on show, as its geometry says (its own window, rotary base, scale, cap), on its own line."""
+    line = geometry_line(trace, layer)
+    return "\n" + line if line else ""
 
 
 def decoder_caption(trace: Trace, meta: DecoderRun, view: StageView, layer: int, head: int) -> str:

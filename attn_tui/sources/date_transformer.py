@@ -23,6 +23,7 @@ from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap
 from attn_tui.sources.dates import encoded, so_far, visible
+from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.growing import OnStep, Publisher
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Linear, Mean, Place, Scale, Stack
@@ -117,6 +118,10 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
     meta = DecoderRun(name, "scaled_dot", text.strip(), "", 0, target, teacher_forcing, layers=cfg.layers,
                       heads=cfg.heads, arch="transformer")
     trace = Trace(meta, (), chars, "cpu", "float32")
+    for layer in range(cfg.layers):  # each layer's cross-attention, which its alignment shows: every input
+        # character, sinusoids added to the embeddings, q·k / √d_h (its self-attention is the same, but causal)
+        trace.geometry[layer] = LayerGeometry("full", None, Positional("absolute"),
+                                              1 / math.sqrt(cfg.d_model // cfg.heads))
     trace.params = {n: p.detach() for n, p in model.named_parameters() if ".W_q." in n or ".W_k." in n
                     or ".W_v." in n}
     taps: list[Tap] = []

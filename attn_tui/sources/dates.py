@@ -17,6 +17,7 @@ from attn_tui.errors import InputError
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.net import AttentionParts, Seq2Seq
+from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.growing import OnStep, Publisher
 from attn_tui.trace.meta import DecoderRun
 from attn_tui.trace.ops import Dot, Given, Linear, Place, Reduce, Stack, TanhOfSum
@@ -101,6 +102,9 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     token = torch.tensor([codec.OUT_STOI[dates.START]])
     meta = DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing)
     trace = Trace(meta, (), chars, "cpu", "float32")
+    # One attention: the decoder state reads every input character (no mask but the padding, no position, no
+    # scale: the GRU carries order itself).
+    trace.geometry[0] = LayerGeometry("full", None, Positional("none"), 1.0)
     trace.params = {n: p.detach() for n, p in model.decoder.attention.named_parameters()}
     produced: list[str] = []
     fed: list[str] = []

@@ -31,4 +31,4 @@ class ModelStats:
     weights: torch.Tensor  # (layers, heads, N, N) float32 on the CPU: every head's weights
     stats: tuple[HeadStats, ...]  # layer-major
     rollout: torch.Tensor  # (N, N)
-    blocked: torch.Tensor | None  # (N, N) bool: cells the mask hides, None when nothing is masked
+    blocked: torch.Tensor | None  # (layers, N, N) bool: cells each layer's own mask hides; None: nothing masked

@@ -15,6 +15,7 @@ from textual.command import SimpleCommand
 
 from attn_tui.i18n import _
 from attn_tui.present.positions import bar_window, place_title
+from attn_tui.present.step_words import step_label
 from attn_tui.tui.widgets.explorer import DIGITS
 
 if TYPE_CHECKING:
@@ -34,5 +35,8 @@ def stage_commands(explorer: Explorer) -> list[SimpleCommand]:
         key = digit.get(n)
         help_text = _("here") if n == explorer.stage_index else None if key is None else _("key: {key}").format(
             key=key)
+        label = None if place.step is None else step_label(trace, place.step, place.module)
+        if label is not None:  # what the step is: its tile's keys, what the decoder wrote, which call and item
+            help_text = label if help_text is None else f"{label} · {help_text}"
         commands.append(SimpleCommand(place_title(trace, place), partial(explorer.go_to_place, n), help_text))
     return commands

@@ -34,7 +34,7 @@ def test_a_flash_tile_is_counted_from_zero_in_caption_picker_inspector_and_table
         assert explain(trace, Place("tile_scores", step=t), (0, 0)).lines[0] == f"column 0 of tile {t} is key {3 * t}"
     out = io.StringIO()
     print_trace(printed_trace(trace, [trace.stage("running_max", step=0)]), Console(file=out, width=120))
-    assert "running_max · step 0" in out.getvalue()
+    assert "running_max · tile 0" in out.getvalue()  # a tile, named as one (was a generic "step")
 
 
 def test_every_place_has_a_distinct_title_for_the_picker() -> None:

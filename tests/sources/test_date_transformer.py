@@ -123,3 +123,25 @@ def test_both_date_models_align_the_same_input_side_by_side(forcing: bool) -> No
     assert gru.tensor("alignment")[:4, year].sum(-1).min() > 0.5  # both read the year from the year
     assert max(float(transformer.tensor("alignment", 1, h, None, "cross_attn")[:4, year].sum(-1).min())
                for h in range(transformer.heads)) > 0.5
+
+
+def test_each_layers_geometry_redoes_its_cross_attention(trace) -> None:
+    """Every layer records its geometry, and its scale alone turns the recorded q and k into the weights."""
+    import torch
+
+    assert sorted(trace.geometry) == list(range(trace.layers))
+    for layer in range(trace.layers):
+        geometry = trace.geometry_of(layer)
+        assert geometry is not None and geometry.mask == "full" and geometry.positional.kind == "absolute"
+        for head in range(trace.heads):
+            q = trace.tensor("query", layer, head, 0, "cross_attn").double()
+            k = trace.tensor("key", layer, head, 0, "cross_attn").double()
+            weights = trace.tensor("weights", layer, head, 0, "cross_attn").double()
+            torch.testing.assert_close(weights, (q @ k.T * geometry.scale).softmax(-1), atol=1e-5, rtol=1e-4)
+
+
+def test_the_gru_records_its_one_unscaled_full_attention() -> None:
+    gru = run(ModelInput("seq2seq-dates", "22 Nov 2026")).trace
+    geometry = gru.geometry_of(0)
+    assert geometry is not None and (geometry.mask, geometry.window, geometry.scale) == ("full", None, 1.0)
+    assert geometry.positional.kind == "none"

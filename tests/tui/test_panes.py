@@ -173,6 +173,21 @@ async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> 
         assert "key tile 2 of 3" in _text(app.query_one("#stage-bar"))
 
 
+async def test_the_picker_says_what_each_step_is() -> None:
+    """Each stepped place's help is its step's own label: the tile's keys (in Korean too), beside the digit."""
+    app = sample_app("flash_tiles")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        helps = {c.name: c.help_text for c in stage_commands(app.explorer)}
+        keys = app.trace.step_axis.items[2].new_keys
+        assert helps["tile 2 · rescale"] == f"tile 2 (keys 6–{5 + len(keys)})"
+        assert helps["embedding"] is None or "tile" not in helps["embedding"]
+        await pilot.press("t")
+        await settle(pilot)
+        helps = {c.name: c.help_text for c in stage_commands(app.explorer)}
+        assert any(h is not None and h.startswith("타일 2 (키 6–") for h in helps.values())
+
+
 async def test_a_bar_the_digits_cover_makes_no_mention_of_the_picker() -> None:
     app = sample_app("korean")
     async with app.run_test(size=SIZE) as pilot:

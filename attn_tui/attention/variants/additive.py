@@ -35,6 +35,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
         energy = torch.tanh(qp[rows][:, None, :] + kp[cols][None, :, :])  # (rows, cols, H)
         return {"energy": energy[None], "scores": (energy @ v_a)[None]}
 
+    ctx.record_geometry(1.0)  # a small network scores each pair; only the temperature scales it
     ctx.scores(pre, [
         PreStage("energy", "E[i,j] = tanh(W_a q_i + U_a k_j)", (*ctx.qk_axes, hid),
                  lambda at: TanhOfSum(at.at("query_proj"), at.at("key_proj"))),

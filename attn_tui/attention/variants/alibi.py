@@ -17,6 +17,7 @@ from attn_tui.attention.attend import PreStage, score_family
 from attn_tui.attention.variants.heads import concat_heads, heads_of
 from attn_tui.attention.variants.scaled_dot import scaled_stages
 from attn_tui.i18n import Msg
+from attn_tui.trace.geometry import HeadGeometry, Positional
 from attn_tui.trace.ops import DistanceBias, Sum
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     m = torch.tensor(slopes(heads.count), dtype=q.dtype, device=q.device)  # (H,)
     ctx.trace.params[SLOPES] = m
     stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
+    ctx.record_geometry(factor, Positional("alibi"),
+                        tuple(HeadGeometry(h, slope=slope) for h, slope in enumerate(m.tolist())))
     qh, kh = heads.q, heads.k
 
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:

@@ -30,6 +30,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
         energy = torch.tanh(pairs @ w_c.T)  # (rows, cols, H)
         return {"energy": energy[None], "scores": (energy @ v_c)[None]}
 
+    ctx.record_geometry(1.0)  # a small network scores each pair; only the temperature scales it
     ctx.scores(pre, [
         PreStage("energy", "E[i,j] = tanh(W_c [q_i; k_j])", (*ctx.qk_axes, dim_axis(hidden, "hidden", "h")),
                  lambda at: TanhOfPair(at.at("query"), at.at("key"), "W_c")),

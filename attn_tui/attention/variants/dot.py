@@ -18,4 +18,5 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
         return {"scores": (q[rows] @ k[cols].T)[None]}  # (1, rows, cols)
 
     stage = PreStage("scores", "S = Q·Kᵀ: S[i,j] = q_i·k_j", ctx.qk_axes, lambda at: Dot(at.at("query"), at.at("key")))
+    ctx.record_geometry(1.0)  # raw q·k: nothing scales it but the temperature
     ctx.scores(pre, [stage], "scores")

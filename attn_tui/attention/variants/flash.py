@@ -36,6 +36,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     trace, tail = ctx.trace, ctx.tail
     n_q, n_k, d_v = q.shape[0], k.shape[0], v.shape[1]
     factor = 1 / math.sqrt(q.shape[1])
+    ctx.record_geometry(factor)
     dtype = masks.softmax_dtype(q.dtype)
     values = v.to(dtype)
     top = torch.full((n_q, 1), -math.inf, dtype=dtype, device=q.device)  # m: nothing seen yet

@@ -29,4 +29,5 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
 
     stage = PreStage("scores", "S = Q'·Kᵀ: S[i,j] = (W_a q_i)·k_j", ctx.qk_axes,
                      lambda at: Dot(at.at("query_proj"), at.at("key")))
+    ctx.record_geometry(1.0)  # (W_a q)·k unscaled
     ctx.scores(pre, [stage], "scores")

@@ -88,6 +88,7 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     index = torch.tensor(kv, device=x.device)
     keys, values = projected["k_proj"][index], projected["v_proj"][index]  # (H, N, d_h): each head's group's
     stages, factor = scaled_stages(ctx.qk_axes, d_h)
+    ctx.record_geometry(factor)
     outputs = score_family(trace, ctx.tail, scaled_pre(projected["q_proj"], keys, factor), stages, "scaled", values,
                            [Place("scores", head=h) for h in range(heads)],
                            [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (H, N, d_h)

@@ -44,6 +44,7 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
             trace.add(Stage(Place(name, head=h), per_head[part, h], Join("", f"{letter}_{h} = {letter}[:, ", span, "]"),
                             (axis, head_dims), Columns(Place("qkv_proj"), part * d_model + h * d_h)))
     stages, factor = scaled_stages(ctx.qk_axes, d_h)
+    ctx.record_geometry(factor)
     outputs = score_family(trace, ctx.tail, scaled_pre(per_head[0], per_head[1], factor), stages, "scaled",
                            per_head[2], [Place("scores", head=h) for h in range(heads)],
                            [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (heads, N, d_h)

@@ -17,6 +17,7 @@ from attn_tui.attention.attend import PreStage
 from attn_tui.attention.variants.scaled_dot import SCALE_REASON, scaled_pre
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
+from attn_tui.trace.geometry import Positional
 from attn_tui.trace.ops import Dot, Place, Rotary, Scale
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
@@ -86,4 +87,5 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     k_rot = record_rotation(ctx.trace, Place("key_rot"), Place("key"), k, cos[:k.shape[0]], sin[:k.shape[0]],
                             (ctx.key_axis, dims), base)
     stages, factor = rotated_score_stages(ctx.qk_axes, d)
+    ctx.record_geometry(factor, Positional("rotary", base))
     ctx.scores(scaled_pre(q_rot[None], k_rot[None], factor), stages, "scaled")

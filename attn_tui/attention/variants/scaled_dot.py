@@ -46,4 +46,5 @@ def scaled_stages(axes: tuple[Axis, Axis], d_k: int, scale: float | None = None)
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     stages, factor = scaled_stages(ctx.qk_axes, q.shape[-1])
+    ctx.record_geometry(factor)
     ctx.scores(scaled_pre(q[None], k[None], factor), stages, "scaled")

@@ -29,6 +29,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     sink = ctx.params.normal(SINK, heads.count, std=1.0)  # (H,) seeded, as if learned
     tail = replace(ctx.tail, sink=sink.to(masks.softmax_dtype(sink.dtype)), sink_name=SINK)
     stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
+    ctx.record_geometry(factor, sink=True)
     outputs = score_family(ctx.trace, tail, scaled_pre(heads.q, heads.k, factor), stages, "scaled", heads.v,
                            heads.scores_at, heads.values_at, ctx.lazy)
     concat_heads(ctx, heads, outputs)
