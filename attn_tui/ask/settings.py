@@ -162,6 +162,8 @@ class ModelInput:
     device: str = "auto"
 
     kind = "model"  # what every ask says it is: variants | model | recorded
+    from_panes = True  # the panes show it and an edit asks for it again (the user's code: they cannot)
+    runs_code = False  # computing it runs a script (only a RecordAsk that holds no trace yet does)
 
     def on_device(self, device: str) -> ModelInput:
         """The same ask on another device (the door's CPU fallback)."""
@@ -192,6 +194,8 @@ class Request:
     mask_by_hand: bool = False  # the custom mask was made cell by cell with `x`, not given by a file or sample
 
     kind = "variants"
+    from_panes = True
+    runs_code = False
 
     @property
     def device(self) -> str:
@@ -250,7 +254,12 @@ class RecordAsk:
     held: Held | None = None  # recorded already: the trace is read from it, nothing runs
 
     kind = "recorded"
+    from_panes = False  # the panes hold attn-tui's settings, not the user's code: an edit sets it aside
     device = "auto"  # the code chooses its own device: there is nothing to fall back from
+
+    @property
+    def runs_code(self) -> bool:
+        return self.held is None
 
     @property
     def file_name(self) -> str:

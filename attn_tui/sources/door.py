@@ -41,8 +41,7 @@ def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False, on_
         if not cpu_fallback or not ask.device.startswith("cuda"):
             raise
         notice = Msg("{reason} — computing on the CPU instead", reason=exc.message)
-        ask = ask.on_device("cpu")
-        trace = _trace(ask, max_memory, on_step)
+        trace = _trace(ask.on_device("cpu"), max_memory, on_step)  # the ask shown stays as asked: CUDA next time
     stats = None
     if isinstance(trace.meta, TransformerRun):
         from attn_tui.attention.summary import model_stats

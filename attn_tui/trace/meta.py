@@ -46,11 +46,6 @@ class _Answers:
         return None
 
     @property
-    def decodes(self) -> bool:
-        """The steps are a decode, one written token each (flash's tiles and recorded calls are not)."""
-        return self.decoding is not None
-
-    @property
     def program(self) -> RecordedRun | None:
         return None
 

@@ -38,7 +38,7 @@ from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
 from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
-from attn_tui.tui.classes import set_classes
+from attn_tui.tui.classes import MIN_SIZE, screen_classes, set_classes
 from attn_tui.tui.comparing import CompareActions
 from attn_tui.tui.editing import EditingActions
 from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within, exit_code
@@ -67,18 +67,9 @@ if TYPE_CHECKING:
     from attn_tui.present.compare import Comparison
     from attn_tui.trace.stage import Trace
 
-MIN_SIZE = (60, 18)  # below this the layout cannot hold its panes
-WIDE = 120  # from this width the inspector and explanation sit side by side
-NARROW = 80  # below this width the left column gives up some of its room
-
-
-def screen_classes(width: int, height: int) -> dict[str, bool]:
-    """The screen's classes for a terminal of this size; app.tcss lays the panes out by them."""
-    return {"-too-small": width < MIN_SIZE[0] or height < MIN_SIZE[1],
-            "-wide": width >= WIDE, "-narrow": width < NARROW}
-
-
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
+
+
 def palette_commands() -> type[Provider]:
     """Our palette commands, imported when the palette first opens (not before the first frame)."""
     from attn_tui.tui.commands import AttnCommands
@@ -152,18 +143,6 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
     def wanted(self) -> Ask:
         """What the user asks for now (may be in flight, or invalid)."""
         return self.state.wanted
-
-    @property
-    def generation(self) -> int:
-        return self.state.generation
-
-    @property
-    def shown_generation(self) -> int:
-        return self.state.shown_generation
-
-    @property
-    def loaded_models(self) -> set[str]:
-        return self.state.loaded_models
 
     @property
     def comparison(self) -> Comparison | None:
@@ -341,8 +320,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         if failure is None:
             return  # a newer ask is on its way
         self.settled(message.ask)
-        if self.shown is not None and self.explorer.shown is not self.shown:
-            self.explorer.show(self.shown)  # the steps of a decode that then failed go; the last result is back
+        self.back_to_shown()
         self.explorer.show_error(self.state.error)
         if failure.model is not None:
             self.query_one(ModelPane).show_status(_("✗ could not open {model}").format(model=failure.model[:40])
@@ -354,6 +332,11 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             self.show_ask(failure.back, matrices=False)
             if failure.recompute:
                 self.compute_wanted()
+
+    def back_to_shown(self) -> None:
+        """The steps of a decode that failed or was dropped go: the last whole result is drawn again."""
+        if self.state.growing is None and self.shown is not None and self.explorer.shown is not self.shown:
+            self.explorer.show(self.shown)
 
     def settled(self, ask: Ask) -> None:
         """A computation ended: the loading indicator goes (and, once painted, start-up is over)."""

@@ -73,6 +73,8 @@ class EditingActions(_AppBase):
 
         def show_error(self, parts: list[str | Msg], joiner: str = " · ") -> None: ...
 
+        def back_to_shown(self) -> None: ...
+
         @property
         def variants(self) -> Request: ...
 
@@ -89,7 +91,7 @@ class EditingActions(_AppBase):
     def show_ask(self, ask: Ask, matrices: bool = True) -> None:
         """Put an ask into the panes without posting edits back; the matrix editors only when `matrices`."""
         inputs, pane = self.query_one(InputPane), self.query_one(ModelPane)
-        if ask.kind == "recorded":  # the user's code has no pane of its own: the variants' stay as they were
+        if not ask.from_panes:  # the user's code has no pane of its own: the variants' stay as they were
             ask = self.variants
         model, request = ask.model, ask.request
         inputs.model_mode = model is not None
@@ -116,6 +118,7 @@ class EditingActions(_AppBase):
         """An edit that cannot be asked for: what is in flight is dropped, and the error line says why."""
         self.explorer.heatmap.loading = False
         self.show_error(self.state.rejected(error, prefix), "")
+        self.back_to_shown()
 
     # ----- edits from the panes ------------------------------------------------------------
     def on_settings_edited(self, message: SettingsEdited) -> None:
@@ -130,7 +133,7 @@ class EditingActions(_AppBase):
     def apply_settings(self, settings: Settings) -> None:
         source = self.variants.source
         request = Request(source, settings, self.variants.custom_mask, self.variants.mask_by_hand)
-        if VARIANTS[settings.variant].takes_x and source.kind == "matrices":
+        if VARIANTS[settings.variant].takes_x and source.typed:
             self.state.keep_variants(request)
             self.state.drop_in_flight()  # whatever is in flight is no longer wanted
             self.show_applicable()
@@ -146,6 +149,7 @@ class EditingActions(_AppBase):
         if self.state.source_rejected(message.error):
             self.explorer.heatmap.loading = False
             self.explorer.show_error(self.state.error)
+            self.back_to_shown()
 
     def on_input_typed(self, message: InputTyped) -> None:
         self.save_soon()

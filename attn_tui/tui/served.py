@@ -71,8 +71,12 @@ def inside_export_folder(path: Path) -> Path:
 
 
 def check_ask(ask: Ask) -> None:
-    """Served: a model ask names a shipped model (a folder or a cached id would be opened on serve's machine)."""
+    """The app never runs a script (`attn-tui trace` records before the app opens and hands it the trace);
+    served, a model ask names a shipped model (a folder or a cached id would be opened on serve's machine)."""
     from attn_tui.ask.models import MODEL_NAMES
+
+    if ask.runs_code:
+        raise InputError(Msg("the app shows recorded code; it does not run scripts: use `attn-tui trace FILE`"))
 
     model = ask.model
     if served() and model is not None and model.name not in MODEL_NAMES:

@@ -134,9 +134,11 @@ class AppState:
         return model.name if model is not None and model.name not in self.loaded_models else None
 
     def drop_in_flight(self) -> None:
-        """What is in flight was asked with a value no longer on screen: its result will be dropped."""
+        """What is in flight was asked with a value no longer on screen: its result, and the steps of it shown
+        so far, are dropped (the last whole result is what is on show again)."""
         self.generation += 1
         self.shown_generation = self.generation
+        self.growing = None
 
     # ----- results ------------------------------------------------------------------------
     def result_arrived(self, generation: int, shown: Shown) -> bool:
@@ -145,7 +147,7 @@ class AppState:
             return False
         self.shown_generation = generation
         self.shown, self.growing = shown, None
-        if shown.ask.kind == "recorded":  # the user's code: an edit sets it aside, undo brings back this very trace
+        if not shown.ask.from_panes:  # the user's code: an edit sets it aside, undo brings back this very trace
             self.recorded_shown = shown
         model = shown.ask.model
         if model is not None:

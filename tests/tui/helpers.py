@@ -52,7 +52,7 @@ async def settle(pilot: Pilot) -> None:
     for _ in range(MAX_ROUNDS):
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if app.torch_ready and app.generation > 0 and app.shown_generation == app.generation:
+        if app.torch_ready and app.state.generation > 0 and app.state.shown_generation == app.state.generation:
             await pilot.pause()
             return
     raise AssertionError("the app never settled")

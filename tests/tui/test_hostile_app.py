@@ -165,8 +165,8 @@ async def test_a_result_that_arrives_while_the_app_shuts_down_is_dropped() -> No
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         ask = app.wanted
-    app.on_compute_failed(ComputeFailed(app.generation, ModelInput("minilm", "a"), "late"))
-    app.on_trace_ready(type("Late", (), {"generation": app.generation, "shown": None})())  # type: ignore[arg-type]
+    app.on_compute_failed(ComputeFailed(app.state.generation, ModelInput("minilm", "a"), "late"))
+    app.on_trace_ready(type("Late", (), {"generation": app.state.generation, "shown": None})())  # type: ignore[arg-type]
     assert app.wanted is ask and app._exception is None
 
 

@@ -206,7 +206,7 @@ async def test_a_matrix_error_keeps_the_last_valid_result_says_so_and_follows_t(
         await pilot.pause()
         await settle(pilot)
         assert "nan is not a finite number" in app.error and app.error.endswith("(showing the last valid result)")
-        assert app.shown is valid and app.generation == app.shown_generation
+        assert app.shown is valid and app.state.generation == app.state.shown_generation
         assert not app.query_one(Heatmap).loading
         app.query_one(Heatmap).focus()  # `t` typed in the editor would be a letter of the matrix
         await pilot.press("t")

@@ -152,7 +152,7 @@ async def test_the_model_select_switches_to_minilm_and_back() -> None:
         await settle(pilot)
         app.query_one("#set-model", Select).value = "minilm"
         await pilot.pause()
-        assert app.query_one(Heatmap).loading or "minilm" in app.loaded_models  # the indicator while loading
+        assert app.query_one(Heatmap).loading or "minilm" in app.state.loaded_models  # the indicator while loading
         await settle(pilot)
         assert isinstance(app.trace.meta, TransformerRun) and not app.query_one(Heatmap).loading
         assert app.trace.query_tokens[0] == "[CLS]"

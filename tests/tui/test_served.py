@@ -117,3 +117,20 @@ def test_snapshot_served_export_refuses_a_path_outside(snap_compare, monkeypatch
         await pilot.pause()
 
     assert snap_compare(sample_app("korean"), terminal_size=(100, 32), run_before=run_before)
+
+
+@pytest.mark.parametrize("served", [False, True])
+def test_the_app_never_runs_a_script_it_only_shows_a_recorded_one(served: bool, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A RecordAsk that would run code (no trace held) is refused before any worker could run it, served or not;
+    one that holds its trace already (what `attn-tui trace` hands the app) is shown."""
+    from attn_tui.ask.settings import RecordAsk
+
+    if served:
+        monkeypatch.setenv(SERVED_ENV, "1")
+        monkeypatch.setenv(EXPORT_ENV, str(tmp_path))
+    else:
+        monkeypatch.delenv(SERVED_ENV, raising=False)
+    with pytest.raises(InputError, match="does not run scripts"):
+        check_ask(RecordAsk(str(tmp_path / "attack.py")))
+    check_ask(RecordAsk(str(tmp_path / "attack.py")).keeping(object()))

@@ -36,7 +36,7 @@ async def test_first_screen_shows_loading_and_takes_edits_before_torch() -> None
         assert "loading torch" in str(app.query_one("#stage-bar").render())
         app.post_message(SourceEdited(SentenceInput("a b")))
         await pilot.pause()
-        assert app.generation == 0 and app.variants.source == SentenceInput("a b")  # kept for later
+        assert app.state.generation == 0 and app.variants.source == SentenceInput("a b")  # kept for later
 
 
 async def test_the_screen_is_styled_once_at_start_and_again_when_textual_asks(monkeypatch) -> None:

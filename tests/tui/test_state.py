@@ -104,6 +104,20 @@ def test_an_edit_that_cannot_be_asked_drops_what_is_in_flight(shown: dict[str, S
     assert not state.clear_rejection()  # nothing rejected now
 
 
+def test_steps_of_a_decode_in_flight_go_with_it_when_an_edit_is_refused(shown: dict[str, Shown]) -> None:
+    """A decode shows its first steps while it is made; an edit that cannot be asked drops it, its steps too,
+    so what is drawn again is the last whole result, not a decode nobody waits for any more."""
+    state = AppState(A)
+    state.result_arrived(sent(state, A), shown["a"])
+    decoding = sent(state, B)
+    assert state.grew_to(decoding, shown["b"]) is True  # the first steps of this ask: shown
+    assert state.grew_to(decoding, shown["b"]) is False  # more of them
+    assert state.growing is shown["b"]
+    state.rejected("dim must be a whole number")
+    assert state.growing is None and state.shown is shown["a"]
+    assert state.grew_to(decoding, shown["b"]) is None  # a later step of the dropped decode is stale
+
+
 # ----- models that cannot open ----------------------------------------------------------------------------
 def test_a_model_that_never_opened_goes_back_to_what_was_shown(shown: dict[str, Shown]) -> None:
     state = AppState(A)

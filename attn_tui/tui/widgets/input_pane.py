@@ -148,7 +148,7 @@ class InputPane(Vertical):
                 self.query_one(TabbedContent).active = "tab-sentence"
                 return
             texts = source.matrices
-            self.last_matrix = "x" if source.kind == "x" else "qkv"
+            self.last_matrix = "x" if "X" in source.matrices else "qkv"
             for name, (rows, names) in texts.items():
                 text = matrix_text(rows, names)
                 self.query_one(f"#edit-{name}", TextArea).text = text
