@@ -16,13 +16,13 @@ MEASURE = """
 import json, sys, time
 start = time.perf_counter()
 import torch
-from attn_tui.sources import gguf, llama
+from attn_tui.sources import gguf, hf
 imported = time.perf_counter()
 loaded = gguf.load_gguf("smollm2")
 load = time.perf_counter()
 text = sys.argv[1]
 run = gguf.run(loaded, text)
-trace = llama.trace_run(run, 0, 0)
+trace = hf.trace_run(run, 0, 0)
 first = time.perf_counter()
 for layer in range(loaded.layers):
     trace.fill(layer, 0)

