@@ -86,7 +86,7 @@ def geometry_header(trace: Trace) -> dict[str, object]:
 
 
 def read_geometry(header: Mapping[str, object]) -> dict[int, LayerGeometry]:
-    """The layers' geometry back from `geometry_header`'s JSON (a JSON header, or an .npz's `_geometry`)."""
+    """The layers' geometry back from `geometry_header`'s JSON (the JSON export's header)."""
     out = {}
     for layer, raw in header.items():
         assert isinstance(raw, dict)
@@ -205,11 +205,11 @@ def trace_to_json(trace: Trace, stages: list[Stage] | None = None, params: bool 
     return buffer.getvalue()
 
 
-def write_npz(stages: list[Stage], path: Path, trace: Trace | None = None) -> None:
+def write_npz(stages: list[Stage], path: Path) -> None:
     """Numpy arrays, one per stage (named by its place), in one .npz; a lazy stage is written by row blocks.
 
-    With `trace`, two string arrays join them: `_geometry` and `_steps`, the JSON of each layer's geometry
-    and of the step axis (as the JSON export's header has them), readable with `np.load` without pickle.
+    Only stages: `np.load(path)` keys are the stages' places, nothing else (the layers' geometry and the step
+    axis travel in the JSON export's header).
 
     An .npz is a zip of .npy files: each is written block by block into a memory-mapped
     .npy first, so a 16k × 16k stage never has to fit in memory.
@@ -229,11 +229,6 @@ def write_npz(stages: list[Stage], path: Path, trace: Trace | None = None) -> No
             array.flush()
             del array
             archive.write(member, f"{stage.key}.npy")
-        if trace is not None:
-            for name, value in (("_geometry", geometry_header(trace)), ("_steps", steps_header(trace))):
-                member = Path(scratch) / "header.npy"
-                np.save(member, np.array(json.dumps(value, ensure_ascii=False)))
-                archive.write(member, f"{name}.npy")
 
 
 def write_csv(stage: Stage, out: TextIO, terminal: bool = False) -> None:
@@ -345,7 +340,7 @@ def export(trace: Trace, stages: list[Stage], fmt: str, path: Path, params: bool
                 out.write("\n")
             write_atomic(path, _text(write_json))
         elif fmt == "npz":
-            write_atomic(path, lambda partial: write_npz(stages, partial, trace))
+            write_atomic(path, lambda partial: write_npz(stages, partial))
         elif folder:
             path.mkdir(exist_ok=True)
             for stage in stages:

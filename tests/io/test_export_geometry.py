@@ -64,7 +64,7 @@ def test_rotary_geometry_round_trips(tmp_path: Path) -> None:
     torch.testing.assert_close(_weights_from_file(doc, 0), weights, atol=1e-6, rtol=1e-5)
 
 
-def test_the_step_axis_is_exported_in_json_and_npz(tmp_path: Path) -> None:
+def test_the_step_axis_is_exported_in_json_and_the_npz_holds_only_stages(tmp_path: Path) -> None:
     trace = compute(sentence(TEXT, variant="flash", dim=8, tile=4))
     doc = _json(trace, tmp_path / "flash.json")
     assert doc["steps"]["kind"] == "tile"
@@ -72,7 +72,5 @@ def test_the_step_axis_is_exported_in_json_and_npz(tmp_path: Path) -> None:
     assert doc["steps"]["labels"] == ["tile 0 (keys 0–3)", "tile 1 (keys 4–5)"]
     assert doc["steps"]["new_keys"] == [["one", "two", "three", "four"], ["five", "six"]]
     path = export(trace, select_stages(trace, "output"), "npz", tmp_path / "flash.npz")
-    with np.load(path) as archive:  # no pickle: the headers are plain string arrays
-        assert read_geometry(json.loads(str(archive["_geometry"]))) == trace.geometry
-        assert json.loads(str(archive["_steps"])) == doc["steps"]
-        assert archive["output"].shape == (6, 8)
+    with np.load(path) as archive:  # the .npz holds the stages and nothing else; the header is the JSON's
+        assert list(archive.keys()) == ["output"] and archive["output"].shape == (6, 8)
