@@ -121,7 +121,7 @@ class _Matrices(Reader):
         try:
             rows = path.tolist() if hasattr(path, "tolist") else path
             out = [[float(v) for v in row] for row in rows]
-        except (TypeError, ValueError, RuntimeError, NotImplementedError):  # also a meta or sparse tensor
+        except (TypeError, ValueError, RuntimeError):  # also a meta or sparse tensor (a RuntimeError subclass)
             raise InputError(Msg("{name} must be a matrix: a list of rows of numbers, an array or a tensor",
                                  name=name)) from None
         return Parsed(out, (None,) * len(out))

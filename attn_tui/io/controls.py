@@ -8,7 +8,7 @@ sequences on their own in some terminals, so they go too. The bidirectional mark
 overrides and isolates (U+200E/F, U+061C, U+202A–U+202E, U+2066–U+2069) reorder the rest of a line
 in a terminal that does right-to-left text (a token's override would reverse the numbers beside
 it); the line and paragraph separators (U+2028/9) break a line where no newline is seen.
-Written files keep the data exact: JSON spells each such character as `\\uXXXX`, which a reader
+Written files keep the data exact: JSON spells each such character as a `\\u` escape, which a reader
 turns back into the same character.
 """
 
@@ -34,7 +34,7 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def json_safe(document: str) -> str:
-    """A JSON text (from `json.dumps(..., ensure_ascii=False)`) with every unsafe character spelled `\\uXXXX`.
+    """A JSON text (from `json.dumps(..., ensure_ascii=False)`) with every unsafe character as a `\\u` escape.
 
     json.dumps already escapes U+0000–U+001F; DEL, the C1 controls and the bidi marks it leaves raw
     even though they would act on a terminal. Outside strings a JSON text is ASCII punctuation and

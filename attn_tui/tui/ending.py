@@ -32,17 +32,18 @@ def exit_code(signum: int) -> int:
 def catch_ending_signals(on_signal: Callable[[int], None]) -> Callable[[], None]:
     """Call `on_signal(signum)` in the running event loop when SIGTERM or SIGHUP arrive; a function undoing it.
 
-    Only the main thread's loop can take signals (and not on Windows): anywhere else this does nothing."""
+    Only the main thread's loop can take signals (not on Windows, whose loop refuses with a RuntimeError
+    subclass): anywhere else this does nothing."""
     loop = asyncio.get_running_loop()
     caught: list[int] = []
     for signum in ENDING_SIGNALS:
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        with contextlib.suppress(RuntimeError, ValueError):
             loop.add_signal_handler(signum, on_signal, signum)
             caught.append(signum)
 
     def release() -> None:
         for signum in caught:
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            with contextlib.suppress(RuntimeError, ValueError):
                 loop.remove_signal_handler(signum)
 
     return release
