@@ -9,6 +9,7 @@ from attn_tui.ask.checks import check_fields
 from attn_tui.ask.settings import Ask
 from attn_tui.errors import DeviceError
 from attn_tui.i18n import Msg
+from attn_tui.sources.progress import OnProgress, listening
 from attn_tui.sources.registry import source_for
 from attn_tui.trace.meta import TransformerRun
 from attn_tui.trace.shown import Shown
@@ -24,16 +25,23 @@ class GrowingSource(Protocol):
     def trace_growing(self, ask: Ask, max_memory: int | None, on_step: Callable[[Trace], None]) -> Trace: ...
 
 
-def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False, on_step: OnStep | None = None) -> Shown:
+def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False, on_step: OnStep | None = None,
+        on_progress: OnProgress | None = None) -> Shown:
     """Compute `ask` through its source, with a whole model's statistics.
 
     `cpu_fallback`: where CUDA was asked for and cannot be had, compute on the CPU and say so in
     `notice` (the app, where a result is worth more than the exact device); the CLI and the API refuse.
     `on_step`: a source that makes its trace step by step (the date decoders) hands each step's snapshot
     to it as soon as it is made, as a Shown of the trace so far; the finished one is returned as always.
+    `on_progress`: told each phase of a long load (sources/progress.py), for a progress bar.
 
     Imports torch: the app calls it only from a worker thread.
     """
+    with listening(on_progress):
+        return _run(ask, max_memory, cpu_fallback, on_step)
+
+
+def _run(ask: Ask, max_memory: int | None, cpu_fallback: bool, on_step: OnStep | None) -> Shown:
     notice: Msg | None = None
     try:
         trace = _trace(ask, max_memory, on_step)

@@ -6,7 +6,6 @@ each layer's own mask and geometry."""
 from __future__ import annotations
 
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +20,10 @@ from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
+from tests.sources.tiny_models import ALTERNATE, SMALL, TEXT, VOCAB, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
-TEXT = "the cat sat on the mat and looked at the door"
-VOCAB = 30522  # the shipped MiniLM tokenizer's, copied beside each tiny model
-ALTERNATE = ["sliding_attention", "full_attention"] * 2  # layers 0 and 2 slide, 1 and 3 see every earlier key
-SMALL = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-             max_position_embeddings=64)
 CONFIGS: dict[str, dict[str, Any]] = {
     "bert": SMALL,
     "gpt2": dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64),
@@ -41,46 +36,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _tokenizer_files(into: Path) -> None:
-    shipped = Path(folder.resolve("minilm"))
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (shipped / name).is_file():
-            shutil.copy(shipped / name, into / name)
-
-
 def _tiny(tmp_path: Path, model_type: str) -> Path:
-    """A tiny random model of `model_type`, saved as safetensors with a real tokenizer beside it.
-
-    Weights are drawn wide (std 0.5, 1-D weights such as the q/k norms' too) so that every stage matters:
-    the soft cap bends the scores, a norm's weight is not all ones.
-    """
-    config = transformers.AutoConfig.for_model(model_type, **CONFIGS[model_type])
-    torch.manual_seed(0)
-    auto = transformers.AutoModel if model_type == "bert" else transformers.AutoModelForCausalLM
-    model = auto.from_config(config, attn_implementation="eager")
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.normal_(0.0, 0.5 if parameter.dim() > 1 else 0.3)
-    path = tmp_path / model_type
-    model.save_pretrained(path)
-    _tokenizer_files(path)
-    return path
-
-
-def _reference(path: Path) -> tuple[torch.Tensor, ...]:
-    """transformers' own eager attention weights over TEXT: one (heads, N, N) per layer."""
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-    model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager").eval()
-    with torch.no_grad():
-        out = model(**tokenizer(TEXT, return_tensors="pt"), output_attentions=True)
-    return tuple(a[0] for a in out.attentions)
+    return tiny(tmp_path, model_type, CONFIGS[model_type])
 
 
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
 def test_every_layer_and_head_equals_output_attentions(tmp_path: Path, model_type: str) -> None:
     path = _tiny(tmp_path, model_type)
     trace = run(ModelInput(str(path), TEXT)).trace
-    expected = _reference(path)
+    expected = reference(path)
     assert trace.meta.family == FAMILY_OF[model_type]  # type: ignore[union-attr]
     assert len(expected) == trace.layers
     if model_type == "qwen2":  # max_window_layers 1: layer 0 global, layer 1 slides (its window is in the weights)
