@@ -105,8 +105,17 @@ def check_folder(folder: Path) -> str:
         shown = quoted(str(model_type), 30) if model_type is not None else Msg("none")
         raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
                              folder=quoted(str(folder)), kind=shown, kinds=", ".join(sorted(SUPPORTED_TYPES))))
+    _check_window(config, folder)
     _check_entries(folder)
     return model_type
+
+
+def _check_window(config: dict[str, object], folder: Path) -> None:
+    """A sliding window is a whole number of tokens, at least 1 (transformers' mask breaks on 0 or less)."""
+    window = config.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_SIZE):
+        raise ModelError(Msg("config.json of {folder} has sliding_window {value}: a window is a whole number of "
+                             "tokens, at least 1", folder=quoted(str(folder)), value=quoted(str(window), 30)))
 
 
 def _check_entries(folder: Path) -> None:

@@ -282,3 +282,31 @@ def test_the_command_line_and_the_api_open_a_folder(folders: dict[str, Path], ca
     trace = compute(TEXT, model=str(folders["starcoder2"]), layer=1, head=3)
     torch.testing.assert_close(trace.tensor("weights", 1, 3), reference(folders["starcoder2"])[1][3],
                                atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("model_type", "change", "fragment"), [
+    ("mistral", {"sliding_window": 0}, "has sliding_window '0': a window is a whole number of tokens, at least 1"),
+    ("starcoder2", {"sliding_window": -2}, "has sliding_window '-2': a window"),
+    ("qwen3", {"sliding_window": "3"}, "has sliding_window '3': a window"),
+    ("mistral", {"sliding_window": True}, "has sliding_window 'True': a window"),
+    ("qwen3", {"head_dim": 16}, "cannot load"),  # the saved q/k/v and norms are 8 wide a head
+    ("gemma", {"hidden_size": 64}, "cannot load"),
+    ("starcoder2", {"num_key_value_heads": 4}, "cannot load"),
+])
+def test_a_hostile_folder_of_these_families_is_one_line_and_exit_2(folders: dict[str, Path], tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str], model_type: str,
+                                                                    change: dict[str, Any], fragment: str) -> None:
+    import shutil
+
+    from attn_tui.cli import main
+
+    path = tmp_path / model_type
+    shutil.copytree(folders[model_type], path)
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, **change}))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["heads", "--model", str(path), "--text", TEXT])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and fragment in err, err
