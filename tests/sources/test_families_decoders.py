@@ -175,6 +175,10 @@ def test_gemma_reads_its_own_head_width_and_scales_by_its_root(traces: dict[str,
     assert trace.params["blocks.0.W_q"].shape == (4 * 16, 32) and trace.params["blocks.0.W_k"].shape == (16, 32)
     assert trace.geometry_of(0).scale == pytest.approx(16 ** -0.5)  # type: ignore[union-attr]
     assert "RMSNorm(X)·(1 + w)" in str(trace.stage("query", 0, 2).formula)
+    for name in ("query", "key", "query_rot"):  # a head's 16 rows of W_q read at its own offset
+        for index in ((0, 0), (4, 15), (7, 9)):
+            assert explain(trace, Place(name, 1, 3), index).matches, (name, index)
+    assert explain(trace, Place("scaled", 1, 3), (7, 2)).matches
 
 
 def test_granite_scales_by_its_attention_multiplier_and_says_so(traces: dict[str, Trace]) -> None:
@@ -189,6 +193,9 @@ def test_granite_scales_by_its_attention_multiplier_and_says_so(traces: dict[str
         "S' = S · 0.07   (the model's attention_multiplier, not 1/√d_k = 0.3536)"
     assert geometry_line(trace, 1) == "layer 1: causal · rotary θ=10000 · scale 0.07 (attention_multiplier)"
     assert explain(trace, Place("scaled", 1, 3), (4, 2)).matches
+    from attn_tui.io.export import geometry_header, read_geometry
+
+    assert read_geometry(json.loads(json.dumps(geometry_header(trace))))[1] == geometry  # the export keeps its name
 
 
 def test_starcoder2_projects_its_layer_norm_with_biases(traces: dict[str, Trace]) -> None:
