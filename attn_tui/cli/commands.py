@@ -125,12 +125,14 @@ def heads(args: argparse.Namespace) -> int:
     assert model_stats is not None  # a transformer's ask: the door read every head
     stats, rolled = model_stats.stats, model_stats.rollout  # the JSON's; the table draws the app's summary
     from attn_tui.present.kv_sharing import kv_sharing
+    from attn_tui.present.layer_windows import window_note, windows_of
 
     sharing = kv_sharing(trace)  # grouped-query models: which key/value head each query head reads
     if args.format == "json":
         document = {"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
                     "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
                     "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
+                    "windows": list(windows_of(trace)),
                     "stats": [vars(s) for s in stats], "rollout": rolled.tolist()}
         print(json_safe(json.dumps(document, ensure_ascii=False)))  # readable Korean, but no raw ESC or bidi mark
     else:
@@ -144,6 +146,8 @@ def heads(args: argparse.Namespace) -> int:
             from attn_tui.render.kv_sharing import sharing_text
 
             print(sharing_text(sharing))
+        if window_note(summary.windows):  # which layers are local (a sliding window) and which global
+            print(window_note(summary.windows))
         for warning in trace.warnings:
             print(_("warning: {warning}").format(warning=printable(str(warning))))
     return 0

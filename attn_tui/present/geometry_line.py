@@ -53,8 +53,9 @@ def _positions(positional: Positional, geometry: LayerGeometry) -> Msg:
 
 def geometry_parts(geometry: LayerGeometry) -> list[str]:
     """The line's parts, in the language on show: mask, positions, scale, then what only some layers have."""
-    parts = [str(_mask(geometry)), str(_positions(geometry.positional, geometry)),
-             _("scale {scale}").format(scale=scale_text(geometry.scale))]
+    scale = (_("scale {scale}").format(scale=scale_text(geometry.scale)) if geometry.scale_name is None else
+             _("scale {scale} ({name})").format(scale=scale_text(geometry.scale), name=geometry.scale_name))
+    parts = [str(_mask(geometry)), str(_positions(geometry.positional, geometry)), scale]
     if geometry.temperature != 1:
         parts.append(_("temperature {t}").format(t=f"{geometry.temperature:g}"))
     if geometry.soft_cap is not None:

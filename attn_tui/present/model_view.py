@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.i18n import Msg, _
 from attn_tui.present.grid import Grid, as_array
+from attn_tui.present.layer_windows import windows_of
 from attn_tui.trace.catalog import kind_of
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class ModelSummary:
     cells: tuple[HeadCell, ...]  # layer-major
     rollout: Grid
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
+    windows: tuple[int | None, ...] = ()  # each layer's sliding window, None where it is global
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
@@ -86,7 +88,7 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
                                                  None if hidden is None else hidden[s.layer]),
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))
+                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()), windows_of(trace))
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Group
 from rich.style import Style
 from rich.table import Table
@@ -48,21 +49,30 @@ def _cell_width(cells: Sequence[Any]) -> int:
     return max(CAPTION_WIDTH, cells[0].grid.cols if cells else 1)
 
 
-def grid_width(cells: Sequence[Any], heads: int) -> int:
+def _label_width(notes: Sequence[str]) -> int:
+    """The layer column: `L11`, or wider where a layer's note (its window, `w4096`) needs it."""
+    return max([LABEL_WIDTH - 1, *(cell_len(note) for note in notes)])
+
+
+def grid_width(cells: Sequence[Any], heads: int, notes: Sequence[str] = ()) -> int:
     """Terminal cells the table needs so no head is cut: the layer column plus one column a head."""
-    return LABEL_WIDTH + 2 + heads * (_cell_width(cells) + 2)  # + right padding + the box's divider
+    return _label_width(notes) + 3 + heads * (_cell_width(cells) + 2)  # + right padding + the box's divider
 
 
-def model_grid_table(cells: Sequence[Any], layers: int, heads: int, current: tuple[int, int]) -> Table:
-    """cells: layer-major objects with .layer, .head, .grid, .entropy, .max_weight, .first_share."""
+def model_grid_table(cells: Sequence[Any], layers: int, heads: int, current: tuple[int, int],
+                     notes: Sequence[str] = ()) -> Table:
+    """cells: layer-major objects with .layer, .head, .grid, .entropy, .max_weight, .first_share; notes: a line
+    under each layer's label (its sliding window), "" for none."""
     width = _cell_width(cells)
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False, pad_edge=False)
-    table.add_column("", justify="right", no_wrap=True, width=LABEL_WIDTH - 1)
+    table.add_column("", justify="right", no_wrap=True, width=_label_width(notes))
     for h in range(heads):
         table.add_column(Text(f"h{h}", style="bold yellow" if h == current[1] else "bold"), width=width,
                          no_wrap=True)
     for layer in range(layers):
-        row: list[Any] = [Text(f"L{layer}", style=CURRENT_STYLE if layer == current[0] else "bold")]
+        label = Text(f"L{layer}", style=CURRENT_STYLE if layer == current[0] else "bold")
+        note = notes[layer] if layer < len(notes) else ""
+        row: list[Any] = [Group(label, Text(note, style="cyan")) if note else label]
         for h in range(heads):
             cell = cells[layer * heads + h]
             style = CURRENT_STYLE if (layer, h) == current else "grey70"

@@ -105,8 +105,17 @@ def check_folder(folder: Path) -> str:
         shown = quoted(str(model_type), 30) if model_type is not None else Msg("none")
         raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
                              folder=quoted(str(folder)), kind=shown, kinds=", ".join(sorted(SUPPORTED_TYPES))))
+    _check_window(config, folder)
     _check_entries(folder)
     return model_type
+
+
+def _check_window(config: dict[str, object], folder: Path) -> None:
+    """A sliding window is a whole number of tokens, at least 1 (transformers' mask breaks on 0 or less)."""
+    window = config.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_SIZE):
+        raise ModelError(Msg("config.json of {folder} has sliding_window {value}: a window is a whole number of "
+                             "tokens, at least 1", folder=quoted(str(folder)), value=quoted(str(window), 30)))
 
 
 def _check_entries(folder: Path) -> None:
@@ -136,7 +145,7 @@ _SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "
           "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
           "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
           "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",)}
-_TWO_MATRIX_MLP = {"bert", "gpt2"}  # families whose MLP is up and down; the others' is gated (gate, up, down)
+_TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2"}  # families whose MLP is up and down; the others' is gated
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 
 

@@ -43,6 +43,7 @@ class LayerGeometry:
     heads: tuple[HeadGeometry, ...] = ()  # only the heads that differ
     temperature: float = 1.0  # divides every score (bias included) before the softmax; 1: as the model was written
     sink: bool = False  # a learned sink logit per head joins each row's softmax (GPT-OSS)
+    scale_name: str | None = None  # the model's name for `scale` where it is its own (Granite's attention_multiplier)
 
     @property
     def sliding(self) -> bool:

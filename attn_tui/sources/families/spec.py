@@ -67,6 +67,7 @@ class LayerSpec:
     rotary: RotarySpec | None = None
     soft_cap: float | None = None  # scores become cap·tanh(s / cap)
     positional: str = "absolute"  # without rotary: absolute (added to the input) or none
+    scale_name: str | None = None  # the config's name for `scale` where it is not 1/√d_h (attention_multiplier)
 
 
 def no_kv(config: object) -> int:

@@ -87,7 +87,7 @@ def geometry(spec: LayerSpec) -> LayerGeometry:
     rotary = spec.rotary
     positional = (Positional("rotary", rotary.base, rotary.fraction, rotary.interleaved) if rotary is not None
                   else Positional(spec.positional))
-    return LayerGeometry(kind, spec.window, positional, spec.scale, spec.soft_cap)
+    return LayerGeometry(kind, spec.window, positional, spec.scale, spec.soft_cap, scale_name=spec.scale_name)
 
 
 def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grouped: bool) -> None:
@@ -131,6 +131,10 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
         if (q_last, k_last) != ("query", "key"):  # a per-head norm: the scores read the normed q and k
             stages[0] = PreStage("scores", "S = Q_n·K_nᵀ: S[i,j] = q_n,i·k_n,j", (tokens, keys),
                                  lambda at: Dot(at.at(q_last), at.at(k_last)))
+    if spec.scale_name is not None:  # the model's own factor, named as its config names it
+        stages[1] = replace(stages[1], formula=Msg("S' = S · {scale}   (the model's {name}, not 1/√d_k = {usual})",
+                                                   scale=f"{spec.scale:.4g}", name=spec.scale_name,
+                                                   usual=f"{d_h ** -0.5:.4g}"))
     pre, last = scaled_pre(q, k_heads, factor), "scaled"
     if spec.soft_cap is not None:
         pre, last = _capped(pre, spec.soft_cap), "capped"
@@ -153,7 +157,9 @@ def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h:
         return Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})", letter=part.upper(),
                    part=part, h=h, source=spec.source)
     if part == "q":
-        return Msg("Q_{h} = RMSNorm(X)·W_qᵀ, columns of head {h}   (before the rotation)", h=h)
+        bias = " + b_q" if "b_q" in spec.weights else ""
+        return Msg("Q_{h} = {source}·W_qᵀ{bias}, columns of head {h}   (before the rotation)", h=h, bias=bias,
+                   source=spec.source)
     return shared_formula(part.upper(), h, g, groups, f"{g * d_h}…{(g + 1) * d_h - 1}")
 
 
