@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import Msg, _, ngettext, pgettext
 from attn_tui.present.grid import Grid, as_array
 from attn_tui.trace.catalog import kind_of
 
@@ -45,6 +45,7 @@ class ModelSummary:
     cells: tuple[HeadCell, ...]  # layer-major
     rollout: Grid
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
+    offload: str = ""  # which layers were offloaded and where ("" when none): offload_note
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
@@ -86,7 +87,32 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
                                                  None if hidden is None else hidden[s.layer]),
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))
+                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()),
+                        offload_note(getattr(trace.meta, "offloaded", ())))
+
+
+def offload_note(offloaded: tuple[str, ...]) -> str:
+    """'layers 2–5 offloaded to disk': which layers' weights a model too big for --max-memory keeps off its device
+    (read back while each runs), by place; "" when none were."""
+    places = {"cpu": pgettext("offload", "the CPU"), "disk": pgettext("offload", "disk")}
+    said = []
+    for place, where in places.items():
+        layers = [i for i, p in enumerate(offloaded) if p == place]
+        if layers:
+            said.append(ngettext("layer {layers} offloaded to {place}", "layers {layers} offloaded to {place}",
+                                 len(layers)).format(layers=_spans(layers), place=where))
+    return "; ".join(said)
+
+
+def _spans(layers: list[int]) -> str:
+    """[1, 2, 3, 5] → '1–3, 5'."""
+    spans: list[list[int]] = []
+    for layer in layers:
+        if spans and layer == spans[-1][1] + 1:
+            spans[-1][1] = layer
+        else:
+            spans.append([layer, layer])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
@@ -178,6 +204,7 @@ class ModelNote:
     tokens: tuple[tuple[str, bool], ...] = ()  # a model's tokens, True for a special one ([CLS], <s>)
     count: int = 0  # all the tokens (a long input shows only the first ones)
     decoder: bool = False
+    offload: str = ""  # which layers were offloaded and where ("" when none): offload_note
 
 
 def model_note_of(trace: Trace, shown: int) -> ModelNote:
@@ -188,4 +215,5 @@ def model_note_of(trace: Trace, shown: int) -> ModelNote:
         return ModelNote(meta.short_title, written, decode.target, decode.teacher_forcing, decoder=True)
     special = set(meta.special_tokens)
     tokens = tuple((token, n in special) for n, token in enumerate(trace.query_tokens[:shown]))
-    return ModelNote(meta.short_title, tokens=tokens, count=len(trace.query_tokens))
+    return ModelNote(meta.short_title, tokens=tokens, count=len(trace.query_tokens),
+                     offload=offload_note(getattr(meta, "offloaded", ())))

@@ -50,5 +50,6 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
         body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads))
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
-        body.update(Group(title, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
+        offload = [Text(summary.offload, style="yellow")] if summary.offload else []  # layers read from disk
+        body.update(Group(title, *offload, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
                           *([] if sharing is None else [sharing_block(sharing)]), table))
