@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.i18n import Msg, _, ngettext, pgettext
+from attn_tui.i18n import Msg, Plural, _, pgettext
 from attn_tui.present.grid import Grid, as_array
 from attn_tui.trace.catalog import kind_of
 
@@ -99,8 +99,8 @@ def offload_note(offloaded: tuple[str, ...]) -> str:
     for place, where in places.items():
         layers = [i for i, p in enumerate(offloaded) if p == place]
         if layers:
-            said.append(ngettext("layer {layers} offloaded to {place}", "layers {layers} offloaded to {place}",
-                                 len(layers)).format(layers=_spans(layers), place=where))
+            said.append(str(Plural("layer {layers} offloaded to {place}", "layers {layers} offloaded to {place}",
+                                   n=len(layers), layers=_spans(layers), place=where)))
     return "; ".join(said)
 
 
