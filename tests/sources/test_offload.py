@@ -102,14 +102,51 @@ def test_the_command_line_says_which_layers_are_offloaded(tmp_path: Path, capsys
     assert "offloaded" not in capsys.readouterr().out  # within the default budget: whole, nothing said
 
 
-def test_the_offload_folder_is_private_and_gone_when_the_process_ends(tmp_path: Path) -> None:
+def _as_bin(path: Path) -> Path:
+    """The folder with its weights as a `pytorch_model.bin` (read with weights_only) instead of safetensors."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(path)
+    torch.save(model.state_dict(), path / "pytorch_model.bin")
+    (path / "model.safetensors").unlink()
+    return path
+
+
+def test_a_bin_checkpoint_is_offloaded_into_a_private_folder_gone_when_the_process_ends(tmp_path: Path) -> None:
+    from attn_tui.sources import hf
+
     path = tiny(tmp_path, "llama", CONFIGS["llama"])
-    cache = tmp_path / "cache"
-    outcome = attn_tui("heads", "--model", str(path), "--text", TEXT, "--max-memory", str(_budget(path)),
-                       env={"ATTN_TUI_CACHE_DIR": str(cache)})
+    budget = _budget(path)
+    _as_bin(path)
+    cache = tmp_path / "cache" / "offload"
+    loaded = hf.load(str(path), max_memory=budget)
+    assert loaded.offloaded == ("", "", "disk", "disk", "disk", "disk")
+    (folder,) = cache.iterdir()  # accelerate wrote the offloaded layers out again (a .bin is not read in place)
+    assert folder.stat().st_mode & 0o077 == 0  # this user's only
+    assert any(f.name.startswith("layers.5.") for f in folder.iterdir())
+    trace = hf.trace_run(hf.run(loaded, TEXT), 5, 0)
+    expected = reference(path)
+    for head in range(trace.heads):
+        torch.testing.assert_close(trace.tensor("weights", 5, head), expected[5][head], atol=1e-5, rtol=1e-5)
+    outcome = attn_tui("heads", "--model", str(path), "--text", TEXT, "--max-memory", str(budget),
+                       env={"ATTN_TUI_CACHE_DIR": str(tmp_path / "child")})
     assert outcome.code == 0 and "layers 2–5 offloaded to disk" in outcome.out, outcome
     assert outcome.err == ""  # no notice from accelerate or transformers reaches the terminal
-    assert (cache / "offload").is_dir() and not any((cache / "offload").iterdir())
+    assert (tmp_path / "child" / "offload").is_dir() and not any((tmp_path / "child" / "offload").iterdir())
+
+
+def test_offloading_a_bin_checkpoint_onto_a_full_disk_is_refused(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from attn_tui.ask.budget import BudgetError
+    from attn_tui.sources import load_plan as plans
+
+    path = tiny(tmp_path, "llama", CONFIGS["llama"])
+    plan = load_plan(path, _budget(path), "tiny")
+    plans.check_disk(plan, path, tmp_path)  # safetensors: read where it is, nothing written
+    _as_bin(path)
+    monkeypatch.setattr(plans.shutil, "disk_usage", lambda _where: shutil._ntuple_diskusage(10**9, 10**9, 1024))
+    with pytest.raises(BudgetError, match=r"would write about .* which has 1.0 kB free"):
+        plans.check_disk(plan, path, tmp_path)
 
 
 def test_a_budget_too_small_even_offloaded_is_refused_in_one_line(tmp_path: Path) -> None:
