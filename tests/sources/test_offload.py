@@ -63,6 +63,7 @@ def test_a_model_over_the_budget_is_offloaded_and_traced_as_the_whole_model(tmp_
     assert any("offloading layers" in line for line in said), said
     assert loaded.offloaded == ("", "", "disk", "disk", "disk", "disk"), loaded.offloaded
     assert trace.meta.offloaded == loaded.offloaded  # type: ignore[union-attr]
+    assert trace.meta.header()["settings"]["offloaded"] == loaded.offloaded  # exported with the trace
     blocks = loaded.model.get_submodule(loaded.blocks)
     assert all(p.device.type == "meta" for p in blocks[LAYERS - 1].parameters())  # on disk, not in memory
     assert all(p.device.type == "cpu" for p in blocks[0].parameters())
