@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from attn_tui.sources.folder import (
 from attn_tui.sources.load_plan import LoadPlan, check_disk, load_plan, offload_root, run_parts
 from attn_tui.sources.model_run import LoadedModel as LoadedModel
 from attn_tui.sources.model_run import ModelRun as ModelRun
-from attn_tui.sources.offload import layer_list, offload_folder, placement
+from attn_tui.sources.offload import HOOKS, layer_list, offload_folder, placement
 from attn_tui.sources.progress import report
 from attn_tui.trace.stage import Trace
 
@@ -172,7 +172,7 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     # an offloaded model's first parameter may be on the meta device: it runs where its loader said
     device = torch.device(loaded.device) if loaded.offloaded else next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
-    with torch.no_grad():
+    with torch.no_grad(), HOOKS if loaded.offloaded else nullcontext():
         out = loaded.model(**enc, output_attentions=True, output_hidden_states=True)
     ids = enc["input_ids"][0].tolist()
     keep = enc["attention_mask"][0].bool()  # (N,) keys that are real tokens

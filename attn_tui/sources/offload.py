@@ -13,6 +13,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import Any
 import torch
 
 OFFLOADED = ("cpu", "disk")  # where accelerate puts what it offloads (cpu only when the model runs on a GPU)
+# An offloaded model's hooks hold state (weights read in, then dropped): a forward pass in one worker and a layer
+# traced in another take turns, so neither finds a weight dropped under it.
+HOOKS = threading.RLock()
 
 
 def layer_list(model: torch.nn.Module, layers: int) -> str | None:
@@ -68,7 +72,7 @@ def materialised(model: torch.nn.Module, blocks: str | None, index: int) -> Iter
     prefix = f"{blocks}.{index}"
     hooks = [(module, hook) for name, module in model.named_modules()
              if (name == prefix or name.startswith(prefix + ".")) and (hook := _offloaded_hook(module)) is not None]
-    with ExitStack() as stack:
+    with HOOKS, ExitStack() as stack:
         for module, hook in hooks:
             hook.pre_forward(module)
             stack.callback(hook.post_forward, module, None)
