@@ -8,6 +8,7 @@ shown is the model's, not an imitation. Nothing here touches the network's weigh
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
 import os
@@ -117,6 +118,10 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
                                    weights_only=True)
     if plan.whole:
         return AutoModel.from_pretrained(folder, **options).to(device).eval()
+    if importlib.util.find_spec("accelerate") is None:
+        raise ModelError(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights, and "
+                             "offloading its layers needs accelerate: {hint}", name=quoted(name),
+                             weights=format_bytes(plan.weights), room=format_bytes(plan.room), hint=INSTALL_HINT))
     where = offload_folder(offload_root())
     check_disk(plan, folder, where)
     budget: dict[int | str, int] = {"cpu": plan.room}

@@ -53,9 +53,12 @@ def placement(device_map: dict[str, Any], blocks: str | None, layers: int, main:
 
 
 def _offloaded_hook(module: torch.nn.Module) -> Any | None:
-    from accelerate.utils import has_offloaded_params
+    """The module's accelerate hook where it keeps the module's own weights off the device (as
+    `accelerate.utils.has_offloaded_params` tells, which older accelerate lacks)."""
+    from accelerate.hooks import AlignDevicesHook
 
-    return module._hf_hook if has_offloaded_params(module) else None
+    hook = getattr(module, "_hf_hook", None)
+    return hook if isinstance(hook, AlignDevicesHook) and hook.offload else None
 
 
 @contextmanager

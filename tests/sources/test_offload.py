@@ -174,3 +174,19 @@ def test_a_config_that_implies_more_weights_than_its_files_is_not_offloaded(tmp_
     assert exited.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "the folder does not match its config" in err, err
+
+
+def test_without_accelerate_a_model_over_the_budget_is_refused_in_one_line(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from attn_tui.sources import hf
+    from attn_tui.sources.folder import ModelError
+
+    path = tiny(tmp_path, "llama", CONFIGS["llama"])
+    budget = _budget(path)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "accelerate" else real(name, *a))
+    with pytest.raises(ModelError, match=r"offloading its layers needs accelerate: pip install 'attn-tui\[models\]'"):
+        hf.load(str(path), max_memory=budget)
+    assert hf.load(str(path)).offloaded == ()  # within the budget it loads whole, accelerate or not
