@@ -199,10 +199,11 @@ def app(args: argparse.Namespace) -> int:
         find_gguf(model.name)  # not installed: said here, before the app starts
     elif model is not None and model.name not in DATE_MODELS:
         from attn_tui.ask.budget import memory_limit
-        from attn_tui.sources.folder import known_model, load_estimate
+        from attn_tui.sources.folder import known_model
+        from attn_tui.sources.load_plan import load_plan
 
-        folder = known_model(model.name)  # broken, scheming or too big: said here, not in the app
-        load_estimate(folder).check(memory_limit(args.max_memory), Msg("loading {name}", name=quoted(model.name)))
+        folder = known_model(model.name)  # broken, scheming, or too big even offloaded: said here, not in the app
+        load_plan(folder, memory_limit(args.max_memory), model.name)
     request = variant_request(args, Reader()) if model is None else None
     if request is not None:
         from attn_tui.ask.budget import memory_limit

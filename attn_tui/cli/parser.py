@@ -100,7 +100,8 @@ def _memory(text: str) -> int:
 
 def _add_common(p: argparse.ArgumentParser, prefix: str) -> None:
     p.add_argument("--max-memory", type=_memory, metavar="SIZE", dest=f"{prefix}max_memory",
-                   help=_("refuse requests that would need more memory (e.g. 2G; default: a share of what is free)"))
+                   help=_("refuse requests that would need more memory, and offload to disk the layers of a model "
+                          "that does not fit (e.g. 2G; default: a share of what is free)"))
     _add_debug(p, prefix)
 
 

@@ -10,9 +10,9 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import Msg, Plural, _, pgettext
 from attn_tui.present.grid import Grid, as_array
-from attn_tui.present.layer_windows import windows_of
+from attn_tui.present.layer_windows import layer_ranges, windows_of
 from attn_tui.trace.catalog import kind_of
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class ModelSummary:
     rollout: Grid
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
     windows: tuple[int | None, ...] = ()  # each layer's sliding window, None where it is global
+    offload: str = ""  # which layers were offloaded and where ("" when none): offload_note
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
@@ -88,7 +89,22 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
                                                  None if hidden is None else hidden[s.layer]),
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()), windows_of(trace))
+                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()), windows_of(trace),
+                        offload_note(getattr(trace.meta, "offloaded", ())))
+
+
+def offload_note(offloaded: tuple[str, ...]) -> str:
+    """'layers 2–5 offloaded to disk': which layers' weights a model too big for --max-memory keeps off its device
+    (read back while each runs), by place; "" when none were."""
+    places = {"cpu": pgettext("offload", "the CPU"), "disk": pgettext("offload", "disk")}
+    said = []
+    for place, where in places.items():
+        layers = [i for i, p in enumerate(offloaded) if p == place]
+        if layers:
+            said.append(str(Plural("layer {layers} offloaded to {place}", "layers {layers} offloaded to {place}",
+                                   n=len(layers), layers=layer_ranges(layers), place=where)))
+    return "; ".join(said)
+
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
@@ -180,6 +196,7 @@ class ModelNote:
     tokens: tuple[tuple[str, bool], ...] = ()  # a model's tokens, True for a special one ([CLS], <s>)
     count: int = 0  # all the tokens (a long input shows only the first ones)
     decoder: bool = False
+    offload: str = ""  # which layers were offloaded and where ("" when none): offload_note
 
 
 def model_note_of(trace: Trace, shown: int) -> ModelNote:
@@ -190,4 +207,5 @@ def model_note_of(trace: Trace, shown: int) -> ModelNote:
         return ModelNote(meta.short_title, written, decode.target, decode.teacher_forcing, decoder=True)
     special = set(meta.special_tokens)
     tokens = tuple((token, n in special) for n, token in enumerate(trace.query_tokens[:shown]))
-    return ModelNote(meta.short_title, tokens=tokens, count=len(trace.query_tokens))
+    return ModelNote(meta.short_title, tokens=tokens, count=len(trace.query_tokens),
+                     offload=offload_note(getattr(meta, "offloaded", ())))

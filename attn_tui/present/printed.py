@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.i18n import _
 from attn_tui.present.grid import Grid
+from attn_tui.present.model_view import offload_note
 from attn_tui.present.settings_line import settings_line
 from attn_tui.present.stage_facts import StageFacts, kind_facts
 from attn_tui.present.stage_view import stage_slice
@@ -81,6 +82,9 @@ def printed_trace(trace: Trace, stages: list[Stage]) -> PrintedTrace:
         what += " " + _("layer {layer} head {head}").format(layer=layers.pop(), head=heads.pop())
     details = _("device {device}  dtype {dtype}  queries {queries}  keys {keys}").format(
         device=trace.device, dtype=trace.dtype, queries=len(trace.query_tokens), keys=len(trace.key_tokens))
+    offload = offload_note(getattr(trace.meta, "offloaded", ()))
+    if offload:
+        details += "  " + offload
     return PrintedTrace(what, details, settings_line(trace), tuple(printed_stage(trace, s) for s in stages),
                         tuple(str(w) for w in trace.warnings))
 

@@ -39,6 +39,8 @@ def print_model_summary(summary: ModelSummary, console: Console | None = None) -
     console.print(Text.assemble(("attn-tui ", "bold"), (printable(summary.name), "bold magenta"),
                                 "  " + _("{layers} layers × {heads} heads  {n} tokens").format(
                                     layers=summary.layers, heads=summary.heads, n=len(summary.tokens))))
+    if summary.offload:
+        console.print(Text(summary.offload, style="yellow"))
     console.print(stats_table(summary, "entropy", _("mean entropy (nats): low = focused")))
     console.print(stats_table(summary, "max_weight", _("largest weight")))
     console.print(stats_table(summary, "first_share", _("share of attention on the first token")))

@@ -30,4 +30,6 @@ def model_note(seen: ModelNote) -> Text:
         note.append(shown if special else f" {shown} ", "dim italic" if special else "reverse")
         note.append(" ")
     note.append(f"  ({seen.count})", "dim")
+    if seen.offload:
+        note.append(f"  {printable(seen.offload)}", "yellow")
     return note

@@ -161,6 +161,27 @@ def _size(config: dict[str, object], names: tuple[str, ...], folder: Path) -> in
     return None
 
 
+def config_sizes(folder: Path) -> dict[str, int | None]:
+    """config.json's sizes by part (layers, width, vocab, …; None where absent), each checked to be a size."""
+    config = _json_object(folder / "config.json", "config.json") or {}
+    return {part: _size(config, names, folder) for part, names in _SIZES.items()}
+
+
+def config_parts(folder: Path) -> tuple[int, int, int]:
+    """(embedding parameters, parameters of one layer, layers) that config.json's sizes imply."""
+    config = _json_object(folder / "config.json", "config.json") or {}
+    size = config_sizes(folder)
+    width = size["width"] or 0
+    inner = size["inner"] if size["inner"] is not None else 4 * width
+    embeddings = ((size["vocab"] or 0) + (size["positions"] or 0) + (size["types"] or 0)) * width
+    heads = size["heads"] or 0
+    head_dim = size["head_dim"] if size["head_dim"] is not None else width // max(heads, 1)
+    kv_heads = size["kv_heads"] if size["kv_heads"] is not None else heads
+    attention = width * head_dim * (2 * heads + 2 * kv_heads) if heads else 4 * width * width
+    mlp = 2 if FAMILY_OF.get(str(config.get("model_type"))) in _TWO_MATRIX_MLP else 3
+    return embeddings, attention + mlp * width * inner, size["layers"] or 0
+
+
 def config_parameters(folder: Path) -> int:
     """How many parameters config.json's sizes imply, before transformers builds a single one.
 
@@ -171,17 +192,8 @@ def config_parameters(folder: Path) -> int:
     heads may be fewer and a head's own `head_dim` other than width / heads), and two width × inner ones
     (the MLP; three where it is gated, as in Llama and Gemma).
     """
-    config = _json_object(folder / "config.json", "config.json") or {}
-    size = {part: _size(config, names, folder) for part, names in _SIZES.items()}
-    width = size["width"] or 0
-    inner = size["inner"] if size["inner"] is not None else 4 * width
-    embeddings = ((size["vocab"] or 0) + (size["positions"] or 0) + (size["types"] or 0)) * width
-    heads = size["heads"] or 0
-    head_dim = size["head_dim"] if size["head_dim"] is not None else width // max(heads, 1)
-    kv_heads = size["kv_heads"] if size["kv_heads"] is not None else heads
-    attention = width * head_dim * (2 * heads + 2 * kv_heads) if heads else 4 * width * width
-    mlp = 2 if FAMILY_OF.get(str(config.get("model_type"))) in _TWO_MATRIX_MLP else 3
-    return embeddings + (size["layers"] or 0) * (attention + mlp * width * inner)
+    embeddings, layer, layers = config_parts(folder)
+    return embeddings + layers * layer
 
 
 MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers shipped today are a few tens of MB

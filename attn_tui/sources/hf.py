@@ -8,20 +8,22 @@ shown is the model's, not an imitation. Nothing here touches the network's weigh
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import logging
 import os
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.budget import Estimate, format_bytes, memory_limit
 from attn_tui.errors import AttnError, ConfigError, InputError
-from attn_tui.i18n import N_, Msg
+from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
 from attn_tui.sources.families import family_for, family_named
 from attn_tui.sources.families.tracer import trace_run as traced
@@ -30,11 +32,13 @@ from attn_tui.sources.folder import (
     SUPPORTED_TYPES,
     ModelError,
     check_folder,
-    load_estimate,
     resolve,
 )
+from attn_tui.sources.load_plan import LoadPlan, check_disk, load_plan, offload_root, run_parts
 from attn_tui.sources.model_run import LoadedModel as LoadedModel
 from attn_tui.sources.model_run import ModelRun as ModelRun
+from attn_tui.sources.offload import HOOKS, layer_list, offload_folder, placement
+from attn_tui.sources.progress import report
 from attn_tui.trace.stage import Trace
 
 
@@ -52,27 +56,33 @@ def _no_stdin() -> Iterator[None]:
 def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None) -> LoadedModel:
     """Load offline with eager attention, so attention weights are real and returnable.
 
-    Only safetensors or `weights_only` loading is allowed, and never the folder's code.
+    Only safetensors or `weights_only` loading is allowed, and never the folder's code. A model
+    whose weights do not fit in what the budget leaves beside the tokenizer and a run is loaded
+    with accelerate's `device_map="auto"`: the layers that do not fit are offloaded (to disk, or
+    to the CPU when the model runs on a GPU) and read back while they run.
     """
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
         os.environ.setdefault(key, "1")
     folder = Path(resolve(name))
     check_folder(folder)
-    needed = load_estimate(folder)  # config.json's sizes, the weight files, the tokenizer: before transformers
-    needed.check(memory_limit(max_memory), Msg("loading {name}", name=quoted(name)))
+    plan = load_plan(folder, memory_limit(max_memory), name)  # config.json's sizes, the weight files, the tokenizer
     try:
         import transformers
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
     except ImportError:
         raise ModelError(Msg("real models need transformers: {hint}", hint=INSTALL_HINT)) from None
     transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # no notices on stderr
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    logging.getLogger("accelerate").setLevel(logging.ERROR)  # nor accelerate's ("parameters on the meta device")
+    device = torch.device(device)
     try:
         with _no_stdin():
             config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-            model = AutoModel.from_pretrained(folder, trust_remote_code=False, config=config,
-                                              attn_implementation="eager", weights_only=True).to(device).eval()
+            report(Msg("reading the weights of {name}", name=quoted(name)))
+            model = _weights(folder, config, device, plan, name)
+    except AttnError:
+        raise
     except Exception as exc:
         first: str | Msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
         if "weights_only" in str(first):
@@ -91,8 +101,36 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
     shown = name if len(name) <= 60 else name[:59] + "…"
+    blocks = layer_list(model, cfg.num_hidden_layers)
+    device_map = getattr(model, "hf_device_map", None) or {}
+    offloaded = placement(device_map, blocks, cfg.num_hidden_layers, device.type) if device_map else ()
     return LoadedModel(shown, model, tokenizer, family.name, cfg.num_hidden_layers, cfg.num_attention_heads,
-                       family.causal, positions, cfg.hidden_size)
+                       family.causal, positions, cfg.hidden_size, offloaded if any(offloaded) else (), blocks,
+                       str(device))
+
+
+def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, name: str) -> Any:
+    """The model, whole on `device` when the plan says it fits, else dispatched by accelerate under the plan's room
+    (`max_memory`), with a private folder for what it writes out (a safetensors checkpoint is read in place)."""
+    from transformers import AutoModel
+
+    options: dict[str, Any] = dict(trust_remote_code=False, config=config, attn_implementation="eager",
+                                   weights_only=True)
+    if plan.whole:
+        return AutoModel.from_pretrained(folder, **options).to(device).eval()
+    if importlib.util.find_spec("accelerate") is None:
+        raise ModelError(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights, and "
+                             "offloading its layers needs accelerate: {hint}", name=quoted(name),
+                             weights=format_bytes(plan.weights), room=format_bytes(plan.room), hint=INSTALL_HINT))
+    where = offload_folder(offload_root())
+    check_disk(plan, folder, where)
+    budget: dict[int | str, int] = {"cpu": plan.room}
+    if device.type == "cuda":
+        budget = {device.index or 0: plan.room, "cpu": plan.room}
+    report(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights: offloading "
+               "layers", name=quoted(name), weights=format_bytes(plan.weights), room=format_bytes(plan.room)))
+    return AutoModel.from_pretrained(folder, **options, device_map="auto", max_memory=budget,
+                                     offload_folder=str(where)).eval()
 
 
 _HANGUL = re.compile("[\uac00-\ud7a3]")  # composed syllables, as typed
@@ -101,11 +139,7 @@ _JAMO = re.compile("[\u1100-\u11ff\u3130-\u318f]")  # letters: what an uncased B
 
 def run_estimate(loaded: LoadedModel, tokens: int) -> Estimate:
     """What one forward pass with every attention and hidden state returned will hold."""
-    found = Estimate()
-    found.add(N_("attention weights"), 2 * loaded.layers * loaded.heads * tokens * tokens)
-    found.add(N_("hidden states"), 4 * (loaded.layers + 1) * tokens * loaded.width)
-    found.add(N_("one head's stages"), 6 * tokens * tokens)
-    return found
+    return run_parts(loaded.layers, loaded.heads, loaded.width, tokens)
 
 
 def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: int | None = None) -> ModelRun:
@@ -140,9 +174,10 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     n = int(enc["input_ids"].shape[1])
     run_estimate(loaded, n).check(memory_limit(max_memory), Msg("running {model} on {n} tokens", model=loaded.name,
                                                                 n=n))
-    device = next(loaded.model.parameters()).device
+    # an offloaded model's first parameter may be on the meta device: it runs where its loader said
+    device = torch.device(loaded.device) if loaded.offloaded else next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
-    with torch.no_grad():
+    with torch.no_grad(), HOOKS if loaded.offloaded else nullcontext():
         out = loaded.model(**enc, output_attentions=True, output_hidden_states=True)
     ids = enc["input_ids"][0].tolist()
     keep = enc["attention_mask"][0].bool()  # (N,) keys that are real tokens

@@ -27,6 +27,9 @@ class LoadedModel:
     causal: bool
     positions: int  # the most tokens the model reads
     width: int  # hidden size
+    offloaded: tuple[str, ...] = ()  # where accelerate offloaded each layer: "" (not), "cpu" or "disk"; () when none
+    blocks: str | None = None  # the qualified name of the model's list of layers (`layers`, `encoder.layer`, `h`)
+    device: str = "cpu"  # where the model runs (an offloaded layer is read in there while it runs)
 
 
 @dataclass

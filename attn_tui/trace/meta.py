@@ -119,6 +119,7 @@ class TransformerRun(_Answers):
     kv_heads: int = 0  # grouped-query models: key/value heads (0: each head has its own)
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
     rope_base: float = 0.0  # rotary models: θ_i = base^(−2i/d) (0: no rotation)
+    offloaded: tuple[str, ...] = ()  # where each layer's weights were offloaded: "" (not), "cpu" or "disk"; ()
 
     @property
     def title(self) -> str:

@@ -24,6 +24,7 @@ from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.model_run import ModelRun
+from attn_tui.sources.offload import materialised
 from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.masks import MaskSpec
@@ -40,7 +41,8 @@ def trace_run(run_: ModelRun, layer: int, head: int, family: Family) -> Trace:
     cfg = loaded.model.config
     kv_heads = family.kv_heads(cfg)
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special,
-                          kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg))
+                          kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
+                          loaded.offloaded)
     return layered_trace(run_, meta, layer, head, lambda r, t, lay: fill_layer(r, t, lay, family))
 
 
@@ -63,10 +65,14 @@ def layered_trace(run_: ModelRun, meta: TransformerRun, layer: int, head: int, f
 
 
 def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) -> None:
-    """Every head of `layer`, read by the family into a LayerSpec and traced by `record_layer`."""
+    """Every head of `layer`, read by the family into a LayerSpec and traced by `record_layer`.
+
+    An offloaded layer's weights are read into memory for this (accelerate's own hooks) and let go after:
+    the trace keeps the rows it shows (W_q, W_k, W_v, the norms), not the layer.
+    """
     if layer is None or not 0 <= layer < run_.loaded.layers:
         return
-    with torch.no_grad():
+    with torch.no_grad(), materialised(run_.loaded.model, run_.loaded.blocks, layer):
         spec = family.layer(run_, layer)
         record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
     trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]

@@ -53,6 +53,7 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads, notes))
         windows = window_note(summary.windows)  # which layers are local, and their window
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
-        body.update(Group(title, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
+        offload = [Text(summary.offload, style="yellow")] if summary.offload else []  # layers read from disk
+        body.update(Group(title, *offload, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
                           *([Text(windows, style="cyan")] if windows else []),
                           *([] if sharing is None else [sharing_block(sharing)]), table))
