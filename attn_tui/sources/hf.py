@@ -117,7 +117,8 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
     options: dict[str, Any] = dict(trust_remote_code=False, config=config, attn_implementation="eager",
                                    weights_only=True)
     if plan.whole:
-        return AutoModel.from_pretrained(folder, **options).to(device).eval()
+        model = _complete(*AutoModel.from_pretrained(folder, **options, output_loading_info=True), name)
+        return model.to(device).eval()
     if importlib.util.find_spec("accelerate") is None:
         raise ModelError(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights, and "
                              "offloading its layers needs accelerate: {hint}", name=quoted(name),
@@ -129,8 +130,21 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
         budget = {device.index or 0: plan.room, "cpu": plan.room}
     report(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights: offloading "
                "layers", name=quoted(name), weights=format_bytes(plan.weights), room=format_bytes(plan.room)))
-    return AutoModel.from_pretrained(folder, **options, device_map="auto", max_memory=budget,
-                                     offload_folder=str(where)).eval()
+    return _complete(*AutoModel.from_pretrained(folder, **options, device_map="auto", max_memory=budget,
+                                                offload_folder=str(where), output_loading_info=True), name).eval()
+
+
+OPTIONAL_WEIGHTS = ("pooler.",)  # weights an encoder checkpoint may leave out: no attention reads them
+
+
+def _complete(model: Any, info: dict[str, Any], name: str) -> Any:
+    """The model, when its files held every weight it needs: transformers fills a missing one with random numbers
+    (a config naming more layers than the files hold), which would be traced as if it were the model's."""
+    missing = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(OPTIONAL_WEIGHTS))
+    if missing:
+        raise ModelError(Msg("{name}: config.json names {count} weights its files lack, first {key}",
+                             name=quoted(name), count=len(missing), key=quoted(missing[0], 40)))
+    return model
 
 
 _HANGUL = re.compile("[\uac00-\ud7a3]")  # composed syllables, as typed
