@@ -117,8 +117,8 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
     options: dict[str, Any] = dict(trust_remote_code=False, config=config, attn_implementation="eager",
                                    weights_only=True)
     if plan.whole:
-        found: Any = AutoModel.from_pretrained(folder, **options, output_loading_info=True)  # (model, info)
-        return _complete(*found, name).to(device).eval()
+        model, info = AutoModel.from_pretrained(folder, **options, output_loading_info=True)
+        return _complete(model, info, name).to(device).eval()
     if importlib.util.find_spec("accelerate") is None:
         raise ModelError(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights, and "
                              "offloading its layers needs accelerate: {hint}", name=quoted(name),
@@ -130,9 +130,9 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
         budget = {device.index or 0: plan.room, "cpu": plan.room}
     report(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights: offloading "
                "layers", name=quoted(name), weights=format_bytes(plan.weights), room=format_bytes(plan.room)))
-    found = AutoModel.from_pretrained(folder, **options, device_map="auto", max_memory=budget,
-                                      offload_folder=str(where), output_loading_info=True)
-    return _complete(*found, name).eval()
+    model, info = AutoModel.from_pretrained(folder, **options, device_map="auto", max_memory=budget,
+                                            offload_folder=str(where), output_loading_info=True)
+    return _complete(model, info, name).eval()
 
 
 OPTIONAL_WEIGHTS = ("pooler.",)  # weights an encoder checkpoint may leave out: no attention reads them
