@@ -49,10 +49,12 @@ def _no_stdin() -> Iterator[None]:
         sys.stdin = saved
 
 
-def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None) -> LoadedModel:
+def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None,
+         shown: str | None = None) -> LoadedModel:
     """Load offline with eager attention, so attention weights are real and returnable.
 
     Only safetensors or `weights_only` loading is allowed, and never the folder's code.
+    `shown`: the name the model goes by on screen (a built-in model's, not its cache folder's).
     """
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
         os.environ.setdefault(key, "1")
@@ -90,7 +92,7 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
-    shown = name if len(name) <= 60 else name[:59] + "…"
+    shown = shown or (name if len(name) <= 60 else name[:59] + "…")
     return LoadedModel(shown, model, tokenizer, family.name, cfg.num_hidden_layers, cfg.num_attention_heads,
                        family.causal, positions, cfg.hidden_size)
 
