@@ -126,20 +126,30 @@ def cached_copy(name: str, max_memory: int | None = None) -> Path:
     return _convert(name, folder, max_memory)
 
 
+def _unwritable(name: str, folder: Path, exc: OSError) -> ModelError:
+    return ModelError(Msg("cannot write the copy of {name} into the cache folder {folder}: {reason}", name=name,
+                          folder=str(folder.parent), reason=exc.strerror or exc))
+
+
 def _convert(name: str, folder: Path, max_memory: int | None) -> Path:
+    """Convert the checked GGUF file into a scratch folder beside `folder`, record it, and rename it into place."""
     source, sha256 = verified_file(name)
     needed = Estimate()
     needed.add(N_("weights"), LOAD_FACTOR * source.stat().st_size, 1)
     needed.check(memory_limit(max_memory), Msg("converting {name}", name=quoted(name)))
-    model, tokenizer = _read_gguf(name, source)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".converting-", dir=folder.parent))
+    try:  # an unwritable cache is found before the minute of converting, not after
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".converting-", dir=folder.parent))
+    except OSError as exc:
+        raise _unwritable(name, folder, exc) from None
+    writing = Msg("writing the safetensors copy of {name}", name=name)
     with partial(scratch):
         try:
-            report(Msg("writing the safetensors copy of {name}", name=name), 0, 2)
+            model, tokenizer = _read_gguf(name, source)
+            report(writing, 0, 2)
             model.save_pretrained(scratch)
             tokenizer.save_pretrained(scratch)
-            report(Msg("writing the safetensors copy of {name}", name=name), 1, 2)
+            report(writing, 1, 2)
             files = {}
             for path in sorted(scratch.iterdir()):
                 digest = sha256_of([path], Msg("recording the sha256 of the copy of {name}", name=name))
@@ -147,7 +157,7 @@ def _convert(name: str, folder: Path, max_memory: int | None) -> Path:
             record = {"source": GGUF_MODELS[name].file, "source_sha256": sha256, "converter": converter(),
                       "files": files}
             (scratch / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
-            report(Msg("writing the safetensors copy of {name}", name=name), 2, 2)
+            report(writing, 2, 2)
             try:
                 scratch.rename(folder)
             except OSError:
@@ -155,8 +165,7 @@ def _convert(name: str, folder: Path, max_memory: int | None) -> Path:
                     raise
                 # another process converted it at the same time: its copy is as good as ours
         except OSError as exc:
-            raise ModelError(Msg("cannot write the copy of {name} into the cache folder {folder}: {reason}",
-                                 name=name, folder=str(folder.parent), reason=exc.strerror or exc)) from None
+            raise _unwritable(name, folder, exc) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return folder

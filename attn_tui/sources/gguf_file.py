@@ -146,7 +146,6 @@ def verified_file(name: str) -> tuple[Path, str]:
     checking = Msg("checking the sha256 of {file}", file=model.file)
     if target.is_file() and sha256_of([target], checking) == expected:
         return target, expected  # joined before (a damaged one is joined again)
-    target.parent.mkdir(parents=True, exist_ok=True)
     joined: list[str] = []
 
     def join(temporary: Path) -> None:
@@ -157,6 +156,7 @@ def verified_file(name: str) -> tuple[Path, str]:
             raise _mismatch(name, model.file, joined[0], expected)
 
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, join, 0o644)
     except OSError as exc:
         raise ModelError(Msg("cannot write {file} into the cache folder {folder}: {reason}", file=model.file,

@@ -86,6 +86,18 @@ def test_a_damaged_part_or_a_wrong_hash_is_refused_in_one_line(tmp_path: Path, m
     assert not any(own_cache.rglob("*.gguf*"))  # nothing half-written is left behind, nothing wrong is kept
 
 
+def test_a_cache_folder_that_cannot_be_written_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys) -> None:
+    _stand_ins(tmp_path, monkeypatch)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("ATTN_TUI_CACHE_DIR", str(blocked / "cache"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["stages", "--model", "gemma3", "--text", "hello"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "cache folder" in err, err
+
+
 def test_a_missing_part_is_named_before_the_app_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_cache,
                                                        capsys) -> None:
     _stand_ins(tmp_path, monkeypatch, missing=2)
