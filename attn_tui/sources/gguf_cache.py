@@ -80,7 +80,9 @@ def problem(folder: Path, name: str, sha256: str) -> Msg | None:
     if record is None or record.get("source_sha256") != sha256 or record.get("converter") != converter():
         return Msg("its record is missing or is not this converter's")
     files: dict[str, Any] = record["files"]
-    on_disk = {entry.name for entry in folder.iterdir()}
+    # (another process's record being rewritten, `.<name>.<pid>.<hex>.part`, is not a change)
+    on_disk = {entry.name for entry in folder.iterdir() if not (entry.name.startswith(".") and
+                                                                entry.name.endswith(".part"))}
     if on_disk != set(files) | {RECORD}:
         return Msg("files were added or removed")
     moved = False
@@ -100,6 +102,16 @@ def problem(folder: Path, name: str, sha256: str) -> Msg | None:
         with contextlib.suppress(OSError):  # a read-only cache only costs the hash again next time
             write_text_atomic(folder / RECORD, json.dumps(record, indent=1))
     return None
+
+
+def write_record(folder: Path, name: str, sha256: str) -> None:
+    """Record each file of a copy just written: its sha256, size and stat stamp, with the source and converter."""
+    files = {}
+    for path in sorted(folder.iterdir()):
+        digest = sha256_of([path], Msg("recording the sha256 of the copy of {name}", name=name))
+        files[path.name] = {"sha256": digest, "size": path.stat().st_size, "stamp": _stamp(path)}
+    record = {"source": GGUF_MODELS[name].file, "source_sha256": sha256, "converter": converter(), "files": files}
+    (folder / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
 
 
 def _discard(folder: Path) -> None:
@@ -150,13 +162,7 @@ def _convert(name: str, folder: Path, max_memory: int | None) -> Path:
             model.save_pretrained(scratch)
             tokenizer.save_pretrained(scratch)
             report(writing, 1, 2)
-            files = {}
-            for path in sorted(scratch.iterdir()):
-                digest = sha256_of([path], Msg("recording the sha256 of the copy of {name}", name=name))
-                files[path.name] = {"sha256": digest, "size": path.stat().st_size, "stamp": _stamp(path)}
-            record = {"source": GGUF_MODELS[name].file, "source_sha256": sha256, "converter": converter(),
-                      "files": files}
-            (scratch / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+            write_record(scratch, name, sha256)
             report(writing, 2, 2)
             try:
                 scratch.rename(folder)

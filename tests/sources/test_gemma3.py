@@ -33,16 +33,17 @@ def run(gemma3):
 
 @pytest.fixture(scope="module")
 def reference(gemma3, run):
-    """transformers' own eager attention from the assembled GGUF file (not from attn-tui's copy)."""
-    from transformers import AutoModelForCausalLM
+    """transformers' own tokens and eager attention from the assembled GGUF file (not from attn-tui's copy)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path, _ = gguf_file.verified_file("gemma3")
     with tempfile.TemporaryDirectory() as private, contextlib.redirect_stderr(io.StringIO()):
         (Path(private) / path.name).symlink_to(path)
+        tokenizer = AutoTokenizer.from_pretrained(private, gguf_file=path.name)
         model = AutoModelForCausalLM.from_pretrained(private, gguf_file=path.name, attn_implementation="eager").eval()
-    ids = gemma3.tokenizer(TEXT, return_tensors="pt")
+    ids = tokenizer(TEXT, return_tensors="pt")
     with torch.no_grad():
-        return model(**ids, output_attentions=True).attentions  # 18 × (1, 4, N, N)
+        return tokenizer, model(**ids, output_attentions=True).attentions  # 18 × (1, 4, N, N)
 
 
 def test_the_shape_is_shown_whole(gemma3, run) -> None:
@@ -66,14 +67,17 @@ def test_the_shape_is_shown_whole(gemma3, run) -> None:
     assert windows == ([512] * 5 + [None]) * 3  # five local layers, then one global, three times
 
 
-def test_a_local_and_a_global_layer_equal_output_attentions(run, reference) -> None:
+def test_a_local_and_a_global_layer_equal_output_attentions(gemma3, run, reference) -> None:
+    tokenizer, attentions = reference
+    for text in (TEXT, "나는 학교에 간다", "  tabs\tand émoji 🙂"):  # the copy's tokenizer is the GGUF file's
+        assert gemma3.tokenizer(text)["input_ids"] == tokenizer(text)["input_ids"], text
     trace = hf.trace_run(run, LOCAL, 0)
     n = len(trace.query_tokens)
     for layer in (LOCAL, GLOBAL):
         for head in range(4):
             trace.fill(layer, head)
             ours = trace.tensor("weights", layer, head)
-            assert (ours - reference[layer][0, head]).abs().max() <= 1e-5, (layer, head)
+            assert (ours - attentions[layer][0, head]).abs().max() <= 1e-5, (layer, head)
     far = n - 1  # the last query: keys more than 512 back lie outside the local window
     assert float(trace.tensor("weights", LOCAL, 0)[far, : n - 512].abs().max()) == 0.0
     assert float(trace.tensor("weights", GLOBAL, 0)[far, : n - 512].sum()) > 0.0

@@ -128,6 +128,39 @@ def test_gemma3_is_a_model_name_the_command_line_offers(capsys) -> None:
     assert "gemma3" in capsys.readouterr().out
 
 
+def test_a_copy_is_trusted_while_its_stamps_hold_and_hashed_when_they_move(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from attn_tui.sources import gguf_cache
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    (copy / "config.json").write_text("{}")
+    gguf_cache.write_record(copy, "smollm2", "f" * 64)
+    phases: list[str] = []
+
+    def checked() -> object:
+        phases.clear()
+        with listening(lambda p: phases.append(p.what.english())):
+            return gguf_cache.problem(copy, "smollm2", "f" * 64)
+
+    assert checked() is None and phases == []  # stamps as recorded: nothing is read
+    os.utime(copy / "model.safetensors")  # touched, not changed: hashed once, found whole, stamp recorded
+    assert checked() is None and phases and checked() is None and phases == []
+    assert str(gguf_cache.problem(copy, "smollm2", "e" * 64)) == "its record is missing or is not this converter's"
+    with (copy / "model.safetensors").open("r+b") as stream:
+        stream.seek(100)
+        stream.write(b"\xff")
+    recorded = json.loads((copy / gguf_cache.RECORD).read_text())["files"]["model.safetensors"]["stamp"]
+    os.utime(copy / "model.safetensors", ns=(recorded[2], recorded[2]))  # its modification time set back
+    assert gguf_cache._stamp(copy / "model.safetensors")[:3] == recorded[:3]
+    assert str(checked()) == "model.safetensors does not match its sha256"  # the change time still moved
+    (copy / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    assert checked() is None
+    (copy / "model.safetensors.index.json").write_text("{}")
+    assert str(checked()) == "files were added or removed"
+
+
 @pytest.mark.slow
 @pytest.mark.models
 def test_the_second_open_reads_the_copy_and_a_tampered_copy_is_rebuilt(smollm2, tmp_path: Path,
