@@ -161,6 +161,36 @@ def test_a_copy_is_trusted_while_its_stamps_hold_and_hashed_when_they_move(tmp_p
     assert str(checked()) == "files were added or removed"
 
 
+def test_two_conversions_at_once_leave_one_whole_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     own_cache) -> None:
+    """The rename race: another process's copy lands while ours is being written; ours gives way, whole."""
+    pytest.importorskip("transformers")
+    from attn_tui.sources import gguf_cache
+
+    _stand_ins(tmp_path, monkeypatch)
+    sha = gguf_file.stated_sha256("gemma3")
+    folder = gguf_cache.copy_folder("gemma3", sha)
+
+    class Saved:  # what transformers' save_pretrained writes, small; the other process finishes first
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def save_pretrained(self, where: Path) -> None:
+            (Path(where) / f"{self.text}.json").write_text(self.text)
+            if self.text == "model" and not folder.exists():
+                other = folder.with_name(".other-process")
+                other.mkdir()
+                (other / "model.json").write_text("theirs")
+                (other / "tokenizer.json").write_text("theirs")
+                gguf_cache.write_record(other, "gemma3", sha)
+                other.rename(folder)
+
+    monkeypatch.setattr(gguf_cache, "_read_gguf", lambda name, source: (Saved("model"), Saved("tokenizer")))
+    assert gguf_cache.cached_copy("gemma3") == folder
+    assert (folder / "model.json").read_text() == "theirs" and gguf_cache.problem(folder, "gemma3", sha) is None
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # our scratch folder is gone
+
+
 @pytest.mark.slow
 @pytest.mark.models
 def test_the_second_open_reads_the_copy_and_a_tampered_copy_is_rebuilt(smollm2, tmp_path: Path,
