@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compute import multihead, scaled_dot
 from keys import keys
 from memory import memory
+from open import open_models
 from recorder import main as recorder
 from smollm2 import smollm2
 from startup import startup
@@ -28,7 +29,7 @@ QUICK = [16, 256, 1024]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
-    parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2"),
+    parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2", "open"),
                         help="one section")
     args = parser.parse_args()
     sizes = QUICK if args.quick else SIZES
@@ -39,6 +40,7 @@ def main() -> None:
         "memory": lambda: memory(sizes),
         "recorder": recorder,
         "smollm2": smollm2,
+        "open": open_models,
     }
     for name, run in sections.items():
         if args.only in (None, name):

