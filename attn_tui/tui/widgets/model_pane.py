@@ -27,8 +27,10 @@ from attn_tui.i18n import N_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
+from attn_tui.tui.path_completion import Completion
 from attn_tui.tui.widgets.echo import EchoInput
 from attn_tui.tui.widgets.echo import shown as drawn
+from attn_tui.tui.widgets.path_input import PathInput, PathSuggester, model_hint
 from attn_tui.tui.widgets.setting_rows import CAPTIONS, INPUTS, ORDER, SELECTS, number_text, parse_field, row_classes
 from attn_tui.tui.widgets.setting_rows import GREYABLE as GREYABLE
 from attn_tui.tui.widgets.setting_rows import LABELS as LABELS
@@ -79,6 +81,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane #settings-error { color: $error; height: auto; }
     ModelPane #model-status { display: none; width: 100%; height: auto; max-height: 2; color: $text-muted; }
     ModelPane #model-status.-shown { display: block; }
+    ModelPane #path-hint { display: none; width: 100%; height: auto; color: $text-success; }
+    ModelPane.-other #path-hint.-shown { display: block; }
     /* Rows that apply to one kind of model only. */
     ModelPane .other-only, ModelPane .transformer-only, ModelPane .seq2seq-only { display: none; }
     ModelPane.-other .other-only, ModelPane.-transformer .transformer-only,
@@ -101,13 +105,16 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.held = False  # settings not yet posted: edited, or dropped in flight, while a field was refused
         self.layer_at = self.head_at = (0, 1)  # (index, count) on show: read again after `t`
         self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
+        self.path_is_model = False  # the path typed names a model folder (a config.json is in it)
 
     def compose(self) -> ComposeResult:
         yield Label(_("Model"), classes="pane-title", id="model-title")
         yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
-        yield from self._row("path", EchoInput(placeholder=_("folder or cached id, ⏎"), compact=True,
-                                           id="set-model-path"), "other-only")
+        yield from self._row("path", PathInput(placeholder=_("folder or cached id, ⏎"), compact=True,
+                                               suggester=PathSuggester(self._path_completed), id="set-model-path"),
+                             "other-only")
+        yield Label("", id="path-hint")
         yield Label("", id="model-status")
         yield Static("", id="recorded")
         for name in ORDER:
@@ -162,6 +169,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         for name, caption in CAPTIONS.items():
             self.query_one(f"#set-{name}", Checkbox).label = _(caption)
         self.query_one("#set-model-path", Input).placeholder = _("folder or cached id, ⏎")
+        self._show_path_hint(self.path_is_model)
         self._draw_recorded()
         model = self.query_one("#set-model", Select)
         with self.prevent(Select.Changed):
@@ -223,6 +231,18 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         for label, value in self.recorded or ():
             grid.add_row(pgettext("recorded", label), Text(str(value)))
         self.query_one("#recorded", Static).update(grid)
+
+    def _path_completed(self, value: str, completion: Completion) -> None:
+        """The suggester read the path typed: say whether it names a model folder (a stale value's answer is
+        dropped: the field moved on while the listing was read)."""
+        if self.query_one("#set-model-path", Input).value == value:
+            self._show_path_hint(completion.model)
+
+    def _show_path_hint(self, model: bool) -> None:
+        self.path_is_model = model
+        hint = self.query_one("#path-hint", Label)
+        hint.update(model_hint(model))
+        hint.set_class(model, "-shown")
 
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""
@@ -303,6 +323,10 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         name = (event.input.id or "").removeprefix("set-")
         if name == "target":
             self._target_edited()
+            return
+        if name == "model-path":
+            if not event.value:
+                self._show_path_hint(False)  # the suggester is not asked about an empty field
             return
         if name not in INPUTS:
             return
