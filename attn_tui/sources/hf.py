@@ -35,6 +35,7 @@ from attn_tui.sources.folder import (
 )
 from attn_tui.sources.model_run import LoadedModel as LoadedModel
 from attn_tui.sources.model_run import ModelRun as ModelRun
+from attn_tui.sources.progress import report
 from attn_tui.trace.stage import Trace
 
 
@@ -69,8 +70,11 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         with _no_stdin():
+            report(Msg("reading config.json"))
             config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+            report(Msg("reading the tokenizer"))
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+            report(Msg("reading the weights"))
             model = AutoModel.from_pretrained(folder, trust_remote_code=False, config=config,
                                               attn_implementation="eager", weights_only=True).to(device).eval()
     except Exception as exc:
@@ -142,6 +146,7 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
                                                                 n=n))
     device = next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
+    report(Msg("running {model} on {n} tokens", model=loaded.name, n=n))
     with torch.no_grad():
         out = loaded.model(**enc, output_attentions=True, output_hidden_states=True)
     ids = enc["input_ids"][0].tolist()

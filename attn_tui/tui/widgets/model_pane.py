@@ -12,18 +12,22 @@ shown only where they apply.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets import Checkbox, Input, Label, ProgressBar, Select, Static
 
 from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
 from attn_tui.ask.settings import ModelInput, Settings
 from attn_tui.i18n import N_, _, pgettext
+
+if TYPE_CHECKING:
+    from attn_tui.sources.progress import Progress
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
@@ -76,12 +80,20 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane .setting-label { width: 9; color: $text-muted; }
     ModelPane .setting.-unused .setting-label { color: $text-disabled; text-style: strike; }
     Screen.-narrow ModelPane .setting-label { width: 8; }
+    Screen.-narrow ModelPane #path-hint { padding: 0 0 0 8; }
     ModelPane .setting Select, ModelPane .setting Input, ModelPane .setting Checkbox,
     ModelPane .setting .value { width: 1fr; }
     ModelPane #settings-error { color: $error; height: auto; }
     ModelPane #model-status { display: none; width: 100%; height: auto; max-height: 2; color: $text-muted; }
     ModelPane #model-status.-shown { display: block; }
-    ModelPane #path-hint { display: none; width: 100%; height: auto; color: $text-success; }
+    ModelPane #load-progress { display: none; height: auto; }
+    ModelPane #load-progress.-shown { display: block; }
+    ModelPane #load-bar { width: 100%; }
+    ModelPane #load-bar Bar { width: 1fr; }
+    ModelPane #load-bar Bar > .bar--indeterminate { color: $accent; }  /* Textual's red reads as an error */
+    ModelPane #load-bar.-indeterminate PercentageStatus { display: none; }
+    ModelPane #load-phase { width: 100%; height: auto; max-height: 2; color: $text-muted; }
+    ModelPane #path-hint { display: none; width: 100%; height: auto; padding: 0 0 0 9; color: $text-success; }
     ModelPane.-other #path-hint.-shown { display: block; }
     /* Rows that apply to one kind of model only. */
     ModelPane .other-only, ModelPane .transformer-only, ModelPane .seq2seq-only { display: none; }
@@ -105,6 +117,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.held = False  # settings not yet posted: edited, or dropped in flight, while a field was refused
         self.layer_at = self.head_at = (0, 1)  # (index, count) on show: read again after `t`
         self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
+        self.progress: Progress | None = None  # the load's phase on show, None: no load is being told
         self.path_is_model = False  # the path typed names a model folder (a config.json is in it)
 
     def compose(self) -> ComposeResult:
@@ -116,6 +129,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
                              "other-only")
         yield Label("", id="path-hint")
         yield Label("", id="model-status")
+        with Vertical(id="load-progress"):
+            yield ProgressBar(total=None, show_eta=False, id="load-bar")
+            yield Label("", id="load-phase")
         yield Static("", id="recorded")
         for name in ORDER:
             yield from self._row(name, self._control(name), row_classes(SETTINGS[name]))
@@ -170,6 +186,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self.query_one(f"#set-{name}", Checkbox).label = _(caption)
         self.query_one("#set-model-path", Input).placeholder = _("folder or cached id, ⏎")
         self._show_path_hint(self.path_is_model)
+        self.show_progress(self.progress)
         self._draw_recorded()
         model = self.query_one("#set-model", Select)
         with self.prevent(Select.Changed):
@@ -243,6 +260,20 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         hint = self.query_one("#path-hint", Label)
         hint.update(model_hint(model))
         hint.set_class(model, "-shown")
+
+    def show_progress(self, progress: Progress | None) -> None:
+        """A load's bar and what it is doing now (indeterminate when how far is not known); None: gone."""
+        self.progress = progress
+        self.query_one("#load-progress").set_class(progress is not None, "-shown")
+        if progress is None:
+            return
+        bar = self.query_one("#load-bar", ProgressBar)
+        bar.set_class(not progress.total, "-indeterminate")  # its `--%` says nothing: hidden
+        if progress.total:
+            bar.update(total=progress.total, progress=progress.done)
+        else:
+            bar.update(total=None)
+        self.query_one("#load-phase", Label).update(drawn(str(progress.what)))
 
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""

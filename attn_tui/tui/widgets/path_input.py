@@ -56,5 +56,5 @@ class PathInput(EchoInput):
 
 
 def model_hint(model: bool) -> str:
-    """The line under the path field: a model folder is marked as one."""
-    return _("▸ a model folder (config.json): ⏎ opens it") if model else ""
+    """The line under the path field: a folder that holds a config.json is marked as a model."""
+    return _("▸ a model folder") if model else ""
