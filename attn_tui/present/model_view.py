@@ -45,6 +45,7 @@ class ModelSummary:
     cells: tuple[HeadCell, ...]  # layer-major
     rollout: Grid
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
+    windows: tuple[int | None, ...] = ()  # each layer's sliding window (None: a global layer); () when none slides
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
@@ -86,7 +87,21 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
                                                  None if hidden is None else hidden[s.layer]),
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
-                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()))
+                        grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()), windows(trace))
+
+
+def window_note(windows: tuple[int | None, ...]) -> str:
+    """The grid's legend for local layers: which they are, and what `w` under a layer's name means."""
+    local = [n for n, w in enumerate(windows) if w is not None]
+    return _("wN under a layer: a local layer, each query sees only the last N keys ({local} of {n} layers: "
+             "{names})").format(local=len(local), n=len(windows), names=" ".join(f"L{n}" for n in local))
+
+
+def windows(trace: Trace) -> tuple[int | None, ...]:
+    """Each layer's sliding window (None: global), from its own geometry (the statistics computed every layer
+    already); () when no layer slides, so a model without local layers draws as before."""
+    found = tuple(None if (g := trace.geometry_of(n)) is None else g.window for n in range(trace.layers))
+    return found if any(w is not None for w in found) else ()
 
 
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:

@@ -48,21 +48,35 @@ def _cell_width(cells: Sequence[Any]) -> int:
     return max(CAPTION_WIDTH, cells[0].grid.cols if cells else 1)
 
 
-def grid_width(cells: Sequence[Any], heads: int) -> int:
+def _label_width(windows: Sequence[int | None]) -> int:
+    """The layer column: `L11`, or a local layer's `w512` under it where that is wider."""
+    return max([LABEL_WIDTH - 1, *(len(window_label(w)) for w in windows if w is not None)])
+
+
+def window_label(window: int) -> str:
+    """Under a local layer's name: its sliding window (the legend says what `w` means)."""
+    return f"w{window}"
+
+
+def grid_width(cells: Sequence[Any], heads: int, windows: Sequence[int | None] = ()) -> int:
     """Terminal cells the table needs so no head is cut: the layer column plus one column a head."""
-    return LABEL_WIDTH + 2 + heads * (_cell_width(cells) + 2)  # + right padding + the box's divider
+    return _label_width(windows) + 3 + heads * (_cell_width(cells) + 2)  # + right padding + the box's divider
 
 
-def model_grid_table(cells: Sequence[Any], layers: int, heads: int, current: tuple[int, int]) -> Table:
-    """cells: layer-major objects with .layer, .head, .grid, .entropy, .max_weight, .first_share."""
+def model_grid_table(cells: Sequence[Any], layers: int, heads: int, current: tuple[int, int],
+                     windows: Sequence[int | None] = ()) -> Table:
+    """cells: layer-major objects with .layer, .head, .grid, .entropy, .max_weight, .first_share; `windows`: each
+    layer's sliding window (None: global), written under its name; () when no layer slides."""
     width = _cell_width(cells)
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False, pad_edge=False)
-    table.add_column("", justify="right", no_wrap=True, width=LABEL_WIDTH - 1)
+    table.add_column("", justify="right", no_wrap=True, width=_label_width(windows))
     for h in range(heads):
         table.add_column(Text(f"h{h}", style="bold yellow" if h == current[1] else "bold"), width=width,
                          no_wrap=True)
     for layer in range(layers):
-        row: list[Any] = [Text(f"L{layer}", style=CURRENT_STYLE if layer == current[0] else "bold")]
+        name = Text(f"L{layer}", style=CURRENT_STYLE if layer == current[0] else "bold")
+        window = windows[layer] if layer < len(windows) else None
+        row: list[Any] = [name if window is None else Group(name, Text(window_label(window), style="cyan"))]
         for h in range(heads):
             cell = cells[layer * heads + h]
             style = CURRENT_STYLE if (layer, h) == current else "grey70"

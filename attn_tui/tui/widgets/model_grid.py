@@ -10,7 +10,7 @@ from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from attn_tui.present.kv_sharing import sharing_of
-from attn_tui.present.model_view import ModelSummary, sink_note
+from attn_tui.present.model_view import ModelSummary, sink_note, window_note
 from attn_tui.present.text import printable
 from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
@@ -45,10 +45,11 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
                               ("   g returns to the stages; [ ] { } pick the head", "dim"))
         now = Text(f"layer {layer} head {head}: mean entropy {cell.entropy:.3f} nats · largest weight "
                    f"{cell.max_weight:.3f} · share on {summary.tokens[0]!r} {cell.first_share:.3f}", style="magenta")
-        table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head))
+        table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head), summary.windows)
         body = self.query_one("#model-grid-body", Static)
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
-        body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads))
+        body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads, summary.windows))
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
-        body.update(Group(title, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
+        local = [Text(window_note(summary.windows), style="cyan")] if summary.windows else []
+        body.update(Group(title, Text(KEY, style="dim"), *local, now, Text(sink_note(summary), style="magenta"),
                           *([] if sharing is None else [sharing_block(sharing)]), table))
