@@ -33,9 +33,16 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
     ]
 
     current: tuple[int, int] = (0, 0)  # (layer, head) highlighted, for tests
+    needed = 0  # cells the heads need across: the body is never narrower
 
     def compose(self) -> ComposeResult:
         yield Static("", id="model-grid-body")
+
+    def on_resize(self) -> None:
+        """Shown while hidden (no width yet), or the terminal resized: the body takes the width there is, so a
+        small model's notes are not wrapped to its few heads' width."""
+        if self.needed:
+            self.query_one("#model-grid-body", Static).styles.width = max(self.size.width - 1, self.needed)
 
     def show(self, summary: ModelSummary, layer: int, head: int) -> None:
         """(layer, head) is the head the stages show; it is highlighted."""
@@ -48,7 +55,8 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head), summary.windows)
         body = self.query_one("#model-grid-body", Static)
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
-        body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads, summary.windows))
+        self.needed = grid_width(summary.cells, summary.heads, summary.windows)
+        body.styles.width = max(self.size.width - 1, self.needed)
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
         local = [Text(window_note(summary.windows), style="cyan")] if summary.windows else []
         body.update(Group(title, Text(KEY, style="dim"), *local, now, Text(sink_note(summary), style="magenta"),
