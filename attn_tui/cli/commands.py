@@ -131,6 +131,7 @@ def heads(args: argparse.Namespace) -> int:
         document = {"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
                     "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
                     "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
+                    "windows": [None if (g := trace.geometry_of(n)) is None else g.window for n in range(trace.layers)],
                     "stats": [vars(s) for s in stats], "rollout": rolled.tolist()}
         print(json_safe(json.dumps(document, ensure_ascii=False)))  # readable Korean, but no raw ESC or bidi mark
     else:

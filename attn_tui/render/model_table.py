@@ -39,6 +39,10 @@ def print_model_summary(summary: ModelSummary, console: Console | None = None) -
     console.print(Text.assemble(("attn-tui ", "bold"), (printable(summary.name), "bold magenta"),
                                 "  " + _("{layers} layers × {heads} heads  {n} tokens").format(
                                     layers=summary.layers, heads=summary.heads, n=len(summary.tokens))))
+    if summary.windows:  # the layers that see only their last N keys, and N
+        console.print(Text(_("local layers (sliding window): {layers}").format(layers=", ".join(
+            f"{layer} (w{window})" for layer, window in enumerate(summary.windows) if window is not None)),
+            style="cyan"))
     console.print(stats_table(summary, "entropy", _("mean entropy (nats): low = focused")))
     console.print(stats_table(summary, "max_weight", _("largest weight")))
     console.print(stats_table(summary, "first_share", _("share of attention on the first token")))
