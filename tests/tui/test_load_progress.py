@@ -116,6 +116,11 @@ async def test_a_folder_loading_shows_the_bar_and_its_words_then_the_result(llam
         assert str(app.query_one("#load-phase").render()) == WEIGHTS
         assert app.query_one("#load-bar", ProgressBar).total is None  # how far is not known: indeterminate
         assert "loading ./llama-tiny" in str(app.query_one("#model-status").render())
+        await pilot.press("t")  # the words follow the language, the load still held
+        await pilot.pause()
+        assert str(app.query_one("#load-phase").render()) == "가중치 읽는 중"
+        await pilot.press("t")
+        await pilot.pause()
         app.release.set()
         await settle(pilot)
         assert not box.display and isinstance(app.trace.meta, TransformerRun)
@@ -145,3 +150,24 @@ def test_snapshot_of_a_load_held_at_its_weights(snap_compare, llama: str) -> Non
         await wait_held(app, pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_a_phase_that_knows_how_far_it_is_shows_its_share() -> None:
+    from attn_tui.tui.widgets.model_pane import ModelPane
+    from tests.tui.helpers import sample_app
+
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        pane = app.query_one(ModelPane)
+        pane.show_progress(Progress(Msg("reading the weights"), 3, 8))  # what a loader counting its shards says
+        await pilot.pause()
+        bar = app.query_one("#load-bar", ProgressBar)
+        assert (bar.total, bar.progress) == (8, 3) and app.query_one("#load-bar PercentageStatus").display
+        assert "38%" in str(app.query_one("#load-bar PercentageStatus").render())
+        pane.show_progress(Progress(Msg("reading the weights")))
+        await pilot.pause()
+        assert bar.total is None and not app.query_one("#load-bar PercentageStatus").display
+        pane.show_progress(None)
+        await pilot.pause()
+        assert not app.query_one("#load-progress").display

@@ -9,14 +9,15 @@ from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
+from attn_tui.i18n import N_, _
 from attn_tui.present.kv_sharing import sharing_of
 from attn_tui.present.model_view import ModelSummary, sink_note, window_note
 from attn_tui.present.text import printable
 from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
-KEY = "each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), " \
-      "m largest weight, f share on the first token"
+KEY = N_("each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), "
+         "m largest weight, f share on the first token")
 
 
 class ModelGrid(ScrollableContainer, inherit_bindings=False):
@@ -48,10 +49,13 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         """(layer, head) is the head the stages show; it is highlighted."""
         self.current = (layer, head)
         cell = summary.cell(layer, head)
-        title = Text.assemble((f"{printable(summary.name)}: {summary.layers} layers × {summary.heads} heads", "bold"),
-                              ("   g returns to the stages; [ ] { } pick the head", "dim"))
-        now = Text(f"layer {layer} head {head}: mean entropy {cell.entropy:.3f} nats · largest weight "
-                   f"{cell.max_weight:.3f} · share on {summary.tokens[0]!r} {cell.first_share:.3f}", style="magenta")
+        title = Text.assemble((_("{name}: {layers} layers × {heads} heads").format(
+            name=printable(summary.name), layers=summary.layers, heads=summary.heads), "bold"),
+            ("   " + _("g returns to the stages; [ ] { } pick the head"), "dim"))
+        now = Text(_("layer {layer} head {head}: mean entropy {entropy} nats · largest weight {largest} · share on "
+                     "{token} {share}").format(layer=layer, head=head, entropy=f"{cell.entropy:.3f}",
+                                              largest=f"{cell.max_weight:.3f}", token=repr(summary.tokens[0]),
+                                              share=f"{cell.first_share:.3f}"), style="magenta")
         table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head), summary.windows)
         body = self.query_one("#model-grid-body", Static)
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
@@ -59,5 +63,5 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         body.styles.width = max(self.size.width - 1, self.needed)
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
         local = [Text(window_note(summary.windows), style="cyan")] if summary.windows else []
-        body.update(Group(title, Text(KEY, style="dim"), *local, now, Text(sink_note(summary), style="magenta"),
+        body.update(Group(title, Text(_(KEY), style="dim"), *local, now, Text(sink_note(summary), style="magenta"),
                           *([] if sharing is None else [sharing_block(sharing)]), table))

@@ -252,7 +252,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     def _path_completed(self, value: str, completion: Completion) -> None:
         """The suggester read the path typed: say whether it names a model folder (a stale value's answer is
         dropped: the field moved on while the listing was read)."""
-        if self.query_one("#set-model-path", Input).value == value:
+        if self.is_attached and self.query_one("#set-model-path", Input).value == value:
             self._show_path_hint(completion.model)
 
     def _show_path_hint(self, model: bool) -> None:
