@@ -126,3 +126,19 @@ async def test_a_refused_folder_says_so_in_one_line_and_keeps_the_typed_path(tre
         app.query_one("#set-model", Select).value = "other"  # back to the path: what was typed is still there
         await pilot.pause()
         assert app.query_one("#set-model-path", Input).value == typed
+
+
+async def test_a_served_app_never_lists_serves_folders(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A visitor on a web page must not learn what is on serve's disk: no completion at all."""
+    from attn_tui.tui.served import SERVED_ENV
+
+    monkeypatch.setenv(SERVED_ENV, "1")
+    app = sample_app("lookup")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        path = app.query_one("#set-model-path", Input)
+        assert path.suggester is None
+        path.value = f"{tree}/mo"
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert path._suggestion == "" and not app.query_one("#path-hint").display

@@ -32,6 +32,7 @@ from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 from attn_tui.tui.path_completion import Completion
+from attn_tui.tui.served import served
 from attn_tui.tui.widgets.echo import EchoInput
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.path_input import PathInput, PathSuggester, model_hint
@@ -125,7 +126,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
         yield from self._row("path", PathInput(placeholder=_("folder or cached id, ⏎"), compact=True,
-                                               suggester=PathSuggester(self._path_completed), id="set-model-path"),
+                                               suggester=None if served() else PathSuggester(self._path_completed),
+                                               id="set-model-path"),
                              "other-only")
         yield Label("", id="path-hint")
         yield Label("", id="model-status")
