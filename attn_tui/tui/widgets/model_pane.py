@@ -25,9 +25,6 @@ from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODEL
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
 from attn_tui.ask.settings import ModelInput, Settings
 from attn_tui.i18n import N_, _, pgettext
-
-if TYPE_CHECKING:
-    from attn_tui.sources.progress import Progress
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
@@ -40,6 +37,9 @@ from attn_tui.tui.widgets.setting_rows import CAPTIONS, INPUTS, ORDER, SELECTS, 
 from attn_tui.tui.widgets.setting_rows import GREYABLE as GREYABLE
 from attn_tui.tui.widgets.setting_rows import LABELS as LABELS
 from attn_tui.tui.widgets.toggle import ShapeCheckbox
+
+if TYPE_CHECKING:
+    from attn_tui.sources.progress import Progress
 
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below

@@ -110,8 +110,9 @@ def draw_compare(explorer: PanelHost, view: StageView) -> StageView | None:
     place = view.place
     head = comparison.head if comparison.head is not None else explorer.head
     layer = comparison.layer if comparison.layer is not None else place.layer
-    if explorer.shown_b is not None and b_trace.layers > 1:  # another model: its own last layer and head at most
-        layer, head = min(layer or 0, b_trace.layers - 1), min(head, b_trace.heads - 1)
+    if explorer.shown_b is not None and comparison.key == "other":  # another model: its last layer and head at most
+        layer = min(layer or 0, b_trace.layers - 1) if b_trace.layers > 1 else None
+        head = min(head, b_trace.heads - 1)
     b_view: StageView | None = None
     message = ""
     if b_trace.find(place.name, layer, head if b_trace.heads > 1 else None, place.step, place.module) is None:
