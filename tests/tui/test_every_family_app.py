@@ -125,6 +125,13 @@ async def test_grid_compare_and_export_work_for_the_family(tmp_path: Path, model
         await _compare(pilot, "other")
         assert app.explorer.shown_b.trace.meta.family == FAMILY_OF[b_type]
         np.testing.assert_allclose(view.heatmap("b").grid.values, expected_b[LAYER][HEAD], atol=1e-5)
+        if len(expected) > len(expected_b):  # A's last layer: B has none so deep and shows its own last
+            await pilot.press(*["right_curly_bracket"] * (len(expected) - 1 - LAYER))
+            await settle(pilot)
+            np.testing.assert_allclose(app.view.grid.values, expected[-1][HEAD], atol=1e-5)
+            np.testing.assert_allclose(view.heatmap("b").grid.values, expected_b[-1][HEAD], atol=1e-5)
+            await pilot.press(*["left_curly_bracket"] * (len(expected) - 1 - LAYER))
+            await settle(pilot)
         await pilot.press("c")
         assert app.comparison is None
 
