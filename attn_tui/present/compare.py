@@ -70,17 +70,18 @@ class Comparison:
 
 
 def comparisons(a: Ask, heads: int, head: int, layers: int = 1, layer: int = 0,
-                others: Sequence[str] = ()) -> list[Comparison]:
+                others: Sequence[str] = (), windows: Sequence[int | None] = ()) -> list[Comparison]:
     """Every one-setting change that makes sense for A (the ones a learner asks about first).
 
-    A real transformer's A (`layers` of them, `layer` on show) is compared with its other layers and with each of
-    `others`, the other models opened (their own layer and head where they have them)."""
+    A real transformer's A (`layers` of them, `layer` on show; `windows`: each layer's sliding window, named in
+    the labels) is compared with its other layers and with each of `others`, the other models opened (their own
+    layer and head where they have them)."""
     found: list[Comparison] = []
     model, request = a.model, a.request
     if model is not None:
         found += _model_comparisons(model)
         if model.name not in DATE_MODELS:
-            found += _transformer_comparisons(model, layers, layer, others)
+            found += _transformer_comparisons(model, layers, layer, others, windows)
         if model.target:
             on = model.teacher_forcing
             found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
@@ -111,11 +112,15 @@ def _model_comparisons(a: ModelInput) -> list[Comparison]:
     return found
 
 
-def _transformer_comparisons(a: ModelInput, layers: int, layer: int, others: Sequence[str]) -> list[Comparison]:
+def _transformer_comparisons(a: ModelInput, layers: int, layer: int, others: Sequence[str],
+                             windows: Sequence[int | None]) -> list[Comparison]:
     """The same head at another layer (read from A's trace), then another model on the same sentence (B starts at
     its layer 0, head 0: its other layers are traced when a place asks for them)."""
-    found = [Comparison("layer", Msg("layer {n}", n=layer), Msg("layer {n}", n=other), layer=other)
-             for other in range(layers) if other != layer]
+    def named(n: int) -> Msg:
+        window = windows[n] if n < len(windows) else None
+        return Msg("layer {n}", n=n) if window is None else Msg("layer {n}, window {window}", n=n, window=window)
+
+    found = [Comparison("layer", named(layer), named(other), layer=other) for other in range(layers) if other != layer]
     found += [Comparison("other", _short(a.name), _short(other), (("name", other), ("layer", 0), ("head", 0)))
               for other in others if other != a.name and other not in DATE_MODELS]
     return found

@@ -56,8 +56,10 @@ class CompareActions(_AppBase):
         if self.trace is None:
             return
         others = sorted(self.state.loaded_models)  # another model opened this session, on the same sentence
-        options = comparisons(self.state.wanted, self.trace.heads, self.explorer.head, self.trace.layers,
-                              self.explorer.layer_index, others)
+        trace = self.trace
+        windows = [None if (g := trace.geometry.get(n)) is None else g.window for n in range(trace.layers)]
+        options = comparisons(self.state.wanted, trace.heads, self.explorer.head, trace.layers,
+                              self.explorer.layer_index, others, windows)  # the layers computed so far say theirs
         self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
                                       [(str(c.title), c) for c in options]), self.start_compare)
 

@@ -10,9 +10,11 @@ A = ModelInput("/models/llama-tiny", "the cat sat", layer=1, head=2)
 
 def test_a_transformer_offers_its_other_heads_and_layers_and_the_other_models_opened() -> None:
     found = comparisons(A, heads=4, head=2, layers=3, layer=1,
-                        others=["/models/llama-tiny", "/models/gemma3-tiny/", "seq2seq-dates", "minilm"])
+                        others=["/models/llama-tiny", "/models/gemma3-tiny/", "seq2seq-dates", "minilm"],
+                        windows=[3, None, 3])
     layers = [c for c in found if c.key == "layer"]
     assert [c.layer for c in layers] == [0, 2] and all(c.same_trace and c.b_ask(A) is A for c in layers)
+    assert [str(c.title) for c in layers] == ["A: layer 1   B: layer 0, window 3", "A: layer 1   B: layer 2, window 3"]
     assert [c.head for c in found if c.key == "head"] == [0, 1, 3]
     others = [c for c in found if c.key == "other"]
     assert [str(c.b_label) for c in others] == ["gemma3-tiny", "minilm"]  # not A itself, not a date model

@@ -51,3 +51,27 @@ def test_the_grid_of_a_model_with_local_layers(snap_compare, gemma3: str) -> Non
 
     assert snap_compare(model_app(gemma3, "the cat sat", layer=1, head=1), terminal_size=(110, 40),
                         run_before=run_before)
+
+
+def test_compare_a_global_layer_with_a_local_one(snap_compare, gemma3: str) -> None:
+    from textual.widgets import OptionList
+
+    from attn_tui.tui.widgets.compare_view import CompareView
+
+    async def run_before(pilot: Any) -> None:
+        app = pilot.app
+        await settle(pilot)
+        app.go_to_stage(app.stage_names().index("weights"))
+        await settle(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        options = app.screen.options
+        app.screen.query_one(OptionList).highlighted = next(n for n, (_label, c) in enumerate(options)
+                                                            if c.key == "layer" and c.layer == 0)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.pause()
+        assert app.query_one(CompareView).heatmap("b").grid is not None
+
+    assert snap_compare(model_app(gemma3, "the cat sat on the mat", layer=1, head=1), terminal_size=(130, 40),
+                        run_before=run_before)
