@@ -342,6 +342,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             # A model that cannot be opened: say so loudly and go back to what was shown.
             self.notify(message.error, title=_("cannot open {model}").format(model=failure.model[:60]),
                         severity="error", timeout=10)
+            self.query_one(ModelPane).refuse_path(failure.model)
             self.show_ask(failure.back, matrices=False)
             if failure.recompute:
                 self.compute_wanted()

@@ -125,7 +125,14 @@ async def test_a_refused_folder_says_so_in_one_line_and_keeps_the_typed_path(tre
         assert "✗" in status and "\n" not in status
         app.query_one("#set-model", Select).value = "other"  # back to the path: what was typed is still there
         await pilot.pause()
-        assert app.query_one("#set-model-path", Input).value == typed
+        await settle(pilot)
+        path = app.query_one("#set-model-path", Input)
+        assert path.value == typed and path.display and app.focused is path  # to fix, not tried again as it is
+        assert len([n for n in app.notices if n.severity == "error"]) == len(errors)
+        path.value = f"{tree}/models/llama-tiny"  # fixed (a folder whose weights are not there: refused too)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len([n for n in app.notices if n.severity == "error"]) == len(errors) + 1
 
 
 async def test_a_served_app_never_lists_serves_folders(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:

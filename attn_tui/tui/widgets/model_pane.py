@@ -120,6 +120,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
         self.progress: Progress | None = None  # the load's phase on show, None: no load is being told
         self.path_is_model = False  # the path typed names a model folder (a config.json is in it)
+        self.refused_path: str | None = None  # the path whose model could not be opened last
 
     def compose(self) -> ComposeResult:
         yield Label(_("Model"), classes="pane-title", id="model-title")
@@ -251,6 +252,11 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             grid.add_row(pgettext("recorded", label), Text(str(value)))
         self.query_one("#recorded", Static).update(grid)
 
+    def refuse_path(self, name: str) -> None:
+        """`name` could not be opened: it stays in the field, and picking `path or id…` again opens the field to fix
+        it instead of trying the same path again."""
+        self.refused_path = name
+
     def _path_completed(self, value: str, completion: Completion) -> None:
         """The suggester read the path typed: say whether it names a model folder (a stale value's answer is
         dropped: the field moved on while the listing was read)."""
@@ -321,9 +327,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self._set_kind(choice)
         if choice == OTHER:
             path = self.query_one("#set-model-path", Input)
-            if path.value.strip():
+            if path.value.strip() and path.value.strip() != self.refused_path:
                 self.post_message(ModelChosen(path.value.strip()))
-            else:
+            else:  # empty, or the path just refused: to be typed or fixed, not tried again as it is
                 path.focus()
             return
         self.post_message(ModelChosen(None if choice == VARIANTS else choice))
