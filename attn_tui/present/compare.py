@@ -8,6 +8,7 @@ computation, it reads the same trace at another head.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,12 +29,18 @@ DIFF_WHOLE = 1 << 22  # cells up to which B − A's range is computed exactly
 class Comparison:
     """One changed setting: its key, what A and B are called, and (for a head) B's head."""
 
-    key: str  # fill | scale | variant | head | teacher | projection | positional | mask | model
+    key: str  # fill | scale | variant | head | layer | teacher | projection | positional | mask | model | other
     a_label: str | Msg
     b_label: str | Msg
     change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
     head: int | None = None  # a head comparison: B is the same trace at this head
     mean_heads: bool = False  # a model comparison: the transformer's alignment averaged over its heads
+    layer: int | None = None  # a layer comparison: B is the same trace at this layer
+
+    @property
+    def same_trace(self) -> bool:
+        """B is A's own trace at another head or layer: nothing is computed for it."""
+        return self.head is not None or self.layer is not None
 
     @property
     def models(self) -> bool:
@@ -47,6 +54,8 @@ class Comparison:
             return model is not None and bool(model.target)
         if self.models:
             return model is not None and model.name in DATE_MODELS and model.name != dict(self.change)["name"]
+        if self.key in ("layer", "other"):  # a real transformer's: another of its layers, another model
+            return model is not None and model.name not in DATE_MODELS and model.name != dict(self.change).get("name")
         return a.request is not None or self.key == "head"
 
     @property
@@ -55,17 +64,24 @@ class Comparison:
 
     def b_ask(self, a: Ask) -> Ask:
         """B's ask from A's: the same ask with the change applied (a head comparison: A itself)."""
-        if self.head is not None or not self.change:
+        if self.same_trace or not self.change:
             return a
         return a.changed(dict(self.change))
 
 
-def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
-    """Every one-setting change that makes sense for A (the ones a learner asks about first)."""
+def comparisons(a: Ask, heads: int, head: int, layers: int = 1, layer: int = 0,
+                others: Sequence[str] = (), windows: Sequence[int | None] = ()) -> list[Comparison]:
+    """Every one-setting change that makes sense for A (the ones a learner asks about first).
+
+    A real transformer's A (`layers` of them, `layer` on show; `windows`: each layer's sliding window, named in
+    the labels) is compared with its other layers and with each of `others`, the other models opened (their own
+    layer and head where they have them)."""
     found: list[Comparison] = []
     model, request = a.model, a.request
     if model is not None:
         found += _model_comparisons(model)
+        if model.name not in DATE_MODELS:
+            found += _transformer_comparisons(model, layers, layer, others, windows)
         if model.target:
             on = model.teacher_forcing
             found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
@@ -94,6 +110,26 @@ def _model_comparisons(a: ModelInput) -> list[Comparison]:
             found.append(Comparison("model", mean if transformer == a.name else a.name,
                                     mean if transformer == other else other, change, mean_heads=True))
     return found
+
+
+def _transformer_comparisons(a: ModelInput, layers: int, layer: int, others: Sequence[str],
+                             windows: Sequence[int | None]) -> list[Comparison]:
+    """The same head at another layer (read from A's trace), then another model on the same sentence (B starts at
+    its layer 0, head 0: its other layers are traced when a place asks for them)."""
+    def named(n: int) -> Msg:
+        window = windows[n] if n < len(windows) else None
+        return Msg("layer {n}", n=n) if window is None else Msg("layer {n}, window {window}", n=n, window=window)
+
+    found = [Comparison("layer", named(layer), named(other), layer=other) for other in range(layers) if other != layer]
+    found += [Comparison("other", _short(a.name), _short(other), (("name", other), ("layer", 0), ("head", 0)))
+              for other in others if other != a.name and other not in DATE_MODELS]
+    return found
+
+
+def _short(name: str) -> str:
+    """A model's name as a label: a folder by its last part (a long path would push B off the title)."""
+    tail = name.rstrip("/").rsplit("/", 1)[-1] or name
+    return tail if len(tail) <= 30 else tail[:29] + "…"
 
 
 def _forcing(on: bool) -> Msg:

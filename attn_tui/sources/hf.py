@@ -79,7 +79,9 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     device = torch.device(device)
     try:
         with _no_stdin():
+            report(Msg("reading config.json"))
             config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+            report(Msg("reading the tokenizer"))
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
             report(Msg("reading the weights of {name}", name=quoted(name)))
             model = _weights(folder, config, device, plan, name)
@@ -194,6 +196,7 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     # an offloaded model's first parameter may be on the meta device: it runs where its loader said
     device = torch.device(loaded.device) if loaded.offloaded else next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
+    report(Msg("running {model} on {n} tokens", model=loaded.name, n=n))
     with torch.no_grad(), HOOKS if loaded.offloaded else nullcontext():
         out = loaded.model(**enc, output_attentions=True, output_hidden_states=True)
     ids = enc["input_ids"][0].tolist()

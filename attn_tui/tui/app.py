@@ -45,6 +45,7 @@ from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within
 from attn_tui.tui.exporting import ExportActions
 from attn_tui.tui.messages import (
     ComputeFailed,
+    LoadProgressed,
     PanelChanged,
     TorchFailed,
     TorchReady,
@@ -58,13 +59,14 @@ from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
-from attn_tui.tui.workers import SupersededError, post_growth, while_running
+from attn_tui.tui.workers import SupersededError, post_growth, post_progress, while_running
 
 if TYPE_CHECKING:
     from textual.command import Provider
     from textual.timer import Timer
 
     from attn_tui.present.compare import Comparison
+    from attn_tui.sources.progress import Progress
     from attn_tui.trace.stage import Trace
 
 PLAY_INTERVAL = 0.8  # seconds per stage while playing
@@ -252,7 +254,8 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
 
         try:
             served.check_ask(ask)
-            shown = run(ask, self.max_memory, cpu_fallback=True, on_step=post_growth(self, generation))
+            shown = run(ask, self.max_memory, cpu_fallback=True, on_step=post_growth(self, generation),
+                        on_progress=self.progress_listener(generation))
             self.post_message(TraceReady(generation, shown))
         except SupersededError:
             return  # a newer ask is being computed
@@ -260,6 +263,16 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             self.post_message(ComputeFailed(generation, ask, exc.message))
         except Exception as exc:
             self.post_message(ComputeFailed(generation, ask, describe(exc)))
+
+    def progress_listener(self, generation: int) -> Callable[[Progress], None]:
+        """What the compute worker tells the phases of a load to (a test holds a load at a phase here)."""
+        return post_progress(self, generation)
+
+    @while_running
+    def on_load_progressed(self, message: LoadProgressed) -> None:
+        """A load's phase under the model's status, while that load is still the one wanted and under way."""
+        if message.generation == self.state.generation and self.explorer.heatmap.loading:
+            self.query_one(ModelPane).show_progress(message.progress)
 
     @while_running
     def on_trace_grew(self, message: TraceGrew) -> None:
@@ -329,6 +342,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
             # A model that cannot be opened: say so loudly and go back to what was shown.
             self.notify(message.error, title=_("cannot open {model}").format(model=failure.model[:60]),
                         severity="error", timeout=10)
+            self.query_one(ModelPane).refuse_path(failure.model)
             self.show_ask(failure.back, matrices=False)
             if failure.recompute:
                 self.compute_wanted()
@@ -342,6 +356,7 @@ class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, 
         """A computation ended: the loading indicator goes (and, once painted, start-up is over)."""
         self.call_after_refresh(self.warmup.end)
         self.explorer.heatmap.loading = False
+        self.query_one(ModelPane).show_progress(None)
         if ask.model is None:
             self.query_one(ModelPane).show_status("")
 

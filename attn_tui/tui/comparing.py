@@ -55,7 +55,11 @@ class CompareActions(_AppBase):
             return
         if self.trace is None:
             return
-        options = comparisons(self.state.wanted, self.trace.heads, self.explorer.head)
+        others = sorted(self.state.loaded_models)  # another model opened this session, on the same sentence
+        trace = self.trace
+        windows = [None if (g := trace.geometry.get(n)) is None else g.window for n in range(trace.layers)]
+        options = comparisons(self.state.wanted, trace.heads, self.explorer.head, trace.layers,
+                              self.explorer.layer_index, others, windows)  # the layers computed so far say theirs
         self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
                                       [(str(c.title), c) for c in options]), self.start_compare)
 
@@ -63,7 +67,7 @@ class CompareActions(_AppBase):
         if comparison is None:
             return
         self.state.start_compare(comparison)
-        if comparison.head is not None:
+        if comparison.same_trace:
             self.explorer.show_b(comparison, None)
         else:
             self.compute_b()

@@ -15,6 +15,7 @@ from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.ask.settings import Ask
+    from attn_tui.sources.progress import Progress
     from attn_tui.trace.shown import Shown
 
 
@@ -48,6 +49,14 @@ class TraceGrew(Message):
     generation: int
     shown: Shown
     steps_ready: int
+
+
+@dataclass
+class LoadProgressed(Message):
+    """The compute worker's load reached another phase, or moved on in one (throttled: tui/workers.py)."""
+
+    generation: int
+    progress: Progress
 
 
 @dataclass

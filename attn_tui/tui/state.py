@@ -273,9 +273,9 @@ class AppState:
         self.b_generation += 1
 
     def send_b(self) -> tuple[Ask, int] | None:
-        """B's ask and its generation; None when a head comparison needs no computing."""
+        """B's ask and its generation; None when a head or layer comparison needs no computing."""
         comparison = self.comparison
-        if comparison is None or comparison.head is not None:
+        if comparison is None or comparison.same_trace:
             return None
         self.b_generation += 1
         return comparison.b_ask(self.wanted), self.b_generation

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
+from attn_tui.i18n import N_, _
 from attn_tui.present.kv_sharing import sharing_of
 from attn_tui.present.layer_windows import window_labels, window_note
 from attn_tui.present.model_view import ModelSummary, sink_note
@@ -16,8 +17,8 @@ from attn_tui.present.text import printable
 from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
-KEY = "each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), " \
-      "m largest weight, f share on the first token"
+KEY = N_("each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), "
+         "m largest weight, f share on the first token")
 
 
 class ModelGrid(ScrollableContainer, inherit_bindings=False):
@@ -34,26 +35,37 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
     ]
 
     current: tuple[int, int] = (0, 0)  # (layer, head) highlighted, for tests
+    needed = 0  # cells the heads need across: the body is never narrower
 
     def compose(self) -> ComposeResult:
         yield Static("", id="model-grid-body")
+
+    def on_resize(self) -> None:
+        """Shown while hidden (no width yet), or the terminal resized: the body takes the width there is, so a
+        small model's notes are not wrapped to its few heads' width."""
+        if self.needed:
+            self.query_one("#model-grid-body", Static).styles.width = max(self.size.width - 1, self.needed)
 
     def show(self, summary: ModelSummary, layer: int, head: int) -> None:
         """(layer, head) is the head the stages show; it is highlighted."""
         self.current = (layer, head)
         cell = summary.cell(layer, head)
-        title = Text.assemble((f"{printable(summary.name)}: {summary.layers} layers × {summary.heads} heads", "bold"),
-                              ("   g returns to the stages; [ ] { } pick the head", "dim"))
-        now = Text(f"layer {layer} head {head}: mean entropy {cell.entropy:.3f} nats · largest weight "
-                   f"{cell.max_weight:.3f} · share on {summary.tokens[0]!r} {cell.first_share:.3f}", style="magenta")
+        title = Text.assemble((_("{name}: {layers} layers × {heads} heads").format(
+            name=printable(summary.name), layers=summary.layers, heads=summary.heads), "bold"),
+            ("   " + _("g returns to the stages; [ ] { } pick the head"), "dim"))
+        now = Text(_("layer {layer} head {head}: mean entropy {entropy} nats · largest weight {largest} · share on "
+                     "{token} {share}").format(layer=layer, head=head, entropy=f"{cell.entropy:.3f}",
+                                              largest=f"{cell.max_weight:.3f}", token=repr(summary.tokens[0]),
+                                              share=f"{cell.first_share:.3f}"), style="magenta")
         notes = window_labels(summary.windows)  # w3 under each sliding layer's label
         table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head), notes)
         body = self.query_one("#model-grid-body", Static)
         # As wide as the heads need, never squeezed to the screen: the container scrolls instead.
-        body.styles.width = max(self.size.width - 1, grid_width(summary.cells, summary.heads, notes))
+        self.needed = grid_width(summary.cells, summary.heads, notes)
+        body.styles.width = max(self.size.width - 1, self.needed)
         windows = window_note(summary.windows)  # which layers are local, and their window
         sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
         offload = [Text(summary.offload, style="yellow")] if summary.offload else []  # layers read from disk
-        body.update(Group(title, *offload, Text(KEY, style="dim"), now, Text(sink_note(summary), style="magenta"),
+        body.update(Group(title, *offload, Text(_(KEY), style="dim"), now, Text(sink_note(summary), style="magenta"),
                           *([Text(windows, style="cyan")] if windows else []),
                           *([] if sharing is None else [sharing_block(sharing)]), table))

@@ -12,13 +12,14 @@ shown only where they apply.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Checkbox, Input, Label, Select, Static
+from textual.widgets import Checkbox, Input, Label, ProgressBar, Select, Static
 
 from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
@@ -27,12 +28,18 @@ from attn_tui.i18n import N_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
+from attn_tui.tui.path_completion import Completion
+from attn_tui.tui.served import served
 from attn_tui.tui.widgets.echo import EchoInput
 from attn_tui.tui.widgets.echo import shown as drawn
+from attn_tui.tui.widgets.path_input import PathInput, PathSuggester, model_hint
 from attn_tui.tui.widgets.setting_rows import CAPTIONS, INPUTS, ORDER, SELECTS, number_text, parse_field, row_classes
 from attn_tui.tui.widgets.setting_rows import GREYABLE as GREYABLE
 from attn_tui.tui.widgets.setting_rows import LABELS as LABELS
 from attn_tui.tui.widgets.toggle import ShapeCheckbox
+
+if TYPE_CHECKING:
+    from attn_tui.sources.progress import Progress
 
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
 OTHER = "other"  # the model choice that means: the path or id typed below
@@ -74,11 +81,21 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane .setting-label { width: 9; color: $text-muted; }
     ModelPane .setting.-unused .setting-label { color: $text-disabled; text-style: strike; }
     Screen.-narrow ModelPane .setting-label { width: 8; }
+    Screen.-narrow ModelPane #path-hint { padding: 0 0 0 8; }
     ModelPane .setting Select, ModelPane .setting Input, ModelPane .setting Checkbox,
     ModelPane .setting .value { width: 1fr; }
     ModelPane #settings-error { color: $error; height: auto; }
     ModelPane #model-status { display: none; width: 100%; height: auto; max-height: 2; color: $text-muted; }
     ModelPane #model-status.-shown { display: block; }
+    ModelPane #load-progress { display: none; height: auto; }
+    ModelPane #load-progress.-shown { display: block; }
+    ModelPane #load-bar { width: 100%; }
+    ModelPane #load-bar Bar { width: 1fr; }
+    ModelPane #load-bar Bar > .bar--indeterminate { color: $accent; }  /* Textual's red reads as an error */
+    ModelPane #load-bar.-indeterminate PercentageStatus { display: none; }
+    ModelPane #load-phase { width: 100%; height: auto; max-height: 2; color: $text-muted; }
+    ModelPane #path-hint { display: none; width: 100%; height: auto; padding: 0 0 0 9; color: $text-success; }
+    ModelPane.-other #path-hint.-shown { display: block; }
     /* Rows that apply to one kind of model only. */
     ModelPane .other-only, ModelPane .transformer-only, ModelPane .seq2seq-only { display: none; }
     ModelPane.-other .other-only, ModelPane.-transformer .transformer-only,
@@ -101,14 +118,23 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.held = False  # settings not yet posted: edited, or dropped in flight, while a field was refused
         self.layer_at = self.head_at = (0, 1)  # (index, count) on show: read again after `t`
         self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
+        self.progress: Progress | None = None  # the load's phase on show, None: no load is being told
+        self.path_is_model = False  # the path typed names a model folder (a config.json is in it)
+        self.refused_path: str | None = None  # the path whose model could not be opened last
 
     def compose(self) -> ComposeResult:
         yield Label(_("Model"), classes="pane-title", id="model-title")
         yield from self._row("model", Select(_model_options(), value=VARIANTS, allow_blank=False, compact=True,
                                              id="set-model"))
-        yield from self._row("path", EchoInput(placeholder=_("folder or cached id, ⏎"), compact=True,
-                                           id="set-model-path"), "other-only")
+        yield from self._row("path", PathInput(placeholder=_("folder or cached id, ⏎"), compact=True,
+                                               suggester=None if served() else PathSuggester(self._path_completed),
+                                               id="set-model-path"),
+                             "other-only")
+        yield Label("", id="path-hint")
         yield Label("", id="model-status")
+        with Vertical(id="load-progress"):
+            yield ProgressBar(total=None, show_eta=False, id="load-bar")
+            yield Label("", id="load-phase")
         yield Static("", id="recorded")
         for name in ORDER:
             yield from self._row(name, self._control(name), row_classes(SETTINGS[name]))
@@ -162,6 +188,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         for name, caption in CAPTIONS.items():
             self.query_one(f"#set-{name}", Checkbox).label = _(caption)
         self.query_one("#set-model-path", Input).placeholder = _("folder or cached id, ⏎")
+        self._show_path_hint(self.path_is_model)
+        self.show_progress(self.progress)
         self._draw_recorded()
         model = self.query_one("#set-model", Select)
         with self.prevent(Select.Changed):
@@ -224,6 +252,37 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             grid.add_row(pgettext("recorded", label), Text(str(value)))
         self.query_one("#recorded", Static).update(grid)
 
+    def refuse_path(self, name: str) -> None:
+        """`name` could not be opened: it stays in the field, and picking `path or id…` again opens the field to fix
+        it instead of trying the same path again."""
+        self.refused_path = name
+
+    def _path_completed(self, value: str, completion: Completion) -> None:
+        """The suggester read the path typed: say whether it names a model folder (a stale value's answer is
+        dropped: the field moved on while the listing was read)."""
+        if self.is_attached and self.query_one("#set-model-path", Input).value == value:
+            self._show_path_hint(completion.model)
+
+    def _show_path_hint(self, model: bool) -> None:
+        self.path_is_model = model
+        hint = self.query_one("#path-hint", Label)
+        hint.update(model_hint(model))
+        hint.set_class(model, "-shown")
+
+    def show_progress(self, progress: Progress | None) -> None:
+        """A load's bar and what it is doing now (indeterminate when how far is not known); None: gone."""
+        self.progress = progress
+        self.query_one("#load-progress").set_class(progress is not None, "-shown")
+        if progress is None:
+            return
+        bar = self.query_one("#load-bar", ProgressBar)
+        bar.set_class(not progress.total, "-indeterminate")  # its `--%` says nothing: hidden
+        if progress.total:
+            bar.update(total=progress.total, progress=progress.done)
+        else:
+            bar.update(total=None)
+        self.query_one("#load-phase", Label).update(drawn(str(progress.what)))
+
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""
         status = self.query_one("#model-status", Label)
@@ -268,9 +327,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self._set_kind(choice)
         if choice == OTHER:
             path = self.query_one("#set-model-path", Input)
-            if path.value.strip():
+            if path.value.strip() and path.value.strip() != self.refused_path:
                 self.post_message(ModelChosen(path.value.strip()))
-            else:
+            else:  # empty, or the path just refused: to be typed or fixed, not tried again as it is
                 path.focus()
             return
         self.post_message(ModelChosen(None if choice == VARIANTS else choice))
@@ -303,6 +362,10 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         name = (event.input.id or "").removeprefix("set-")
         if name == "target":
             self._target_edited()
+            return
+        if name == "model-path":
+            if not event.value:
+                self._show_path_hint(False)  # the suggester is not asked about an empty field
             return
         if name not in INPUTS:
             return

@@ -109,12 +109,16 @@ def draw_compare(explorer: PanelHost, view: StageView) -> StageView | None:
     b_trace = trace if explorer.shown_b is None else explorer.shown_b.trace
     place = view.place
     head = comparison.head if comparison.head is not None else explorer.head
+    layer = comparison.layer if comparison.layer is not None else place.layer
+    if explorer.shown_b is not None and comparison.key == "other":  # another model: its last layer and head at most
+        layer = min(layer or 0, b_trace.layers - 1) if b_trace.layers > 1 else None
+        head = min(head, b_trace.heads - 1)
     b_view: StageView | None = None
     message = ""
-    if b_trace.find(place.name, place.layer, head if b_trace.heads > 1 else None, place.step, place.module) is None:
+    if b_trace.find(place.name, layer, head if b_trace.heads > 1 else None, place.step, place.module) is None:
         message = _("B has no stage {stage}").format(stage=stage_title(place.name))
     else:
-        b_view = stage_view(b_trace, place.name, place.layer, head, explorer.energy_query, place.step, place.module)
+        b_view = stage_view(b_trace, place.name, layer, head, explorer.energy_query, place.step, place.module)
     diff = None if b_view is None else diff_grid(view.grid, b_view.grid)
     a_grid, b_grid = view.grid, None if b_view is None else b_view.grid
     if b_grid is not None and explorer.shared_scale:
