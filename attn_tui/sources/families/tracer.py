@@ -152,8 +152,11 @@ def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h:
     if not grouped:
         return Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})", letter=part.upper(),
                    part=part, h=h, source=spec.source)
-    if part == "q":
+    if part == "q" and spec.source == "RMSNorm(X)":
         return Msg("Q_{h} = RMSNorm(X)·W_qᵀ, columns of head {h}   (before the rotation)", h=h)
+    if part == "q":  # a layer that reads X otherwise (OLMo-2: the raw input, normed after attention)
+        return Msg("Q_{h} = X·W_qᵀ, columns of head {h}   (X = {source}; before the rotation)", h=h,
+                   source=spec.source)
     return shared_formula(part.upper(), h, g, groups, f"{g * d_h}…{(g + 1) * d_h - 1}")
 
 
@@ -170,7 +173,10 @@ def head_norm(x: torch.Tensor, norm: NormSpec) -> torch.Tensor:
 
 def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer: int, heads: int,
                  index: tuple[int, ...], axis: Axis, dims: Axis) -> torch.Tensor:
-    """Stages `{name}_norm` of each query head (head h reads row index[h] of x); returns x normed (rows, N, d_h)."""
+    """Stages `{name}_norm` of each query head (head h reads row index[h] of x); returns x normed (rows, N, d_h).
+
+    A norm over the whole projection (OLMo-2) runs over every row's dimensions side by side, as the model
+    norms X·Wᵀ before splitting it into heads; each head's stage keeps its own columns of the result."""
     letter = name[0]
     prefix = f"blocks.{layer}."
     trace.params[prefix + f"{letter}_norm"] = norm.weight.detach()
@@ -178,16 +184,27 @@ def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer
     if norm.bias is not None:
         bias = prefix + f"{letter}_norm_bias"
         trace.params[bias] = norm.bias.detach()
-    normed = head_norm(x, norm)  # (rows, N, d_h)
+    rows, n, d_h = x.shape
     kind = "RMSNorm" if norm.kind == "rms" else "LayerNorm"
     weight = "(1 + w)" if norm.offset else "w"
-    formula = Msg("{letter}_n = {norm}({letter}_h) over the head's {d} dimensions, times {weight}   (each head's "
-                  "{letter} is normed before the scores)", letter=letter.upper(), norm=kind, d=x.shape[-1],
-                  weight=weight)
+    whole: tuple[Place, ...] = ()
+    if norm.scope == "projection":
+        joined = x.transpose(0, 1).reshape(n, rows * d_h)  # (N, rows·d_h): the projection before the split
+        normed = head_norm(joined, norm).view(n, rows, d_h).transpose(0, 1)  # (rows, N, d_h)
+        readers = {row: h for h, row in reversed(list(enumerate(index)))}  # each row's first query head
+        whole = tuple(Place(name, layer, readers[row]) for row in range(rows))
+        formula = Msg("{letter}_n = {norm}(X·W_{lower}ᵀ) over the whole projection's {d} dimensions ({rows} heads "
+                      "side by side, normed before the split into heads), times {weight}", letter=letter.upper(),
+                      norm=kind, lower=letter, d=rows * d_h, rows=rows, weight=weight)
+    else:
+        normed = head_norm(x, norm)  # (rows, N, d_h)
+        formula = Msg("{letter}_n = {norm}({letter}_h) over the head's {d} dimensions, times {weight}   (each "
+                      "head's {letter} is normed before the scores)", letter=letter.upper(), norm=kind, d=d_h,
+                      weight=weight)
     for h in range(heads):
         trace.add(Stage(Place(f"{name}_norm", layer, h), normed[index[h]], formula, (axis, dims),
                         HeadNorm(Place(name, layer, h), norm.kind, prefix + f"{letter}_norm", norm.eps, bias,
-                                 norm.offset)))
+                                 norm.offset, whole, index[h] * d_h if whole else 0)))
     return normed
 
 
