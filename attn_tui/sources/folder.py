@@ -106,7 +106,25 @@ def check_folder(folder: Path) -> str:
         raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
                              folder=quoted(str(folder)), kind=shown, kinds=", ".join(sorted(SUPPORTED_TYPES))))
     _check_entries(folder)
+    _check_weights(folder, config)
     return model_type
+
+
+def _check_weights(folder: Path, config: dict[str, object]) -> None:
+    """The safetensors files are whole and hold what config.json says (weight_files.py), read as data."""
+    from attn_tui.sources import weight_files
+
+    sizes = {part: _size(config, names, folder) for part, names in _SIZES.items()}  # each a size, or refused
+    try:
+        shapes = weight_files.weight_shapes(folder)
+        if shapes is not None:
+            weight_files.check_shapes(shapes, sizes)
+    except weight_files.WeightsError as problem:
+        raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(str(folder)),
+                             reason=problem.message)) from None
+    except OSError as exc:
+        raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(str(folder)),
+                             reason=exc.strerror or type(exc).__name__)) from None
 
 
 def _check_entries(folder: Path) -> None:

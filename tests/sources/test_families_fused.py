@@ -231,3 +231,30 @@ def test_the_folder_estimate_follows_what_transformers_builds(tmp_path: Path, mo
     made.save_pretrained(tmp_path)
     real = sum(p.numel() for p in transformers.AutoModel.from_config(made).parameters())
     assert abs(folder.config_parameters(tmp_path) - real) / real < 0.03, (folder.config_parameters(tmp_path), real)
+
+
+@pytest.mark.parametrize("layout", ["bin", "shards"])
+def test_a_bin_read_with_weights_only_and_a_sharded_checkpoint_open_as_the_safetensors_does(
+        folders: dict[str, Path], traces: dict[str, Trace], tmp_path: Path, layout: str) -> None:
+    """The same gpt_neox weights as pytorch_model.bin (plain tensors: weights_only reads them) or as two shards and
+    an index trace the same weights as the single file, every layer and head."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    path = Path(shutil.copytree(folders["gpt_neox"], tmp_path / layout))
+    tensors = load_file(path / "model.safetensors")
+    (path / "model.safetensors").unlink()
+    if layout == "bin":
+        torch.save(tensors, path / "pytorch_model.bin")
+    else:
+        names = sorted(tensors)
+        shards = {n: f"model-0000{1 + 2 * i // len(names)}-of-00002.safetensors" for i, n in enumerate(names)}
+        for shard in set(shards.values()):
+            save_file({n: tensors[n] for n in names if shards[n] == shard}, path / shard, metadata={"format": "pt"})
+        (path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": shards}))
+    trace, single = run(ModelInput(str(path), TEXT)).trace, traces["gpt_neox"]
+    for layer in range(2):
+        for head in range(HEADS):
+            torch.testing.assert_close(trace.tensor("weights", layer, head), single.tensor("weights", layer, head),
+                                       atol=0, rtol=0)
