@@ -221,6 +221,16 @@ def test_the_cli_opens_each_folder(folders: dict[str, Path], capsys: pytest.Capt
         doc = json.loads(capsys.readouterr().out)
         by_name = {s["name"]: s for s in doc["stages"]}
         assert (by_name["weights"]["layer"], by_name["weights"]["head"]) == (1, 3), model_type
+        assert main(["heads", "--model", str(path), "--text", "the cat sat", "--format", "json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)["stats"]) == 2 * HEADS, model_type
+
+
+def test_the_api_opens_each_folder(folders: dict[str, Path], traces: dict[str, Trace]) -> None:
+    import attn_tui
+
+    for model_type, path in folders.items():
+        trace = attn_tui.compute(TEXT, model=str(path), layer=1, head=2)
+        torch.testing.assert_close(trace.tensor("weights", 1, 2), traces[model_type].tensor("weights", 1, 2))
 
 
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
