@@ -268,3 +268,17 @@ def test_a_bin_read_with_weights_only_and_a_sharded_checkpoint_open_as_the_safet
         for head in range(HEADS):
             torch.testing.assert_close(trace.tensor("weights", layer, head), single.tensor("weights", layer, head),
                                        atol=0, rtol=0)
+
+
+def test_gpt_neox_without_biases_traces_and_says_so(tmp_path: Path) -> None:
+    path = tiny(tmp_path, "gpt_neox", dict(CONFIGS["gpt_neox"], attention_bias=False))
+    trace = run(ModelInput(str(path), TEXT)).trace
+    expected = reference(path)
+    for head in range(HEADS):
+        torch.testing.assert_close(trace.tensor("weights", 0, head), expected[0][head], atol=1e-5, rtol=1e-5)
+    assert "blocks.0.b_q" not in trace.params
+    formula = str(trace.stage("query", 0, 1).formula)
+    assert formula.startswith("Q_h = X·W_qᵀ, columns of head 1") and "b_q" not in formula
+    with_bias = str(run(ModelInput(str(tiny(tmp_path, "gpt_neox", CONFIGS["gpt_neox"], name="biased")), TEXT))
+                    .trace.stage("query", 0, 1).formula)
+    assert with_bias.startswith("Q_h = X·W_qᵀ + b_q, columns of head 1")

@@ -149,6 +149,9 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
 
 def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h: int, spec: LayerSpec,
                         grouped: bool) -> Msg:
+    if not grouped and f"b_{part}" not in spec.weights:  # a model without biases (GPT-NeoX's attention_bias off)
+        return Msg("{letter}_h = X·W_{part}ᵀ, columns of head {h}   (X = {source})", letter=part.upper(), part=part,
+                   h=h, source=spec.source)
     if not grouped:
         return Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})", letter=part.upper(),
                    part=part, h=h, source=spec.source)
