@@ -117,11 +117,19 @@ def _header(path: Path) -> Shapes:
 
 def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
     """config.json's layers, width, vocabulary and heads against the tensors the files hold."""
-    layers = {int(m.group(1)) for name in shapes if (m := _LAYER.search(name))}
+    parts: dict[int, set[str]] = {}  # layer → the names of its tensors, past the layer's own prefix
+    for name in shapes:
+        if m := _LAYER.search(name):
+            parts.setdefault(int(m.group(1)), set()).add(name[m.end():])
     said = sizes.get("layers")
-    if layers and said is not None and said != max(layers) + 1:
+    if parts and said is not None and said != max(parts) + 1:
         raise WeightsError(Msg("config.json says {said} layers; its weights hold {held}", said=said,
-                                 held=max(layers) + 1))
+                               held=max(parts) + 1))
+    for layer in range(max(parts, default=-1) + 1):  # every layer holds what layer 0 holds (else drawn at random)
+        lacking = sorted(parts.get(0, set()) - parts.get(layer, set()))
+        if lacking:
+            raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer 0 has", layer=layer,
+                                   name=quoted(lacking[0], 60)))
     width, vocab, heads = sizes.get("width"), sizes.get("vocab"), sizes.get("heads")
     for name, shape in shapes.items():
         if name.endswith(_EMBEDDINGS) and width is not None and vocab is not None and shape != (vocab, width):

@@ -132,3 +132,15 @@ def test_a_bin_holding_pickled_objects_beside_real_tensors_is_refused_and_runs_n
     outcome = _stages(path)
     assert outcome.refused("holds pickled objects, not only tensors"), outcome
     assert not marker.exists()
+
+
+def test_a_layer_missing_a_tensor_the_others_hold_is_one_line(made: dict[str, Path], tmp_path: Path) -> None:
+    """transformers would draw the missing key projection at random and trace it as the model's."""
+    from safetensors.torch import load_file, save_file
+
+    path = _copy(made, "olmo2", tmp_path)
+    tensors = load_file(path / "model.safetensors")
+    del tensors["model.layers.1.self_attn.k_proj.weight"]
+    save_file(tensors, path / "model.safetensors", metadata={"format": "pt"})
+    outcome = _stages(path)
+    assert outcome.refused("layer 1 of the weights lacks 'self_attn.k_proj.weight', which layer 0 has"), outcome
