@@ -66,10 +66,10 @@ def _shards(folder: Path) -> list[str]:
     for shard in shards:
         if Path(shard).name != shard or shard in ("", ".", ".."):
             raise WeightsError(Msg("{file} names the shard {shard}, which is not a file of the folder", file=INDEX,
-                                     shard=quoted(shard, 60)))
+                                   shard=quoted(shard, 60)))
         if not (folder / shard).is_file():
             raise WeightsError(Msg("{file} names the shard {shard}, which is missing", file=INDEX,
-                                     shard=quoted(shard, 60)))
+                                   shard=quoted(shard, 60)))
     return shards
 
 
@@ -84,7 +84,7 @@ def _header(path: Path) -> Shapes:
         (length,) = struct.unpack("<Q", head)
         if length > min(MAX_HEADER, size - 8):
             raise WeightsError(Msg("{file} is cut short: its header alone needs {need} bytes, the file holds {have}",
-                                     file=quoted(path.name, 60), need=8 + length, have=size))
+                                   file=quoted(path.name, 60), need=8 + length, have=size))
         try:
             header = json.loads(handle.read(length))
         except (ValueError, UnicodeDecodeError):
@@ -97,22 +97,28 @@ def _header(path: Path) -> Shapes:
         if name == "__metadata__":
             continue
         try:
-            shape = tuple(int(n) for n in entry["shape"])
-            begin, stop = (int(n) for n in entry["data_offsets"])
-            item = ITEM_BYTES[entry["dtype"]]
+            shape, (begin, stop) = _counts(entry["shape"]), _counts(entry["data_offsets"])
+            item = ITEM_BYTES.get(entry["dtype"])  # a dtype newer than this table: its bytes are not checked
         except (TypeError, KeyError, ValueError):
             raise WeightsError(broken) from None
         count = 1
         for n in shape:
             count *= n
-        if min(shape, default=0) < 0 or not 0 <= begin <= stop or stop - begin != count * item:
+        if not begin <= stop or (item is not None and stop - begin != count * item):
             raise WeightsError(broken)
         shapes[name] = shape
         end = max(end, stop)
     if 8 + length + end > size:
         raise WeightsError(Msg("{file} is cut short: its header describes {need} bytes of tensors, the file "
-                                 "holds {have}", file=quoted(path.name, 60), need=end, have=size - 8 - length))
+                               "holds {have}", file=quoted(path.name, 60), need=end, have=size - 8 - length))
     return shapes
+
+
+def _counts(value: object) -> tuple[int, ...]:
+    """A JSON list of whole numbers ≥ 0 (a shape, a pair of offsets), or ValueError."""
+    if not isinstance(value, list) or not all(type(n) is int and n >= 0 for n in value):
+        raise ValueError(value)
+    return tuple(value)
 
 
 def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
