@@ -282,3 +282,34 @@ def test_gpt_neox_without_biases_traces_and_says_so(tmp_path: Path) -> None:
     with_bias = str(run(ModelInput(str(tiny(tmp_path, "gpt_neox", CONFIGS["gpt_neox"], name="biased")), TEXT))
                     .trace.stage("query", 0, 1).formula)
     assert with_bias.startswith("Q_h = X·W_qᵀ + b_q, columns of head 1")
+
+
+@pytest.mark.parametrize(("model_type", "module", "x_of"), [
+    ("phi3", "qkv_proj", lambda w, x, eps: _rms(x, w["layers.0.input_layernorm.weight"], eps)),
+    ("gpt_neox", "query_key_value", lambda w, x, eps: torch.nn.functional.layer_norm(
+        x, (x.shape[1],), w["layers.0.input_layernorm.weight"], w["layers.0.input_layernorm.bias"], eps)),
+])
+def test_a_projections_formula_names_its_rows_of_the_fused_weight(folders: dict[str, Path], traces: dict[str, Trace],
+                                                                  model_type: str, module: str, x_of: Any) -> None:
+    """The rows the formula names, cut from the saved fused weight by that label alone, give the stage."""
+    import re
+
+    path, trace = folders[model_type], traces[model_type]
+    w = _saved(path)
+    config = json.loads((path / "config.json").read_text())
+    table = "embed_in.weight" if model_type == "gpt_neox" else "embed_tokens.weight"
+    x = x_of(w, _embedded(path, w, table), config.get("layer_norm_eps") or config.get("rms_norm_eps"))
+    fused = w[f"layers.0.{'attention' if model_type == 'gpt_neox' else 'self_attn'}.{module}.weight"]
+    bias = w.get(f"layers.0.attention.{module}.bias")
+    seen = set()
+    for name in ("query", "key", "value"):
+        for head in range(HEADS):
+            formula = str(trace.stage(name, 0, head).formula)
+            found = re.search(rf"rows (\d+)…(\d+) of the model's fused {module}$", formula)
+            assert found, formula
+            a, b = int(found.group(1)), int(found.group(2))
+            assert b - a + 1 == D_H
+            seen.add(a)
+            expected = x @ fused[a:b + 1].T + (0 if bias is None else bias[a:b + 1])
+            torch.testing.assert_close(trace.tensor(name, 0, head).double(), expected, atol=1e-5, rtol=1e-5)
+    assert len(seen) == (3 * HEADS if model_type == "gpt_neox" else HEADS + 2 + 2)  # every row block, once

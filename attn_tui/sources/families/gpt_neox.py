@@ -8,7 +8,7 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec, RotarySpec
+from attn_tui.sources.families.spec import Family, FusedRows, LayerSpec, RotarySpec
 from attn_tui.sources.model_run import ModelRun
 
 
@@ -33,8 +33,9 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
     head_dim = int(attn.head_size)
     rotary = RotarySpec(rope_base(model.config), fraction=cos.shape[-1] / head_dim, cos=cos[0], sin=sin[0],
                         scaling=float(getattr(model.rotary_emb, "attention_scaling", 1.0)))
+    fused = FusedRows("query_key_value", lambda part, h: (3 * h + "qkv".index(part)) * head_dim)  # [q_h k_h v_h]
     return LayerSpec(x, Msg("the layer's input after its LayerNorm"), found, heads, heads, head_dim,
-                     float(attn.scaling), causal=True, rotary=rotary)
+                     float(attn.scaling), causal=True, rotary=rotary, fused=fused)
 
 
 FAMILY = Family("gpt_neox", causal=True, layer=layer, rope_base=rope_base)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from attn_tui.sources.families.llama import kv_heads, rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec, RotarySpec
+from attn_tui.sources.families.spec import Family, FusedRows, LayerSpec, RotarySpec
 from attn_tui.sources.model_run import ModelRun
 
 
@@ -41,8 +41,11 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
     rotary = RotarySpec(rope_base(config), fraction=cos.shape[-1] / head_dim, cos=cos[0], sin=sin[0],
                         scaling=float(getattr(model.rotary_emb, "attention_scaling", 1.0)))
     window = getattr(config, "sliding_window", None)
-    return LayerSpec(x, "RMSNorm(X)", weights(attn, config), run_.loaded.heads, kv_heads(config), head_dim,
-                     float(attn.scaling), causal=True, window=None if window is None else int(window), rotary=rotary)
+    heads, kv = run_.loaded.heads, kv_heads(config)
+    start = {"q": 0, "k": heads * head_dim, "v": (heads + kv) * head_dim}  # query heads, key heads, value heads
+    fused = FusedRows("qkv_proj", lambda part, n: start[part] + n * head_dim)
+    return LayerSpec(x, "RMSNorm(X)", weights(attn, config), heads, kv, head_dim, float(attn.scaling), causal=True,
+                     window=None if window is None else int(window), rotary=rotary, fused=fused)
 
 
 FAMILY = Family("phi3", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base)

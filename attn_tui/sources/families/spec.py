@@ -49,6 +49,16 @@ class RotarySpec:
 
 
 @dataclass(frozen=True)
+class FusedRows:
+    """A fused q/k/v projection as the model names it (Phi-3's `qkv_proj`, GPT-NeoX's `query_key_value`), and
+    the first of the d_h rows that a part's head (q) or key/value head (k, v) takes from it: what the
+    projection's formula says, so a reader finds the head's rows in the checkpoint."""
+
+    module: str
+    first_row: Callable[[str, int], int]  # (part, q head or kv head) → its first row in the fused weight
+
+
+@dataclass(frozen=True)
 class LayerSpec:
     """One attention layer, as the tracer needs it.
 
@@ -71,6 +81,7 @@ class LayerSpec:
     rotary: RotarySpec | None = None
     soft_cap: float | None = None  # scores become cap·tanh(s / cap)
     positional: str = "absolute"  # without rotary: absolute (added to the input) or none
+    fused: FusedRows | None = None  # where W_q, W_k, W_v were cut from, when the model stores them as one
 
 
 def no_kv(config: object) -> int:

@@ -111,8 +111,12 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
         for part in "qkv":
             index = h if part == "q" else g
             bias = prefix + f"b_{part}" if f"b_{part}" in spec.weights else None
-            trace.add(Stage(Place(names[part], layer, h), projected[part][index],
-                            _projection_formula(part, h, g, groups, d_h, spec, grouped), (axes[part], dims),
+            formula = _projection_formula(part, h, g, groups, d_h, spec, grouped)
+            if spec.fused is not None:  # the rows the model's own fused projection holds them in
+                first = spec.fused.first_row(part, index)
+                formula = Msg("{formula}; rows {a}…{b} of the model's fused {module}", formula=formula, a=first,
+                              b=first + d_h - 1, module=spec.fused.module)
+            trace.add(Stage(Place(names[part], layer, h), projected[part][index], formula, (axes[part], dims),
                             Linear(prefix + "X", prefix + f"W_{part}", bias, index * d_h)))
     q, k = projected["q"], projected["k"]  # (H, N, d_h), (H_kv, N, d_h)
     q_last, k_last = "query", "key"
