@@ -73,3 +73,14 @@ def test_sizes_that_agree_pass_and_each_disagreement_is_named() -> None:
     del shapes["model.layers.1.self_attn.k_proj.weight"]
     with pytest.raises(WeightsError, match="layer 1 of the weights lacks 'self_attn.k_proj.weight'"):
         check_shapes(shapes, SIZES)
+
+
+def test_every_shard_the_index_names_is_read_and_a_short_one_is_named(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    _file(tmp_path / "model-00001-of-00002.safetensors", {"a": _entry([2], [0, 8])}, bytes(8))
+    _file(tmp_path / "model-00002-of-00002.safetensors", {"b": _entry([3], [0, 12])}, bytes(12))
+    assert weight_shapes(tmp_path) == {"a": (2,), "b": (3,)}
+    _file(tmp_path / "model-00002-of-00002.safetensors", {"b": _entry([3], [0, 12])}, bytes(6))
+    with pytest.raises(WeightsError, match="'model-00002-of-00002.safetensors' is cut short"):
+        weight_shapes(tmp_path)
