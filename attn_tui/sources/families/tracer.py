@@ -1,10 +1,11 @@
 """The one layer tracer every model family shares: a LayerSpec in, every stage of that layer's heads out.
 
-Projections (a head's rows of W_q, W_k, W_v), a per-head norm on q and k where the model
-has one, the rotation where it is rotary (all of a head or a fraction of it, rotate-half
-or interleaved), scores and the model's own scale, a soft cap, then the shared tail with
-the layer's own mask (its window where it slides). The stages and ops are those of the
-`scaled_dot`, `rope` and `gqa` variants, recorded by the same functions, so today's models
+Projections (a head's rows of W_q, W_k, W_v), a norm on q and k where the model has one
+(per head, or over the whole projection before the split into heads), the rotation where
+it is rotary (all of a head or a fraction of it, rotate-half or interleaved), scores and
+the model's own scale, a soft cap, then the shared tail with the layer's own mask (its
+window where it slides). The stages and ops are those of the `scaled_dot`, `rope` and
+`gqa` variants, recorded by the same functions, so today's models
 trace exactly as before; each layer also records its geometry (trace/geometry.py).
 """
 
