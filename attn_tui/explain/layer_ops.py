@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, row64
 from attn_tui.i18n import _
 from attn_tui.trace import ops
@@ -21,28 +23,39 @@ def _head_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     assert isinstance(op, ops.HeadNorm)
     p, j = index
     source = trace.stages[op.source]
-    x = row64(source.data[p])  # (d_h,)
-    weight = float(trace.params[op.weight].reshape(-1)[j].double()) + op.offset
+    c = op.column + j  # the cell's place in the normed row and in the weight
+    if op.whole:  # the whole projection's row: every head's row side by side (OLMo-2)
+        x = torch.cat([row64(trace.stages[at].data[p]) for at in op.whole])  # (count·d_h,)
+        span = dict(p=p, heads=len(op.whole), d=x.numel(), a=op.column, b=op.column + source.data.shape[-1] - 1)
+        squares = _("mean of the squares of row {p} of the whole projection ({heads} heads, {d} dimensions; this "
+                    "head's are {a}…{b}):").format(**span)
+        spread = _("mean {mean}, variance {var} over row {p} of the whole projection ({heads} heads, {d} "
+                   "dimensions)")
+    else:
+        x = row64(source.data[p])  # (d_h,)
+        span = dict(p=p, d=x.numel())
+        squares = _("mean of the squares of {name}[{p}] over its {d} dimensions:").format(name=source.symbol, p=p,
+                                                                                           d=x.numel())
+        spread = _("mean {mean}, variance {var} over the head's {d} dimensions")
+    weight = float(trace.params[op.weight].reshape(-1)[c].double()) + op.offset
     shown_w = f"(1 + {fmt(weight - op.offset)})" if op.offset else fmt(weight)
     if op.kind == "rms":
         mean_sq = float(x.pow(2).mean())
         root = math.sqrt(mean_sq + op.eps)
-        total = float(x[j]) / root * weight
-        lines = [_("mean of the squares of {name}[{p}] over its {d} dimensions:").format(
-                     name=source.symbol, p=p, d=x.numel()),
+        total = float(x[c]) / root * weight
+        lines = [squares,
                  f"({first_terms(x.pow(2))}) / {x.numel()} = {fmt(mean_sq)}",
                  f"√({fmt(mean_sq)} + {op.eps:g}) = {fmt(root)}",
-                 f"{fmt(float(x[j]))} / {fmt(root)} · {shown_w} = {fmt(total)}"]
-        return f"{stage.symbol}[{p},{j}] = {source.symbol}[{p},{j}] / rms · w[{j}]", lines, total
+                 f"{fmt(float(x[c]))} / {fmt(root)} · {shown_w} = {fmt(total)}"]
+        return f"{stage.symbol}[{p},{j}] = {source.symbol}[{p},{j}] / rms · w[{c}]", lines, total
     mean, var = float(x.mean()), float(x.var(unbiased=False))
     root = math.sqrt(var + op.eps)
-    bias = 0.0 if op.bias is None else float(trace.params[op.bias].reshape(-1)[j].double())
-    total = (float(x[j]) - mean) / root * weight + bias
-    lines = [_("mean {mean}, variance {var} over the head's {d} dimensions").format(mean=fmt(mean), var=fmt(var),
-                                                                                     d=x.numel()),
-             f"({fmt(float(x[j]))} − {fmt(mean)}) / √({fmt(var)} + {op.eps:g}) · {shown_w} + {fmt(bias)}",
+    bias = 0.0 if op.bias is None else float(trace.params[op.bias].reshape(-1)[c].double())
+    total = (float(x[c]) - mean) / root * weight + bias
+    lines = [spread.format(mean=fmt(mean), var=fmt(var), **span),
+             f"({fmt(float(x[c]))} − {fmt(mean)}) / √({fmt(var)} + {op.eps:g}) · {shown_w} + {fmt(bias)}",
              f"= {fmt(total)}"]
-    return f"{stage.symbol}[{p},{j}] = ({source.symbol}[{p},{j}] − mean) / σ · w[{j}] + b[{j}]", lines, total
+    return f"{stage.symbol}[{p},{j}] = ({source.symbol}[{p},{j}] − mean) / σ · w[{c}] + b[{c}]", lines, total
 
 
 def _partial_rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:

@@ -107,6 +107,7 @@ def check_folder(folder: Path) -> str:
                              folder=quoted(str(folder)), kind=shown, kinds=", ".join(sorted(SUPPORTED_TYPES))))
     _check_window(config, folder)
     _check_entries(folder)
+    _check_weights(folder, config)
     return model_type
 
 
@@ -116,6 +117,23 @@ def _check_window(config: dict[str, object], folder: Path) -> None:
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_SIZE):
         raise ModelError(Msg("config.json of {folder} has sliding_window {value}: a window is a whole number of "
                              "tokens, at least 1", folder=quoted(str(folder)), value=quoted(str(window), 30)))
+
+
+def _check_weights(folder: Path, config: dict[str, object]) -> None:
+    """The safetensors files are whole and hold what config.json says (weight_files.py), read as data."""
+    from attn_tui.sources import weight_files
+
+    sizes = {part: _size(config, names, folder) for part, names in _SIZES.items()}  # each a size, or refused
+    try:
+        shapes = weight_files.weight_shapes(folder)
+        if shapes is not None:
+            weight_files.check_shapes(shapes, sizes)
+    except weight_files.WeightsError as problem:
+        raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(str(folder)),
+                             reason=problem.message)) from None
+    except OSError as exc:
+        raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(str(folder)),
+                             reason=exc.strerror or type(exc).__name__)) from None
 
 
 def _check_entries(folder: Path) -> None:
@@ -145,7 +163,7 @@ _SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "
           "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
           "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
           "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",)}
-_TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2"}  # families whose MLP is up and down; the others' is gated
+_TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2", "gpt_neox"}  # families whose MLP is up and down; the others' is gated
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 
 

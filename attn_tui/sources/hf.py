@@ -89,7 +89,7 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
         raise
     except Exception as exc:
         first: str | Msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
-        if "weights_only" in str(first):
+        if re.search(r"weights[_ ]only", str(first), re.IGNORECASE):  # torch's "Weights only load failed…" too
             first = Msg("its weights file holds pickled objects, not only tensors, and is refused (use safetensors)")
         raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(name), reason=first)) from None
     cfg = model.config

@@ -144,12 +144,12 @@ _KINDS = (
         "product of query i and key j only depends on the difference i − j: the scores see relative position.")),
     # scores and their normalisation
     StageKind("query_norm", "Q_n", NP_("stage", "query_norm"), N_(
-        "Each head's query is normalised over its own dimensions before it meets the keys (Qwen3, Gemma 3): "
-        "its size is taken out and a learned weight per dimension put back, so no head's scores can grow "
-        "without bound as training goes on.")),
+        "Each head's query is normalised before it meets the keys, over its own dimensions (Qwen3, Gemma 3) or "
+        "over the whole projection, every head's dimensions together (OLMo-2): its size is taken out and a "
+        "learned weight per dimension put back, so no head's scores can grow without bound as training goes on.")),
     StageKind("key_norm", "K_n", NP_("stage", "key_norm"), N_(
-        "Each head's key is normalised over its own dimensions, as the query is: with both normed, a score "
-        "measures direction more than length.")),
+        "Each head's key is normalised as the query is (over the head's dimensions, or over the whole projection "
+        "in OLMo-2): with both normed, a score measures direction more than length.")),
     StageKind("energy", "E", NP_("stage", "energy"), N_(
         "For every query-key pair a small neural network layer is applied: tanh of the two projections "
         "added (or of the pair concatenated). The heatmap shows one query at a time: rows are keys, "

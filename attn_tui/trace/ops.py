@@ -226,6 +226,10 @@ class HeadNorm:
     rms: out[p, j] = x_j / √(mean_m x_m² + eps) · (offset + weight[j]);
     layer: out[p, j] = (x_j − mean) / √(var + eps) · (offset + weight[j]) + bias[j].
     `offset` is 1 where a model stores its weight as (1 + w) (Gemma), else 0.
+    Where the model norms the whole projection before splitting it into heads (OLMo-2), `whole`
+    names the stages whose rows, side by side, make that projection's row (every head's, in order):
+    the mean runs over all of them, and `column` is where `source`'s dimensions start in it (and in
+    the weight).
     """
 
     source: Place
@@ -234,6 +238,8 @@ class HeadNorm:
     eps: float
     bias: str | None = None
     offset: float = 0.0
+    whole: tuple[Place, ...] = ()  # empty: the mean runs over source's own row (one head)
+    column: int = 0
 
 
 @dataclass(frozen=True)

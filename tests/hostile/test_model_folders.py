@@ -18,6 +18,9 @@ TINY_BERT = {"model_type": "bert", "hidden_size": 8, "num_hidden_layers": 1, "nu
 VOCAB = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nb\nc\n"
 
 
+_KB = struct.pack("<Q", 64) + b'{"w":{"dtype":"U8","shape":[1024],"data_offsets":[0,1024]}}'.ljust(64) + b"x" * 1024
+
+
 class _Marker:
     """Unpickling this would run `open(marker, 'w')`: weights_only loading must refuse it."""
 
@@ -94,7 +97,7 @@ def test_broken_folders_are_one_line(tmp_path: Path, config: object, files: dict
 ])
 def test_config_sizes_are_budgeted_before_transformers_builds_the_model(tmp_path: Path, sizes: dict,
                                                                          fragment: str) -> None:
-    folder = _folder(tmp_path, "sized", {**TINY_BERT, **sizes}, {"vocab.txt": VOCAB, "model.safetensors": b"x" * 1024})
+    folder = _folder(tmp_path, "sized", {**TINY_BERT, **sizes}, {"vocab.txt": VOCAB, "model.safetensors": _KB})
     outcome = attn_tui("stages", "--model", str(folder), "--text", "a b")
     assert outcome.refused(fragment), outcome
     assert attn_tui("--model", str(folder), "--text", "a b").refused(fragment)  # the app: before it starts

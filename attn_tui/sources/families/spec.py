@@ -13,19 +13,23 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from attn_tui.i18n import Msg
+
 if TYPE_CHECKING:
     from attn_tui.sources.model_run import ModelRun
 
 
 @dataclass(frozen=True)
 class NormSpec:
-    """A per-head norm on q or k (Qwen3, Gemma 3): one weight (and bias) over a head's dimensions."""
+    """A norm on q or k: per head (Qwen3, Gemma 3: one weight over a head's dimensions) or over the whole
+    projection before it is split into heads (OLMo-2: one weight over all heads' dimensions together)."""
 
     kind: str  # rms | layer
-    weight: torch.Tensor  # (d_h,)
+    weight: torch.Tensor  # (d_h,) per head; (count·d_h,) over the projection
     eps: float
-    bias: torch.Tensor | None = None  # (d_h,): layer norm only
+    bias: torch.Tensor | None = None  # as weight: layer norm only
     offset: float = 0.0  # 1 where the model scales by (1 + weight), as Gemma does
+    scope: str = "head"  # head | projection: what one norm's mean runs over
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,16 @@ class RotarySpec:
 
 
 @dataclass(frozen=True)
+class FusedRows:
+    """A fused q/k/v projection as the model names it (Phi-3's `qkv_proj`, GPT-NeoX's `query_key_value`), and
+    the first of the d_h rows that a part's head (q) or key/value head (k, v) takes from it: what the
+    projection's formula says, so a reader finds the head's rows in the checkpoint."""
+
+    module: str
+    first_row: Callable[[str, int], int]  # (part, q head or kv head) → its first row in the fused weight
+
+
+@dataclass(frozen=True)
 class LayerSpec:
     """One attention layer, as the tracer needs it.
 
@@ -54,7 +68,7 @@ class LayerSpec:
     """
 
     x: torch.Tensor  # (N, d): what the projections read (the layer's input after its norm)
-    source: str  # what X is, for the projection formula
+    source: str | Msg  # what X is, for the projection formula
     weights: dict[str, torch.Tensor]
     heads: int
     kv_heads: int
@@ -68,6 +82,7 @@ class LayerSpec:
     soft_cap: float | None = None  # scores become cap·tanh(s / cap)
     positional: str = "absolute"  # without rotary: absolute (added to the input) or none
     scale_name: str | None = None  # the config's name for `scale` where it is not 1/√d_h (attention_multiplier)
+    fused: FusedRows | None = None  # where W_q, W_k, W_v were cut from, when the model stores them as one
 
 
 def no_kv(config: object) -> int:

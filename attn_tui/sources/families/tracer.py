@@ -1,10 +1,11 @@
 """The one layer tracer every model family shares: a LayerSpec in, every stage of that layer's heads out.
 
-Projections (a head's rows of W_q, W_k, W_v), a per-head norm on q and k where the model
-has one, the rotation where it is rotary (all of a head or a fraction of it, rotate-half
-or interleaved), scores and the model's own scale, a soft cap, then the shared tail with
-the layer's own mask (its window where it slides). The stages and ops are those of the
-`scaled_dot`, `rope` and `gqa` variants, recorded by the same functions, so today's models
+Projections (a head's rows of W_q, W_k, W_v), a norm on q and k where the model has one
+(per head, or over the whole projection before the split into heads), the rotation where
+it is rotary (all of a head or a fraction of it, rotate-half or interleaved), scores and
+the model's own scale, a soft cap, then the shared tail with the layer's own mask (its
+window where it slides). The stages and ops are those of the `scaled_dot`, `rope` and
+`gqa` variants, recorded by the same functions, so today's models
 trace exactly as before; each layer also records its geometry (trace/geometry.py).
 """
 
@@ -117,8 +118,12 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
         for part in "qkv":
             index = h if part == "q" else g
             bias = prefix + f"b_{part}" if f"b_{part}" in spec.weights else None
-            trace.add(Stage(Place(names[part], layer, h), projected[part][index],
-                            _projection_formula(part, h, g, groups, d_h, spec, grouped), (axes[part], dims),
+            formula = _projection_formula(part, h, g, groups, d_h, spec, grouped)
+            if spec.fused is not None:  # the rows the model's own fused projection holds them in
+                first = spec.fused.first_row(part, index)
+                formula = Msg("{formula}; rows {a}…{b} of the model's fused {module}", formula=formula, a=first,
+                              b=first + d_h - 1, module=spec.fused.module)
+            trace.add(Stage(Place(names[part], layer, h), projected[part][index], formula, (axes[part], dims),
                             Linear(prefix + "X", prefix + f"W_{part}", bias, index * d_h)))
     q, k = projected["q"], projected["k"]  # (H, N, d_h), (H_kv, N, d_h)
     q_last, k_last = "query", "key"
@@ -159,12 +164,19 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
 
 def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h: int, spec: LayerSpec,
                         grouped: bool) -> Msg:
+    if not grouped and f"b_{part}" not in spec.weights:  # a model without biases (GPT-NeoX's attention_bias off)
+        return Msg("{letter}_h = X·W_{part}ᵀ, columns of head {h}   (X = {source})", letter=part.upper(), part=part,
+                   h=h, source=spec.source)
     if not grouped:
         return Msg("{letter}_h = X·W_{part}ᵀ + b_{part}, columns of head {h}   (X = {source})", letter=part.upper(),
                    part=part, h=h, source=spec.source)
     if part == "q":
         bias = " + b_q" if "b_q" in spec.weights else ""
-        return Msg("Q_{h} = {source}·W_qᵀ{bias}, columns of head {h}   (before the rotation)", h=h, bias=bias,
+        if isinstance(spec.source, str) and spec.source.endswith("(X)"):  # RMSNorm(X), LayerNorm(X): a formula
+            return Msg("Q_{h} = {source}·W_qᵀ{bias}, columns of head {h}   (before the rotation)", h=h, bias=bias,
+                       source=spec.source)
+        # a layer that reads X otherwise (OLMo-2: the raw input, normed after attention), said in words
+        return Msg("Q_{h} = X·W_qᵀ{bias}, columns of head {h}   (X = {source}; before the rotation)", h=h, bias=bias,
                    source=spec.source)
     return shared_formula(part.upper(), h, g, groups, f"{g * d_h}…{(g + 1) * d_h - 1}")
 
@@ -182,7 +194,10 @@ def head_norm(x: torch.Tensor, norm: NormSpec) -> torch.Tensor:
 
 def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer: int, heads: int,
                  index: tuple[int, ...], axis: Axis, dims: Axis) -> torch.Tensor:
-    """Stages `{name}_norm` of each query head (head h reads row index[h] of x); returns x normed (rows, N, d_h)."""
+    """Stages `{name}_norm` of each query head (head h reads row index[h] of x); returns x normed (rows, N, d_h).
+
+    A norm over the whole projection (OLMo-2) runs over every row's dimensions side by side, as the model
+    norms X·Wᵀ before splitting it into heads; each head's stage keeps its own columns of the result."""
     letter = name[0]
     prefix = f"blocks.{layer}."
     trace.params[prefix + f"{letter}_norm"] = norm.weight.detach()
@@ -190,16 +205,27 @@ def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer
     if norm.bias is not None:
         bias = prefix + f"{letter}_norm_bias"
         trace.params[bias] = norm.bias.detach()
-    normed = head_norm(x, norm)  # (rows, N, d_h)
+    rows, n, d_h = x.shape
     kind = "RMSNorm" if norm.kind == "rms" else "LayerNorm"
     weight = "(1 + w)" if norm.offset else "w"
-    formula = Msg("{letter}_n = {norm}({letter}_h) over the head's {d} dimensions, times {weight}   (each head's "
-                  "{letter} is normed before the scores)", letter=letter.upper(), norm=kind, d=x.shape[-1],
-                  weight=weight)
+    whole: tuple[Place, ...] = ()
+    if norm.scope == "projection":
+        joined = x.transpose(0, 1).reshape(n, rows * d_h)  # (N, rows·d_h): the projection before the split
+        normed = head_norm(joined, norm).view(n, rows, d_h).transpose(0, 1)  # (rows, N, d_h)
+        readers = {row: h for h, row in reversed(list(enumerate(index)))}  # each row's first query head
+        whole = tuple(Place(name, layer, readers[row]) for row in range(rows))
+        formula = Msg("{letter}_n = {norm}(X·W_{lower}ᵀ) over the whole projection's {d} dimensions ({rows} heads "
+                      "side by side, normed before the split into heads), times {weight}", letter=letter.upper(),
+                      norm=kind, lower=letter, d=rows * d_h, rows=rows, weight=weight)
+    else:
+        normed = head_norm(x, norm)  # (rows, N, d_h)
+        formula = Msg("{letter}_n = {norm}({letter}_h) over the head's {d} dimensions, times {weight}   (each "
+                      "head's {letter} is normed before the scores)", letter=letter.upper(), norm=kind, d=d_h,
+                      weight=weight)
     for h in range(heads):
         trace.add(Stage(Place(f"{name}_norm", layer, h), normed[index[h]], formula, (axis, dims),
                         HeadNorm(Place(name, layer, h), norm.kind, prefix + f"{letter}_norm", norm.eps, bias,
-                                 norm.offset)))
+                                 norm.offset, whole, index[h] * d_h if whole else 0)))
     return normed
 
 

@@ -1,0 +1,161 @@
+"""A folder's safetensors weights read as data: headers, shard index and shapes checked against config.json.
+
+Torch-free and before transformers sees the folder, so a broken or lying checkpoint is one line, at
+once: a file cut short, an index naming a shard that is not there (or a path out of the folder), a
+config.json whose sizes disagree with the tensors. transformers would refuse some of these only after
+importing torch and building the model, with a message pointing at a report it does not show, and
+one of them not at all: a config naming more layers than the weights hold would get the missing
+layers' weights drawn at random, and its attention traced as if it were the model's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+from attn_tui.i18n import Msg
+from attn_tui.io.files import quoted
+
+SINGLE = "model.safetensors"
+INDEX = "model.safetensors.index.json"
+MAX_HEADER = 100 * 1024**2  # safetensors' own limit on a header
+MAX_INDEX = 64 * 1024**2
+ITEM_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+              "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+_LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h)\.(\d+)\.")  # Llama's layers.3., BERT's layer.3., GPT-2's h.3.
+_EMBEDDINGS = ("embed_tokens.weight", "embed_in.weight", "wte.weight", "word_embeddings.weight")
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+class WeightsError(Exception):
+    """What is wrong with the weight files, said in one line (folder.py turns it into a ModelError)."""
+
+    def __init__(self, message: Msg) -> None:
+        super().__init__(message.english())
+        self.message = message
+
+
+def weight_shapes(folder: Path) -> Shapes | None:
+    """Every tensor's shape, from the safetensors file(s) transformers would read; None without any."""
+    if (folder / SINGLE).is_file():
+        return _header(folder / SINGLE)
+    if not (folder / INDEX).is_file():
+        return None
+    shapes: Shapes = {}
+    for shard in _shards(folder):
+        shapes.update(_header(folder / shard))
+    return shapes
+
+
+def _shards(folder: Path) -> list[str]:
+    """The shard files the index names, each a plain file name found in the folder."""
+    path = folder / INDEX
+    if path.stat().st_size > MAX_INDEX:
+        raise WeightsError(Msg("{file} is larger than any shard index", file=INDEX))
+    try:
+        index = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        raise WeightsError(Msg("{file} is not readable JSON", file=INDEX)) from None
+    mapping = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise WeightsError(Msg("{file} has no weight_map of tensor names to shard files", file=INDEX))
+    shards = sorted(set(mapping.values()))
+    for shard in shards:
+        if Path(shard).name != shard or shard in ("", ".", ".."):
+            raise WeightsError(Msg("{file} names the shard {shard}, which is not a file of the folder", file=INDEX,
+                                   shard=quoted(shard, 60)))
+        if not (folder / shard).is_file():
+            raise WeightsError(Msg("{file} names the shard {shard}, which is missing", file=INDEX,
+                                   shard=quoted(shard, 60)))
+    return shards
+
+
+def _header(path: Path) -> Shapes:
+    """A safetensors file's tensor shapes; refused where the header is malformed or the data is cut short."""
+    size = path.stat().st_size
+    broken = Msg("{file} is not a safetensors file (its header is malformed)", file=quoted(path.name, 60))
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise WeightsError(broken)
+        (length,) = struct.unpack("<Q", head)
+        if length > min(MAX_HEADER, size - 8):
+            raise WeightsError(Msg("{file} is cut short: its header alone needs {need} bytes, the file holds {have}",
+                                   file=quoted(path.name, 60), need=8 + length, have=size))
+        try:
+            header = json.loads(handle.read(length))
+        except (ValueError, UnicodeDecodeError):
+            raise WeightsError(broken) from None
+    if not isinstance(header, dict):
+        raise WeightsError(broken)
+    shapes: Shapes = {}
+    end = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            shape, (begin, stop) = _counts(entry["shape"]), _counts(entry["data_offsets"])
+            item = ITEM_BYTES.get(entry["dtype"])  # a dtype newer than this table: its bytes are not checked
+        except (TypeError, KeyError, ValueError):
+            raise WeightsError(broken) from None
+        count = 1
+        for n in shape:
+            count *= n
+        if not begin <= stop or (item is not None and stop - begin != count * item):
+            raise WeightsError(broken)
+        shapes[name] = shape
+        end = max(end, stop)
+    if 8 + length + end > size:
+        raise WeightsError(Msg("{file} is cut short: its header describes {need} bytes of tensors, the file "
+                               "holds {have}", file=quoted(path.name, 60), need=end, have=size - 8 - length))
+    return shapes
+
+
+def _counts(value: object) -> tuple[int, ...]:
+    """A JSON list of whole numbers ≥ 0 (a shape, a pair of offsets), or ValueError."""
+    if not isinstance(value, list) or not all(type(n) is int and n >= 0 for n in value):
+        raise ValueError(value)
+    return tuple(value)
+
+
+def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
+    """config.json's layers, width, vocabulary and heads against the tensors the files hold."""
+    parts: dict[int, set[str]] = {}  # layer → the names of its tensors, past the layer's own prefix
+    for name in shapes:
+        if m := _LAYER.search(name):
+            parts.setdefault(int(m.group(1)), set()).add(name[m.end():])
+    said = sizes.get("layers")
+    if parts and said is not None and said != max(parts) + 1:
+        raise WeightsError(Msg("config.json says {said} layers; its weights hold {held}", said=said,
+                               held=max(parts) + 1))
+    for layer in range(max(parts, default=-1) + 1):  # every layer holds what layer 0 holds (else drawn at random)
+        lacking = sorted(parts.get(0, set()) - parts.get(layer, set()))
+        if lacking:
+            raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer 0 has", layer=layer,
+                                   name=quoted(lacking[0], 60)))
+    width, vocab, heads = sizes.get("width"), sizes.get("vocab"), sizes.get("heads")
+    for name, shape in shapes.items():
+        if name.endswith(_EMBEDDINGS) and width is not None and vocab is not None and shape != (vocab, width):
+            _disagree(name, shape, (vocab, width), Msg("vocab × width"))
+    if not width or not heads:
+        return
+    head_dim = sizes.get("head_dim") or width // heads
+    kv = sizes.get("kv_heads") or heads
+    rows = {"q_proj.weight": (heads * head_dim, Msg("heads × head_dim, width")),
+            "k_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
+            "v_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
+            "qkv_proj.weight": ((heads + 2 * kv) * head_dim, Msg("(heads + 2·kv heads) × head_dim, width")),
+            "query_key_value.weight": (3 * heads * head_dim, Msg("3·heads × head_dim, width"))}
+    for name, shape in shapes.items():
+        for end, (expected, what) in rows.items():
+            if name.endswith(("attn." + end, "attention." + end)) and shape != (expected, width):
+                _disagree(name, shape, (expected, width), what)
+
+
+def _disagree(name: str, shape: tuple[int, ...], expected: tuple[int, ...], what: Msg) -> None:
+    raise WeightsError(Msg("config.json disagrees with its weights: {name} is {shape}; its sizes ({what}) make it "
+                           "{expected}", name=quoted(name, 60), shape=" × ".join(map(str, shape)), what=what,
+                           expected=" × ".join(map(str, expected))))
