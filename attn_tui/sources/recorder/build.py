@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 
@@ -123,15 +124,38 @@ def _reachable(node: Node, limit: int = 2000) -> list[Node]:
     return list(seen.values())
 
 
-def _module_names(founds: list[Found]) -> dict[Scope, str]:
+def _module_paths(recorder: Recorder) -> dict[int, str]:
+    """id(module) → its path in the outermost module it ran in (`model.layers.3.self_attn`); a root has none."""
+    paths: dict[int, str] = {}
+    for root in recorder.roots.values():
+        for path, module in root.named_modules():
+            if path:
+                paths.setdefault(id(module), path)
+    return paths
+
+
+def _module_names(founds: list[Found], paths: dict[int, str] | None = None) -> dict[Scope, str]:
+    """Each module by its path in the model it ran in; a module run on its own (or a function) by its name,
+    numbered when several share it."""
     names: dict[Scope, str] = {}
     counts: dict[str, int] = {}
+    taken = set((paths or {}).values())
     for found in founds:
         if found.scope in names:
             continue
+        path = (paths or {}).get(id(found.scope.module)) if found.scope.module is not None else None
+        if path is not None:
+            names[found.scope] = path
+            continue
         counts[found.scope.name] = counts.get(found.scope.name, 0) + 1
         n = counts[found.scope.name]
-        names[found.scope] = found.scope.name if n == 1 else f"{found.scope.name}#{n}"
+        name = found.scope.name if n == 1 else f"{found.scope.name}#{n}"
+        while name in taken:
+            n += 1
+            name = f"{found.scope.name}#{n}"
+        counts[found.scope.name] = n
+        names[found.scope] = name
+        taken.add(name)
     return names
 
 
@@ -168,7 +192,7 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
             raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
                                            reason=type(recorder.failed).__name__)))
         raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
-    names = _module_names(founds)
+    names = _module_names(founds, _module_paths(recorder))
     several = len(names) > 1
     scopes = list(names)
     steps_of = {scope: sum(x.batch for x in founds if x.scope == scope) for scope in scopes}
@@ -282,6 +306,17 @@ def _fill_name(fill: float) -> str:
     return repr(fill)
 
 
+def _told(op: f.MaskOp, allowed: torch.Tensor) -> MaskSpec | None:
+    """The mask of one slice by its reasons, found once for every slice that shares its numbers (a broadcast mask)."""
+    from attn_tui.sources.recorder.maskparts import by_parts
+
+    key = (allowed.data_ptr(), allowed.storage_offset(), tuple(allowed.stride()), tuple(allowed.shape))
+    if key not in op.told:
+        op.told[key] = by_parts(allowed.bool())
+    found = op.told[key]
+    return found if isinstance(found, MaskSpec) else None
+
+
 def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: dict[str, str]) -> Op:
     at = place  # (name, head) → Place
     assert callable(at)
@@ -303,9 +338,11 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
     if isinstance(op, f.MaskOp):
         allowed = None if op.allowed is None else op.allowed[n]
         held = None if op.held is None else op.held[n].cpu()  # (L, S) the code's own mask, as it holds it
+        told = _told(op, allowed) if op.parts and allowed is not None else None
         spec = None if allowed is None or bool(allowed.all()) else MaskSpec(
             (int(allowed.shape[0]), int(allowed.shape[1])), dense=allowed.bool(), code_mask=held, code_rule=op.rule,
-            code_fill=_fill_name(op.fill), code_test=op.test)
+            code_fill=_fill_name(op.fill), code_test=op.test) if told is None else replace(
+            told, code_mask=held, code_rule=op.rule, code_fill=_fill_name(op.fill), code_test=op.test)
         return Masking(at(op.source, h), spec, _fill_name(op.fill))
     if isinstance(op, f.SoftmaxOp):
         return Softmax(at(op.source, h))

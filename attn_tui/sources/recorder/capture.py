@@ -116,6 +116,7 @@ class Recorder(TorchFunctionMode):
         self.budget: int | None = None  # bytes the kept calls may hold (`trace --max-memory`); None: no limit
         self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
         self.over_budget: Callable[[int, int], None] | None = None  # called with (kept, budget) when it is passed
+        self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
 
     # ----- the graph ----------------------------------------------------------------------
     def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
@@ -296,7 +297,23 @@ class Recorder(TorchFunctionMode):
                 source.consumers.append(node)
                 node.hops = source.hops + 1 if node.hops is None else min(node.hops, source.hops + 1)
 
+    def _root(self) -> None:
+        """Keep the outermost module running now (a whole model), so each attention is named by its path in it."""
+        frame = sys._getframe(3)
+        outer = None
+        depth = 0
+        while frame is not None and depth < MAX_DEPTH:
+            depth += 1
+            owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
+            if isinstance(owner, torch.nn.Module):
+                outer = owner
+            frame = frame.f_back  # type: ignore[assignment]
+        if outer is not None:
+            self.roots.setdefault(id(outer), outer)
+
     def _anchor(self, node: Node, scope: Scope) -> None:
+        if scope.module is not None:
+            self._root()
         if scope not in self.anchors:
             self.anchors[scope] = deque(maxlen=self.max_calls)
             self.order.append(scope)
