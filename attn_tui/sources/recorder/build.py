@@ -9,7 +9,7 @@ import torch
 
 from attn_tui.ask.budget import BudgetError
 from attn_tui.errors import AttnError
-from attn_tui.i18n import N_, Msg
+from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.sources.recorder import found as f
 from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found, Role
@@ -231,6 +231,12 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
         if recorder.seen[counted[scope]] > len(recorder.anchors[counted[scope]]):
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
                                 n=recorder.seen[counted[scope]], kept=len(recorder.anchors[counted[scope]])))
+    unseen = recorder.threads.unseen if recorder.threads is not None else []
+    if unseen:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
+        warnings.append(Plural("a thread was already running when the recording began, so attention it computed "
+                               "is not recorded: {names}", "{n} threads were already running when the recording "
+                               "began, so attention they computed is not recorded: {names}", n=len(unseen),
+                               names=", ".join(unseen)))
     for warning in warnings:
         trace.warn(warning)
     check_values(trace)

@@ -17,7 +17,7 @@ import sys
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -25,6 +25,9 @@ from torch.overrides import TorchFunctionMode
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.whose import is_own_file, is_user_file
+
+if TYPE_CHECKING:
+    from attn_tui.sources.recorder.threads import ThreadCover
 
 CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
 OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
@@ -116,7 +119,24 @@ class Recorder(TorchFunctionMode):
         self.budget: int | None = None  # bytes the kept calls may hold (`trace --max-memory`); None: no limit
         self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
         self.over_budget: Callable[[int, int], None] | None = None  # called with (kept, budget) when it is passed
+        self.recording = False  # between __enter__ and __exit__
+        self.threads: ThreadCover | None = None  # the threads the recording enters, and those it could not
         self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
+
+    def __enter__(self) -> Recorder:
+        from attn_tui.sources.recorder.threads import ThreadCover
+
+        self.threads = ThreadCover(self)
+        self.threads.start()
+        self.recording = True
+        super().__enter__()  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        self.recording = False  # a thread the code left running keeps the mode: it records nothing more
+        super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
+        if self.threads is not None:
+            self.threads.stop()
 
     # ----- the graph ----------------------------------------------------------------------
     def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
@@ -215,6 +235,8 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
+        if not self.recording:
+            return func(*args, **kwargs)
         name = func_name(func)
         inplace = (name.endswith("_") and not name.endswith("__")) or name == "setitem" or "out" in kwargs
         before = None
