@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
@@ -162,6 +163,12 @@ def _module_names(founds: list[Found], paths: dict[int, str] | None = None) -> d
 def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str, ...]:
     if given is not None and len(given) == count:
         return given
+    return _numbered(count, prefix)
+
+
+@functools.lru_cache(maxsize=32)
+def _numbered(count: int, prefix: str) -> tuple[str, ...]:
+    """q0, q1, …: made once per length, not once per stage (a trace at 512 tokens has hundreds of axes)."""
     return tuple(f"{prefix}{i}" for i in range(count))
 
 
@@ -172,6 +179,8 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
     A failure of the recorder itself is a NoAttentionError too, with one line saying what failed:
     the user's notebook gets a message, not the recorder's traceback (it stays chained, for --debug).
     """
+    from attn_tui.sources.recorder.refs import release
+
     try:
         return _build(recorder, script, tokens, key_tokens)
     except (NoAttentionError, BudgetError):
@@ -180,6 +189,8 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise NoAttentionError(str(Msg("the recorder could not lay out what the code computed ({reason})",
                                        reason=" ".join(reason.split())[:160]))) from exc
+    finally:
+        release()
 
 
 def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
@@ -239,8 +250,26 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
                                names=", ".join(unseen)))
     for warning in warnings:
         trace.warn(warning)
-    check_values(trace)
+    if not all(_finite(found) for found in founds):
+        check_values(trace)  # something is infinite or NaN: each stage's stats now, so the warnings name it
     return trace
+
+
+def _finite(found: Found) -> bool:
+    """Every number of every role finite (a masked role's hidden cells aside): one pass over each role for all its
+    heads. Then nothing needs a warning, and each stage's stats wait until a view asks for them (`stats_of`):
+    a long recording is not walked stage by stage before it is shown."""
+    for role in found.roles:
+        data = role.data
+        if not data.is_floating_point():
+            continue
+        finite = torch.isfinite(data)
+        allowed = role.op.allowed if isinstance(role.op, f.MaskOp) else None
+        if allowed is not None and allowed.shape == data.shape:
+            finite |= ~allowed.to(finite.device)
+        if not bool(finite.all()):
+            return False
+    return True
 
 
 def _param_keys(trace: Trace, found: Found, module: str | None) -> dict[str, str]:
