@@ -259,15 +259,18 @@ def _finite(found: Found) -> bool:
     """Every number of every role finite (a masked role's hidden cells aside): one pass over each role for all its
     heads. Then nothing needs a warning, and each stage's stats wait until a view asks for them (`stats_of`):
     a long recording is not walked stage by stage before it is shown."""
+    names = found.names()
     for role in found.roles:
         data = role.data
         if not data.is_floating_point():
             continue
-        finite = torch.isfinite(data)
+        if isinstance(role.op, f.MaskOp) and role.op.source in names and role.op.allowed is not None:
+            continue  # the cells it keeps are its source's, checked already; the others hold the fill
         allowed = role.op.allowed if isinstance(role.op, f.MaskOp) else None
         if allowed is not None and allowed.shape == data.shape:
-            finite |= ~allowed.to(finite.device)
-        if not bool(finite.all()):
+            data = data.masked_fill(~allowed.to(data.device), 0.0)
+        # one reduction, no mask of its own: an infinity or NaN anywhere makes the float64 sum one too
+        if not math.isfinite(float(data.sum(dtype=torch.float64))):
             return False
     return True
 

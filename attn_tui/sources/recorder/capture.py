@@ -115,6 +115,7 @@ class Recorder(TorchFunctionMode):
         self.seen: dict[Scope, int] = {}
         self._nodes: dict[int, tuple[weakref.ref[torch.Tensor], Node]] = {}
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
+        self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
         self.budget: int | None = None  # bytes the kept calls may hold (`trace --max-memory`); None: no limit
         self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
@@ -177,10 +178,13 @@ class Recorder(TorchFunctionMode):
                 modules.append(owner)
             frame = frame.f_back  # type: ignore[assignment]
         for module in modules:
-            for name, param in module.named_parameters():
-                if param is tensor:
-                    self._names[id(tensor)] = str(name)
-                    return str(name)
+            names = self._params_of.get(id(module))
+            if names is None:  # each module's parameters listed once: a model has hundreds, met one by one
+                names = self._params_of[id(module)] = {id(p): (p, str(n)) for n, p in module.named_parameters()}
+            found = names.get(id(tensor))
+            if found is not None and found[0] is tensor:
+                self._names[id(tensor)] = found[1]
+                return found[1]
         return None
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:

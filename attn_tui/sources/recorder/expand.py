@@ -56,7 +56,10 @@ def _value(arg: Any) -> Any:
 def _softmax(masked: torch.Tensor) -> torch.Tensor:
     """Softmax over keys; a row with nothing to attend gets zeros (as SDPA returns), never NaN."""
     weights = torch.softmax(masked, dim=-1)
-    return weights.masked_fill(torch.isneginf(masked).all(dim=-1, keepdim=True), 0.0)
+    first = torch.isnan(weights[..., :1])  # (…, L, 1): a row of -inf comes out NaN, so only those rows are looked at
+    if not bool(first.any()):
+        return weights
+    return weights.masked_fill(first & torch.isneginf(masked).all(dim=-1, keepdim=True), 0.0)
 
 
 def _mask_and_fill(mask: torch.Tensor | None,
