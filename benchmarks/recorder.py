@@ -109,15 +109,15 @@ def twelve_layers() -> None:
         row(n, median_ms(plain), median_ms(recorded), build_ms(recorded, 3))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+def main(threads: int = 1) -> None:
+    """Both tables (`benchmarks/run.py --only recorder` calls this too)."""
+    torch.set_num_threads(threads)
     learner()
     print()
     twelve_layers()
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    main(parser.parse_args().threads)
