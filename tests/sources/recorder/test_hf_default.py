@@ -27,8 +27,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.models]
 CONFIGS: dict[str, dict[str, Any]] = {
     "llama": dict(SMALL, num_key_value_heads=2),  # grouped kv heads: 4 query heads share 2
     "gpt2": dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64),
-    "gemma3_text": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
-                        sliding_window=3, layer_types=ALTERNATE),  # layers 0 and 2 slide
+    "gemma3_text": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=32,
+                        sliding_window=3, layer_types=ALTERNATE),  # layers 0 and 2 slide; SDPA gets scale=32^-½
     "bert": SMALL,
 }
 PATHS = {"llama": "model.layers.{i}.self_attn", "gpt2": "transformer.h.{i}.attn",
@@ -79,6 +79,7 @@ def test_the_kernels_mask_is_told_by_its_reasons(models: dict[str, Path]) -> Non
     with torch.no_grad(), attn_tui.record() as rec:
         model(**tokenizer(TEXT, return_tensors="pt"))
     trace = rec.trace
+    assert trace.stage("scaled", head=0, module=trace.meta.modules[0]).op.factor == pytest.approx(32 ** -0.5)
     for i, module in enumerate(trace.meta.modules):
         spec = trace.stage("masked", head=0, module=module).op.mask
         assert spec is not None and spec.causal and spec.window == (3 if i % 2 == 0 else None)
