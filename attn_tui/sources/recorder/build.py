@@ -136,17 +136,25 @@ def _module_paths(recorder: Recorder) -> dict[int, str]:
 
 
 def _module_names(founds: list[Found], paths: dict[int, str] | None = None) -> dict[Scope, str]:
-    """Each module by its path in the model it ran in; a module run on its own (or a function) by its name,
-    numbered when several share it."""
+    """Each module by its path in the model it ran in (`model.layers.3.self_attn`), when that path says more than
+    its class: it is nested deeper than a child, or another module of its class was recorded too. Else (a learner's
+    decoder's `attention`, a module run on its own, a function) by its name, numbered when several share it."""
     names: dict[Scope, str] = {}
     counts: dict[str, int] = {}
-    taken = set((paths or {}).values())
+    classes: dict[str, int] = {}
+    for scope in {found.scope: None for found in founds}:
+        classes[scope.name] = classes.get(scope.name, 0) + 1
+    chosen = {}
+    for scope in {found.scope: None for found in founds}:
+        path = (paths or {}).get(id(scope.module)) if scope.module is not None else None
+        if path is not None and ("." in path or classes[scope.name] > 1):
+            chosen[scope] = path
+    taken = set(chosen.values())
     for found in founds:
         if found.scope in names:
             continue
-        path = (paths or {}).get(id(found.scope.module)) if found.scope.module is not None else None
-        if path is not None:
-            names[found.scope] = path
+        if found.scope in chosen:
+            names[found.scope] = chosen[found.scope]
             continue
         counts[found.scope.name] = counts.get(found.scope.name, 0) + 1
         n = counts[found.scope.name]
