@@ -14,6 +14,7 @@ from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.sources.recorder import found as f
 from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found, Role
+from attn_tui.sources.recorder.names import module_names, module_paths
 from attn_tui.sources.recorder.node import Node, Scope
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
@@ -125,49 +126,6 @@ def _reachable(node: Node, limit: int = 2000) -> list[Node]:
     return list(seen.values())
 
 
-def _module_paths(recorder: Recorder) -> dict[int, str]:
-    """id(module) → its path in the outermost module it ran in (`model.layers.3.self_attn`); a root has none."""
-    paths: dict[int, str] = {}
-    for root in recorder.roots.values():
-        for path, module in root.named_modules():
-            if path:
-                paths.setdefault(id(module), path)
-    return paths
-
-
-def _module_names(founds: list[Found], paths: dict[int, str] | None = None) -> dict[Scope, str]:
-    """Each module by its path in the model it ran in (`model.layers.3.self_attn`), when that path says more than
-    its class: it is nested deeper than a child, or another module of its class was recorded too. Else (a learner's
-    decoder's `attention`, a module run on its own, a function) by its name, numbered when several share it."""
-    names: dict[Scope, str] = {}
-    counts: dict[str, int] = {}
-    classes: dict[str, int] = {}
-    for scope in {found.scope: None for found in founds}:
-        classes[scope.name] = classes.get(scope.name, 0) + 1
-    chosen = {}
-    for scope in {found.scope: None for found in founds}:
-        path = (paths or {}).get(id(scope.module)) if scope.module is not None else None
-        if path is not None and ("." in path or classes[scope.name] > 1):
-            chosen[scope] = path
-    taken = set(chosen.values())
-    for found in founds:
-        if found.scope in names:
-            continue
-        if found.scope in chosen:
-            names[found.scope] = chosen[found.scope]
-            continue
-        counts[found.scope.name] = counts.get(found.scope.name, 0) + 1
-        n = counts[found.scope.name]
-        name = found.scope.name if n == 1 else f"{found.scope.name}#{n}"
-        while name in taken:
-            n += 1
-            name = f"{found.scope.name}#{n}"
-        counts[found.scope.name] = n
-        names[found.scope] = name
-        taken.add(name)
-    return names
-
-
 def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str, ...]:
     if given is not None and len(given) == count:
         return given
@@ -211,7 +169,7 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
             raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
                                            reason=type(recorder.failed).__name__)))
         raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
-    names = _module_names(founds, _module_paths(recorder))
+    names = module_names(founds, module_paths(recorder))
     several = len(names) > 1
     scopes = list(names)
     steps_of = {scope: sum(x.batch for x in founds if x.scope == scope) for scope in scopes}
