@@ -1,16 +1,26 @@
-"""What recording costs: a learner's multi-head module run plain, run under attn_tui.record(), and the trace built.
+"""What recording costs: code run plain, run under attn_tui.record(), and the trace built, as ratios to the plain run.
 
-    python benchmarks/recorder.py
+    python benchmarks/recorder.py            # both tables
+    python benchmarks/recorder.py --threads 1
 
-Prints milliseconds and ratios to the plain run; asserts nothing.
+1. A learner's multi-head module (8 heads, its own softmax) at 16, 128 and 512 tokens.
+2. A 12-layer Hugging Face model (random Llama weights, 8 heads) as it runs by default (sdpa),
+   at 128 and 512 tokens: what recording adds to its forward, and what building its trace costs.
+
+Times are CPU seconds of this process (`time.process_time`), the median of several runs, so that
+other work on the machine does not skew the ratios; torch runs on `--threads` threads (default 1).
+Prints milliseconds and ratios; asserts nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -20,22 +30,43 @@ import attn_tui
 from tests.sources.recorder.modules import MultiHeadAttention
 
 SIZES = (16, 128, 512)
+MODEL_SIZES = (128, 512)
 
 
-def median_ms(fn, repeat: int = 5) -> float:
+def median_ms(fn: Callable[[], Any], repeat: int = 5) -> float:
     fn()
     runs = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        runs.append(time.perf_counter() - start)
+        runs.append(time.process_time() - start)
     return 1000 * statistics.median(runs)
 
 
-def main() -> None:
+def build_ms(record: Callable[[], Any], repeat: int = 5) -> float:
+    """The median time of `rec.trace` alone, each on a fresh recording."""
+    runs = []
+    for _ in range(repeat):
+        rec = record()
+        start = time.process_time()
+        _ = rec.trace
+        runs.append(time.process_time() - start)
+    return 1000 * statistics.median(runs)
+
+
+def row(label: object, base: float, recorded: float, build: float) -> None:
+    print(f"{label!s:>7} {base:>9.1f} {recorded:>12.1f} {recorded / base:>6.2f} {build:>9.1f} {build / base:>6.2f}")
+
+
+def header(title: str) -> None:
+    print(title)
+    print(f"{'tokens':>7} {'plain ms':>9} {'recorded ms':>12} {'ratio':>6} {'build ms':>9} {'ratio':>6}")
+
+
+def learner() -> None:
     torch.manual_seed(0)
     module = MultiHeadAttention(64, 8).eval()
-    print(f"{'tokens':>7} {'plain ms':>9} {'recorded ms':>12} {'ratio':>6} {'build ms':>9} {'ratio':>6}")
+    header("a learner's multi-head module, 8 heads (its own softmax)")
     for n in SIZES:
         x = torch.randn(1, n, 64)
         mask = torch.tril(torch.ones(n, n))
@@ -44,18 +75,49 @@ def main() -> None:
             with torch.no_grad():
                 module(x, mask)
 
-        def recorded(x: torch.Tensor = x, mask: torch.Tensor = mask):
+        def recorded(x: torch.Tensor = x, mask: torch.Tensor = mask) -> Any:
             with torch.no_grad(), attn_tui.record() as rec:
                 module(x, mask)
             return rec
 
-        def built(recorded=recorded) -> None:
-            _ = recorded().trace
+        row(n, median_ms(plain), median_ms(recorded), build_ms(recorded))
 
-        base, rec_ms, total = median_ms(plain), median_ms(recorded), median_ms(built)
-        build = total - rec_ms
-        print(f"{n:>7} {base:>9.2f} {rec_ms:>12.2f} {rec_ms / base:>6.1f} {build:>9.1f} {build / base:>6.0f}")
+
+def twelve_layers() -> None:
+    try:
+        import transformers
+    except ImportError:
+        print("transformers is not installed: the 12-layer model is skipped")
+        return
+    config = transformers.LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=12,
+                                      num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    header(f"a 12-layer Llama, 8 heads, as it runs by default ({model.config._attn_implementation})")
+    for n in MODEL_SIZES:
+        ids = torch.randint(0, 1000, (1, n))
+
+        def plain(ids: torch.Tensor = ids) -> None:
+            with torch.no_grad():
+                model(ids)
+
+        def recorded(ids: torch.Tensor = ids) -> Any:
+            with torch.no_grad(), attn_tui.record() as rec:
+                model(ids)
+            return rec
+
+        row(n, median_ms(plain), median_ms(recorded), build_ms(recorded, 3))
+
+
+def main(threads: int = 1) -> None:
+    """Both tables (`benchmarks/run.py --only recorder` calls this too)."""
+    torch.set_num_threads(threads)
+    learner()
+    print()
+    twelve_layers()
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    main(parser.parse_args().threads)

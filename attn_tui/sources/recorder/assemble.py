@@ -159,7 +159,7 @@ def from_softmax(weights: Node, found: Found) -> None:
                                        Msg("B: what the code adds to the scores"), ("query", "key")))
             last = found.add(Role(found.fresh("biased"), data, SumOp((last, bias_name)), ref.origin,
                                   Msg("{source} + {bias}", source=last, bias=bias_name), ("query", "key")))
-    found.add(Role("weights", lay.flat(weights.value.reshape(-1)[canonical], keep), SoftmaxOp(last),
+    found.add(Role("weights", lay.flat(Ref(weights, weights.value, canonical).values, keep), SoftmaxOp(last),
                    weights.origin, Msg("A = softmax({source}) over keys: each row sums to 1", source=last),
                    ("query", "key")))
     if product is None or values is None or out_index is None:

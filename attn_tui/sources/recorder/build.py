@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import replace
 
 import torch
 
 from attn_tui.ask.budget import BudgetError
 from attn_tui.errors import AttnError
-from attn_tui.i18n import N_, Msg
+from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.sources.recorder import found as f
 from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found, Role
+from attn_tui.sources.recorder.names import module_names, module_paths
 from attn_tui.sources.recorder.node import Node, Scope
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
@@ -123,21 +126,15 @@ def _reachable(node: Node, limit: int = 2000) -> list[Node]:
     return list(seen.values())
 
 
-def _module_names(founds: list[Found]) -> dict[Scope, str]:
-    names: dict[Scope, str] = {}
-    counts: dict[str, int] = {}
-    for found in founds:
-        if found.scope in names:
-            continue
-        counts[found.scope.name] = counts.get(found.scope.name, 0) + 1
-        n = counts[found.scope.name]
-        names[found.scope] = found.scope.name if n == 1 else f"{found.scope.name}#{n}"
-    return names
-
-
 def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str, ...]:
     if given is not None and len(given) == count:
         return given
+    return _numbered(count, prefix)
+
+
+@functools.lru_cache(maxsize=32)
+def _numbered(count: int, prefix: str) -> tuple[str, ...]:
+    """q0, q1, …: made once per length, not once per stage (a trace at 512 tokens has hundreds of axes)."""
     return tuple(f"{prefix}{i}" for i in range(count))
 
 
@@ -148,6 +145,8 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
     A failure of the recorder itself is a NoAttentionError too, with one line saying what failed:
     the user's notebook gets a message, not the recorder's traceback (it stays chained, for --debug).
     """
+    from attn_tui.sources.recorder.refs import release
+
     try:
         return _build(recorder, script, tokens, key_tokens)
     except (NoAttentionError, BudgetError):
@@ -156,6 +155,8 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise NoAttentionError(str(Msg("the recorder could not lay out what the code computed ({reason})",
                                        reason=" ".join(reason.split())[:160]))) from exc
+    finally:
+        release()
 
 
 def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
@@ -168,7 +169,7 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
             raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
                                            reason=type(recorder.failed).__name__)))
         raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
-    names = _module_names(founds)
+    names = module_names(founds, module_paths(recorder))
     several = len(names) > 1
     scopes = list(names)
     steps_of = {scope: sum(x.batch for x in founds if x.scope == scope) for scope in scopes}
@@ -207,10 +208,37 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
         if recorder.seen[counted[scope]] > len(recorder.anchors[counted[scope]]):
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
                                 n=recorder.seen[counted[scope]], kept=len(recorder.anchors[counted[scope]])))
+    unseen = recorder.threads.unseen if recorder.threads is not None else []
+    if unseen:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
+        warnings.append(Plural("a thread was already running when the recording began, so attention it computed "
+                               "is not recorded: {names}", "{n} threads were already running when the recording "
+                               "began, so attention they computed is not recorded: {names}", n=len(unseen),
+                               names=", ".join(unseen)))
     for warning in warnings:
         trace.warn(warning)
-    check_values(trace)
+    if not all(_finite(found) for found in founds):
+        check_values(trace)  # something is infinite or NaN: each stage's stats now, so the warnings name it
     return trace
+
+
+def _finite(found: Found) -> bool:
+    """Every number of every role finite (a masked role's hidden cells aside): one pass over each role for all its
+    heads. Then nothing needs a warning, and each stage's stats wait until a view asks for them (`stats_of`):
+    a long recording is not walked stage by stage before it is shown."""
+    names = found.names()
+    for role in found.roles:
+        data = role.data
+        if not data.is_floating_point():
+            continue
+        if isinstance(role.op, f.MaskOp) and role.op.source in names and role.op.allowed is not None:
+            continue  # the cells it keeps are its source's, checked already; the others hold the fill
+        allowed = role.op.allowed if isinstance(role.op, f.MaskOp) else None
+        if allowed is not None and allowed.shape == data.shape:
+            data = data.masked_fill(~allowed.to(data.device), 0.0)
+        # one reduction, no mask of its own: an infinity or NaN anywhere makes the float64 sum one too
+        if not math.isfinite(float(data.sum(dtype=torch.float64))):
+            return False
+    return True
 
 
 def _param_keys(trace: Trace, found: Found, module: str | None) -> dict[str, str]:
@@ -282,6 +310,17 @@ def _fill_name(fill: float) -> str:
     return repr(fill)
 
 
+def _told(op: f.MaskOp, allowed: torch.Tensor) -> MaskSpec | None:
+    """The mask of one slice by its reasons, found once for every slice that shares its numbers (a broadcast mask)."""
+    from attn_tui.sources.recorder.maskparts import by_parts
+
+    key = (allowed.data_ptr(), allowed.storage_offset(), tuple(allowed.stride()), tuple(allowed.shape))
+    if key not in op.told:
+        op.told[key] = by_parts(allowed.bool())
+    found = op.told[key]
+    return found if isinstance(found, MaskSpec) else None
+
+
 def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: dict[str, str]) -> Op:
     at = place  # (name, head) → Place
     assert callable(at)
@@ -303,9 +342,11 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
     if isinstance(op, f.MaskOp):
         allowed = None if op.allowed is None else op.allowed[n]
         held = None if op.held is None else op.held[n].cpu()  # (L, S) the code's own mask, as it holds it
+        told = _told(op, allowed) if op.parts and allowed is not None else None
         spec = None if allowed is None or bool(allowed.all()) else MaskSpec(
             (int(allowed.shape[0]), int(allowed.shape[1])), dense=allowed.bool(), code_mask=held, code_rule=op.rule,
-            code_fill=_fill_name(op.fill), code_test=op.test)
+            code_fill=_fill_name(op.fill), code_test=op.test) if told is None else replace(
+            told, code_mask=held, code_rule=op.rule, code_fill=_fill_name(op.fill), code_test=op.test)
         return Masking(at(op.source, h), spec, _fill_name(op.fill))
     if isinstance(op, f.SoftmaxOp):
         return Softmax(at(op.source, h))

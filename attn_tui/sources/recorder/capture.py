@@ -17,7 +17,7 @@ import sys
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -25,6 +25,9 @@ from torch.overrides import TorchFunctionMode
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.whose import is_own_file, is_user_file
+
+if TYPE_CHECKING:
+    from attn_tui.sources.recorder.threads import ThreadCover
 
 CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
 OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
@@ -112,10 +115,29 @@ class Recorder(TorchFunctionMode):
         self.seen: dict[Scope, int] = {}
         self._nodes: dict[int, tuple[weakref.ref[torch.Tensor], Node]] = {}
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
+        self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
         self.budget: int | None = None  # bytes the kept calls may hold (`trace --max-memory`); None: no limit
         self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
         self.over_budget: Callable[[int, int], None] | None = None  # called with (kept, budget) when it is passed
+        self.recording = False  # between __enter__ and __exit__
+        self.threads: ThreadCover | None = None  # the threads the recording enters, and those it could not
+        self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
+
+    def __enter__(self) -> Recorder:
+        from attn_tui.sources.recorder.threads import ThreadCover
+
+        self.threads = ThreadCover(self)
+        self.threads.start()
+        self.recording = True
+        super().__enter__()  # type: ignore[no-untyped-call]
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        self.recording = False  # a thread the code left running keeps the mode: it records nothing more
+        super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
+        if self.threads is not None:
+            self.threads.stop()
 
     # ----- the graph ----------------------------------------------------------------------
     def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
@@ -156,10 +178,13 @@ class Recorder(TorchFunctionMode):
                 modules.append(owner)
             frame = frame.f_back  # type: ignore[assignment]
         for module in modules:
-            for name, param in module.named_parameters():
-                if param is tensor:
-                    self._names[id(tensor)] = str(name)
-                    return str(name)
+            names = self._params_of.get(id(module))
+            if names is None:  # each module's parameters listed once: a model has hundreds, met one by one
+                names = self._params_of[id(module)] = {id(p): (p, str(n)) for n, p in module.named_parameters()}
+            found = names.get(id(tensor))
+            if found is not None and found[0] is tensor:
+                self._names[id(tensor)] = found[1]
+                return found[1]
         return None
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:
@@ -214,6 +239,8 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
+        if not self.recording:
+            return func(*args, **kwargs)
         name = func_name(func)
         inplace = (name.endswith("_") and not name.endswith("__")) or name == "setitem" or "out" in kwargs
         before = None
@@ -296,7 +323,23 @@ class Recorder(TorchFunctionMode):
                 source.consumers.append(node)
                 node.hops = source.hops + 1 if node.hops is None else min(node.hops, source.hops + 1)
 
+    def _root(self) -> None:
+        """Keep the outermost module running now (a whole model), so each attention is named by its path in it."""
+        frame = sys._getframe(3)
+        outer = None
+        depth = 0
+        while frame is not None and depth < MAX_DEPTH:
+            depth += 1
+            owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
+            if isinstance(owner, torch.nn.Module):
+                outer = owner
+            frame = frame.f_back  # type: ignore[assignment]
+        if outer is not None:
+            self.roots.setdefault(id(outer), outer)
+
     def _anchor(self, node: Node, scope: Scope) -> None:
+        if scope.module is not None:
+            self._root()
         if scope not in self.anchors:
             self.anchors[scope] = deque(maxlen=self.max_calls)
             self.order.append(scope)

@@ -16,7 +16,7 @@ import math
 import torch
 
 from attn_tui.sources.recorder.node import Node
-from attn_tui.sources.recorder.refs import Ref, broadcast_index, broadcast_shape, resolve, unravel
+from attn_tui.sources.recorder.refs import Ref, broadcast_index, broadcast_shape, counting, plain, resolve, unravel
 
 PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
 
@@ -54,7 +54,7 @@ def bilinear(node: Node) -> Bilinear | None:
     batch = broadcast_shape(li.shape[:-2], ri.shape[:-2])
     li = li.expand(*batch, *li.shape[-2:])
     ri = ri.expand(*batch, *ri.shape[-2:])
-    out_index = torch.arange(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])
+    out_index = counting(node.value.numel()).reshape(*batch, li.shape[-2], ri.shape[-1])
     return Ref(left.node, left.base, li), Ref(right.node, right.base, ri), out_index
 
 
@@ -101,7 +101,7 @@ def _einsum(node: Node) -> Bilinear | None:
     a, b, out = _without_ellipsis(lhs.split(","), (left.index.dim(), right.index.dim()), out)
     if left.index.dim() != len(a) or right.index.dim() != len(b) or node.value.dim() != len(out):
         return None
-    out_index = torch.arange(node.value.numel()).reshape(node.value.shape)
+    out_index = counting(node.value.numel()).reshape(node.value.shape)
     return _labelled(left, a, right, b, out_index, out)
 
 
@@ -177,6 +177,17 @@ def rows_and_cols(product: Node, positions: torch.Tensor) -> tuple[Ref, Ref]:
 
 def _rows_and_cols(found: Bilinear, positions: torch.Tensor) -> tuple[Ref, Ref]:
     left, right, out_index = found
+    rows, width = left.index.shape[-2], left.index.shape[-1]
+    left3 = left.index.reshape(-1, rows, width)
+    right3 = right.index.reshape(-1, width, right.index.shape[-1]).transpose(1, 2)  # (B', N, K)
+    if plain(out_index) and plain(positions) and positions.numel() == out_index.numel() \
+            and positions.dim() >= 2 and positions.shape[-2:] == out_index.shape[-2:]:
+        # the scores as the product made them: slice n, row i, column j is the product's own (n, i, j)
+        lead, (length, keys) = tuple(positions.shape[:-2]), tuple(positions.shape[-2:])
+        slices = torch.arange(math.prod(lead)).reshape(*lead, 1)
+        q = left3[slices.expand(*lead, length), torch.arange(length).expand(*lead, length)]  # (…, L, K)
+        k = right3[slices.expand(*lead, keys), torch.arange(keys).expand(*lead, keys)]  # (…, S, K)
+        return Ref(left.node, left.base, q), Ref(right.node, right.base, k)
     inverse = torch.empty(out_index.numel(), dtype=torch.long)
     inverse[out_index.reshape(-1)] = torch.arange(out_index.numel())
     where = unravel(inverse[positions], tuple(out_index.shape))
@@ -187,9 +198,6 @@ def _rows_and_cols(found: Bilinear, positions: torch.Tensor) -> tuple[Ref, Ref]:
     if not (bool((batch == batch[..., :1, :1]).all()) and bool((i == i[..., :, :1]).all())
             and bool((j == j[..., :1, :]).all())):
         raise NotOneQueryPerRowError("the scores are not one query per row and one key per column")
-    rows, width = left.index.shape[-2], left.index.shape[-1]
-    left3 = left.index.reshape(-1, rows, width)
-    right3 = right.index.reshape(-1, width, right.index.shape[-1]).transpose(1, 2)  # (B', N, K)
     q = left3[batch[..., :, 0], i[..., :, 0]]  # (…, L, K)
     k = right3[batch[..., 0, :], j[..., 0, :]]  # (…, S, K)
     return Ref(left.node, left.base, q), Ref(right.node, right.base, k)

@@ -56,7 +56,10 @@ def _value(arg: Any) -> Any:
 def _softmax(masked: torch.Tensor) -> torch.Tensor:
     """Softmax over keys; a row with nothing to attend gets zeros (as SDPA returns), never NaN."""
     weights = torch.softmax(masked, dim=-1)
-    return weights.masked_fill(torch.isneginf(masked).all(dim=-1, keepdim=True), 0.0)
+    first = torch.isnan(weights[..., :1])  # (…, L, 1): a row of -inf comes out NaN, so only those rows are looked at
+    if not bool(first.any()):
+        return weights
+    return weights.masked_fill(first & torch.isneginf(masked).all(dim=-1, keepdim=True), 0.0)
 
 
 def _mask_and_fill(mask: torch.Tensor | None,
@@ -83,6 +86,21 @@ def _grouped(ref: Ref, query_heads: int) -> Ref:
     if kv_heads == query_heads or query_heads % kv_heads:
         return ref
     return Ref(ref.node, ref.base, ref.index.repeat_interleave(query_heads // kv_heads, dim=-3))
+
+
+def beside_kernel(kernel: torch.Tensor, weights: torch.Tensor, values: torch.Tensor, found: Found) -> Msg:
+    """The output stage's line: the kernel's output against A·V recomputed from the weights shown, their largest
+    difference said (and warned about when it is more than rounding: then the weights shown are not the kernel's)."""
+    recomputed = weights.to(values.dtype) @ values  # (n, L, dv)
+    gap = (kernel.to(recomputed.dtype) - recomputed).abs()
+    worst = float(gap.nan_to_num(nan=math.inf).amax()) if gap.numel() else 0.0
+    scale = float(recomputed.abs().amax()) if recomputed.numel() else 0.0
+    tolerance = 1e-3 if values.dtype in (torch.float16, torch.bfloat16) else 1e-5
+    if worst > tolerance * max(1.0, scale):
+        found.warnings.append(Msg("the kernel's output and A·V recomputed from the weights shown differ by up to "
+                                  "{gap}: the weights shown may not be the kernel's", gap=f"{worst:.3g}"))
+    return Msg("O: the kernel's own output; A·V recomputed here differs from it by at most {gap}",
+               gap=f"{worst:.2g}")
 
 
 def from_sdpa(node: Node, found: Found) -> None:
@@ -138,10 +156,10 @@ def from_sdpa(node: Node, found: Found) -> None:
         allowed_flat = lay.flat(allowed)
         data = found.role(last).data
         masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
-        held = lay.flat(mask.expand(shape).cpu()) if mask is not None and mask.dtype == torch.bool \
-            and not args.get("is_causal") else None  # SDPA's own bool attn_mask: True = may attend
-        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf, held,
-                                                       "sdpa_bool" if held is not None else ""), origin,
+        own = mask is not None and not args.get("is_causal")  # SDPA's own attn_mask, as the code holds it
+        held = lay.flat(mask.expand(shape).cpu()) if own else None  # bool: True = may attend; float: 0 / -inf
+        rule = "" if held is None else "sdpa_bool" if held.dtype == torch.bool else "additive"
+        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf, held, rule, parts=True), origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
     found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),
@@ -154,8 +172,11 @@ def from_sdpa(node: Node, found: Found) -> None:
                                   "product of the weights shown", p=f"{dropout:g}"))
     made = GivenOp(Msg("returned by scaled_dot_product_attention after dropout")) if dropout > 0 else \
         WeightedSumOp("weights", v_name)
-    found.add(Role("output", output.values, made, origin,
-                   Msg("O = A·V: what scaled_dot_product_attention returned"), ("query", "dim")))
+    kernel = output.values  # (n, L, dv) the kernel's own numbers
+    formula: Msg = Msg("O = A·V: what scaled_dot_product_attention returned")
+    if dropout == 0:
+        formula = beside_kernel(kernel, found.role("weights").data, found.role(v_name).data, found)
+    found.add(Role("output", kernel, made, origin, formula, ("query", "dim")))
     found.kind = "scaled_dot"
     after_output(found, output, "output")
 

@@ -59,6 +59,8 @@ class MaskOp:
     held: torch.Tensor | None = None  # (n, L, S) the code's own mask values as it holds them (True, 1, -1e9)
     rule: str = ""  # how the code applies them: one of masks.CODE_RULES (masked_fill where True, additive, …)
     test: str = ""  # the comparison the code made of its mask ("== 0"), when `held` is the mask it compared
+    parts: bool = False  # a kernel's mask (SDPA): told by its reasons (causal, window, padding) when they rebuild it
+    told: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False)  # the parts found, per mask
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,10 @@ def laid_out_bytes(node: Node) -> int:
         q, k = _shape(node, 0, "query"), _shape(node, 1, "key")
         if q is None or k is None or len(q) < 2 or len(k) < 2:
             return 0
-        lead = torch.broadcast_shapes(q[:-2], k[:-2]) if len(q) > 2 or len(k) > 2 else ()  # type: ignore[no-untyped-call]
+        try:
+            lead = torch.broadcast_shapes(q[:-2], k[:-2]) if len(q) > 2 or len(k) > 2 else ()  # type: ignore[no-untyped-call]
+        except RuntimeError:  # enable_gqa: fewer key heads than query heads, each serving several
+            lead = q[:-2]
         cells = math.prod(lead) * q[-2] * k[-2]
     elif node.name == "multi_head_attention_forward":
         q, k = _shape(node, 0, "query"), _shape(node, 1, "key")

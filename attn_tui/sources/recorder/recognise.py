@@ -34,7 +34,7 @@ from attn_tui.sources.recorder.found import (
 from attn_tui.sources.recorder.fused import unfused
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, projection, scale_of, unscaled
-from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
+from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, plain, resolve
 
 PASS = ("cast", "dropout", "contiguous", "clone")
 AFTER_SOFTMAX = ("mul", "div", "masked_fill", "where", "nan_to_num")  # the weights changed cell by cell
@@ -172,7 +172,10 @@ def _compared(node: Node, operand: Node, positions: torch.Tensor) -> tuple[torch
 
 def _spread(node: Node, operand: Node, positions: torch.Tensor) -> torch.Tensor:
     """The numbers of `operand` broadcast to `node`'s shape, at `positions`."""
-    return operand.value.expand(node.value.shape).reshape(-1)[positions]
+    spread = operand.value.expand(node.value.shape)
+    if plain(positions) and positions.numel() == spread.numel():  # every position, in order: no gather
+        return spread if positions.shape == spread.shape else spread.reshape(positions.shape)
+    return spread.reshape(-1)[positions]
 
 
 class Chain:

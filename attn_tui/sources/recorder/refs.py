@@ -18,6 +18,30 @@ from attn_tui.sources.recorder.node import Node, Origin
 MAX_INDEX = 1 << 24  # numbers a view may hold for the recogniser to follow it (int64 indices: 128 MiB)
 
 
+_SHARED: list[torch.Tensor] = []  # one arange the whole layout reads: its prefixes are every `whole` index
+
+
+def counting(count: int) -> torch.Tensor:
+    """arange(count), read-only: a prefix of one shared tensor, so an index that is one can be told in O(1).
+
+    Most refs of a long attention are the numbers of a node as they lie (`whole`); knowing
+    so spares a gather of L×S int64 at every step (`plain`). `release()` frees it after a layout.
+    """
+    if not _SHARED or _SHARED[0].numel() < count:
+        _SHARED[:] = [torch.arange(max(count, 2 * _SHARED[0].numel() if _SHARED else 0))]
+    return _SHARED[0][:count]
+
+
+def release() -> None:
+    _SHARED.clear()
+
+
+def plain(index: torch.Tensor) -> bool:
+    """The index is arange(n) shaped as it is: position k of the ref is position k of its base."""
+    return bool(_SHARED) and index.dtype == torch.long and index.numel() > 0 and index.is_contiguous() \
+        and index.data_ptr() == _SHARED[0].data_ptr()
+
+
 class UnfollowableError(Exception):
     """A view the recogniser cannot replay: what it reads is shown as given."""
 
@@ -32,6 +56,8 @@ class Ref:
 
     @property
     def values(self) -> torch.Tensor:
+        if plain(self.index) and self.index.numel() <= self.base.numel():
+            return self.base.reshape(-1)[:self.index.numel()].reshape(self.index.shape)  # as it lies: a view
         return self.base.reshape(-1)[self.index]
 
     @property
@@ -44,6 +70,8 @@ class Ref:
 
     def take(self, index: torch.Tensor) -> Ref:
         """The numbers at `index` (flat positions in this ref)."""
+        if plain(self.index):
+            return Ref(self.node, self.base, index)  # arange(n)[index] is index
         return Ref(self.node, self.base, self.index.reshape(-1)[index])
 
     def map(self, fn: Any) -> Ref:
@@ -56,12 +84,12 @@ class Ref:
 
 
 def whole(node: Node) -> Ref:
-    return Ref(node, node.value, torch.arange(node.value.numel()).reshape(node.value.shape))
+    return Ref(node, node.value, counting(node.value.numel()).reshape(node.value.shape))
 
 
 def of_tensor(tensor: torch.Tensor, node: Node | None = None) -> Ref:
     """A tensor computed by the recogniser itself (SDPA's and MultiheadAttention's inner stages)."""
-    return Ref(node, tensor, torch.arange(tensor.numel()).reshape(tensor.shape))
+    return Ref(node, tensor, counting(tensor.numel()).reshape(tensor.shape))
 
 
 def base_of(node: Node) -> Node:
@@ -151,13 +179,15 @@ def replay(node: Node, index: torch.Tensor) -> torch.Tensor:
 
 def broadcast_index(operand: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     """For each position of a broadcast result of `shape`, the flat position in `operand` it read."""
-    index = torch.arange(operand.numel()).reshape(operand.shape)
+    index = counting(operand.numel()).reshape(operand.shape)
     return index.expand(shape) if tuple(index.shape) != shape else index
 
 
 def operand_ref(op: Node, operand: Node, positions: torch.Tensor) -> Ref:
     """The numbers of `operand` that an elementwise op read at its own flat `positions` (broadcasting)."""
     inner = resolve(operand)
+    if tuple(operand.value.shape) == tuple(op.value.shape):
+        return inner.take(positions)  # no broadcast: the op's position k read the operand's position k
     spread = broadcast_index(operand.value, tuple(op.value.shape)).reshape(-1)
     return inner.take(spread[positions.reshape(-1)].reshape(positions.shape))
 

@@ -129,3 +129,30 @@ def test_label_outside_a_recording_does_nothing() -> None:
         attn_tui.label(["a", "b"])
         m.attention(torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3))
     assert rec.trace.query_tokens == ("a", "b")
+
+
+class TwoBlocks(nn.Module):
+    """A model with attention in blocks, and two of one class side by side: named by their paths in it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Module() for _ in range(2)])
+        for block in self.blocks:
+            block.attn = m.SelfAttention(4)
+        self.enc_attn, self.dec_attn = m.BahdanauAttention(4), m.BahdanauAttention(4)
+        self.lone = m.MultiHeadAttention(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block.attn(x)[0]
+        self.enc_attn(x[:, :1], x)
+        self.dec_attn(x[:, 1:2], x)
+        return self.lone(x, None)[0]
+
+
+def test_modules_are_named_by_their_path_when_it_says_more_than_their_class() -> None:
+    torch.manual_seed(3)
+    model = TwoBlocks().eval()
+    with torch.no_grad(), attn_tui.record() as rec:
+        model(torch.randn(1, 3, 4))
+    assert rec.trace.meta.modules == ("blocks.0.attn", "blocks.1.attn", "enc_attn", "dec_attn", "MultiHeadAttention")

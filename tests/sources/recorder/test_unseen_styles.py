@@ -197,7 +197,7 @@ def test_a_gru_decoder_calling_bahdanau_each_step() -> None:
     decoder = mm.AttnDecoder(4, 7)
     encoder_outputs, hidden = torch.randn(1, 6, 4), torch.randn(1, 1, 4)
     trace, (contexts, weights) = recorded(decoder, encoder_outputs, hidden, 3)
-    assert trace.meta.modules == ("Additive",) and trace.steps() == 3
+    assert trace.meta.modules == ("Additive",) and trace.steps() == 3  # its path, `attention`, says less
     for t in range(3):
         assert torch.equal(trace.tensor("output", step=t), contexts[t])
         assert torch.equal(trace.tensor("weights", step=t), weights[t][0].T)

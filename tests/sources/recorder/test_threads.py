@@ -1,0 +1,126 @@
+"""Attention computed in other threads of the user's program: recorded, or named as unseen."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attn_tui
+from tests.sources.recorder.modules import MultiHeadAttention
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def inputs(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(seed)
+    return torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+
+
+def expected_weights(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(heads, L, S) softmax of the causal scaled scores, in float64."""
+    scores = (q.double() @ k.double().transpose(-2, -1))[0] / 2.0
+    return scores.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), -torch.inf).softmax(-1)
+
+
+def test_a_plain_thread_started_under_the_recording_is_recorded() -> None:
+    q, k, v = inputs(0)
+    got: dict[str, torch.Tensor] = {}
+    with attn_tui.record() as rec:
+        worker = threading.Thread(target=lambda: got.update(out=attend(q, k, v)))
+        worker.start()
+        worker.join()
+    trace = rec.trace
+    assert trace.meta.modules == ("attend",)
+    for h in range(2):
+        torch.testing.assert_close(trace.tensor("weights", head=h).double(), expected_weights(q, k)[h])
+        assert torch.equal(trace.tensor("output", head=h), got["out"][0, h])
+    assert not any("thread" in str(w) for w in trace.warnings)
+
+
+class Worker(threading.Thread):
+    """A thread class that overrides run(), as many programs write one."""
+
+    def __init__(self, module: torch.nn.Module, x: torch.Tensor) -> None:
+        super().__init__()
+        self.module, self.x = module, x
+
+    def run(self) -> None:
+        with torch.no_grad():
+            self.out = self.module(self.x, None)
+
+
+def test_a_thread_subclass_and_the_main_thread_are_both_recorded() -> None:
+    torch.manual_seed(1)
+    module = MultiHeadAttention(8, 2).eval()
+    x = torch.randn(1, 3, 8)
+    with attn_tui.record() as rec:
+        worker = Worker(module, x)
+        worker.start()
+        worker.join()
+        q, k, v = inputs(2)
+        attend(q, k, v)
+    trace = rec.trace
+    assert set(trace.meta.modules) == {"MultiHeadAttention", "attend"}
+    assert torch.equal(trace.tensor("projected", module="MultiHeadAttention"), worker.out[0][0])
+
+
+def test_a_thread_pool_made_before_the_recording_runs_its_tasks_under_it() -> None:
+    calls = [inputs(seed) for seed in (3, 4, 5)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda qkv: qkv[0] + 1, calls))  # the workers exist before the recording
+        with attn_tui.record() as rec:
+            outs = list(pool.map(lambda qkv: attend(*qkv), calls))
+    trace = rec.trace
+    assert trace.steps() == 3 and rec.recorder.seen and sum(rec.recorder.seen.values()) == 3
+    recorded = sorted(float(trace.tensor("output", head=0, step=t).sum()) for t in range(3))
+    assert recorded == sorted(float(out[0, 0].sum()) for out in outs)
+
+
+def test_a_thread_pool_made_under_the_recording() -> None:
+    calls = [inputs(seed) for seed in (6, 7)]
+    with attn_tui.record() as rec, ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(lambda qkv: attend(*qkv), calls))
+    assert sum(rec.recorder.seen.values()) == 2  # each call once, though both the worker and its task enter the mode
+    trace = rec.trace
+    expected = sorted(float(expected_weights(q, k)[1, 4, 0]) for q, k, _ in calls)
+    recorded = sorted(float(trace.tensor("weights", head=1, step=t)[4, 0]) for t in range(2))
+    assert recorded == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_thread_running_before_the_recording_is_named_as_unseen() -> None:
+    go, done = threading.Event(), threading.Event()
+
+    def early() -> None:
+        go.wait(10)
+        attend(*inputs(8))
+        done.set()
+
+    runner = threading.Thread(target=early, name="early-bird")
+    runner.start()
+    try:
+        with attn_tui.record() as rec:
+            go.set()
+            done.wait(10)
+            attend(*inputs(9))
+    finally:
+        go.set()
+        runner.join()
+    trace = rec.trace
+    assert sum(rec.recorder.seen.values()) == 1  # the main thread's call only
+    said = [str(w) for w in trace.warnings if "early-bird" in str(w)]
+    assert said == ["a thread was already running when the recording began, so attention it computed is not "
+                    "recorded: early-bird"]
+
+
+def test_threading_is_put_back_after_the_recording() -> None:
+    bootstrap, submit = threading.Thread._bootstrap_inner, ThreadPoolExecutor.submit  # type: ignore[attr-defined]
+    with attn_tui.record():
+        assert threading.Thread._bootstrap_inner is not bootstrap  # type: ignore[attr-defined]
+    assert threading.Thread._bootstrap_inner is bootstrap  # type: ignore[attr-defined]
+    assert ThreadPoolExecutor.submit is submit
