@@ -76,7 +76,7 @@ class Recording:
         self._trace: Trace | None = None
 
     def __enter__(self) -> Recording:
-        self.recorder.__enter__()  # type: ignore[no-untyped-call]
+        self.recorder.__enter__()
         _ACTIVE.append(self)
         return self
 
@@ -84,7 +84,7 @@ class Recording:
                  tb: TracebackType | None) -> None:
         if self in _ACTIVE:
             _ACTIVE.remove(self)
-        self.recorder.__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
+        self.recorder.__exit__(kind, exc, tb)
 
     @property
     def recorded(self) -> Trace:
