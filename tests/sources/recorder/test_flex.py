@@ -189,3 +189,26 @@ def test_attn_tui_trace_records_flex_in_the_supervised_child(capsys, tmp_path: P
     assert tiles.shape == (3, 3) and tiles[0, 2] == 0 and tiles[1, 1] == 1
     weights = torch.tensor(stages[("weights", 0)]["data"])
     assert weights[5, :3].abs().sum() == 0 and torch.allclose(weights.sum(-1), torch.ones(6))
+
+
+COMPILED: object = None  # a torch.compile(flex_attention) a module holds from before the recording
+
+
+@pytest.mark.slow
+def test_torch_compile_of_flex_made_before_or_during_the_recording_is_recorded() -> None:
+    global COMPILED
+    q, k, v = _inputs(4)
+    block_mask = flex.create_block_mask(fm.causal, None, None, fm.L, fm.L, device="cpu", BLOCK_SIZE=BLOCK)
+    COMPILED = torch.compile(flex.flex_attention)
+    with attn_tui.record() as rec:
+        during = torch.compile(flex.flex_attention)
+        first = during(q, k, v, score_mod=fm.alibi, block_mask=block_mask)
+        second = COMPILED(q, k, v, score_mod=fm.soft_cap, block_mask=block_mask)  # type: ignore[operator]
+    assert COMPILED is not None and getattr(COMPILED, "__wrapped_flex__", None) is None  # put back
+    trace = rec.trace
+    steps = sorted({s.step for s in trace if s.name == "output"})
+    assert len(steps) == 2 * fm.B  # two calls of two batch items each
+    assert torch.equal(trace.stage("output", head=1, step=0).tensor, first[0, 1])
+    assert torch.equal(trace.stage("output", head=1, step=fm.B).tensor, second[0, 1])
+    assert "alibi" in str(trace.stage("score_mod", head=0, step=0).formula)
+    assert "soft_cap" in str(trace.stage("score_mod", head=0, step=fm.B).formula)
