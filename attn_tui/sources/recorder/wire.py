@@ -22,7 +22,7 @@ from attn_tui.i18n import Join, Msg, Plural
 from attn_tui.trace.lazy import MATERIALIZE_CELLS, LazyTensor
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
-from attn_tui.trace.ops import Masking
+from attn_tui.trace.ops import Given, Masking, Place
 from attn_tui.trace.stage import Axis, Stage, Trace
 from attn_tui.trace.values import StageStats
 
@@ -126,12 +126,32 @@ def _sendable(stage: Stage, left: list[str]) -> Stage | None:
     return dataclasses.replace(stage, data=stage.data.whole(), op=op)
 
 
+def _reads(value: Any) -> list[Place]:
+    if isinstance(value, Place):
+        return [value]
+    if isinstance(value, tuple):
+        return [place for item in value for place in _reads(item)]
+    return []
+
+
+def _without(stage: Stage, places: set[Place]) -> Stage:
+    """`stage`, its op made Given when the op reads a stage that is not sent."""
+    if not dataclasses.is_dataclass(stage.op):
+        return stage
+    read = [place for f in dataclasses.fields(stage.op) for place in _reads(getattr(stage.op, f.name))]
+    if all(place in places for place in read):
+        return stage
+    return dataclasses.replace(stage, op=Given(Msg("computed from stages left in the traced process")))
+
+
 def write_trace(trace: Trace, folder: Path) -> None:
     """`trace` as two files in `folder`: its tensors (torch.save) and the rest (JSON)."""
     writer = _Writer()
     left: list[str] = []
     stages = [sent for stage in trace.stages.values() if (sent := _sendable(stage, left)) is not None]
     places = {stage.place for stage in stages}
+    if left:  # a stage made from one left behind is shown as it is: the inspector cannot recompute it here
+        stages = [_without(stage, places) for stage in stages]
     warnings = list(trace.warnings)
     if left:
         warnings.append(Plural("{n} stage of a long flex_attention call stays in the traced process (computed by "

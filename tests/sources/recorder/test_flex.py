@@ -212,3 +212,42 @@ def test_torch_compile_of_flex_made_before_or_during_the_recording_is_recorded()
     assert torch.equal(trace.stage("output", head=1, step=fm.B).tensor, second[0, 1])
     assert "alibi" in str(trace.stage("score_mod", head=0, step=0).formula)
     assert "soft_cap" in str(trace.stage("score_mod", head=0, step=fm.B).formula)
+
+
+def test_stages_too_long_to_send_from_the_child_are_left_there_and_said(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    from attn_tui.sources.recorder import wire
+
+    q, k, v = _inputs(5)
+    monkeypatch.setattr(flex_lazy, "LAZY_CELLS", 100)
+    monkeypatch.setattr(wire, "MATERIALIZE_CELLS", 100)  # as a 4k-token call's (L, S) stages are
+    trace, out, _ = _record(fm.CASES[3], q, k, v)
+    wire.write_trace(trace, tmp_path)
+    back = wire.read_trace(tmp_path)
+    names = {s.name for s in back}
+    assert {"scores", "scaled", "masked", "weights"}.isdisjoint(names) and {"block_map", "output"} <= names
+    assert "stay in the traced process" in str(back.warnings[-1])
+    output = back.stage("output", head=1, step=1)
+    assert torch.equal(output.tensor, out[1, 1])
+    assert explain(back, output.place, (3, 2)).matches  # shown as given: it reads no stage left behind
+
+
+def test_grouped_query_heads_and_a_returned_lse_are_laid_out() -> None:
+    g = torch.Generator().manual_seed(6)
+    q = torch.randn(1, 4, 20, 8, generator=g)
+    k, v = (torch.randn(1, 2, 20, 8, generator=g) for _ in range(2))
+    block_mask = flex.create_block_mask(fm.causal, None, None, 20, 20, device="cpu", BLOCK_SIZE=8)
+    with attn_tui.record() as rec:
+        out, aux = flex.flex_attention(q, k, v, score_mod=fm.soft_cap, block_mask=block_mask, enable_gqa=True,
+                                       return_aux=flex.AuxRequest(lse=True))
+    trace = rec.trace
+    k4, v4 = (t.repeat_interleave(2, dim=1).double() for t in (k, v))  # query head h reads key/value head h // 2
+    scaled = q.double() @ k4.transpose(-2, -1) / 8 ** 0.5
+    masked = (fm.CAP * torch.tanh(scaled / fm.CAP)).masked_fill(~(fm.kv_at[:20, :20] <= fm.q_at[:20, :20]),
+                                                                 -torch.inf)
+    for h in range(4):
+        torch.testing.assert_close(trace.stage("weights", head=h).tensor.double(), torch.softmax(masked, -1)[0, h],
+                                   atol=1e-5, rtol=0)
+        assert torch.equal(trace.stage("output", head=h).tensor, out[0, h])
+        torch.testing.assert_close(out[0, h].double(), torch.softmax(masked, -1)[0, h] @ v4[0, h], atol=1e-5, rtol=0)
+    torch.testing.assert_close(aux.lse[0].double(), torch.logsumexp(masked[0], -1), atol=1e-4, rtol=0)
