@@ -208,7 +208,7 @@ def from_flex(node: Node, found: Found) -> None:
     scaled = (scores * factor).to(working)
     last = found.add(Role("scaled", scaled, ScaleOp("scores", factor, Msg("flex_attention's scale")), origin,
                           Msg("S' = S · {factor}", factor=f"{factor:.4g}"), ("query", "key")))
-    index = [torch.arange(size) for size in shape4]
+    index = [torch.arange(size, device=q_node.value.device) for size in shape4]  # where the user's mods ran
     if not is_noop(score_mod, "_identity"):
         assert score_mod is not None
         name, where = describe(score_mod)
@@ -222,7 +222,7 @@ def from_flex(node: Node, found: Found) -> None:
         mod_name, mod_where = describe(mod_fn)
         mod = f"{mod_name} ({short_place(mod_where)})"
         noop = is_noop(mod_fn, "noop_mask")
-        mod_values = None if noop or mod_fn is None else run_user(mod_fn, *index, with_score=False).bool()
+        mod_values = None if noop or mod_fn is None else run_user(mod_fn, *index, with_score=False).bool().cpu()
         allowed = flat(kernel_mask(tiles, mod_values, (q_block, kv_block), slice(0, length), slice(0, keys)))
         counts = [int((tiles == kind).sum()) for kind in (FULL, PARTIAL, SKIPPED)]
         found.add(Role("block_map", flat(tiles), BlockMapRole("", (q_block, kv_block), (length, keys), mod), origin,

@@ -140,7 +140,11 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
     v = found.role(v_name).data  # (n, S, dv)
     mod_fn = None if block_mask is None else getattr(block_mask, "mask_mod", None)
     modded = not is_noop(score_mod, "_identity")
-    b_at, h_at = torch.arange(batch), torch.arange(heads)
+    device = q.device  # the user's mods index their own tensors (a document id per position) where the code ran
+    b_at, h_at = torch.arange(batch, device=device), torch.arange(heads, device=device)
+
+    def span(start: int, stop: int) -> torch.Tensor:
+        return torch.arange(start, stop, device=device)
 
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
         r0, r1, _ = rows.indices(length)
@@ -150,7 +154,7 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
         out = {"scores": scores, "scaled": scaled}
         if modded:
             tile = scaled.reshape(batch, heads, r1 - r0, c1 - c0)
-            out["score_mod"] = run_user(score_mod, tile, b_at, h_at, torch.arange(r0, r1), torch.arange(c0, c1),
+            out["score_mod"] = run_user(score_mod, tile, b_at, h_at, span(r0, r1), span(c0, c1),
                                         with_score=True).to(working).reshape(scaled.shape)
         return out
 
@@ -167,8 +171,8 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
             r0, r1, _ = rows.indices(length)
             c0, c1, _ = cols.indices(keys)
             assert mod_live is not None
-            made = run_user(mod_live, b_at, h_at, torch.arange(r0, r1), torch.arange(c0, c1), with_score=False)
-            return made.bool().expand(batch, heads, r1 - r0, c1 - c0).reshape(batch * heads, r1 - r0, c1 - c0)
+            made = run_user(mod_live, b_at, h_at, span(r0, r1), span(c0, c1), with_score=False)
+            return made.bool().cpu().expand(batch, heads, r1 - r0, c1 - c0).reshape(batch * heads, r1 - r0, c1 - c0)
 
         mod_tile = None if mod_live is None else mod_values
 
@@ -192,7 +196,7 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
     own_values = own.values
     gap = 0.0
     rows_at_once = max(1, PASS_CELLS // max(1, batch * heads * keys))
-    lse = torch.empty(batch * heads, length, dtype=working)
+    lse = torch.empty(batch * heads, length, dtype=working, device=device)
     for start in range(0, length, rows_at_once):
         rows = slice(start, min(length, start + rows_at_once))
         made = pre(rows, slice(0, keys))
@@ -210,7 +214,7 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
         for name in stats:
             if name in made and made[name] is not masked:
                 fold_heads(stats[name], made[name])
-        kept = None if allow is None else allow(rows, slice(0, keys))  # (n, rows, S) the cells the kernel computes
+        kept = None if allow is None else allow(rows, slice(0, keys)).to(device)  # (n, rows, S) kernel computes
         for name, made_now in (("masked", masked), ("weights", weights)):
             if kept is None:
                 fold_heads(stats[name], made_now)
@@ -219,7 +223,7 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
                     of_slice.add(made_now[n], kept[n])
         fold_row_sums(stats["weights"], weights, start, empty, None)
     family.lse = lse
-    dtype, device = q.dtype, q.device
+    dtype = q.dtype
 
     def lazy_role(name: str, op: Any, formula: Msg) -> str:
         return found.add(Role(name, Slices(family, name, dtype, device), op, origin, formula,  # type: ignore[arg-type]
