@@ -82,6 +82,18 @@ def _namespaces() -> list[dict[str, Any]]:
     return found
 
 
+def _singletons(namespaces: list[dict[str, Any]]) -> list[Any]:
+    """The one instance a class keeps in `_instance` (transformers' WrappedFlexAttention holds its
+    torch.compile(flex_attention) there)."""
+    found = []
+    for namespace in namespaces:
+        for value in list(namespace.values()):
+            instance = vars(value).get("_instance") if isinstance(value, type) else None
+            if isinstance(getattr(instance, "__dict__", None), dict):
+                found.append(instance)
+    return found
+
+
 def _patch() -> None:
     original = _original()
     if original is None:
@@ -89,7 +101,8 @@ def _patch() -> None:
     import torch.nn.attention.flex_attention as module
 
     wrapper = _wrapper(original)
-    for namespace in [vars(module), *_namespaces()]:
+    namespaces = [vars(module), *_namespaces()]
+    for namespace in [*namespaces, *(vars(instance) for instance in _singletons(namespaces))]:
         for name, value in list(namespace.items()):
             if _holds(value, original):
                 _REPLACED.append((namespace, name, value))
@@ -102,6 +115,11 @@ def _unpatch() -> None:
         held = namespace.get(name)
         if getattr(held, "__wrapped_flex__", None) is not None:  # the code did not rebind it meanwhile
             namespace[name] = value
+    for instance in _singletons(_namespaces()):  # one that compiled the wrapper during the recording
+        compiled = [getattr(v, "_torchdynamo_orig_callable", None) for v in vars(instance).values()]
+        if any(getattr(c, "__wrapped_flex__", None) is not None for c in compiled) and \
+                hasattr(instance, "_is_flex_compiled"):
+            instance._is_flex_compiled = False  # transformers compiles the real flex_attention again, when next used
 
 
 def install(recorder: Recorder) -> None:

@@ -251,3 +251,25 @@ def test_grouped_query_heads_and_a_returned_lse_are_laid_out() -> None:
         assert torch.equal(trace.stage("output", head=h).tensor, out[0, h])
         torch.testing.assert_close(out[0, h].double(), torch.softmax(masked, -1)[0, h] @ v4[0, h], atol=1e-5, rtol=0)
     torch.testing.assert_close(aux.lse[0].double(), torch.logsumexp(masked[0], -1), atol=1e-4, rtol=0)
+
+
+@pytest.mark.slow
+def test_a_transformers_model_run_with_flex_attention_gives_its_eager_weights(tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers")
+    from transformers.integrations import flex_attention as hf_flex
+
+    from tests.sources.test_families import CONFIGS, TEXT
+    from tests.sources.tiny_models import reference, tiny
+
+    path = tiny(tmp_path, "llama", CONFIGS["llama"])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModel.from_pretrained(path, attn_implementation="flex_attention").eval()
+    with torch.no_grad(), attn_tui.record() as rec:
+        model(**tokenizer(TEXT, return_tensors="pt"))
+    eager = reference(path, TEXT)  # (heads, N, N) per layer, from transformers' eager attention
+    weights = [s for s in rec.trace if s.name == "weights"]
+    assert len(weights) == len(eager) * eager[0].shape[0]
+    for n, stage in enumerate(weights):
+        torch.testing.assert_close(stage.tensor, eager[n // eager[0].shape[0]][n % eager[0].shape[0]], atol=1e-5,
+                                   rtol=0)
+    assert not hf_flex.WrappedFlexAttention._instance._is_flex_compiled  # it compiles the real flex_attention anew
