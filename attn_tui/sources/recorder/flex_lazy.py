@@ -10,6 +10,7 @@ The user's functions run in the recording process; a lazy stage never crosses to
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +130,25 @@ class Slices:
         return LazyTensor(self.family, self.name, n, self.family.shape, self.dtype, self.device)
 
 
+def fold_kept(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor) -> None:
+    """Fold (n, rows, S) into each slice's stats over its kept cells: one reduction for all slices, the exact
+    per-cell path only for a slice whose kept cells are not all finite."""
+    n = block.shape[0]
+    flat, keep = block.reshape(n, -1), kept.reshape(n, -1)
+    lo = flat.masked_fill(~keep, torch.inf).amin(dim=-1).tolist()
+    hi = flat.masked_fill(~keep, -torch.inf).amax(dim=-1).tolist()
+    hidden = (~keep).sum(dim=-1).tolist()
+    some = keep.any(dim=-1).tolist()
+    for i, stats in enumerate(found):
+        if not some[i]:
+            stats.masked += int(hidden[i])
+        elif math.isfinite(lo[i]) and math.isfinite(hi[i]):
+            stats.masked += int(hidden[i])
+            stats.add_finite(lo[i], hi[i])
+        else:
+            stats.add(block[i], kept[i])
+
+
 def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor: float, working: torch.dtype,
                    score_mod: Any, block_mask: Any, shape4: tuple[int, int, int, int]) -> None:
     """The roles of a long call: query, key and value are whole, the score family lazy."""
@@ -200,7 +220,8 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
     for start in range(0, length, rows_at_once):
         rows = slice(start, min(length, start + rows_at_once))
         made = pre(rows, slice(0, keys))
-        masked = family.masked(made[last], rows, slice(0, keys))  # (n, rows, S)
+        kept = None if allow is None else allow(rows, slice(0, keys)).to(device)  # (n, rows, S) kernel computes
+        masked = made[last] if kept is None else made[last].masked_fill(~kept, -torch.inf)  # (n, rows, S)
         top = masked.amax(dim=-1)
         empty = torch.isneginf(top)
         shift = top.masked_fill(empty, 0.0)
@@ -214,13 +235,11 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
         for name in stats:
             if name in made and made[name] is not masked:
                 fold_heads(stats[name], made[name])
-        kept = None if allow is None else allow(rows, slice(0, keys)).to(device)  # (n, rows, S) kernel computes
         for name, made_now in (("masked", masked), ("weights", weights)):
             if kept is None:
                 fold_heads(stats[name], made_now)
             else:  # each slice has a mask of its own: -∞ where the kernel skips is no overflow
-                for n, of_slice in enumerate(stats[name]):
-                    of_slice.add(made_now[n], kept[n])
+                fold_kept(stats[name], made_now, kept)
         fold_row_sums(stats["weights"], weights, start, empty, None)
     family.lse = lse
     dtype = q.dtype
