@@ -29,6 +29,7 @@ from attn_tui.trace.masks import MaskSpec
 
 FLEX_ARGS = ("query", "key", "value", "score_mod", "block_mask", "scale", "enable_gqa")
 SKIPPED, PARTIAL, FULL = 0.0, 1.0, 2.0  # a tile of the block map
+MAX_LINE = 100  # characters of a function's name or defining line shown
 
 
 def describe(fn: Callable[..., Any] | None) -> tuple[str, str]:
@@ -40,7 +41,8 @@ def describe(fn: Callable[..., Any] | None) -> tuple[str, str]:
     if code is None:
         return str(name), "?"
     line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-    return str(name), f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}: {line}"
+    line = line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
+    return str(name)[:MAX_LINE], f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}: {line}"
 
 
 def short_place(where: str) -> str:

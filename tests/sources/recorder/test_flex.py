@@ -273,3 +273,29 @@ def test_a_transformers_model_run_with_flex_attention_gives_its_eager_weights(tm
         torch.testing.assert_close(stage.tensor, eager[n // eager[0].shape[0]][n % eager[0].shape[0]], atol=1e-5,
                                    rtol=0)
     assert not hf_flex.WrappedFlexAttention._instance._is_flex_compiled  # it compiles the real flex_attention anew
+
+
+FRAGILE_OK = True  # the score_mod below works while this holds
+
+
+def fragile(score, b, h, q_idx, kv_idx):
+    if not FRAGILE_OK:
+        raise ValueError("no longer")
+    return score * 2
+
+
+def test_a_score_mod_that_fails_when_run_again_leaves_a_warning_and_the_rest_recorded() -> None:
+    global FRAGILE_OK
+    q, k, v = _inputs(7)
+    FRAGILE_OK = True
+    with attn_tui.record() as rec:
+        out = flex.flex_attention(q, k, v, score_mod=fragile)
+        sdpa = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    FRAGILE_OK = False  # the layout calls the score_mod again, after the block: now it raises
+    try:
+        trace = rec.trace
+    finally:
+        FRAGILE_OK = True
+    assert out.shape == sdpa.shape
+    assert torch.equal([s for s in trace if s.name == "output"][-1].tensor, sdpa[-1, -1])
+    assert any("could not lay out" in str(w) and "ValueError" in str(w) for w in trace.warnings), trace.warnings
