@@ -299,3 +299,17 @@ def test_a_score_mod_that_fails_when_run_again_leaves_a_warning_and_the_rest_rec
     assert out.shape == sdpa.shape
     assert torch.equal([s for s in trace if s.name == "output"][-1].tensor, sdpa[-1, -1])
     assert any("could not lay out" in str(w) and "ValueError" in str(w) for w in trace.warnings), trace.warnings
+
+
+@pytest.mark.slow
+def test_the_flex_sample_script_traces(capsys) -> None:
+    code, out, err = run_cli(capsys, "trace", "--sample", "flex_documents", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["tokens"]["query"][:3] == ["나는", "학교에", "간다"]
+    stages = {(s["name"], s.get("head")): s for s in doc["stages"]}
+    assert "alibi" in stages[("score_mod", 0)]["formula"]
+    weights = torch.tensor(stages[("weights", 1)]["data"])
+    assert weights[4:, :4].abs().sum() == 0  # the second document never reads the first
+    tiles = torch.tensor(stages[("block_map", 0)]["data"])
+    assert tiles.tolist() == [[1, 0, 0, 0], [2, 1, 0, 0], [0, 0, 1, 0], [0, 0, 2, 1]]
