@@ -182,6 +182,17 @@ _KINDS = (
         "The logit soft cap (Gemma 2) passes each scaled score through cap·tanh(s / cap): small scores pass "
         "almost unchanged, large ones are pressed towards ±cap, so no single key can take all the weight "
         "by an extreme score.")),
+    StageKind("score_mod", "S_mod", NP_("stage", "score_mod"), N_(
+        "flex_attention hands every scaled score to your score_mod function together with its batch item, head, "
+        "query index and key index, and uses what it returns: a soft cap, a position bias (ALiBi, a learned "
+        "relative bias) or anything written in torch. The inspector shows the function's input and output for "
+        "the cell.")),
+    StageKind("block_map", "BM", NP_("stage", "block_map"), N_(
+        "The BlockMask cuts the scores into tiles of queries × keys. The kernel skips a tile where the mask_mod "
+        "is False everywhere (dark), computes it without the mask where it is True everywhere (full, bright), "
+        "and applies the mask_mod cell by cell only in the partial tiles between. Skipped tiles are the speed "
+        "of a sparse mask."),
+        scale="sequential"),
     StageKind("bias", "B", NP_("stage", "bias"), N_(
         "Something the code adds to the scores that is not a mask: a position bias, for example. It "
         "shifts some scores up or down before the softmax."),

@@ -23,7 +23,7 @@ from attn_tui.i18n import Join, Msg
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9}
 # How a program's own mask (a recorded trace) is read: what its values mean where the code applies it.
 CODE_RULES = ("masked_fill", "setitem", "where_keep", "where_fill", "additive", "gate", "sdpa_bool",
-              "key_padding")
+              "key_padding", "mask_mod")
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +51,8 @@ class MaskSpec:
     device: torch.device | str = "cpu"  # where a tile is built: the scores' device, so a CUDA run masks on CUDA
     code_test: str = ""  # the test the code made of `code_mask` ("== 0" for `masked_fill(mask == 0, …)`), or ""
     by_hand: bool = False  # `custom` was made cell by cell with `x` (not given by a file or sample)
+    mod: str = ""  # a flex_attention mask_mod that made `code_mask` ("causal (demo.py:12)"), or ""
+    mod_at: tuple[int, int, int, int] = (0, 0, 0, 0)  # (batch item, head, query block, key block size) of `mod`
 
     def tile(self, rows: slice, cols: slice) -> torch.Tensor:
         """(rows, cols) bool, True = may attend, for one tile of the scores."""
@@ -80,7 +82,7 @@ class MaskSpec:
         c0, c1, _ = cols.indices(self.shape[1])
         return MaskSpec((r1 - r0, c1 - c0), self.causal, self.padding, self.custom, self.dense, self.window,
                         (self.origin[0] + r0, self.origin[1] + c0), self.means, self.code_mask, self.code_rule,
-                        self.code_fill, self.device, code_test=self.code_test)
+                        self.code_fill, self.device, code_test=self.code_test, mod=self.mod, mod_at=self.mod_at)
 
     @cached_property
     def allowed(self) -> torch.Tensor:
@@ -111,10 +113,21 @@ class MaskSpec:
         if self.custom is not None and not bool(self.custom[i, j]):
             found.append(Msg("custom: the custom mask holds 1 here (1 = blocked)") if self.means == "block"
                          else Msg("custom: the custom mask holds 0 here (1 = may attend)"))
+        if not found and self.mod and self.dense is not None and not bool(self.dense[i, j]):
+            found.append(self._mod_reason(i, j))
         if not found and self.dense is not None and not bool(self.dense[i, j]):
             found.append(self.as_given(i - self.origin[0], j - self.origin[1]) or
                          Msg("the model's own mask holds 0 here"))
         return found
+
+    def _mod_reason(self, i: int, j: int) -> Msg:
+        """Why flex_attention blocked cell (i, j): the mask_mod said False, or the block mask skipped its tile."""
+        b, h, q_block, kv_block = self.mod_at
+        if self.code_mask is not None and not bool(self.code_mask[i, j]):
+            return Msg("mask_mod {name} is False at ({b}, {h}, {q}, {kv})", name=self.mod, b=b, h=h, q=i, kv=j)
+        return Msg("the block mask skips tile ({qb}, {kb}): mask_mod {name} is True at ({b}, {h}, {q}, {kv}) but the "
+                   "kernel never computes this tile", qb=i // max(q_block, 1), kb=j // max(kv_block, 1),
+                   name=self.mod, b=b, h=h, q=i, kv=j)
 
     def as_given(self, i: int, j: int) -> Msg | None:
         """The mask at (i, j) as it was given, when that differs from the 1 = may attend view; else None.
@@ -181,7 +194,7 @@ class MaskSpec:
 # Each rule in code, for the legend's one line: which value of the code's mask becomes the fill.
 CODE_RULE_SHORT = {"masked_fill": "True → {fill}", "setitem": "True → {fill}", "where_keep": "False → {fill}",
                    "where_fill": "True → {fill}", "additive": "+ mask", "gate": "0 → {fill}",
-                   "sdpa_bool": "False → {fill}", "key_padding": "True → {fill}"}
+                   "sdpa_bool": "False → {fill}", "key_padding": "True → {fill}", "mask_mod": "False → {fill}"}
 
 
 def code_rule_name(rule: str) -> Msg:
@@ -193,7 +206,8 @@ def code_rule_name(rule: str) -> Msg:
              "additive": Msg("your code's mask: added to the scores (0 = may attend, large negative = blocked)"),
              "gate": Msg("your code's mask: scores · mask (1 = may attend)"),
              "sdpa_bool": Msg("your code's mask: SDPA's attn_mask (True = may attend)"),
-             "key_padding": Msg("your code's mask: key_padding_mask (True = blocked)")}
+             "key_padding": Msg("your code's mask: key_padding_mask (True = blocked)"),
+             "mask_mod": Msg("your code's mask: flex_attention's mask_mod and block mask (True = may attend)")}
     return names.get(rule, Msg("your code's own mask"))
 
 

@@ -341,6 +341,31 @@ class Normalise:
     denominator: Place
 
 
+@dataclass(frozen=True)
+class ScoreMod:
+    """out[q, kv] = score_mod(source[q, kv], b, h, q, kv): flex_attention's user function, run on every score.
+
+    The function is the user's code, so it is never called here: it ran where the code ran,
+    and this stage holds what it returned. `function` names it, `where` gives its file and line.
+    """
+
+    source: Place
+    function: str
+    where: str
+    batch: int
+    head: int
+
+
+@dataclass(frozen=True)
+class BlockTiles:
+    """A flex_attention BlockMask as a tile map: out[qb, kb] = 0 (skipped), 1 (partial: mask_mod applied per cell)
+    or 2 (full: computed without the mask_mod), for tiles of `block` = (query rows, key columns)."""
+
+    block: tuple[int, int]
+    shape: tuple[int, int]  # (L, S) the scores the tiles cover
+    mask_mod: str  # the mask_mod's name and place, as the partial tiles apply it
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
-           Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap]
+           Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles]

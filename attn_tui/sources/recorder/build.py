@@ -48,7 +48,11 @@ def recognise(node: Node, found: Found) -> None:
     from attn_tui.sources.recorder.assemble import from_softmax
     from attn_tui.sources.recorder.expand import from_mha, from_sdpa
 
-    if node.name == "scaled_dot_product_attention":
+    if node.name == "flex_attention":
+        from attn_tui.sources.recorder.flex_layout import from_flex
+
+        from_flex(node, found)
+    elif node.name == "scaled_dot_product_attention":
         from_sdpa(node, found)
     elif node.name == "multi_head_attention_forward":
         from_mha(node, found)
@@ -60,7 +64,7 @@ def _fallback(node: Node, scope: Scope) -> Found | None:
     """A softmax the recogniser could not lay out, shown as its scores and weights (None if even that fails)."""
     from attn_tui.sources.recorder.assemble import softmax_alone
 
-    if node.name in ("scaled_dot_product_attention", "multi_head_attention_forward"):
+    if node.name in ("scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"):
         return None
     found = Found(scope, node.call, 1, 1)
     try:
@@ -168,7 +172,8 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
         if recorder.failed is not None:  # the recorder lost track of the code: say so, not that nothing ran
             raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
                                            reason=type(recorder.failed).__name__)))
-        raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention or nn.MultiheadAttention was called")))
+        raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention, flex_attention or "
+                                       "nn.MultiheadAttention was called")))
     names = module_names(founds, module_paths(recorder))
     several = len(names) > 1
     scopes = list(names)
@@ -228,8 +233,8 @@ def _finite(found: Found) -> bool:
     names = found.names()
     for role in found.roles:
         data = role.data
-        if not data.is_floating_point():
-            continue
+        if not isinstance(data, torch.Tensor) or not data.is_floating_point():
+            continue  # integers, or a long flex call's lazy slices: their tiles' stats come as they are drawn
         if isinstance(role.op, f.MaskOp) and role.op.source in names and role.op.allowed is not None:
             continue  # the cells it keeps are its source's, checked already; the others hold the fill
         allowed = role.op.allowed if isinstance(role.op, f.MaskOp) else None
@@ -279,11 +284,15 @@ def _add_slice(trace: Trace, found: Found, b: int, step: int | None, module: str
             at = place(role.name, h)
             axes = _axes(role, data, tokens, key_tokens)
             op = _op(role.op, b * heads + (h or 0), h, place, found, keys)
-            trace.add(Stage(at, data, role.formula, axes, op, None if role.origin is None else str(role.origin)))
+            trace.put(Stage(at, data, role.formula, axes, op, None if role.origin is None else str(role.origin)))
+            if role.stats is not None:  # a lazy stage: its stats come from the pass that made it, never from whole
+                trace.stats[at] = role.stats[b * heads + (h or 0)]
 
 
 def _axes(role: Role, data: torch.Tensor, tokens: tuple[str, ...] | None,
           key_tokens: tuple[str, ...] | None) -> tuple[Axis, ...]:
+    if role.labels is not None and len(role.labels) == data.dim():  # a tile map: blocks of queries and keys
+        return tuple(Axis(kind, labels) for kind, labels in zip(role.axes, role.labels))
     out = []
     kinds = role.axes[-data.dim():] if data.dim() <= len(role.axes) else role.axes
     for kind, size in zip(kinds, data.shape):
@@ -328,6 +337,9 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
     def p(name: f.Param) -> str:
         return keys[name if isinstance(name, str) else name[n]]
 
+    core = getattr(op, "core", None)
+    if core is not None:  # an op that makes its own core op (flex_attention's, in flex_layout.py)
+        return core(at, n, h, found.heads)  # type: ignore[no-any-return]
     if isinstance(op, f.GivenOp):
         return Given(str(op.what))
     if isinstance(op, f.LinearOp):

@@ -17,6 +17,7 @@ import sys
 import weakref
 from collections import deque
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,7 +36,7 @@ OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm",
        "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
        "multi_head_attention_forward", "neg", "nan_to_num",
        "eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: a mask written `mask == 0` is shown as `mask` holds it
-ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward"}
+ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
            "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
@@ -125,15 +126,20 @@ class Recorder(TorchFunctionMode):
         self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
+        from attn_tui.sources.recorder import flex
         from attn_tui.sources.recorder.threads import ThreadCover
 
         self.threads = ThreadCover(self)
         self.threads.start()
         self.recording = True
         super().__enter__()  # type: ignore[no-untyped-call]
+        flex.install(self)  # flex_attention hides its call from the mode: it is wrapped while this records
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        from attn_tui.sources.recorder import flex
+
+        flex.uninstall(self)
         self.recording = False  # a thread the code left running keeps the mode: it records nothing more
         super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
         if self.threads is not None:
@@ -196,12 +202,13 @@ class Recorder(TorchFunctionMode):
 
     # ----- where a call comes from ----------------------------------------------------------
     @staticmethod
-    def _where() -> tuple[Origin | None, Scope | None]:
+    def _where(start: FrameType | None = None) -> tuple[Origin | None, Scope | None]:
         """The user's line that made the call, and the attention module (or function) it ran in.
 
         `_OwnCallError` when attn-tui itself made the call, from inside a recorded block.
+        `start` is the frame to look from (a wrapped function's caller); by default the mode's caller's caller.
         """
-        frame = sys._getframe(2)
+        frame = sys._getframe(2) if start is None else start
         origin = None
         module_frame = function_frame = None
         budget = MODULE_SEARCH  # frames looked at past the user's line: a deep recursion must not cost its depth
@@ -235,7 +242,25 @@ class Recorder(TorchFunctionMode):
         name = code.co_name if code.co_name != "<module>" else "script"
         return origin, Scope(name, id(code))
 
-    # ----- the mode -----------------------------------------------------------------------
+    def record_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor,
+                    caller: FrameType | None) -> None:
+        """An attention call made outside the mode's sight (flex_attention), kept as an anchor like SDPA's;
+        `caller` is the frame that called it. Never raises: the user's code must not break."""
+        try:
+            try:
+                origin, scope = self._where(caller)
+            except _OwnCallError:
+                return
+            wrapped = tuple(self._wrap(a, scope, origin) for a in args)
+            named = {k: self._wrap(v, scope, origin) for k, v in kwargs.items()}
+            value = result.detach()
+            node = Node(name, value, wrapped, named, origin, scope, version_of(value))
+            self._link(node)
+            self._track(result, node)
+            self._anchor(node, scope or Scope("attention", 0))
+        except Exception as exc:
+            self.failed = self.failed or exc
+
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}

@@ -8,7 +8,7 @@ roles, so the builder can turn it into places and core ops without knowing the p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 import torch
 
@@ -21,6 +21,9 @@ Param = Union[str, tuple[str, ...]]  # a parameter's name, or one name per slice
 
 @dataclass(frozen=True)
 class GivenOp:
+    """Shown as it is; a subclass with a `core(at, n, h, heads)` method makes its own core op per slice
+    (flex_attention's stages, flex_layout.py), and is a given value to every other pass."""
+
     what: str | Msg
 
 
@@ -120,6 +123,8 @@ class Role:
     formula: str | Msg
     axes: tuple[str, ...]  # per slice: "query", "key", "dim", "hidden", "input", "joined"
     shared: bool = False  # the same for every head of a batch item
+    labels: tuple[tuple[str, ...], ...] | None = None  # a label per position of each axis, where the axes are no tokens
+    stats: list[Any] | None = None  # per slice, the StageStats of a lazy role (gathered by its streaming pass)
 
 
 @dataclass

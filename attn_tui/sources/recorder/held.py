@@ -70,6 +70,16 @@ def laid_out_bytes(node: Node) -> int:
             return 0
         batch = q[1] if len(q) == 3 else 1
         cells = batch * heads * q[0] * k[0]
+    elif node.name == "flex_attention":  # laid out whole up to flex_lazy.LAZY_CELLS scores; past that, by tiles
+        from attn_tui.sources.recorder.flex_lazy import LAZY_CELLS
+
+        q, k = _shape(node, 0, "query"), _shape(node, 1, "key")
+        if q is None or k is None or len(q) != 4 or len(k) != 4:
+            return 0
+        cells = q[0] * q[1] * q[2] * k[2]
+        if cells > LAZY_CELLS:
+            return 0
+        cells += cells // 2  # the score_mod's and the mask_mod's own values beside the five
     else:
         return 0
     itemsize = max(4, node.value.element_size())

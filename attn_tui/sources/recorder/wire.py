@@ -19,8 +19,10 @@ import torch
 
 from attn_tui.errors import AttnError
 from attn_tui.i18n import Join, Msg, Plural
+from attn_tui.trace.lazy import MATERIALIZE_CELLS, LazyTensor
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
+from attn_tui.trace.ops import Given, Masking, Place
 from attn_tui.trace.stage import Axis, Stage, Trace
 from attn_tui.trace.values import StageStats
 
@@ -109,15 +111,60 @@ class _Reader:
         raise WireError("unexpected object")
 
 
+def _sendable(stage: Stage, left: list[str]) -> Stage | None:
+    """A stage as it can travel: a lazy one (a long flex_attention call's, computed by tiles with the user's
+    functions, which run only in the child) is sent whole when it is small enough, else left out and said."""
+    if not isinstance(stage.data, LazyTensor):
+        return stage
+    if stage.data.numel() > MATERIALIZE_CELLS:
+        left.append(stage.key)
+        return None
+    op = stage.op
+    whole = getattr(op.mask, "whole", None) if isinstance(op, Masking) else None
+    if isinstance(op, Masking) and whole is not None:
+        op = dataclasses.replace(op, mask=whole())  # a mask computed by tiles, made a plain MaskSpec
+    return dataclasses.replace(stage, data=stage.data.whole(), op=op)
+
+
+def _reads(value: Any) -> list[Place]:
+    if isinstance(value, Place):
+        return [value]
+    if isinstance(value, tuple):
+        return [place for item in value for place in _reads(item)]
+    return []
+
+
+def _without(stage: Stage, places: set[Place]) -> Stage:
+    """`stage`, its op made Given when the op reads a stage that is not sent."""
+    if not dataclasses.is_dataclass(stage.op):
+        return stage
+    read = [place for f in dataclasses.fields(stage.op) for place in _reads(getattr(stage.op, f.name))]
+    if all(place in places for place in read):
+        return stage
+    return dataclasses.replace(stage, op=Given(Msg("computed from stages left in the traced process")))
+
+
 def write_trace(trace: Trace, folder: Path) -> None:
     """`trace` as two files in `folder`: its tensors (torch.save) and the rest (JSON)."""
     writer = _Writer()
+    left: list[str] = []
+    stages = [sent for stage in trace.stages.values() if (sent := _sendable(stage, left)) is not None]
+    places = {stage.place for stage in stages}
+    if left:  # a stage made from one left behind is shown as it is: the inspector cannot recompute it here
+        stages = [_without(stage, places) for stage in stages]
+    warnings = list(trace.warnings)
+    if left:
+        warnings.append(Plural("{n} stage of a long flex_attention call stays in the traced process (computed by "
+                               "tiles with your score_mod and mask_mod; attn_tui.record() shows it): {first}",
+                               "{n} stages of long flex_attention calls stay in the traced process (computed by "
+                               "tiles with your score_mod and mask_mod; attn_tui.record() shows them): {first} …",
+                               n=len(left), first=left[0]))
     document = {"meta": writer.encode(trace.meta), "query_tokens": writer.encode(trace.query_tokens),
                 "key_tokens": writer.encode(trace.key_tokens), "device": trace.device, "dtype": trace.dtype,
-                "stages": [writer.encode(stage) for stage in trace.stages.values()],
+                "stages": [writer.encode(stage) for stage in stages],
                 "params": writer.encode(trace.params), "inputs": writer.encode(trace.inputs),
-                "mask": writer.encode(trace.mask), "warnings": writer.encode(trace.warnings),
-                "stats": writer.encode(trace.stats)}
+                "mask": writer.encode(trace.mask), "warnings": writer.encode(warnings),
+                "stats": writer.encode({place: stats for place, stats in trace.stats.items() if place in places})}
     torch.save(writer.tensors, folder / TENSORS)
     (folder / DOCUMENT).write_text(json.dumps(document), encoding="utf-8")
 

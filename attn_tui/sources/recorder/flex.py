@@ -1,0 +1,136 @@
+"""How a flex_attention call is seen: the function is wrapped while a recording runs, and put back after.
+
+`torch.nn.attention.flex_attention.flex_attention` never shows itself to a TorchFunctionMode:
+eager, it hands a higher-order op to torch.compile; compiled, it is fused away. So while a
+Recorder is active the function is replaced, in its module and wherever a loaded module
+holds it by name (`from … import flex_attention` done before the recording, or a
+`torch.compile(flex_attention)` made before it, which then runs eagerly), by a wrapper that calls
+the very function the code asked for and hands its arguments and result to the recorder. Under a
+`torch.compile` made during the recording the wrapper is compiled with the rest and the hand-over
+alone runs eagerly, after the compiled kernel. Nothing changes once the last recording ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attn_tui.sources.recorder.capture import Recorder
+
+MODULE = "torch.nn.attention.flex_attention"
+_ACTIVE: list[Recorder] = []  # the recorders that want flex_attention calls, innermost last
+_REPLACED: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, name, what it held) to put back
+
+
+def _original() -> Callable[..., Any] | None:
+    try:
+        import torch.nn.attention.flex_attention as module
+    except ImportError:  # a torch without flex_attention: nothing to wrap
+        return None
+    found = getattr(module, "flex_attention", None)
+    return getattr(found, "__wrapped_flex__", found)
+
+
+def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+    """Give one call to every active recorder. Dynamo never traces this (`_torchdynamo_disable`): under
+    torch.compile the compiled graph breaks here and this runs eagerly, on the very tensors the graph made."""
+    import torch
+
+    output = result[0] if isinstance(result, tuple) else result
+    if not isinstance(output, torch.Tensor):
+        return
+    caller = sys._getframe(1)
+    while caller is not None and caller.f_code.co_filename == __file__:  # the wrapper (or its resumed part)
+        caller = caller.f_back  # type: ignore[assignment]
+    for recorder in list(_ACTIVE):
+        recorder.record_call("flex_attention", args, kwargs, output, caller)
+
+
+_hand_over._torchdynamo_disable = True  # type: ignore[attr-defined]  # set by hand: importing dynamo costs seconds
+
+
+def _wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def flex_attention(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        _hand_over(args, kwargs, result)
+        return result
+
+    flex_attention.__wrapped_flex__ = original  # type: ignore[attr-defined]
+    return flex_attention
+
+
+def _holds(value: Any, original: Callable[..., Any]) -> bool:
+    """The function itself, or torch.compile of it."""
+    return value is original or getattr(value, "_torchdynamo_orig_callable", None) is original
+
+
+def _namespaces() -> list[dict[str, Any]]:
+    """The module namespaces that may hold flex_attention by name: the user's files, __main__, transformers'."""
+    from attn_tui.sources.recorder.whose import is_user_file
+
+    found = []
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) or ""
+        if name == "__main__" or name.startswith("transformers.integrations") or (where and is_user_file(where)):
+            namespace = getattr(module, "__dict__", None)
+            if isinstance(namespace, dict):
+                found.append(namespace)
+    return found
+
+
+def _singletons(namespaces: list[dict[str, Any]]) -> list[Any]:
+    """The one instance a class keeps in `_instance` (transformers' WrappedFlexAttention holds its
+    torch.compile(flex_attention) there)."""
+    found = []
+    for namespace in namespaces:
+        for value in list(namespace.values()):
+            instance = vars(value).get("_instance") if isinstance(value, type) else None
+            if isinstance(getattr(instance, "__dict__", None), dict):
+                found.append(instance)
+    return found
+
+
+def _patch() -> None:
+    original = _original()
+    if original is None:
+        return
+    import torch.nn.attention.flex_attention as module
+
+    wrapper = _wrapper(original)
+    namespaces = [vars(module), *_namespaces()]
+    for namespace in [*namespaces, *(vars(instance) for instance in _singletons(namespaces))]:
+        for name, value in list(namespace.items()):
+            if _holds(value, original):
+                _REPLACED.append((namespace, name, value))
+                namespace[name] = wrapper
+
+
+def _unpatch() -> None:
+    while _REPLACED:
+        namespace, name, value = _REPLACED.pop()
+        held = namespace.get(name)
+        if getattr(held, "__wrapped_flex__", None) is not None:  # the code did not rebind it meanwhile
+            namespace[name] = value
+    for instance in _singletons(_namespaces()):  # one that compiled the wrapper during the recording
+        compiled = [getattr(v, "_torchdynamo_orig_callable", None) for v in vars(instance).values()]
+        if any(getattr(c, "__wrapped_flex__", None) is not None for c in compiled) and \
+                hasattr(instance, "_is_flex_compiled"):
+            instance._is_flex_compiled = False  # transformers compiles the real flex_attention again, when next used
+
+
+def install(recorder: Recorder) -> None:
+    """Let `recorder` see flex_attention calls until `uninstall`; the first recording wraps the function."""
+    if not _ACTIVE:
+        _patch()
+    _ACTIVE.append(recorder)
+
+
+def uninstall(recorder: Recorder) -> None:
+    if recorder in _ACTIVE:
+        _ACTIVE.remove(recorder)
+    if not _ACTIVE:
+        _unpatch()

@@ -1,0 +1,256 @@
+"""A recorded flex_attention call laid out as stages: scores, scaled, score_mod, the block map, masked, weights, output.
+
+flex_attention computes softmax(mask(score_mod(Q·Kᵀ·scale))) V in one fused call, so its
+inner stages are recomputed here the way torch's own reference (`math_attention`) does:
+in float32 (float64 stays float64), the user's `score_mod` and `mask_mod` run through four
+nested vmaps over (b, h, q_idx, kv_idx). The mask is the kernel's: a tile the BlockMask skips
+is -∞, a full tile is computed without the mask_mod, a partial one applies it cell by cell.
+The recorded output is the call's own; its largest difference from A·V is said.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from attn_tui.i18n import Msg
+from attn_tui.sources.recorder.found import DotOp, Found, GivenOp, Role, ScaleOp, SoftmaxOp, WeightedSumOp
+from attn_tui.sources.recorder.node import Node
+from attn_tui.sources.recorder.operands import Operands, after_output
+from attn_tui.sources.recorder.recognise import UnrecognisedError
+from attn_tui.sources.recorder.refs import Ref, resolve
+from attn_tui.trace import ops
+from attn_tui.trace.masks import MaskSpec
+
+FLEX_ARGS = ("query", "key", "value", "score_mod", "block_mask", "scale", "enable_gqa")
+SKIPPED, PARTIAL, FULL = 0.0, 1.0, 2.0  # a tile of the block map
+MAX_LINE = 100  # characters of a function's name or defining line shown
+
+
+def describe(fn: Callable[..., Any] | None) -> tuple[str, str]:
+    """A user function's name and where it is defined ("demo.py:12: def alibi(score, b, h, q, kv):")."""
+    while fn is not None and hasattr(fn, "func"):  # functools.partial
+        fn = fn.func
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return str(name), "?"
+    line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
+    line = line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
+    return str(name)[:MAX_LINE], f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}: {line}"
+
+
+def short_place(where: str) -> str:
+    return where.split(": ", 1)[0]
+
+
+def _vmapped(fn: Callable[..., Any], with_score: bool) -> Callable[..., Any]:
+    """`fn` over every (b, h, q_idx, kv_idx) at once, as flex_attention's own eager reference runs it."""
+    from torch.nn.attention.flex_attention import _vmap_for_bhqkv
+
+    return _vmap_for_bhqkv(fn, prefix=(0,) if with_score else ())
+
+
+def run_user(fn: Callable[..., Any], *args: torch.Tensor, with_score: bool) -> torch.Tensor:
+    """Call the user's score_mod or mask_mod on index ranges (and scores), under torch's getitem rule for vmap."""
+    from torch._dynamo._trace_wrapped_higher_order_op import TransformGetItemToIndex
+
+    with TransformGetItemToIndex():
+        return _vmapped(fn, with_score)(*args)  # type: ignore[no-any-return]
+
+
+def is_noop(fn: Callable[..., Any] | None, name: str) -> bool:
+    from torch.nn.attention import flex_attention as fa
+
+    return fn is None or fn is getattr(fa, name, None)
+
+
+@dataclass(frozen=True)
+class ScoreModRole(GivenOp):
+    """The score_mod stage's op, made per slice into a core ScoreMod."""
+
+    source: str
+    function: str
+    where: str
+
+    def core(self, at: Callable[[str, int | None], ops.Place], n: int, h: int | None, heads: int) -> ops.Op:
+        return ops.ScoreMod(at(self.source, h), self.function, self.where, n // heads, n % heads)
+
+
+@dataclass(frozen=True)
+class ModMaskRole(GivenOp):
+    """The mask stage's op: the kernel's mask per slice (True = may attend) and the mask_mod's own values."""
+
+    source: str
+    allowed: torch.Tensor  # (n, L, S) bool
+    mod_values: torch.Tensor | None  # (n, L, S) bool, what the mask_mod returned
+    mod: str
+    block: tuple[int, int]
+
+    def core(self, at: Callable[[str, int | None], ops.Place], n: int, h: int | None, heads: int) -> ops.Op:
+        allowed = self.allowed[n]
+        spec = None if bool(allowed.all()) else MaskSpec(
+            (int(allowed.shape[0]), int(allowed.shape[1])), dense=allowed,
+            code_mask=None if self.mod_values is None else self.mod_values[n], code_rule="mask_mod", code_fill="-inf",
+            mod=self.mod, mod_at=(n // heads, n % heads, *self.block))
+        return ops.Masking(at(self.source, h), spec, "-inf")
+
+
+@dataclass(frozen=True)
+class BlockMapRole(GivenOp):
+    block: tuple[int, int]
+    shape: tuple[int, int]
+    mod: str
+
+    def core(self, at: Callable[[str, int | None], ops.Place], n: int, h: int | None, heads: int) -> ops.Op:
+        return ops.BlockTiles(self.block, self.shape, self.mod)
+
+
+def arguments(node: Node) -> dict[str, Any]:
+    out = dict(zip(FLEX_ARGS, node.inputs))
+    out.update({k: v for k, v in node.kwargs.items() if k in FLEX_ARGS})
+    return out
+
+
+def _value(arg: Any) -> Any:
+    return arg.value if isinstance(arg, Node) else arg
+
+
+def block_map(block_mask: Any, batch: int, heads: int, length: int, keys: int) -> torch.Tensor:
+    """(batch, heads, query blocks, key blocks): SKIPPED, PARTIAL or FULL, from the BlockMask's own indices."""
+    q_block, kv_block = block_mask.BLOCK_SIZE
+    rows, cols = -(-length // q_block), -(-keys // kv_block)
+    tiles = torch.full((batch, heads, rows, cols), SKIPPED)
+
+    def put(counts: torch.Tensor | None, indices: torch.Tensor | None, value: float) -> None:
+        if counts is None or indices is None:
+            return
+        counts = counts.cpu().long().expand(batch, heads, -1)[..., :rows]  # (B, H, rows)
+        indices = indices.cpu().long().expand(batch, heads, -1, -1)[..., :rows, :]  # (B, H, rows, slots)
+        used = (torch.arange(indices.shape[-1]) < counts[..., None]) & (indices >= 0) & (indices < cols)
+        place = torch.where(used, indices, cols)  # (B, H, rows, slots): unused slots go to a spare column
+        hit = torch.zeros(batch, heads, rows, cols + 1, dtype=torch.bool).scatter_(-1, place, True)
+        tiles[hit[..., :cols]] = value
+
+    put(block_mask.kv_num_blocks, block_mask.kv_indices, PARTIAL)
+    put(block_mask.full_kv_num_blocks, block_mask.full_kv_indices, FULL)
+    return tiles
+
+
+def kernel_mask(tiles: torch.Tensor, mod_values: torch.Tensor | None, block: tuple[int, int],
+                rows: slice, cols: slice) -> torch.Tensor:
+    """(B, H, rows, cols) True where the kernel attends: a full tile, or a partial tile where the mask_mod is True."""
+    r0, r1 = rows.start, rows.stop
+    c0, c1 = cols.start, cols.stop
+    tile = tiles[:, :, torch.arange(r0, r1) // block[0]][..., torch.arange(c0, c1) // block[1]]  # (B, H, rows, cols)
+    partial = tile == PARTIAL
+    if mod_values is not None:
+        partial = partial & mod_values.to(partial.device)
+    return (tile == FULL) | partial
+
+
+def flat(t: torch.Tensor) -> torch.Tensor:
+    """(B, H, …) → (n, …) with n = b * H + h."""
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])
+
+
+def flat_ref(ref: Ref) -> Ref:
+    return Ref(ref.node, ref.base, flat(ref.index))
+
+
+def block_labels(count: int, size: int, total: int, prefix: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}{b * size}–{min((b + 1) * size, total) - 1}" for b in range(count))
+
+
+def from_flex(node: Node, found: Found) -> None:
+    """Fill `found` with the stages of one flex_attention call."""
+    args = arguments(node)
+    q_node, k_node, v_node = args.get("query"), args.get("key"), args.get("value")
+    if not all(isinstance(t, Node) for t in (q_node, k_node, v_node)):
+        raise UnrecognisedError("flex_attention read no recorded tensors")
+    assert isinstance(q_node, Node) and isinstance(k_node, Node) and isinstance(v_node, Node)
+    if q_node.value.dim() != 4:
+        raise UnrecognisedError("flex_attention with queries that are not (B, H, L, E)")
+    q_ref, k_ref, v_ref = resolve(q_node), resolve(k_node), resolve(v_node)
+    batch, heads, length, width = q_ref.shape
+    group = heads // k_ref.shape[1]
+    if group > 1:  # enable_gqa: query head h reads key/value head h // group
+        k_ref, v_ref = (Ref(r.node, r.base, r.index.repeat_interleave(group, dim=1)) for r in (k_ref, v_ref))
+    k_ref, v_ref = (Ref(r.node, r.base, r.index.expand(batch, *r.shape[1:])) for r in (k_ref, v_ref))
+    found.batch, found.heads = batch, heads  # slice n = b * heads + h, as flex's own (b, h) count them
+    q, k, v = (flat_ref(r) for r in (q_ref, k_ref, v_ref))
+    keys = k.shape[-2]
+    operands = Operands(found)
+    fused = operands.fused([q, k, v])
+    q_name = operands.operand(q, "query", "query", fused)
+    k_name = operands.operand(k, "key", "key", fused, "key_input")
+    v_name = operands.operand(v, "value", "key", fused, "value_input") if not v.same(k) else k_name
+    scale = args.get("scale")
+    factor = float(scale) if scale is not None else width ** -0.5
+    working = torch.float64 if q_node.value.dtype == torch.float64 else torch.float32
+    origin = node.origin
+    score_mod, block_mask = args.get("score_mod"), _value(args.get("block_mask"))
+    mod_fn = None if block_mask is None else getattr(block_mask, "mask_mod", None)
+    from attn_tui.sources.recorder.flex_lazy import LAZY_CELLS, lay_out_lazily
+
+    shape4 = (batch, heads, length, keys)
+    if batch * heads * length * keys > LAZY_CELLS:
+        lay_out_lazily(found, node, (q_name, k_name, v_name), factor, working, score_mod, block_mask, shape4)
+        return
+    qv = found.role(q_name).data.to(working)
+    kv = found.role(k_name).data.to(working)
+    scores = qv @ kv.transpose(-2, -1)  # (n, L, S)
+    found.add(Role("scores", scores, DotOp(q_name, k_name), origin,
+                   Msg("S = Q·Kᵀ (inside flex_attention)"), ("query", "key")))
+    scaled = (scores * factor).to(working)
+    last = found.add(Role("scaled", scaled, ScaleOp("scores", factor, Msg("flex_attention's scale")), origin,
+                          Msg("S' = S · {factor}", factor=f"{factor:.4g}"), ("query", "key")))
+    index = [torch.arange(size, device=q_node.value.device) for size in shape4]  # where the user's mods ran
+    if not is_noop(score_mod, "_identity"):
+        assert score_mod is not None
+        name, where = describe(score_mod)
+        modded = run_user(score_mod, scaled.reshape(shape4), *index, with_score=True).to(working).reshape(scaled.shape)
+        last = found.add(Role("score_mod", modded, ScoreModRole("", last, name, where), origin,
+                              Msg("S_mod = {name}(S', b, h, q_idx, kv_idx)   ({where})", name=name,
+                                  where=short_place(where)), ("query", "key")))
+    if block_mask is not None:
+        q_block, kv_block = (int(x) for x in block_mask.BLOCK_SIZE)
+        tiles = block_map(block_mask, batch, heads, length, keys)  # (B, H, rows, cols)
+        mod_name, mod_where = describe(mod_fn)
+        mod = f"{mod_name} ({short_place(mod_where)})"
+        noop = is_noop(mod_fn, "noop_mask")
+        mod_values = None if noop or mod_fn is None else run_user(mod_fn, *index, with_score=False).bool().cpu()
+        allowed = flat(kernel_mask(tiles, mod_values, (q_block, kv_block), slice(0, length), slice(0, keys)))
+        counts = [int((tiles == kind).sum()) for kind in (FULL, PARTIAL, SKIPPED)]
+        found.add(Role("block_map", flat(tiles), BlockMapRole("", (q_block, kv_block), (length, keys), mod), origin,
+                       Msg("BlockMask tiles of {q}×{kv}: {full} full, {partial} partial, {skipped} skipped "
+                           "(2 = full, 1 = partial, 0 = skipped; all heads)", q=q_block, kv=kv_block,
+                           full=counts[0], partial=counts[1], skipped=counts[2]),
+                       ("q_block", "kv_block"),
+                       labels=(block_labels(tiles.shape[2], q_block, length, "q"),
+                               block_labels(tiles.shape[3], kv_block, keys, "k"))))
+        held = None if mod_values is None else flat(mod_values.expand(shape4))
+        data = found.role(last).data
+        masked = data.masked_fill(~allowed.to(data.device), -torch.inf)
+        last = found.add(Role("masked", masked, ModMaskRole("", last, allowed, held, mod, (q_block, kv_block)), origin,
+                              Msg("M = {source} where the block mask and mask_mod {mod} allow, -∞ where not",
+                                  source=last, mod=mod), ("query", "key")))
+    final = found.role(last).data
+    weights = torch.softmax(final, dim=-1).masked_fill(torch.isneginf(final).all(dim=-1, keepdim=True), 0.0)
+    found.add(Role("weights", weights, SoftmaxOp(last), origin,
+                   Msg("A = softmax({source}) over keys (computed here: flex_attention does not return it)",
+                       source=last), ("query", "key")))
+    output = flat_ref(resolve(node))
+    own = output.values
+    again = weights.to(own.dtype) @ found.role(v_name).data.to(own.dtype)  # (n, L, dv)
+    gap = float((again.double() - own.double()).abs().max()) if own.numel() else 0.0
+    found.add(Role("output", own, WeightedSumOp("weights", v_name), origin,
+                   Msg("O = A·V: what flex_attention returned (largest difference from A·V recomputed here: "
+                       "{gap})", gap=f"{gap:.3g}"), ("query", "dim")))
+    found.kind = "flex"
+    after_output(found, output, "output")
