@@ -17,6 +17,8 @@ from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
 
+DRAW_OPTIONS = ("temperature", "seed")  # settings of the variants that a model's draw reads too
+
 
 def model_input(args: argparse.Namespace) -> ModelInput | None:
     """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
@@ -30,11 +32,20 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if args.model is None and base is None:
         return None
     check_text(args.model or "", "--model")
-    refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, Msg("to a model (they set the attention variants); a model "
-                                                        "reads --text"))
+    generating = bool(getattr(args, "generate", None)) or bool(base and base.generate)
+    drawing = generating and (bool(getattr(args, "do_sample", False)) or bool(base and base.do_sample))
+    shared = DRAW_OPTIONS if drawing else ()  # a draw's temperature and seed are the model's own
+    refuse(args, tuple(n for n in VARIANT_OPTIONS if n not in shared) + MATRIX_OPTIONS,
+           Msg("to a model (they set the attention variants); a model reads --text"))
+    if not generating:
+        refuse(args, ("do_sample", "top_k", "top_p"), Msg("without --generate N (they shape the tokens it writes)"))
+    elif not drawing:
+        refuse(args, ("top_k", "top_p"), Msg("to greedy writing: add --do-sample to draw tokens"))
     if args.model is not None and args.text is None and base is None:
         raise InputError(Msg("--model needs --text with the sentence to run through the model"))
     name = args.model or (base.name if base else "")
+    if name in DATE_MODELS and generating:
+        raise ConfigError(Msg("{name} writes dates by itself: --generate is for causal language models", name=name))
     if name in GRU_DATE_MODELS:
         refuse(args, ("layer", "head", "pad_to"), Msg("to {name}: it has one attention, not layers of heads",
                                                        name=name))
@@ -48,6 +59,8 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     given = {"name": args.model, "text": None if args.text is None else sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
+    for option in ("generate", "do_sample", "top_k", "top_p") + (DRAW_OPTIONS if drawing else ()):
+        given[option] = getattr(args, option, None)
     if args.target is not None:  # its alphabet and length are the model's: the date source checks them (codec)
         check_text(args.target, "--target")
         if not args.target:

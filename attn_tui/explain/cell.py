@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from attn_tui.explain import classic, layer_ops, modern
+from attn_tui.explain import classic, layer_ops, modern, sampler
 from attn_tui.explain.common import Arithmetic, Explainer, tolerance_of
 from attn_tui.trace.ops import Op, Place
 from attn_tui.trace.stage import Trace
 
 __all__ = ["EXPLAINERS", "MODULES", "Arithmetic", "explain"]
 
-MODULES: tuple[ModuleType, ...] = (classic, modern, layer_ops)  # every explainer module, each with its EXPLAINERS
+# every explainer module, each with its EXPLAINERS
+MODULES: tuple[ModuleType, ...] = (classic, modern, layer_ops, sampler)
 
 
 def _registry(modules: tuple[ModuleType, ...]) -> dict[type[Op], Explainer]:

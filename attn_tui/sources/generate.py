@@ -1,0 +1,201 @@
+"""A causal model writing token by token: each step's attention, its key/value cache and its sampler, as stages.
+
+The model runs as transformers runs it in `generate`: the prompt once (step 0, the prefill), then one token a
+step against its `DynamicCache`. Each step's stages are traced by the ONE shared layer tracer from the inputs
+the model's layers read at that step (the cached rows and the new one), for the new rows only as queries and
+every position so far as keys, so step t's `weights` row is the model's own attention of its t-th fed token;
+the tests check it against one full causal forward over prompt + written (the cache oracle). After the last
+layer the sampler's stages (sampler.py) choose the token; each layer's cache, as transformers holds it, is a
+stage per key/value head. The trace grows a step at a time (trace/growing.py) for whoever watches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.settings import ModelInput
+from attn_tui.attention.variants.gqa import kv_map
+from attn_tui.errors import ConfigError
+from attn_tui.i18n import N_, Msg
+from attn_tui.sources.cache_stage import record_cache
+from attn_tui.sources.families import family_named
+from attn_tui.sources.families.tracer import record_layer
+from attn_tui.sources.folder import ModelError
+from attn_tui.sources.model_run import LoadedModel, ModelRun
+from attn_tui.sources.sampler import SHOWN, Draw, Sampler
+from attn_tui.trace.growing import Publisher
+from attn_tui.trace.meta import GenerationRun
+from attn_tui.trace.stage import Trace
+from attn_tui.trace.steps import generated_token
+
+OnStep = Callable[[Trace], None]
+
+
+def draw_of(ask: ModelInput) -> Draw:
+    return Draw(ask.do_sample, ask.temperature, ask.top_k, ask.top_p, ask.seed)
+
+
+def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
+    """(V, d) the matrix that turns the last hidden state into logits: the input embedding where the model ties
+    them, else the folder's own `lm_head.weight` (read alone from its safetensors, not a second model)."""
+    model = loaded.model
+    config = model.config
+    embedding: torch.Tensor = model.get_input_embeddings().weight.detach()  # (V, d)
+    if getattr(config, "tie_word_embeddings", False) or folder is None:
+        return embedding
+    from safetensors import safe_open
+
+    for file in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as weights:
+            if "lm_head.weight" in weights.keys():  # noqa: SIM118 (a safe_open is no dict)
+                found: torch.Tensor = weights.get_tensor("lm_head.weight")
+                return found.to(embedding.device, embedding.dtype)
+    raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
+                         "write", model=loaded.name))
+
+
+def generation_estimate(loaded: LoadedModel, prompt: int, count: int) -> Estimate:
+    """What writing `count` tokens after a `prompt`-token text keeps: every step's stages of every layer and
+    head (queries, the keys and values of every position, their rotations and norms, the score rows), each
+    step's input rows, the cache as each step held it, the sampler's columns."""
+    cfg = loaded.model.config
+    heads, layers = loaded.heads, loaded.layers
+    d_h = int(getattr(cfg, "head_dim", None) or loaded.width // heads)
+    kv = int(getattr(cfg, "num_key_value_heads", None) or heads)
+    total = prompt + count  # keys of the last step
+    keys = sum(prompt + t for t in range(count))  # Σ over the steps of the keys each one reads
+    rows = prompt * prompt + sum(prompt + t for t in range(1, count))  # Σ of query rows × keys
+    found = Estimate()
+    found.add(N_("keys and values of every step"), layers * keys * d_h * (2 * kv + 3 * heads))
+    found.add(N_("score rows of every step"), layers * heads * 5 * rows)
+    found.add(N_("each step's layer inputs"), 2 * layers * keys * loaded.width)
+    found.add(N_("the key/value cache of every step"), 2 * layers * keys * kv * d_h)
+    found.add(N_("the model's own step"), 2 * layers * heads * total * total)
+    found.add(N_("the sampler"), count * (SHOWN * (loaded.width + 8) + 2 * int(cfg.vocab_size)))
+    return found
+
+
+def _ids(loaded: LoadedModel, text: str) -> list[int]:
+    if not text.strip():
+        raise ConfigError(Msg("the sentence is empty: type at least one word"))
+    found = list(loaded.tokenizer(text, add_special_tokens=True)["input_ids"])
+    if not found:
+        raise ConfigError(Msg("{model}'s tokenizer made no tokens of this text", model=loaded.name))
+    return found
+
+
+def _stops(model: Any) -> set[int]:
+    """The ids that end a text: the generation config's end-of-text ids, else the config's."""
+    found = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if found is None:
+        found = getattr(model.config, "eos_token_id", None)
+    return set(found if isinstance(found, list) else [] if found is None else [found])
+
+
+@torch.no_grad()
+def generate_trace(loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor, max_memory: int | None = None,
+                   on_step: OnStep | None = None) -> Trace:
+    """Write `ask.generate` tokens after `ask.text`, every step traced; `on_step` is handed each step's trace."""
+    from transformers import DynamicCache
+
+    from attn_tui.sources.hf import _readable
+
+    if not loaded.causal:
+        raise ConfigError(Msg("{model} reads its text both ways (an encoder): only a causal model writes",
+                              model=loaded.name))
+    family = family_named(loaded.family)
+    model, tok = loaded.model, loaded.tokenizer
+    cfg = model.config
+    prompt_ids = _ids(loaded, ask.text)
+    prompt, count = len(prompt_ids), ask.generate
+    if prompt + count > loaded.positions:
+        raise ConfigError(Msg("the text's {p} tokens and {n} to write are more than {model} reads ({positions} "
+                              "tokens)", p=prompt, n=count, model=loaded.name, positions=loaded.positions))
+    generation_estimate(loaded, prompt, count).check(memory_limit(max_memory), Msg(
+        "writing {n} tokens with {model}", n=count, model=loaded.name))
+    device = next(model.parameters()).device
+    text_of: Callable[[int], str] = lambda i: _readable(tok, tok.convert_ids_to_tokens([i])[0])  # noqa: E731
+    tokens = [text_of(i) for i in prompt_ids]
+    special_ids = set(tok.all_special_ids)
+    special = tuple(n for n, i in enumerate(prompt_ids) if i in special_ids)
+    kv_heads = family.kv_heads(cfg)
+    grouped = kv_heads > 0
+    draw = draw_of(ask)
+    meta = GenerationRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, special, kv_heads,
+                         kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
+                         prompt_tokens=tuple(tokens), prompt_ids=tuple(prompt_ids), do_sample=draw.do_sample,
+                         temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed)
+    trace = Trace(meta, tuple(tokens), tuple(tokens), str(device), str(unembed.dtype).replace("torch.", ""))
+    publisher = Publisher(trace, on_step)
+    sampler = Sampler(draw, unembed, getattr(cfg, "final_logit_softcapping", None), text_of)
+    cache = DynamicCache(config=cfg)
+    inputs: list[list[torch.Tensor]] = [[] for _ in range(loaded.layers)]  # per layer: each step's input rows
+    ids = list(prompt_ids)
+    fed = torch.tensor([prompt_ids], device=device)  # (1, q): what this step feeds
+    written: list[int] = []
+    stops = _stops(model)
+    for t in range(count):
+        out = model(input_ids=fed, cache=cache, use_cache=True, output_hidden_states=True)
+        queries, n = fed.shape[1], len(ids)
+        for layer in range(loaded.layers):
+            inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
+        view = ModelRun(loaded, tuple(tokens), special, tuple(torch.cat(rows) for rows in inputs), (),
+                        torch.ones(n, n, dtype=torch.bool, device=device).tril(), None)
+        for layer in range(loaded.layers):
+            spec = family.layer(view, layer)
+            record_layer(trace, spec, layer, view, grouped, step=t, queries=queries)
+            record_cache(trace, cache, layer, t, spec, tuple(tokens), loaded.heads)
+        token = sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([ids], device=device),
+                             tokens[-1])
+        written.append(token)
+        ids.append(token)
+        tokens.append(text_of(token))
+        stopped = token in stops
+        meta = _so_far(meta, written, tokens[prompt:], tok, stopped)
+        trace.meta = meta
+        trace.query_tokens = trace.key_tokens = tuple(tokens[:n])  # every position that has queried so far
+        publisher.step(generated_token(t, tokens[-1], tuple(tokens[n - queries:n])), meta, tuple(tokens[:n]))
+        if stopped:
+            break
+        fed = torch.tensor([[token]], device=device)
+    return trace
+
+
+def _so_far(meta: GenerationRun, written: list[int], shown: list[str], tok: Any, stopped: bool) -> GenerationRun:
+    from dataclasses import replace
+
+    return replace(meta, generated_ids=tuple(written), generated_tokens=tuple(shown),
+                   output=tok.decode(written, skip_special_tokens=True), stopped=stopped)
+
+
+class GenerationSource:
+    """A model asked to write (`generate` > 0): loaded once by its own source (a GGUF package's or a folder's),
+    then written with step by step."""
+
+    def handles(self, ask: object) -> bool:
+        from attn_tui.ask.models import DATE_MODELS
+
+        return isinstance(ask, ModelInput) and ask.generate > 0 and ask.name not in DATE_MODELS
+
+    def trace(self, ask: object, max_memory: int | None = None) -> Trace:
+        return self.trace_growing(ask, max_memory, None)
+
+    def trace_growing(self, ask: object, max_memory: int | None, on_step: OnStep | None) -> Trace:
+        assert isinstance(ask, ModelInput)
+        from attn_tui.ask.models import GGUF_MODELS
+
+        if ask.name in GGUF_MODELS:
+            from attn_tui.sources import gguf
+
+            loaded, folder = gguf._loaded(ask.name, ask.device, max_memory), None
+        else:
+            from attn_tui.sources import transformer
+            from attn_tui.sources.folder import resolve
+
+            loaded, folder = transformer._loaded(ask.name, ask.device, max_memory), Path(resolve(ask.name))
+        return generate_trace(loaded, ask, output_embedding(loaded, folder), max_memory, on_step)
