@@ -76,7 +76,7 @@ def generation_estimate(loaded: LoadedModel, prompt: int, count: int) -> Estimat
     found.add(N_("each step's layer inputs"), 2 * layers * keys * loaded.width)
     found.add(N_("the key/value cache of every step"), 2 * layers * keys * kv * d_h)
     found.add(N_("the model's own step"), 2 * layers * heads * total * total)
-    found.add(N_("the sampler"), count * (SHOWN * (loaded.width + 8) + 2 * int(cfg.vocab_size)))
+    found.add(N_("the sampler"), count * SHOWN * (loaded.width + 8) + 4 * int(cfg.vocab_size))
     return found
 
 
