@@ -21,7 +21,7 @@ from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
 
-TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
+TOP = "app__"  # dest prefix of the options given before a subcommand (the app's own)
 _ANYWHERE = ("debug", "max_memory")
 FORMATS = ("table", "json", "csv", "npz")
 MAX_LINE = 240  # an error line longer than this is cut: one short line, whatever the input

@@ -12,6 +12,7 @@ stage per key/value head. The trace grows a step at a time (trace/growing.py) fo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,8 @@ def generate_trace(loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor, 
             spec = family.layer(view, layer)
             record_layer(trace, spec, layer, view, grouped, step=t, queries=queries)
             record_cache(trace, cache, layer, t, spec, tuple(tokens), loaded.heads)
+        if t == 0:
+            meta = replace(meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
         token = sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([ids], device=device),
                              tokens[-1])
         written.append(token)
@@ -167,8 +170,6 @@ def generate_trace(loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor, 
 
 
 def _so_far(meta: GenerationRun, written: list[int], shown: list[str], tok: Any, stopped: bool) -> GenerationRun:
-    from dataclasses import replace
-
     return replace(meta, generated_ids=tuple(written), generated_tokens=tuple(shown),
                    output=tok.decode(written, skip_special_tokens=True), stopped=stopped)
 
