@@ -11,6 +11,7 @@ stage per key/value head. The trace grows a step at a time (trace/growing.py) fo
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -98,75 +99,102 @@ def _stops(model: Any) -> set[int]:
     return set(found if isinstance(found, list) else [] if found is None else [found])
 
 
-@torch.no_grad()
 def generate_trace(loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor, max_memory: int | None = None,
                    on_step: OnStep | None = None) -> Trace:
     """Write `ask.generate` tokens after `ask.text`, every step traced; `on_step` is handed each step's trace."""
-    from transformers import DynamicCache
+    return Writer(loaded, ask, unembed).write(ask.generate, max_memory, on_step)
 
-    from attn_tui.sources.hf import _readable
 
-    if not loaded.causal:
-        raise ConfigError(Msg("{model} reads its text both ways (an encoder): only a causal model writes",
-                              model=loaded.name))
-    family = family_named(loaded.family)
-    model, tok = loaded.model, loaded.tokenizer
-    cfg = model.config
-    prompt_ids = _ids(loaded, ask.text)
-    prompt, count = len(prompt_ids), ask.generate
-    if prompt + count > loaded.positions:
-        raise ConfigError(Msg("the text's {p} tokens and {n} to write are more than {model} reads ({positions} "
-                              "tokens)", p=prompt, n=count, model=loaded.name, positions=loaded.positions))
-    generation_estimate(loaded, prompt, count).check(memory_limit(max_memory), Msg(
-        "writing {n} tokens with {model}", n=count, model=loaded.name))
-    device = next(model.parameters()).device
-    text_of: Callable[[int], str] = lambda i: _readable(tok, tok.convert_ids_to_tokens([i])[0])  # noqa: E731
-    tokens = [text_of(i) for i in prompt_ids]
-    special_ids = set(tok.all_special_ids)
-    special = tuple(n for n, i in enumerate(prompt_ids) if i in special_ids)
-    kv_heads = family.kv_heads(cfg)
-    grouped = kv_heads > 0
-    draw = draw_of(ask)
-    meta = GenerationRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, special, kv_heads,
-                         kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
-                         prompt_tokens=tuple(tokens), prompt_ids=tuple(prompt_ids), do_sample=draw.do_sample,
-                         temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed)
-    trace = Trace(meta, tuple(tokens), tuple(tokens), str(device), str(unembed.dtype).replace("torch.", ""))
-    publisher = Publisher(trace, on_step)
-    sampler = Sampler(draw, unembed, getattr(cfg, "final_logit_softcapping", None), text_of)
-    cache = DynamicCache(config=cfg)
-    inputs: list[list[torch.Tensor]] = [[] for _ in range(loaded.layers)]  # per layer: each step's input rows
-    ids = list(prompt_ids)
-    fed = torch.tensor([prompt_ids], device=device)  # (1, q): what this step feeds
-    written: list[int] = []
-    stops = _stops(model)
-    for t in range(count):
-        out = model(input_ids=fed, cache=cache, use_cache=True, output_hidden_states=True)
-        queries, n = fed.shape[1], len(ids)
+class Writer:
+    """One text being written: the model's cache, the inputs every layer read so far, the sampler's generator
+    and the trace, kept between calls so that writing one more token costs one step, not all of them again.
+
+    A call that is stopped (its `on_step` raises) leaves the writer whole: a step's stages, its token and the
+    state the next step reads are all in place before the step is published. One call at a time (`lock`)."""
+
+    def __init__(self, loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor) -> None:
+        from transformers import DynamicCache
+
+        from attn_tui.sources.hf import _readable
+
+        if not loaded.causal:
+            raise ConfigError(Msg("{model} reads its text both ways (an encoder): only a causal model writes",
+                                  model=loaded.name))
+        self.loaded, self.family = loaded, family_named(loaded.family)
+        model, tok = loaded.model, loaded.tokenizer
+        cfg = model.config
+        self.prompt_ids = _ids(loaded, ask.text)
+        self.device = next(model.parameters()).device
+        self.text_of: Callable[[int], str] = lambda i: _readable(tok, tok.convert_ids_to_tokens([i])[0])
+        self.tokens = [self.text_of(i) for i in self.prompt_ids]
+        special_ids = set(tok.all_special_ids)
+        self.special = tuple(n for n, i in enumerate(self.prompt_ids) if i in special_ids)
+        kv_heads = self.family.kv_heads(cfg)
+        self.grouped = kv_heads > 0
+        draw = draw_of(ask)
+        self.meta = GenerationRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, self.special,
+                                  kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (),
+                                  self.family.rope_base(cfg), prompt_tokens=tuple(self.tokens),
+                                  prompt_ids=tuple(self.prompt_ids), do_sample=draw.do_sample,
+                                  temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed)
+        self.trace = Trace(self.meta, tuple(self.tokens), tuple(self.tokens), str(self.device),
+                           str(unembed.dtype).replace("torch.", ""))
+        self.sampler = Sampler(draw, unembed, getattr(cfg, "final_logit_softcapping", None), self.text_of)
+        self.cache = DynamicCache(config=cfg)
+        self.inputs: list[list[torch.Tensor]] = [[] for _ in range(loaded.layers)]  # per layer: each step's rows
+        self.ids = list(self.prompt_ids)
+        self.fed = torch.tensor([self.prompt_ids], device=self.device)  # (1, q): what the next step feeds
+        self.written: list[int] = []
+        self.stops = _stops(model)
+        self.stopped = False
+        self.lock = threading.Lock()
+
+    @property
+    def steps(self) -> int:
+        return len(self.written)
+
+    @torch.no_grad()
+    def write(self, count: int, max_memory: int | None = None, on_step: OnStep | None = None) -> Trace:
+        """Write until `count` tokens are written (or the model ends its text); the trace so far, as a copy."""
+        loaded = self.loaded
+        prompt = len(self.prompt_ids)
+        if prompt + count > loaded.positions:
+            raise ConfigError(Msg("the text's {p} tokens and {n} to write are more than {model} reads ({positions} "
+                                  "tokens)", p=prompt, n=count, model=loaded.name, positions=loaded.positions))
+        generation_estimate(loaded, prompt, count).check(memory_limit(max_memory), Msg(
+            "writing {n} tokens with {model}", n=count, model=loaded.name))
+        with self.lock:
+            publisher = Publisher(self.trace, on_step)
+            while self.steps < count and not self.stopped:
+                self._step(publisher)
+            return self.trace.copy()
+
+    def _step(self, publisher: Publisher) -> None:
+        loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
+        out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+        queries, n = self.fed.shape[1], len(self.ids)
         for layer in range(loaded.layers):
-            inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
-        view = ModelRun(loaded, tuple(tokens), special, tuple(torch.cat(rows) for rows in inputs), (),
-                        torch.ones(n, n, dtype=torch.bool, device=device).tril(), None)
+            self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
+        view = ModelRun(loaded, tuple(tokens), self.special, tuple(torch.cat(rows) for rows in self.inputs), (),
+                        torch.ones(n, n, dtype=torch.bool, device=self.device).tril(), None)
         for layer in range(loaded.layers):
-            spec = family.layer(view, layer)
-            record_layer(trace, spec, layer, view, grouped, step=t, queries=queries)
-            record_cache(trace, cache, layer, t, spec, tuple(tokens), loaded.heads)
+            spec = self.family.layer(view, layer)
+            record_layer(trace, spec, layer, view, self.grouped, step=t, queries=queries)
+            record_cache(trace, self.cache, layer, t, spec, tuple(tokens), loaded.heads)
         if t == 0:
-            meta = replace(meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
-        token = sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([ids], device=device),
-                             tokens[-1])
-        written.append(token)
-        ids.append(token)
-        tokens.append(text_of(token))
-        stopped = token in stops
-        meta = _so_far(meta, written, tokens[prompt:], tok, stopped)
-        trace.meta = meta
+            self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
+        token = self.sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([self.ids], device=self.device),
+                                  tokens[-1])
+        self.written.append(token)
+        self.ids.append(token)
+        tokens.append(self.text_of(token))
+        self.stopped = token in self.stops
+        self.fed = torch.tensor([[token]], device=self.device)
+        prompt = len(self.prompt_ids)
+        self.meta = _so_far(self.meta, self.written, tokens[prompt:], loaded.tokenizer, self.stopped)
+        trace.meta = self.meta
         trace.query_tokens = trace.key_tokens = tuple(tokens[:n])  # every position that has queried so far
-        publisher.step(generated_token(t, tokens[-1], tuple(tokens[n - queries:n])), meta, tuple(tokens[:n]))
-        if stopped:
-            break
-        fed = torch.tensor([[token]], device=device)
-    return trace
+        publisher.step(generated_token(t, tokens[-1], tuple(tokens[n - queries:n])), self.meta, tuple(tokens[:n]))
 
 
 def _so_far(meta: GenerationRun, written: list[int], shown: list[str], tok: Any, stopped: bool) -> GenerationRun:
@@ -176,7 +204,11 @@ def _so_far(meta: GenerationRun, written: list[int], shown: list[str], tok: Any,
 
 class GenerationSource:
     """A model asked to write (`generate` > 0): loaded once by its own source (a GGUF package's or a folder's),
-    then written with step by step."""
+    then written with step by step; the text being written is kept, so asking for one more token (the app's
+    `n`) writes one step."""
+
+    def __init__(self) -> None:
+        self._writers: dict[tuple[object, ...], Writer] = {}
 
     def handles(self, ask: object) -> bool:
         from attn_tui.ask.models import DATE_MODELS
@@ -199,4 +231,9 @@ class GenerationSource:
             from attn_tui.sources.folder import resolve
 
             loaded, folder = transformer._loaded(ask.name, ask.device, max_memory), Path(resolve(ask.name))
-        return generate_trace(loaded, ask, output_embedding(loaded, folder), max_memory, on_step)
+        key = (ask.name, ask.text, ask.device, draw_of(ask))
+        writer = self._writers.get(key)
+        if writer is None or writer.loaded is not loaded or writer.steps > ask.generate:
+            writer = Writer(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
+            self._writers = {key: writer}  # one text kept: the one being written
+        return writer.write(ask.generate, max_memory, on_step)

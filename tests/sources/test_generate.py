@@ -195,9 +195,13 @@ def test_each_published_step_is_the_finished_traces_and_a_stopped_writer_keeps_w
         if len(kept) == 2:
             raise StopError
 
+    other = ModelInput(ask.name, "the mat", generate=WRITE)  # a text not written yet
     with pytest.raises(StopError):
-        run(ask, on_step=stop_after_two)
-    assert kept[-1].trace.meta.generated_ids == final.meta.generated_ids[:2]  # type: ignore[union-attr]
+        run(other, on_step=stop_after_two)
+    stopped = kept[-1].trace
+    assert stopped.steps() == 2
+    whole = run(other).trace  # asked again, it goes on from the two it kept
+    assert whole.meta.generated_ids[:2] == stopped.meta.generated_ids and whole.steps() == WRITE  # type: ignore[union-attr]
 
 
 def test_too_many_tokens_for_the_budget_is_one_refusal_naming_the_figure(root: Path) -> None:
@@ -219,3 +223,18 @@ def test_an_encoder_cannot_write(root: Path) -> None:
 
     with pytest.raises(ConfigError, match="only a causal model writes"):
         run(ModelInput("minilm", TEXT, generate=2))
+
+
+def test_asking_for_more_tokens_writes_only_the_new_steps_and_equals_writing_them_at_once(root: Path) -> None:
+    folder = str(_folder(root, "gemma3_text"))
+    at_once = run(ModelInput(folder, "the cat", generate=5)).trace
+    run(ModelInput(folder, "the cat", generate=2))
+    published: list[Shown] = []
+    more = run(ModelInput(folder, "the cat", generate=5), on_step=published.append).trace
+    assert [s.trace.steps() for s in published] == [3, 4, 5]  # steps 0 and 1 were written already
+    assert more.meta.generated_ids == at_once.meta.generated_ids  # type: ignore[union-attr]
+    assert set(more.stages) == set(at_once.stages)
+    for place, stage in at_once.stages.items():
+        torch.testing.assert_close(more.stages[place].tensor, stage.tensor, atol=1e-6, rtol=0)
+    fewer = run(ModelInput(folder, "the cat", generate=3)).trace  # fewer than written: written afresh
+    assert fewer.steps() == 3 and fewer.meta.generated_ids == at_once.meta.generated_ids[:3]  # type: ignore[union-attr]
