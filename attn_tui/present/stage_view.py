@@ -152,7 +152,7 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
     if meta.program is not None:
         return recorded_caption(trace, meta.program, view)
     if view.step is not None and isinstance(meta, GenerationRun):
-        return token_caption(meta, view.step, layer, head)
+        return token_caption(meta, view.step, None if view.place.layer is None else (layer, head))
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv = meta.kv_map
@@ -197,10 +197,12 @@ def decoder_caption(trace: Trace, meta: DecoderRun, view: StageView, layer: int,
     return caption + forced + where
 
 
-def token_caption(meta: GenerationRun, step: int, layer: int, head: int) -> str:
-    """Which token of a generation is on show: what the step fed, where, and what it wrote."""
+def token_caption(meta: GenerationRun, step: int, at: tuple[int, int] | None) -> str:
+    """Which token of a generation is on show: what the step fed, where, and what it wrote; `at`: the layer and
+    head on show (None for the sampler's stages, after the last layer)."""
     wrote = meta.generated_tokens[step] if step < len(meta.generated_tokens) else "?"
-    where = str(Msg("  layer {layer}, {heads}", layer=layer, heads=Msg("head {head}", head=head)))
+    where = "" if at is None else str(Msg("  layer {layer}, {heads}", layer=at[0], heads=Msg("head {head}",
+                                                                                            head=at[1])))
     prompt = len(meta.prompt_tokens)
     if step == 0:
         return _("token 0 of {n}: the prompt's {p} tokens read at once (the prefill), writes {token}").format(
