@@ -8,6 +8,7 @@ command line, the API and the app build a model's ask without importing a source
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import replace
 
 from attn_tui.ask.models import DATE_MODELS, GRU_DATE_MODELS
@@ -38,7 +39,8 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     refuse(args, tuple(n for n in VARIANT_OPTIONS if n not in shared) + MATRIX_OPTIONS,
            Msg("to a model (they set the attention variants); a model reads --text"))
     if not generating:
-        refuse(args, ("do_sample", "top_k", "top_p"), Msg("without --generate N (they shape the tokens it writes)"))
+        refuse(args, ("do_sample", "top_k", "top_p", "cache"),
+               Msg("without --generate N (they shape the tokens it writes)"))
     elif not drawing:
         refuse(args, ("top_k", "top_p"), Msg("to greedy writing: add --do-sample to draw tokens"))
     if args.model is not None and args.text is None and base is None:
@@ -59,8 +61,10 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     given = {"name": args.model, "text": None if args.text is None else sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
-    for option in ("generate", "do_sample", "top_k", "top_p") + (DRAW_OPTIONS if drawing else ()):
+    for option in ("generate", "do_sample", "top_k", "top_p", "cache") + (DRAW_OPTIONS if drawing else ()):
         given[option] = getattr(args, option, None)
+    if given["cache"] is not None:
+        cache_window(str(given["cache"]))  # refused now, in one line, before any model loads
     if args.target is not None:  # its alphabet and length are the model's: the date source checks them (codec)
         check_text(args.target, "--target")
         if not args.target:
@@ -69,3 +73,21 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if model.teacher_forcing and not model.target:
         raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))
     return model
+
+
+_WINDOW = re.compile(r"window:([0-9]{1,6}),sinks:([0-9]{1,6})")
+
+
+def cache_window(text: str) -> tuple[int, int] | None:
+    """`window:W,sinks:S` as (W, S); "" for the whole cache (None). StreamingLLM keeps S ≥ 0 sink tokens and the
+    last W ≥ 1 (the newest token among them)."""
+    if not text:
+        return None
+    found = _WINDOW.fullmatch(text.strip().replace(" ", ""))
+    if found is None:
+        raise ConfigError(Msg("--cache expects window:W,sinks:S (e.g. window:16,sinks:4), not {text}",
+                              text=repr(text[:40])))
+    window, sinks = int(found.group(1)), int(found.group(2))
+    if window < 1:
+        raise ConfigError(Msg("--cache window:{w}: the window keeps at least the newest token (1)", w=window))
+    return window, sinks

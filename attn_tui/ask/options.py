@@ -168,6 +168,9 @@ MODEL_OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("top_p", float, 1.0, N_("--generate with --do-sample: keep the likeliest tokens whose probabilities sum "
                                    "to P (default 1: all)"), low=0, above=True, high=1.0, metavar="P",
            refusal=N_("must be a number above 0 and at most 1, got {text}")),
+    Option("cache", str, "", N_("--generate: StreamingLLM's cache, window:W,sinks:S keeps the first S tokens and the "
+                                "last W, rotary positions re-applied in the cache (default: every token)"),
+           metavar="window:W,sinks:S"),
 )}
 
 

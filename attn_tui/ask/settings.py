@@ -166,6 +166,7 @@ class ModelInput:
     top_k: int = 0  # 0: every token
     top_p: float = 1.0
     seed: int = 0
+    cache: str = ""  # "" keeps every token; "window:W,sinks:S" StreamingLLM's (ask.model_request.cache_window)
 
     kind = "model"  # what every ask says it is: variants | model | recorded
     from_panes = True  # the panes show it and an edit asks for it again (the user's code: they cannot)

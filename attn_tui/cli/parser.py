@@ -135,7 +135,7 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     real.add_argument("--target", metavar="DATE", dest=f"{prefix}target",
                       help=_("a date model: the expected output, e.g. 2026-11-22"))
     _add_option(real, MODEL_OPTIONS["teacher_forcing"], prefix)
-    for name in ("generate", "do_sample", "top_k", "top_p"):  # a causal model writing (with --temperature, --seed)
+    for name in ("generate", "do_sample", "top_k", "top_p", "cache"):  # a model writing (+ --temperature, --seed)
         _add_option(real, MODEL_OPTIONS[name], prefix)
     _add_common(p, prefix)
 

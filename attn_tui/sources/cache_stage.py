@@ -22,20 +22,26 @@ def cache_bytes(kv_heads: int, rows: int, d_h: int, itemsize: int) -> int:
     return 2 * kv_heads * rows * d_h * itemsize
 
 
-def record_cache(trace: Trace, cache: Any, layer: int, step: int, spec: LayerSpec, tokens: tuple[str, ...],
-                 heads: int) -> None:
-    """Stages `cache_keys` and `cache_values` of each key/value head of `layer` at `step` (rows × d_h)."""
+def record_cache(trace: Trace, cache: Any, layer: int, step: int, spec: LayerSpec, labels: tuple[str, ...],
+                 heads: int, evicted: int = 0) -> None:
+    """Stages `cache_keys` and `cache_values` of each key/value head of `layer` at `step` (rows × d_h).
+
+    `labels`: "position:token" of every position the step's keys were (the newest last); `evicted`: how many
+    positions StreamingLLM's window had dropped by then (none: 0)."""
     held = cache.layers[layer]
     keys, values = held.keys[0], held.values[0]  # (kv_heads, S, d_h): what the next step will read (and its own row)
-    n = len(tokens)
+    n = len(labels)
     rows, kv, d_h = keys.shape[1], keys.shape[0], keys.shape[2]
-    first = n - rows  # positions 0…first−1 fell out of a sliding window
-    axis = Axis("key", tuple(f"{p}:{tokens[p]}" for p in range(first, n)))
+    first = n - rows  # a sliding window keeps the last rows only: the first `first` fell out
+    axis = Axis("key", labels[first:])
     size = cache_bytes(kv, rows, d_h, keys.element_size())
-    full = cache_bytes(heads, n, d_h, keys.element_size())
+    full = cache_bytes(heads, n + evicted, d_h, keys.element_size())
     new = 1 if step else n  # the rows this step added (the prompt's at the prefill)
-    fell = (Msg("; positions 0…{last} fell out of the window of {w}", last=first - 1, w=spec.window) if first > 0
-            else "")
+    fell: str | Msg = (Msg("; positions 0…{last} fell out of the window of {w}", last=first - 1, w=spec.window)
+                       if first > 0 else "")
+    if evicted:
+        fell = Msg("; StreamingLLM evicted {n} positions, its keys turned again at their places in the cache",
+                   n=evicted)
     for name, tensor, letter in (("cache_keys", keys, "K"), ("cache_values", values, "V")):
         for g in range(kv):
             formula = Msg("{letter} cache of key/value head {g}, layer {layer}: {rows} rows × {d} (the last {new} "

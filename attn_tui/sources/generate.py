@@ -20,18 +20,22 @@ from typing import Any
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.model_request import cache_window
 from attn_tui.ask.settings import ModelInput
 from attn_tui.attention.variants.gqa import kv_map
+from attn_tui.attention.variants.rope import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.cache_stage import record_cache
 from attn_tui.sources.families import family_named
+from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.folder import ModelError
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.trace.growing import Publisher
 from attn_tui.trace.meta import GenerationRun
+from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Trace
 from attn_tui.trace.steps import generated_token
 
@@ -136,7 +140,8 @@ class Writer:
                                   kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (),
                                   self.family.rope_base(cfg), prompt_tokens=tuple(self.tokens),
                                   prompt_ids=tuple(self.prompt_ids), do_sample=draw.do_sample,
-                                  temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed)
+                                  temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed,
+                                  cache=ask.cache)
         self.trace = Trace(self.meta, tuple(self.tokens), tuple(self.tokens), str(self.device),
                            str(unembed.dtype).replace("torch.", ""))
         self.sampler = Sampler(draw, unembed, getattr(cfg, "final_logit_softcapping", None), self.text_of)
@@ -148,6 +153,8 @@ class Writer:
         self.stops = _stops(model)
         self.stopped = False
         self.lock = threading.Lock()
+        self.window = cache_window(ask.cache)  # StreamingLLM's (W, S), or None: every token stays
+        self.raw: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in range(loaded.layers)]
 
     @property
     def steps(self) -> int:
@@ -169,18 +176,38 @@ class Writer:
                 self._step(publisher)
             return self.trace.copy()
 
+    def _kept(self, n: int) -> list[int]:
+        """The positions a step sees: all of them, or StreamingLLM's first S and last W (the newest among them)."""
+        if self.window is None or n <= sum(self.window):
+            return list(range(n))
+        window, sinks = self.window
+        return list(range(sinks)) + list(range(n - window, n))
+
     def _step(self, publisher: Publisher) -> None:
         loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
-        out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
         queries, n = self.fed.shape[1], len(self.ids)
+        kept = self._kept(n) if t else list(range(n))  # the prompt is read whole; the window holds from step 1
+        m = len(kept)
+        if self.window is not None and t:
+            self.cache = self._window_cache(kept[:-1])
+            at = torch.tensor([m - 1], device=self.device)  # the new token's position in the cache
+            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
+                               position_ids=at[None], cache_position=at)
+        else:
+            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
         for layer in range(loaded.layers):
             self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
-        view = ModelRun(loaded, tuple(tokens), self.special, tuple(torch.cat(rows) for rows in self.inputs), (),
-                        torch.ones(n, n, dtype=torch.bool, device=self.device).tril(), None)
+        index = torch.tensor(kept, device=self.device)
+        view = ModelRun(loaded, tuple(tokens[p] for p in kept), tuple(i for i, p in enumerate(kept) if p in
+                        self.special), tuple(torch.cat(rows)[index] for rows in self.inputs), (),
+                        torch.ones(m, m, dtype=torch.bool, device=self.device).tril(), None)
+        labels = tuple(f"{p}:{tokens[p]}" for p in kept)
         for layer in range(loaded.layers):
             spec = self.family.layer(view, layer)
             record_layer(trace, spec, layer, view, self.grouped, step=t, queries=queries)
-            record_cache(trace, self.cache, layer, t, spec, tuple(tokens), loaded.heads)
+            if self.window is not None:
+                self._keep_raw(layer, t, queries, spec)
+            record_cache(trace, self.cache, layer, t, spec, labels, loaded.heads, n - m)
         if t == 0:
             self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
         token = self.sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([self.ids], device=self.device),
@@ -195,6 +222,35 @@ class Writer:
         trace.meta = self.meta
         trace.query_tokens = trace.key_tokens = tuple(tokens[:n])  # every position that has queried so far
         publisher.step(generated_token(t, tokens[-1], tuple(tokens[n - queries:n])), self.meta, tuple(tokens[:n]))
+
+    def _keep_raw(self, layer: int, t: int, queries: int, spec: LayerSpec) -> None:
+        """The step's new keys before their rotation, and values, per key/value head: what StreamingLLM turns
+        again at the positions they hold in the cache each later step."""
+        name = "key_norm" if spec.k_norm is not None else "key"
+        groups = kv_map(spec.heads, spec.kv_heads)
+        first = [groups.index(g) for g in range(spec.kv_heads)]  # a query head of each key/value head
+        keys, values = self.raw[layer]
+        keys.append(torch.stack([self.trace.stages[Place(name, layer, h, t)].tensor[-queries:] for h in first]))
+        values.append(torch.stack([self.trace.stages[Place("value", layer, h, t)].tensor[-queries:] for h in first]))
+
+    def _window_cache(self, held: list[int]) -> Any:
+        """A DynamicCache holding the positions `held` (original positions), each key turned at the position it
+        holds in the cache (0, 1, …), as StreamingLLM re-applies rotary positions after an eviction."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        index = torch.tensor(held, device=self.device)
+        view = ModelRun(self.loaded, tuple(self.tokens[p] for p in held), (),
+                        tuple(torch.cat(rows)[index] for rows in self.inputs), (), torch.ones(1, 1), None)
+        for layer in range(self.loaded.layers):
+            rotary = self.family.layer(view, layer).rotary
+            if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
+                    or rotary.interleaved:
+                raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} "
+                                      "has no rotate-half rotary embedding to re-apply", model=self.loaded.name))
+            keys, values = (torch.cat(parts, dim=1)[:, index] for parts in self.raw[layer])  # (kv, held, d_h)
+            cache.update(rotate(keys, rotary.cos, rotary.sin)[None], values[None], layer)
+        return cache
 
 
 def _so_far(meta: GenerationRun, written: list[int], shown: list[str], tok: Any, stopped: bool) -> GenerationRun:
@@ -231,7 +287,7 @@ class GenerationSource:
             from attn_tui.sources.folder import resolve
 
             loaded, folder = transformer._loaded(ask.name, ask.device, max_memory), Path(resolve(ask.name))
-        key = (ask.name, ask.text, ask.device, draw_of(ask))
+        key = (ask.name, ask.text, ask.device, draw_of(ask), ask.cache)
         writer = self._writers.get(key)
         if writer is None or writer.loaded is not loaded or writer.steps > ask.generate:
             writer = Writer(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh

@@ -255,6 +255,7 @@ class GenerationRun(TransformerRun):
     top_p: float = 1.0
     seed: int = 0
     stopped: bool = False  # it met the model's end-of-text token before writing all it was asked for
+    cache: str = ""  # StreamingLLM's window:W,sinks:S, or "" (every token stays in the cache)
 
     def header(self) -> dict[str, object]:
         return super().header() | {"kind": "generation", "prompt_tokens": list(self.prompt_tokens),
