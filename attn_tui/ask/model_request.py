@@ -91,3 +91,25 @@ def cache_window(text: str) -> tuple[int, int] | None:
     if window < 1:
         raise ConfigError(Msg("--cache window:{w}: the window keeps at least the newest token (1)", w=window))
     return window, sinks
+
+
+def check_generation(model: ModelInput) -> None:
+    """A model's writing settings as the command line would take them (a session file or an API caller may hand
+    anything): each of the right kind and in its declared range, the cache in its one form."""
+    from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, OptionError
+
+    for name in ("generate", "do_sample", "top_k", "top_p", "temperature", "seed", "cache"):
+        option = MODEL_OPTIONS.get(name) or SETTINGS[name]
+        value = getattr(model, name)
+        if option.kind is bool or option.kind is str:
+            if not isinstance(value, option.kind):
+                raise ConfigError(Msg("{option} has the wrong type", option=option.flag))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (option.kind is int
+                                                                                and not isinstance(value, int)):
+            raise ConfigError(Msg("{option} has the wrong type", option=option.flag))
+        try:
+            option.read(str(value))
+        except OptionError as exc:
+            raise ConfigError(Msg("{option}: {reason}", option=option.flag, reason=str(exc))) from None
+    cache_window(model.cache)

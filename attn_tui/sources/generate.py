@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
-from attn_tui.ask.model_request import cache_window
+from attn_tui.ask.model_request import cache_window, check_generation
 from attn_tui.ask.settings import ModelInput
 from attn_tui.attention.variants.gqa import kv_map
 from attn_tui.attention.variants.rope import rotate
@@ -278,6 +278,7 @@ class GenerationSource:
         assert isinstance(ask, ModelInput)
         from attn_tui.ask.models import GGUF_MODELS
 
+        check_generation(ask)  # an API caller or a session file may hand anything
         if ask.name in GGUF_MODELS:
             from attn_tui.sources import gguf
 

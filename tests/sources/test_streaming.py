@@ -113,3 +113,15 @@ def test_a_wrong_cache_is_refused_in_one_line(cache: str, folder: Path) -> None:
     with pytest.raises(ConfigError) as refused:
         cache_window(cache)
     assert "--cache" in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("change", [dict(generate=-1), dict(temperature=0.0), dict(top_p=2.0), dict(cache=3),
+                                    dict(do_sample=1), dict(generate=2.5), dict(seed=True)])
+def test_a_session_or_api_ask_with_a_wrong_writing_setting_is_refused_before_loading(change: dict) -> None:
+    from attn_tui.ask.model_request import check_generation
+
+    with pytest.raises(ConfigError):
+        check_generation(ModelInput("smollm2", "the cat", **change))
+    if "generate" not in change:  # an ask to write: refused by the writing source before it loads anything
+        with pytest.raises(ConfigError):
+            run(ModelInput("no-such-model", "the cat", **dict(dict(generate=1), **change)))
