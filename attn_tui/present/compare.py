@@ -28,7 +28,7 @@ DIFF_WHOLE = 1 << 22  # cells up to which B − A's range is computed exactly
 class Comparison:
     """One changed setting: its key, what A and B are called, and (for a head) B's head."""
 
-    key: str  # fill | scale | variant | head | teacher | projection | positional | mask | model
+    key: str  # fill | scale | variant | head | teacher | projection | positional | mask | model | cache
     a_label: str | Msg
     b_label: str | Msg
     change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
@@ -47,6 +47,8 @@ class Comparison:
             return model is not None and bool(model.target)
         if self.models:
             return model is not None and model.name in DATE_MODELS and model.name != dict(self.change)["name"]
+        if self.key == "cache":
+            return model is not None and model.generate > 0
         return a.request is not None or self.key == "head"
 
     @property
@@ -66,6 +68,9 @@ def comparisons(a: Ask, heads: int, head: int) -> list[Comparison]:
     model, request = a.model, a.request
     if model is not None:
         found += _model_comparisons(model)
+        if model.generate:  # a model writing: its whole cache against StreamingLLM's window, or back
+            other = "" if model.cache else STREAMING
+            found.append(Comparison("cache", _cache(model.cache), _cache(other), (("cache", other),)))
         if model.target:
             on = model.teacher_forcing
             found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
@@ -94,6 +99,13 @@ def _model_comparisons(a: ModelInput) -> list[Comparison]:
             found.append(Comparison("model", mean if transformer == a.name else a.name,
                                     mean if transformer == other else other, change, mean_heads=True))
     return found
+
+
+STREAMING = "window:8,sinks:4"  # the window compare mode sets against a whole cache
+
+
+def _cache(cache: str) -> Msg:
+    return Msg("StreamingLLM {cache}", cache=cache) if cache else Msg("the whole cache")
 
 
 def _forcing(on: bool) -> Msg:

@@ -292,5 +292,6 @@ class GenerationSource:
         writer = self._writers.get(key)
         if writer is None or writer.loaded is not loaded or writer.steps > ask.generate:
             writer = Writer(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
-            self._writers = {key: writer}  # one text kept: the one being written
+            kept = list(self._writers.items())[-1:]  # two texts kept: compare mode's A and B write side by side
+            self._writers = {**dict(kept), key: writer}
         return writer.write(ask.generate, max_memory, on_step)

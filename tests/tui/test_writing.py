@@ -111,3 +111,29 @@ async def test_n_on_the_variants_says_what_it_needs_and_b_with_nothing_in_flight
         app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
         await pilot.press("n", "b")
         assert "causal language model" in notes[0] and "nothing is being written" in notes[1]
+
+
+async def test_compare_puts_the_whole_cache_against_streamingllms_window(folder: Path) -> None:
+    import numpy as np
+
+    from attn_tui.tui.widgets.compare_view import CompareView
+    from tests.tui.test_compare import _compare
+
+    app = model_app(str(folder), "the cat sat on the mat", generate=6)  # 8 tokens; the window keeps 4 + 8
+    async with app.run_test(size=(130, 40)) as pilot:
+        await settle(pilot)
+        await _compare(pilot, "cache")
+        assert app.comparison is not None and app.comparison.b_ask(app.wanted).cache == "window:8,sinks:4"
+        places = app.explorer.places
+        app.explorer.go_to_place(next(n for n, p in enumerate(places) if (p.name, p.step) == ("weights", 2)))
+        await settle(pilot)
+        view = app.query_one(CompareView)
+        a, b, diff = (view.heatmap(side).grid for side in ("a", "b", "diff"))
+        assert a.values.shape == b.values.shape == (1, 10)  # nothing evicted yet: the same row
+        assert float(np.abs(diff.values).max()) < 1e-5
+        app.explorer.go_to_place(next(n for n, p in enumerate(places) if (p.name, p.step) == ("weights", 5)))
+        await settle(pilot)
+        a, b = (view.heatmap(side).grid for side in ("a", "b"))
+        assert a.values.shape == (1, 13) and b is not None and b.values.shape == (1, 12)  # one position evicted
+        shown_b = app.explorer.shown_b
+        assert shown_b is not None and len(shown_b.trace.meta.generated_ids) == 6  # type: ignore[union-attr]
