@@ -172,7 +172,7 @@ def test_a_generated_tokens_rotation_and_norm_explain_at_its_own_position(root: 
 
 
 def test_each_published_step_is_the_finished_traces_and_a_stopped_writer_keeps_what_it_wrote(root: Path) -> None:
-    ask = ModelInput(str(_folder(root, "llama")), TEXT, generate=WRITE)
+    ask = ModelInput(str(_folder(root, "llama")), "a dog ran to the door", generate=WRITE)  # written by no other test
     snapshots: list[Shown] = []
     final = run(ask, on_step=snapshots.append).trace
     assert len(snapshots) == WRITE
