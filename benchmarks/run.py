@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compute import multihead, scaled_dot
+from generate import generate
 from keys import keys
 from memory import memory
 from open import open_models
@@ -29,7 +30,8 @@ QUICK = [16, 256, 1024]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
-    parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2", "open"),
+    parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2", "open",
+                                                "generate"),
                         help="one section")
     args = parser.parse_args()
     sizes = QUICK if args.quick else SIZES
@@ -41,6 +43,7 @@ def main() -> None:
         "recorder": recorder,
         "smollm2": smollm2,
         "open": open_models,
+        "generate": lambda: generate(16 if args.quick else 64),
     }
     for name, run in sections.items():
         if args.only in (None, name):

@@ -8,6 +8,7 @@ command line, the API and the app build a model's ask without importing a source
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import replace
 
 from attn_tui.ask.models import DATE_MODELS, GRU_DATE_MODELS
@@ -16,6 +17,8 @@ from attn_tui.ask.settings import ModelInput
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
+
+DRAW_OPTIONS = ("temperature", "seed")  # settings of the variants that a model's draw reads too
 
 
 def model_input(args: argparse.Namespace) -> ModelInput | None:
@@ -30,11 +33,21 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if args.model is None and base is None:
         return None
     check_text(args.model or "", "--model")
-    refuse(args, VARIANT_OPTIONS + MATRIX_OPTIONS, Msg("to a model (they set the attention variants); a model "
-                                                        "reads --text"))
+    generating = bool(getattr(args, "generate", None)) or bool(base and base.generate)
+    drawing = generating and (bool(getattr(args, "do_sample", False)) or bool(base and base.do_sample))
+    shared = DRAW_OPTIONS if drawing else ()  # a draw's temperature and seed are the model's own
+    refuse(args, tuple(n for n in VARIANT_OPTIONS if n not in shared) + MATRIX_OPTIONS,
+           Msg("to a model (they set the attention variants); a model reads --text"))
+    if not generating:
+        refuse(args, ("do_sample", "top_k", "top_p", "cache"),
+               Msg("without --generate N (they shape the tokens it writes)"))
+    elif not drawing:
+        refuse(args, ("top_k", "top_p"), Msg("to greedy writing: add --do-sample to draw tokens"))
     if args.model is not None and args.text is None and base is None:
         raise InputError(Msg("--model needs --text with the sentence to run through the model"))
     name = args.model or (base.name if base else "")
+    if name in DATE_MODELS and generating:
+        raise ConfigError(Msg("{name} writes dates by itself: --generate is for causal language models", name=name))
     if name in GRU_DATE_MODELS:
         refuse(args, ("layer", "head", "pad_to"), Msg("to {name}: it has one attention, not layers of heads",
                                                        name=name))
@@ -48,6 +61,10 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     given = {"name": args.model, "text": None if args.text is None else sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
+    for option in ("generate", "do_sample", "top_k", "top_p", "cache") + (DRAW_OPTIONS if drawing else ()):
+        given[option] = getattr(args, option, None)
+    if given["cache"] is not None:
+        cache_window(str(given["cache"]))  # refused now, in one line, before any model loads
     if args.target is not None:  # its alphabet and length are the model's: the date source checks them (codec)
         check_text(args.target, "--target")
         if not args.target:
@@ -56,3 +73,43 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     if model.teacher_forcing and not model.target:
         raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))
     return model
+
+
+_WINDOW = re.compile(r"window:([0-9]{1,6}),sinks:([0-9]{1,6})")
+
+
+def cache_window(text: str) -> tuple[int, int] | None:
+    """`window:W,sinks:S` as (W, S); "" for the whole cache (None). StreamingLLM keeps S ≥ 0 sink tokens and the
+    last W ≥ 1 (the newest token among them)."""
+    if not text:
+        return None
+    found = _WINDOW.fullmatch(text.strip().replace(" ", ""))
+    if found is None:
+        raise ConfigError(Msg("--cache expects window:W,sinks:S (e.g. window:16,sinks:4), not {text}",
+                              text=repr(text[:40])))
+    window, sinks = int(found.group(1)), int(found.group(2))
+    if window < 1:
+        raise ConfigError(Msg("--cache window:{w}: the window keeps at least the newest token (1)", w=window))
+    return window, sinks
+
+
+def check_generation(model: ModelInput) -> None:
+    """A model's writing settings as the command line would take them (a session file or an API caller may hand
+    anything): each of the right kind and in its declared range, the cache in its one form."""
+    from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, OptionError
+
+    for name in ("generate", "do_sample", "top_k", "top_p", "temperature", "seed", "cache"):
+        option = MODEL_OPTIONS.get(name) or SETTINGS[name]
+        value = getattr(model, name)
+        if option.kind is bool or option.kind is str:
+            if not isinstance(value, option.kind):
+                raise ConfigError(Msg("{option} has the wrong type", option=option.flag))
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (option.kind is int
+                                                                                and not isinstance(value, int)):
+            raise ConfigError(Msg("{option} has the wrong type", option=option.flag))
+        try:
+            option.read(str(value))
+        except OptionError as exc:
+            raise ConfigError(Msg("{option}: {reason}", option=option.flag, reason=str(exc))) from None
+    cache_window(model.cache)

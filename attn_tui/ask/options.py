@@ -95,7 +95,7 @@ class Option:
     def holds(self, value: float) -> bool:
         """Whether a number lies in this option's range."""
         if self.above:
-            return math.isfinite(value) and value > (self.low or 0)
+            return math.isfinite(value) and value > (self.low or 0) and (self.high is None or value <= self.high)
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
 
 
@@ -110,6 +110,7 @@ def _choice(name: str, names: tuple[str, ...], label: str, help: str | None = No
     return Option(name, str, names[0], help, choices=names, label=label, row="select", always=always, own=own)
 
 
+MAX_GENERATE = 4096  # tokens one generation writes at most (the budget usually refuses fewer)
 MAX_HEADS = 64  # more heads than this are no longer something to look at one by one
 SETTINGS: dict[str, Option] = {o.name: o for o in (
     Option("variant", str, "scaled_dot", None, choices=VARIANT_NAMES, label=NP_("setting", "variant"), row="select",
@@ -158,6 +159,18 @@ MODEL_OPTIONS: dict[str, Option] = {o.name: o for o in (
            metavar="N", optional=True),
     Option("teacher_forcing", bool, False,
            N_("a date model: feed the target's characters instead of the model's own")),
+    # A causal model writing: how many tokens, greedy or drawn, and how each draw is shaped (sources/generate.py).
+    Option("generate", int, 0, N_("a causal model: write N tokens after the text, one step each (default 0: none)"),
+           low=0, high=MAX_GENERATE, metavar="N"),
+    Option("do_sample", bool, False, N_("--generate: draw each token from the probabilities (default: greedy)")),
+    Option("top_k", int, 0, N_("--generate with --do-sample: keep the K likeliest tokens (default 0: all)"), low=0,
+           high=1_000_000, metavar="K"),
+    Option("top_p", float, 1.0, N_("--generate with --do-sample: keep the likeliest tokens whose probabilities sum "
+                                   "to P (default 1: all)"), low=0, above=True, high=1.0, metavar="P",
+           refusal=N_("must be a number above 0 and at most 1, got {text}")),
+    Option("cache", str, "", N_("--generate: StreamingLLM's cache, window:W,sinks:S keeps the first S tokens and the "
+                                "last W, rotary positions re-applied in the cache (default: every token)"),
+           metavar="window:W,sinks:S"),
 )}
 
 

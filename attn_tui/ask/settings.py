@@ -160,6 +160,13 @@ class ModelInput:
     target: str | None = None
     teacher_forcing: bool = False
     device: str = "auto"
+    generate: int = 0  # a causal model writes this many tokens after the text (0: one forward pass, no writing)
+    do_sample: bool = False  # draw each token (else greedy), shaped by the four below
+    temperature: float = 1.0
+    top_k: int = 0  # 0: every token
+    top_p: float = 1.0
+    seed: int = 0
+    cache: str = ""  # "" keeps every token; "window:W,sinks:S" StreamingLLM's (ask.model_request.cache_window)
 
     kind = "model"  # what every ask says it is: variants | model | recorded
     from_panes = True  # the panes show it and an edit asks for it again (the user's code: they cannot)

@@ -13,11 +13,18 @@ from attn_tui.trace.model_stats import ROLLOUT_FORMULA as ROLLOUT_FORMULA
 from attn_tui.trace.model_stats import HeadStats as HeadStats
 from attn_tui.trace.model_stats import ModelStats as ModelStats
 from attn_tui.trace.stage import Trace
+from attn_tui.trace.written import grows, written_rows
 
 
 def stack(trace: Trace) -> torch.Tensor:
-    """Every layer's and head's weights as one (layers, heads, N, N) float32 tensor."""
-    return torch.stack([torch.stack([trace.tensor("weights", layer, head).float() for head in range(trace.heads)])
+    """Every layer's and head's weights as one (layers, heads, N, N) float32 tensor (a generation's: the rows
+    written so far, trace/written.py)."""
+    def weights(layer: int, head: int) -> torch.Tensor:
+        if grows(trace):
+            return written_rows(trace, "weights", layer, head)
+        return trace.tensor("weights", layer, head)
+
+    return torch.stack([torch.stack([weights(layer, head).float() for head in range(trace.heads)])
                         for layer in range(trace.layers)])
 
 

@@ -42,6 +42,8 @@ def stages(args: argparse.Namespace) -> int:
 
         trace = run(model, args.max_memory).trace
         layer, head = (model.layer, model.head) if trace.layers > 1 or trace.heads > 1 else (None, None)
+        if model.generate and args.layer is None and args.head is None:
+            layer, head = None, None  # a generation prints every layer and head of every step unless one is named
     else:
         request = variant_request(args, Reader())
         if request is None:

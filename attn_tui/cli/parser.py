@@ -21,7 +21,7 @@ from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
 
-TOP = "top_"  # dest prefix of the options given before a subcommand (the app's own)
+TOP = "app__"  # dest prefix of the options given before a subcommand (the app's own)
 _ANYWHERE = ("debug", "max_memory")
 FORMATS = ("table", "json", "csv", "npz")
 MAX_LINE = 240  # an error line longer than this is cut: one short line, whatever the input
@@ -136,6 +136,8 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     real.add_argument("--target", metavar="DATE", dest=f"{prefix}target",
                       help=_("a date model: the expected output, e.g. 2026-11-22"))
     _add_option(real, MODEL_OPTIONS["teacher_forcing"], prefix)
+    for name in ("generate", "do_sample", "top_k", "top_p", "cache"):  # a model writing (+ --temperature, --seed)
+        _add_option(real, MODEL_OPTIONS[name], prefix)
     _add_common(p, prefix)
 
 

@@ -76,6 +76,7 @@ def _partial_rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Expla
         i, first = j % (r // 2), j < r // 2
         partner = j + r // 2 if first else j - r // 2
     theta = op.base ** (-2 * i / r)
+    p += op.first  # row p of a step's query is the token at position first + p
     angle = p * theta
     cos, sin = math.cos(angle) * op.scaling, math.sin(angle) * op.scaling
     total = x[j] * cos - x[partner] * sin if first else x[j] * cos + x[partner] * sin

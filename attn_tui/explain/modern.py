@@ -37,6 +37,7 @@ def _rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     i = j % half
     partner = j + half if j < half else j - half
     theta = op.base ** (-2 * i / d)
+    p += op.first  # row p of a step's query is the token at position first + p
     angle = p * theta
     cos, sin = math.cos(angle) * op.scaling, math.sin(angle) * op.scaling
     if j < half:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_tui.ask.checks import check_fields, check_ranges, matrix_shape
+from attn_tui.ask.model_request import check_generation
 from attn_tui.ask.options import MODEL_OPTIONS, choices
 from attn_tui.ask.settings import ModelInput, Settings
 from attn_tui.errors import AttnError, InputError
@@ -108,6 +109,7 @@ def _model(data: object) -> ModelInput | None:
     model = ModelInput(**values)
     _checked(check_fields, model, "model", choices())
     _checked(check_ranges, model, "model", MODEL_OPTIONS)
+    _checked(check_generation, model)
     return model
 
 

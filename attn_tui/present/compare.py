@@ -29,7 +29,7 @@ DIFF_WHOLE = 1 << 22  # cells up to which B − A's range is computed exactly
 class Comparison:
     """One changed setting: its key, what A and B are called, and (for a head) B's head."""
 
-    key: str  # fill | scale | variant | head | layer | teacher | projection | positional | mask | model | other
+    key: str  # fill | scale | variant | head | layer | teacher | projection | positional | mask | model | other | cache
     a_label: str | Msg
     b_label: str | Msg
     change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
@@ -56,6 +56,8 @@ class Comparison:
             return model is not None and model.name in DATE_MODELS and model.name != dict(self.change)["name"]
         if self.key in ("layer", "other"):  # a real transformer's: another of its layers, another model
             return model is not None and model.name not in DATE_MODELS and model.name != dict(self.change).get("name")
+        if self.key == "cache":
+            return model is not None and model.generate > 0
         return a.request is not None or self.key == "head"
 
     @property
@@ -82,6 +84,9 @@ def comparisons(a: Ask, heads: int, head: int, layers: int = 1, layer: int = 0,
         found += _model_comparisons(model)
         if model.name not in DATE_MODELS:
             found += _transformer_comparisons(model, layers, layer, others, windows)
+        if model.generate:  # a model writing: its whole cache against StreamingLLM's window, or back
+            other = "" if model.cache else STREAMING
+            found.append(Comparison("cache", _cache(model.cache), _cache(other), (("cache", other),)))
         if model.target:
             on = model.teacher_forcing
             found.append(Comparison("teacher", _forcing(on), _forcing(not on), (("teacher_forcing", not on),)))
@@ -130,6 +135,13 @@ def _short(name: str) -> str:
     """A model's name as a label: a folder by its last part (a long path would push B off the title)."""
     tail = name.rstrip("/").rsplit("/", 1)[-1] or name
     return tail if len(tail) <= 30 else tail[:29] + "…"
+
+
+STREAMING = "window:8,sinks:4"  # the window compare mode sets against a whole cache
+
+
+def _cache(cache: str) -> Msg:
+    return Msg("StreamingLLM {cache}", cache=cache) if cache else Msg("the whole cache")
 
 
 def _forcing(on: bool) -> Msg:

@@ -17,7 +17,7 @@ from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
 from attn_tui.trace.catalog import ScaleKind
-from attn_tui.trace.meta import DecoderRun, RecordedRun
+from attn_tui.trace.meta import DecoderRun, GenerationRun, RecordedRun
 
 if TYPE_CHECKING:
     import numpy as np
@@ -151,6 +151,8 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
         return decoder_caption(trace, meta.decoding, view, layer, head)
     if meta.program is not None:
         return recorded_caption(trace, meta.program, view)
+    if view.step is not None and isinstance(meta, GenerationRun):
+        return token_caption(meta, view.step, None if view.place.layer is None else (layer, head))
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv = meta.kv_map
@@ -193,6 +195,21 @@ def decoder_caption(trace: Trace, meta: DecoderRun, view: StageView, layer: int,
         caption += "  " + (_("target {token} ✓") if not meta.missed(view.step, written)
                            else _("target {token} ✗")).format(token=repr(wanted))
     return caption + forced + where
+
+
+def token_caption(meta: GenerationRun, step: int, at: tuple[int, int] | None) -> str:
+    """Which token of a generation is on show: what the step fed, where, and what it wrote; `at`: the layer and
+    head on show (None for the sampler's stages, after the last layer)."""
+    wrote = meta.generated_tokens[step] if step < len(meta.generated_tokens) else "?"
+    where = "" if at is None else str(Msg("  layer {layer}, {heads}", layer=at[0], heads=Msg("head {head}",
+                                                                                            head=at[1])))
+    prompt = len(meta.prompt_tokens)
+    if step == 0:
+        return _("token 0 of {n}: the prompt's {p} tokens read at once (the prefill), writes {token}").format(
+            n=len(meta.generated_ids), p=prompt, token=repr(wrote)) + where
+    return _("token {t} of {n}: fed {fed} at position {at}, one query over {keys} cached keys, writes {token}").format(
+        t=step, n=len(meta.generated_ids), fed=repr(meta.generated_tokens[step - 1]), at=prompt + step - 1,
+        keys=prompt + step, token=repr(wrote)) + where
 
 
 def tile_caption(trace: Trace, step: int) -> str:

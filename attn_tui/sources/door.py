@@ -51,7 +51,8 @@ def _run(ask: Ask, max_memory: int | None, cpu_fallback: bool, on_step: OnStep |
         notice = Msg("{reason} — computing on the CPU instead", reason=exc.message)
         trace = _trace(ask.on_device("cpu"), max_memory, on_step)  # the ask shown stays as asked: CUDA next time
     stats = None
-    if isinstance(trace.meta, TransformerRun):
+    if isinstance(trace.meta, TransformerRun) and not getattr(trace.meta, "cache", ""):  # a StreamingLLM
+        # writing's rows read different keys each step: they do not stack into one matrix to take statistics of
         from attn_tui.attention.summary import model_stats
 
         stats = model_stats(trace)

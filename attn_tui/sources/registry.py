@@ -10,13 +10,14 @@ from __future__ import annotations
 from attn_tui.ask.settings import Ask
 from attn_tui.sources.base import Source
 from attn_tui.sources.date_model import DateModelSource
+from attn_tui.sources.generate import GenerationSource
 from attn_tui.sources.gguf import GgufSource
 from attn_tui.sources.recorder.source import RecorderSource
 from attn_tui.sources.transformer import TransformerSource
 from attn_tui.sources.variants import VariantSource
 
-SOURCES: tuple[Source, ...] = (VariantSource(), RecorderSource(), DateModelSource(), GgufSource(),
-                               TransformerSource())  # the last takes any name
+SOURCES: tuple[Source, ...] = (VariantSource(), RecorderSource(), DateModelSource(), GenerationSource(),
+                               GgufSource(), TransformerSource())  # the last takes any name
 
 
 def source_for(ask: Ask) -> Source:

@@ -290,6 +290,27 @@ _KINDS = (
     StageKind("accumulator", "Õ", NP_("stage", "accumulator"), N_(
         "The output so far, not yet divided: the old accumulator, rescaled, plus this tile's exponentials times "
         "its value rows. Only this and two numbers per row are kept between tiles.")),
+    # a causal model writing: its key/value cache and the sampler after its last layer (sources/generate.py)
+    StageKind("cache_keys", "K_cache", NP_("stage", "cache_keys"), N_(
+        "What the model keeps of every position it has read, so a new token's query need not recompute them: "
+        "the keys after their rotation, one row a position, per key/value head. Each step adds a row; a "
+        "sliding-window layer drops the rows that left its window.")),
+    StageKind("cache_values", "V_cache", NP_("stage", "cache_values"), N_(
+        "The values kept beside the cached keys, one row a position: what a new token's weights mix.")),
+    StageKind("logits", "z", NP_("stage", "logits"), N_(
+        "The last layer's output at the newest position times the output embedding of each token of the "
+        "vocabulary: one score per token. Shown are the likeliest 20.")),
+    StageKind("tempered", "z/T", NP_("stage", "tempered"), N_(
+        "The logits divided by the temperature: below 1 the likeliest tokens gain, above 1 the choice spreads.")),
+    StageKind("cut", "z_cut", NP_("stage", "cut"), N_(
+        "Top-k keeps the k likeliest tokens, top-p the likeliest whose probabilities reach p; every other "
+        "token gets −∞ and can no longer be drawn.")),
+    StageKind("probs", "p", NP_("stage", "probs"), N_(
+        "Softmax of the logits over the whole vocabulary: the probability of each token being written next."),
+        scale="sequential"),
+    StageKind("chosen", "chosen", NP_("stage", "chosen"), N_(
+        "The token written at this step: the most probable (greedy) or one drawn from the probabilities."),
+        scale="sequential"),
     # what recorded code does that the variants do not (attn-tui trace, attn_tui.record())
     StageKind("input", "X", NP_("stage", "input"), N_(
         "The tensor the code handed to its projections, as it was at that call: the token vectors the "

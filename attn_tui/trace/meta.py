@@ -238,4 +238,30 @@ class RecordedRun(_Answers):
         return {"kind": "recorded", "script": self.script, "modules": list(self.modules), "settings": settings}
 
 
+@dataclass(frozen=True)
+class GenerationRun(TransformerRun):
+    """A causal model writing token by token: the prompt, the ids written so far and how each was chosen.
+
+    Step 0 is the prefill (the prompt's rows over the prompt), step t ≥ 1 one query row, the token fed there,
+    over every key its cache holds; `generated_ids[t]` is the token step t wrote."""
+
+    prompt_tokens: tuple[str, ...] = ()
+    prompt_ids: tuple[int, ...] = ()
+    generated_ids: tuple[int, ...] = ()
+    generated_tokens: tuple[str, ...] = ()  # each written token as shown (a leading space as ▁)
+    output: str = ""  # the written tokens decoded to text
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+    stopped: bool = False  # it met the model's end-of-text token before writing all it was asked for
+    cache: str = ""  # StreamingLLM's window:W,sinks:S, or "" (every token stays in the cache)
+
+    def header(self) -> dict[str, object]:
+        return super().header() | {"kind": "generation", "prompt_tokens": list(self.prompt_tokens),
+                                   "prompt_ids": list(self.prompt_ids), "generated_ids": list(self.generated_ids),
+                                   "generated_tokens": list(self.generated_tokens), "output": self.output}
+
+
 RunMeta = Union[VariantRun, TransformerRun, DecoderRun, RecordedRun]

@@ -217,6 +217,7 @@ class Rotary:
     source: Place
     base: float
     scaling: float = 1.0
+    first: int = 0  # the position of row 0 (a generated token's query row sits at P + t − 1, not at 0)
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,7 @@ class PartialRotary:
     rotated: int
     interleaved: bool = False
     scaling: float = 1.0
+    first: int = 0  # the position of row 0
 
 
 @dataclass(frozen=True)
@@ -366,6 +368,41 @@ class BlockTiles:
     mask_mod: str  # the mask_mod's name and place, as the partial tiles apply it
 
 
+@dataclass(frozen=True)
+class VocabCut:
+    """The sampler's top-k / top-p cut, as transformers' warpers make it: out[0, j] = source[0, j] for a token
+    they keep, −∞ for one they drop. `ranks[j]` is column j's rank in the whole vocabulary (0 = likeliest) and
+    `before[j]` the probability of every token ranked above it (what top-p compares with P)."""
+
+    source: Place
+    top_k: int  # 0: no top-k
+    top_p: float  # 1: no top-p
+    ranks: tuple[int, ...]
+    before: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class VocabSoftmax:
+    """out[0, j] = exp(source[0, j] − log Σ_v exp(source[0, v])): a probability over the whole vocabulary, of
+    which a stage shows a few columns; `log_total` is that log-sum over all `vocab` tokens."""
+
+    source: Place
+    log_total: float
+    vocab: int
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """out[0, j] = 1 for the token written, 0 elsewhere: the largest probability (greedy), or drawn from
+    `source`'s probabilities by a generator seeded with `seed`."""
+
+    source: Place
+    column: int
+    drawn: bool
+    seed: int = 0
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
-           Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles]
+           Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
+           VocabCut, VocabSoftmax, Chosen]

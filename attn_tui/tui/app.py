@@ -36,7 +36,6 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
 from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
-from attn_tui.tui.actions import NavigationActions
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import MIN_SIZE, screen_classes, set_classes
 from attn_tui.tui.comparing import CompareActions
@@ -60,6 +59,7 @@ from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 from attn_tui.tui.workers import SupersededError, post_growth, post_progress, while_running
+from attn_tui.tui.writing import WritingActions
 
 if TYPE_CHECKING:
     from textual.command import Provider
@@ -79,7 +79,7 @@ def palette_commands() -> type[Provider]:
     return AttnCommands
 
 
-class AttnApp(EditingActions, NavigationActions, CompareActions, ExportActions, App[int]):
+class AttnApp(EditingActions, WritingActions, CompareActions, ExportActions, App[int]):
     """Model and input panes on the left, the explorer on the right, around one ask and what is on show."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it

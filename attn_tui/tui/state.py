@@ -140,6 +140,20 @@ class AppState:
         self.shown_generation = self.generation
         self.growing = None
 
+    def stop_growing(self) -> Shown | None:
+        """A model writing in flight is stopped: the steps shown so far become what is on show, asked as the
+        tokens written (so `n` goes on from there). None: nothing is being written."""
+        growing = self.growing
+        model = None if growing is None else growing.ask.model
+        if growing is None or model is None or self.settled or not model.generate:
+            return None
+        model = replace(model, generate=growing.trace.steps())
+        kept = replace(growing, ask=model)
+        self.drop_in_flight()
+        self.wanted = self.kept[source_key(model)] = model
+        self.shown = kept
+        return kept
+
     # ----- results ------------------------------------------------------------------------
     def result_arrived(self, generation: int, shown: Shown) -> bool:
         """A trace came back: True when it is shown; False when it is stale (a newer ask is on its way)."""

@@ -55,11 +55,11 @@ def rotation_formula(letter: str, base: float) -> Msg:
 
 
 def record_rotation(trace: Trace, at: Place, source: Place, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                    axes: tuple[Axis, Axis], base: float, scaling: float = 1.0) -> torch.Tensor:
+                    axes: tuple[Axis, Axis], base: float, scaling: float = 1.0, first: int = 0) -> torch.Tensor:
     """Stage `at` = `x` (rows, d) rotated by row position (cos, sin (rows, d)); returns the rotated tensor."""
     letter = "Q" if at.name.startswith("query") else "K"
     return trace.add(Stage(at, rotate(x, cos, sin), rotation_formula(letter, base), axes,
-                           Rotary(source, base, scaling)))
+                           Rotary(source, base, scaling, first)))
 
 
 def rotated_score_stages(axes: tuple[Axis, Axis], d_k: int, scale: float | None = None

@@ -79,11 +79,15 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
 
 
-def layer_mask(trace: Trace, spec: LayerSpec, run_: ModelRun) -> MaskSpec | None:
-    """The trace's mask for a global layer; for a sliding one, the model's mask cut to the window."""
-    if spec.window is None:
+def layer_mask(trace: Trace, spec: LayerSpec, run_: ModelRun, own: bool = False) -> MaskSpec | None:
+    """The trace's mask for a global layer; for a sliding one, the model's mask cut to the window.
+
+    `own`: the run's own mask even for a global layer (a generation step's run is longer than the trace's)."""
+    if spec.window is None and not own:
         return trace.mask
     n = len(run_.tokens)
+    if spec.window is None:
+        return MaskSpec((n, n), spec.causal, run_.padding, dense=run_.mask)
     at = torch.arange(n, device=run_.mask.device)
     band = at[None, :] > at[:, None] - spec.window  # (N, N): key j within the window of query i
     return MaskSpec((n, n), spec.causal, run_.padding, dense=run_.mask & band, window=spec.window)
@@ -97,21 +101,31 @@ def geometry(spec: LayerSpec) -> LayerGeometry:
     return LayerGeometry(kind, spec.window, positional, spec.scale, spec.soft_cap, scale_name=spec.scale_name)
 
 
-def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grouped: bool) -> None:
-    """Every stage of every head of one layer, from its description."""
+def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grouped: bool, step: int | None = None,
+                 queries: int | None = None) -> None:
+    """Every stage of every head of one layer, from its description.
+
+    `step` places the stages at a generation step; `queries`: only the last `queries` rows of `spec.x` query
+    (a generated token's one row), while every row is a key (what the cache holds)."""
     prefix = f"blocks.{layer}."
-    trace.inputs[prefix + "X"] = spec.x
+    n, heads, d_h = spec.x.shape[0], spec.heads, spec.head_dim
+    first = 0 if queries is None else n - queries  # the position of the first query row
+    rows = slice(first, n)
+    x_name = prefix + "X" + ("" if step is None else f"@t{step}")
+    q_name = x_name if first == 0 else prefix + f"x_q@t{step}"
+    trace.inputs[x_name] = spec.x
+    trace.inputs[q_name] = spec.x[rows]
     for name, tensor in spec.weights.items():
         trace.params[prefix + name] = tensor.detach()
-    n, heads, d_h = spec.x.shape[0], spec.heads, spec.head_dim
     groups = kv_map(heads, spec.kv_heads)
-    tokens, keys = Axis("query", run_.tokens), Axis("key", run_.tokens)
+    tokens, keys = Axis("query", run_.tokens[rows]), Axis("key", run_.tokens)
     axes = {"q": tokens, "k": keys, "v": keys}
     dims = dim_axis(d_h)
     projected = {}
     for part, count in (("q", heads), ("k", spec.kv_heads), ("v", spec.kv_heads)):
-        full = F.linear(spec.x, spec.weights[f"W_{part}"], spec.weights.get(f"b_{part}"))  # (N, count·d_h)
-        projected[part] = full.view(n, count, d_h).transpose(0, 1)  # (count, N, d_h)
+        x = spec.x[rows] if part == "q" else spec.x
+        full = F.linear(x, spec.weights[f"W_{part}"], spec.weights.get(f"b_{part}"))  # (rows, count·d_h)
+        projected[part] = full.view(x.shape[0], count, d_h).transpose(0, 1)  # (count, rows, d_h)
     names = {"q": "query", "k": "key", "v": "value"}
     for h in range(heads):
         g = groups[h]
@@ -120,22 +134,23 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
             bias = prefix + f"b_{part}" if f"b_{part}" in spec.weights else None
             formula = _projection_formula(part, h, g, groups, d_h, spec, grouped)
             if spec.fused is not None:  # the rows the model's own fused projection holds them in
-                first = spec.fused.first_row(part, index)
-                formula = Msg("{formula}; rows {a}…{b} of the model's fused {module}", formula=formula, a=first,
-                              b=first + d_h - 1, module=spec.fused.module)
-            trace.add(Stage(Place(names[part], layer, h), projected[part][index], formula, (axes[part], dims),
-                            Linear(prefix + "X", prefix + f"W_{part}", bias, index * d_h)))
-    q, k = projected["q"], projected["k"]  # (H, N, d_h), (H_kv, N, d_h)
+                first_row = spec.fused.first_row(part, index)
+                formula = Msg("{formula}; rows {a}…{b} of the model's fused {module}", formula=formula, a=first_row,
+                              b=first_row + d_h - 1, module=spec.fused.module)
+            trace.add(Stage(Place(names[part], layer, h, step), projected[part][index], formula, (axes[part], dims),
+                            Linear(q_name if part == "q" else x_name, prefix + f"W_{part}", bias, index * d_h)))
+    q, k = projected["q"], projected["k"]  # (H, L, d_h), (H_kv, N, d_h)
     q_last, k_last = "query", "key"
     if spec.q_norm is not None:
-        q = _record_norm(trace, spec.q_norm, q, "query", layer, heads, tuple(range(heads)), tokens, dims)
+        q = _record_norm(trace, spec.q_norm, q, "query", layer, heads, tuple(range(heads)), tokens, dims, step)
         q_last = "query_norm"
     if spec.k_norm is not None:
-        k = _record_norm(trace, spec.k_norm, k, "key", layer, heads, groups, keys, dims)
+        k = _record_norm(trace, spec.k_norm, k, "key", layer, heads, groups, keys, dims, step)
         k_last = "key_norm"
     k_heads = k[torch.tensor(groups, device=k.device)]  # (H, N, d_h): each query head's key
     if spec.rotary is not None:
-        q, k_heads = _record_rotary(trace, spec.rotary, q, k_heads, q_last, k_last, layer, (tokens, keys), dims)
+        q, k_heads = _record_rotary(trace, spec.rotary, q, k_heads, q_last, k_last, layer, (tokens, keys), dims,
+                                    step, first)
         stages, factor = rotated_score_stages((tokens, keys), d_h, spec.scale)
     else:
         stages, factor = scaled_stages((tokens, keys), d_h, spec.scale)
@@ -153,13 +168,15 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
         stages.append(PreStage("capped", Msg("S_cap = {cap}·tanh(S' / {cap})   (the model's soft cap keeps every "
                                              "score inside ±{cap})", cap=f"{cap:g}"), (tokens, keys),
                                lambda at: SoftCap(at.at("scaled"), cap)))
-    mask = layer_mask(trace, spec, run_)
+    mask = layer_mask(trace, spec, run_, own=step is not None)
     trace.layer_masks[layer] = mask
     trace.geometry[layer] = geometry(spec)
+    if mask is not None and first:
+        mask = mask.part(rows, slice(None))  # the query rows' part: cell (0, j) is cell (first, j) of the whole
     tail = Tail(tokens, keys, mask, "-inf", 1.0, output_formula="O = A·V_h")
     values = projected["v"][torch.tensor(groups, device=spec.x.device)]  # (H, N, d_h): each head's group's
-    score_family(trace, tail, pre, stages, last, values, [Place("scores", layer, h) for h in range(heads)],
-                 [Place("value", layer, h) for h in range(heads)], lazy=False)
+    score_family(trace, tail, pre, stages, last, values, [Place("scores", layer, h, step) for h in range(heads)],
+                 [Place("value", layer, h, step) for h in range(heads)], lazy=False)
 
 
 def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h: int, spec: LayerSpec,
@@ -193,7 +210,7 @@ def head_norm(x: torch.Tensor, norm: NormSpec) -> torch.Tensor:
 
 
 def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer: int, heads: int,
-                 index: tuple[int, ...], axis: Axis, dims: Axis) -> torch.Tensor:
+                 index: tuple[int, ...], axis: Axis, dims: Axis, step: int | None = None) -> torch.Tensor:
     """Stages `{name}_norm` of each query head (head h reads row index[h] of x); returns x normed (rows, N, d_h).
 
     A norm over the whole projection (OLMo-2) runs over every row's dimensions side by side, as the model
@@ -223,8 +240,8 @@ def _record_norm(trace: Trace, norm: NormSpec, x: torch.Tensor, name: str, layer
                       "head's {letter} is normed before the scores)", letter=letter.upper(), norm=kind, d=d_h,
                       weight=weight)
     for h in range(heads):
-        trace.add(Stage(Place(f"{name}_norm", layer, h), normed[index[h]], formula, (axis, dims),
-                        HeadNorm(Place(name, layer, h), norm.kind, prefix + f"{letter}_norm", norm.eps, bias,
+        trace.add(Stage(Place(f"{name}_norm", layer, h, step), normed[index[h]], formula, (axis, dims),
+                        HeadNorm(Place(name, layer, h, step), norm.kind, prefix + f"{letter}_norm", norm.eps, bias,
                                  norm.offset, whole, index[h] * d_h if whole else 0)))
     return normed
 
@@ -236,9 +253,11 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 
 def _record_rotary(trace: Trace, rotary: RotarySpec, q: torch.Tensor, k: torch.Tensor, q_last: str, k_last: str,
-                   layer: int, qk_axes: tuple[Axis, Axis], dims: Axis) -> tuple[torch.Tensor, torch.Tensor]:
-    """query_rot and key_rot of every head (q, k: (H, N, d_h)); returns them stacked."""
-    n, d_h = q.shape[1], q.shape[2]
+                   layer: int, qk_axes: tuple[Axis, Axis], dims: Axis, step: int | None = None, first: int = 0
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """query_rot and key_rot of every head (q: (H, L, d_h), its rows at positions first…; k: (H, N, d_h));
+    returns them stacked."""
+    n, d_h = k.shape[1], q.shape[2]
     rotated = round(d_h * rotary.fraction)
     rotated -= rotated % 2
     cos, sin = rotary.cos, rotary.sin
@@ -251,21 +270,23 @@ def _record_rotary(trace: Trace, rotary: RotarySpec, q: torch.Tensor, k: torch.T
     out = []
     for x, source, name, axis in ((q, q_last, "query_rot", qk_axes[0]), (k, k_last, "key_rot", qk_axes[1])):
         turned = []
+        start = first if name == "query_rot" else 0
+        cos_x, sin_x = cos[start:], sin[start:]  # (rows, r): the angles of the rows' positions
         for h in range(x.shape[0]):
-            at, src = Place(name, layer, h), Place(source, layer, h)
+            at, src = Place(name, layer, h, step), Place(source, layer, h, step)
             if whole:  # today's Llama layout: the `rope` variant's own stage and op
-                turned.append(record_rotation(trace, at, src, x[h], cos, sin, (axis, dims), rotary.base,
-                                              rotary.scaling))
+                turned.append(record_rotation(trace, at, src, x[h], cos_x, sin_x, (axis, dims), rotary.base,
+                                              rotary.scaling, start))
                 continue
             turn = rotate_pairs if rotary.interleaved else rotate
-            part = torch.cat([turn(x[h][:, :rotated], cos, sin), x[h][:, rotated:]], dim=-1)
+            part = torch.cat([turn(x[h][:, :rotated], cos_x, sin_x), x[h][:, rotated:]], dim=-1)
             pairs = "(2i, 2i+1)" if rotary.interleaved else f"(i, i + {rotated // 2})"
             letter = "Q" if name.startswith("query") else "K"
             turned.append(trace.add(Stage(at, part, Msg(
                 "{letter}_rot[p]: the first {r} of {d} dimensions turned pair by pair {pairs} by the angle p·θ_i, "
                 "θ_i = {base}^(−2i/{r}); the rest pass unturned", letter=letter, r=rotated, d=d_h, pairs=pairs,
                 base=f"{rotary.base:g}"), (axis, dims),
-                PartialRotary(src, rotary.base, rotated, rotary.interleaved, rotary.scaling))))
+                PartialRotary(src, rotary.base, rotated, rotary.interleaved, rotary.scaling, start))))
         out.append(torch.stack(turned))
     return out[0], out[1]
 

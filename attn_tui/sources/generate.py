@@ -1,0 +1,297 @@
+"""A causal model writing token by token: each step's attention, its key/value cache and its sampler, as stages.
+
+The model runs as transformers runs it in `generate`: the prompt once (step 0, the prefill), then one token a
+step against its `DynamicCache`. Each step's stages are traced by the ONE shared layer tracer from the inputs
+the model's layers read at that step (the cached rows and the new one), for the new rows only as queries and
+every position so far as keys, so step t's `weights` row is the model's own attention of its t-th fed token;
+the tests check it against one full causal forward over prompt + written (the cache oracle). After the last
+layer the sampler's stages (sampler.py) choose the token; each layer's cache, as transformers holds it, is a
+stage per key/value head. The trace grows a step at a time (trace/growing.py) for whoever watches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.model_request import cache_window, check_generation
+from attn_tui.ask.settings import ModelInput
+from attn_tui.attention.variants.gqa import kv_map
+from attn_tui.attention.variants.rope import rotate
+from attn_tui.errors import ConfigError
+from attn_tui.i18n import N_, Msg
+from attn_tui.sources.cache_stage import record_cache
+from attn_tui.sources.families import family_named
+from attn_tui.sources.families.spec import LayerSpec
+from attn_tui.sources.families.tracer import record_layer
+from attn_tui.sources.folder import ModelError
+from attn_tui.sources.model_run import LoadedModel, ModelRun
+from attn_tui.sources.sampler import SHOWN, Draw, Sampler
+from attn_tui.trace.growing import Publisher
+from attn_tui.trace.meta import GenerationRun
+from attn_tui.trace.ops import Place
+from attn_tui.trace.stage import Trace
+from attn_tui.trace.steps import generated_token
+
+OnStep = Callable[[Trace], None]
+
+
+def draw_of(ask: ModelInput) -> Draw:
+    return Draw(ask.do_sample, ask.temperature, ask.top_k, ask.top_p, ask.seed)
+
+
+def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
+    """(V, d) the matrix that turns the last hidden state into logits: the input embedding where the model ties
+    them, else the folder's own `lm_head.weight` (read alone from its safetensors, not a second model)."""
+    model = loaded.model
+    config = model.config
+    embedding: torch.Tensor = model.get_input_embeddings().weight.detach()  # (V, d)
+    if getattr(config, "tie_word_embeddings", False) or folder is None:
+        return embedding
+    from safetensors import safe_open
+
+    for file in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as weights:
+            if "lm_head.weight" in weights.keys():  # noqa: SIM118 (a safe_open is no dict)
+                found: torch.Tensor = weights.get_tensor("lm_head.weight")
+                return found.to(embedding.device, embedding.dtype)
+    raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
+                         "write", model=loaded.name))
+
+
+def generation_estimate(loaded: LoadedModel, prompt: int, count: int) -> Estimate:
+    """What writing `count` tokens after a `prompt`-token text keeps: every step's stages of every layer and
+    head (queries, the keys and values of every position, their rotations and norms, the score rows), each
+    step's input rows, the cache as each step held it, the sampler's columns."""
+    cfg = loaded.model.config
+    heads, layers = loaded.heads, loaded.layers
+    d_h = int(getattr(cfg, "head_dim", None) or loaded.width // heads)
+    kv = int(getattr(cfg, "num_key_value_heads", None) or heads)
+    total = prompt + count  # keys of the last step
+    keys = sum(prompt + t for t in range(count))  # Σ over the steps of the keys each one reads
+    rows = prompt * prompt + sum(prompt + t for t in range(1, count))  # Σ of query rows × keys
+    found = Estimate()
+    found.add(N_("keys and values of every step"), layers * keys * d_h * (2 * kv + 3 * heads))
+    found.add(N_("score rows of every step"), layers * heads * 5 * rows)
+    found.add(N_("each step's layer inputs"), 2 * layers * keys * loaded.width)
+    found.add(N_("the key/value cache of every step"), 2 * layers * keys * kv * d_h)
+    found.add(N_("the model's own step"), 2 * layers * heads * total * total)
+    found.add(N_("the sampler"), count * SHOWN * (loaded.width + 8) + 4 * int(cfg.vocab_size))
+    return found
+
+
+def _ids(loaded: LoadedModel, text: str) -> list[int]:
+    if not text.strip():
+        raise ConfigError(Msg("the sentence is empty: type at least one word"))
+    found = list(loaded.tokenizer(text, add_special_tokens=True)["input_ids"])
+    if not found:
+        raise ConfigError(Msg("{model}'s tokenizer made no tokens of this text", model=loaded.name))
+    return found
+
+
+def _stops(model: Any) -> set[int]:
+    """The ids that end a text: the generation config's end-of-text ids, else the config's."""
+    found = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if found is None:
+        found = getattr(model.config, "eos_token_id", None)
+    return set(found if isinstance(found, list) else [] if found is None else [found])
+
+
+def generate_trace(loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor, max_memory: int | None = None,
+                   on_step: OnStep | None = None) -> Trace:
+    """Write `ask.generate` tokens after `ask.text`, every step traced; `on_step` is handed each step's trace."""
+    return Writer(loaded, ask, unembed).write(ask.generate, max_memory, on_step)
+
+
+class Writer:
+    """One text being written: the model's cache, the inputs every layer read so far, the sampler's generator
+    and the trace, kept between calls so that writing one more token costs one step, not all of them again.
+
+    A call that is stopped (its `on_step` raises) leaves the writer whole: a step's stages, its token and the
+    state the next step reads are all in place before the step is published. One call at a time (`lock`)."""
+
+    def __init__(self, loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor) -> None:
+        from transformers import DynamicCache
+
+        from attn_tui.sources.hf import _readable
+
+        if not loaded.causal:
+            raise ConfigError(Msg("{model} reads its text both ways (an encoder): only a causal model writes",
+                                  model=loaded.name))
+        self.loaded, self.family = loaded, family_named(loaded.family)
+        model, tok = loaded.model, loaded.tokenizer
+        cfg = model.config
+        self.prompt_ids = _ids(loaded, ask.text)
+        self.device = next(model.parameters()).device
+        self.text_of: Callable[[int], str] = lambda i: _readable(tok, tok.convert_ids_to_tokens([i])[0])
+        self.tokens = [self.text_of(i) for i in self.prompt_ids]
+        special_ids = set(tok.all_special_ids)
+        self.special = tuple(n for n, i in enumerate(self.prompt_ids) if i in special_ids)
+        kv_heads = self.family.kv_heads(cfg)
+        self.grouped = kv_heads > 0
+        draw = draw_of(ask)
+        self.meta = GenerationRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, self.special,
+                                  kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (),
+                                  self.family.rope_base(cfg), prompt_tokens=tuple(self.tokens),
+                                  prompt_ids=tuple(self.prompt_ids), do_sample=draw.do_sample,
+                                  temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed,
+                                  cache=ask.cache)
+        self.trace = Trace(self.meta, tuple(self.tokens), tuple(self.tokens), str(self.device),
+                           str(unembed.dtype).replace("torch.", ""))
+        self.sampler = Sampler(draw, unembed, getattr(cfg, "final_logit_softcapping", None), self.text_of)
+        self.cache = DynamicCache(config=cfg)
+        self.inputs: list[list[torch.Tensor]] = [[] for _ in range(loaded.layers)]  # per layer: each step's rows
+        self.ids = list(self.prompt_ids)
+        self.fed = torch.tensor([self.prompt_ids], device=self.device)  # (1, q): what the next step feeds
+        self.written: list[int] = []
+        self.stops = _stops(model)
+        self.stopped = False
+        self.lock = threading.Lock()
+        self.window = cache_window(ask.cache)  # StreamingLLM's (W, S), or None: every token stays
+        self.raw: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in range(loaded.layers)]
+
+    @property
+    def steps(self) -> int:
+        return len(self.written)
+
+    @torch.no_grad()
+    def write(self, count: int, max_memory: int | None = None, on_step: OnStep | None = None) -> Trace:
+        """Write until `count` tokens are written (or the model ends its text); the trace so far, as a copy."""
+        loaded = self.loaded
+        prompt = len(self.prompt_ids)
+        if prompt + count > loaded.positions:
+            raise ConfigError(Msg("the text's {p} tokens and {n} to write are more than {model} reads ({positions} "
+                                  "tokens)", p=prompt, n=count, model=loaded.name, positions=loaded.positions))
+        generation_estimate(loaded, prompt, count).check(memory_limit(max_memory), Msg(
+            "writing {n} tokens with {model}", n=count, model=loaded.name))
+        with self.lock:
+            publisher = Publisher(self.trace, on_step)
+            while self.steps < count and not self.stopped:
+                self._step(publisher)
+            return self.trace.copy()
+
+    def _kept(self, n: int) -> list[int]:
+        """The positions a step sees: all of them, or StreamingLLM's first S and last W (the newest among them)."""
+        if self.window is None or n <= sum(self.window):
+            return list(range(n))
+        window, sinks = self.window
+        return list(range(sinks)) + list(range(n - window, n))
+
+    def _step(self, publisher: Publisher) -> None:
+        loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
+        queries, n = self.fed.shape[1], len(self.ids)
+        kept = self._kept(n) if t else list(range(n))  # the prompt is read whole; the window holds from step 1
+        m = len(kept)
+        if self.window is not None and t:
+            self.cache = self._window_cache(kept[:-1])
+            at = torch.tensor([m - 1], device=self.device)  # the new token's position in the cache
+            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
+                               position_ids=at[None], cache_position=at)
+        else:
+            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+        for layer in range(loaded.layers):
+            self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
+        index = torch.tensor(kept, device=self.device)
+        view = ModelRun(loaded, tuple(tokens[p] for p in kept), tuple(i for i, p in enumerate(kept) if p in
+                        self.special), tuple(torch.cat(rows)[index] for rows in self.inputs), (),
+                        torch.ones(m, m, dtype=torch.bool, device=self.device).tril(), None)
+        labels = tuple(f"{p}:{tokens[p]}" for p in kept)
+        for layer in range(loaded.layers):
+            spec = self.family.layer(view, layer)
+            record_layer(trace, spec, layer, view, self.grouped, step=t, queries=queries)
+            if self.window is not None:
+                self._keep_raw(layer, t, queries, spec)
+            record_cache(trace, self.cache, layer, t, spec, labels, loaded.heads, n - m)
+        if t == 0:
+            self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
+        token = self.sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([self.ids], device=self.device),
+                                  tokens[-1])
+        self.written.append(token)
+        self.ids.append(token)
+        tokens.append(self.text_of(token))
+        self.stopped = token in self.stops
+        self.fed = torch.tensor([[token]], device=self.device)
+        prompt = len(self.prompt_ids)
+        self.meta = _so_far(self.meta, self.written, tokens[prompt:], loaded.tokenizer, self.stopped)
+        trace.meta = self.meta
+        trace.query_tokens = trace.key_tokens = tuple(tokens[:n])  # every position that has queried so far
+        publisher.step(generated_token(t, tokens[-1], tuple(tokens[n - queries:n])), self.meta, tuple(tokens[:n]))
+
+    def _keep_raw(self, layer: int, t: int, queries: int, spec: LayerSpec) -> None:
+        """The step's new keys before their rotation, and values, per key/value head: what StreamingLLM turns
+        again at the positions they hold in the cache each later step."""
+        name = "key_norm" if spec.k_norm is not None else "key"
+        groups = kv_map(spec.heads, spec.kv_heads)
+        first = [groups.index(g) for g in range(spec.kv_heads)]  # a query head of each key/value head
+        keys, values = self.raw[layer]
+        keys.append(torch.stack([self.trace.stages[Place(name, layer, h, t)].tensor[-queries:] for h in first]))
+        values.append(torch.stack([self.trace.stages[Place("value", layer, h, t)].tensor[-queries:] for h in first]))
+
+    def _window_cache(self, held: list[int]) -> Any:
+        """A DynamicCache holding the positions `held` (original positions), each key turned at the position it
+        holds in the cache (0, 1, …), as StreamingLLM re-applies rotary positions after an eviction."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        index = torch.tensor(held, device=self.device)
+        view = ModelRun(self.loaded, tuple(self.tokens[p] for p in held), (),
+                        tuple(torch.cat(rows)[index] for rows in self.inputs), (), torch.ones(1, 1), None)
+        for layer in range(self.loaded.layers):
+            rotary = self.family.layer(view, layer).rotary
+            if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
+                    or rotary.interleaved:
+                raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} "
+                                      "has no rotate-half rotary embedding to re-apply", model=self.loaded.name))
+            keys, values = (torch.cat(parts, dim=1)[:, index] for parts in self.raw[layer])  # (kv, held, d_h)
+            cache.update(rotate(keys, rotary.cos, rotary.sin)[None], values[None], layer)
+        return cache
+
+
+def _so_far(meta: GenerationRun, written: list[int], shown: list[str], tok: Any, stopped: bool) -> GenerationRun:
+    return replace(meta, generated_ids=tuple(written), generated_tokens=tuple(shown),
+                   output=tok.decode(written, skip_special_tokens=True), stopped=stopped)
+
+
+class GenerationSource:
+    """A model asked to write (`generate` > 0): loaded once by its own source (a GGUF package's or a folder's),
+    then written with step by step; the text being written is kept, so asking for one more token (the app's
+    `n`) writes one step."""
+
+    def __init__(self) -> None:
+        self._writers: dict[tuple[object, ...], Writer] = {}
+
+    def handles(self, ask: object) -> bool:
+        from attn_tui.ask.models import DATE_MODELS
+
+        return isinstance(ask, ModelInput) and ask.generate > 0 and ask.name not in DATE_MODELS
+
+    def trace(self, ask: object, max_memory: int | None = None) -> Trace:
+        return self.trace_growing(ask, max_memory, None)
+
+    def trace_growing(self, ask: object, max_memory: int | None, on_step: OnStep | None) -> Trace:
+        assert isinstance(ask, ModelInput)
+        from attn_tui.ask.models import GGUF_MODELS
+
+        check_generation(ask)  # an API caller or a session file may hand anything
+        if ask.name in GGUF_MODELS:
+            from attn_tui.sources import gguf
+
+            loaded, folder = gguf._loaded(ask.name, ask.device, max_memory), None
+        else:
+            from attn_tui.sources import transformer
+            from attn_tui.sources.folder import resolve
+
+            loaded, folder = transformer._loaded(ask.name, ask.device, max_memory), Path(resolve(ask.name))
+        key = (ask.name, ask.text, ask.device, draw_of(ask), ask.cache)
+        writer = self._writers.get(key)
+        if writer is None or writer.loaded is not loaded or writer.steps > ask.generate:
+            writer = Writer(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
+            kept = list(self._writers.items())[-1:]  # two texts kept: compare mode's A and B write side by side
+            self._writers = {**dict(kept), key: writer}
+        return writer.write(ask.generate, max_memory, on_step)

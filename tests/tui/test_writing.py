@@ -1,0 +1,139 @@
+"""The app writes: `n` asks the model on show for one more token (`5n` five), each step shows as it is made,
+and `b` stops a writing in flight, keeping the tokens written."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from attn_tui.tui.widgets.stage_bar import StageBar
+from tests.sources.tiny_models import SMALL, tiny
+from tests.tui.helpers import model_app, settle
+
+pytestmark = [pytest.mark.slow, pytest.mark.app, pytest.mark.models]
+SIZE = (110, 34)
+TEXT = "the cat sat"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny(tmp_path_factory.mktemp("app-writer"), "llama", dict(SMALL, num_key_value_heads=2))
+
+
+async def _until(pilot, condition, rounds: int = 600) -> None:
+    for _ in range(rounds):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("never happened")
+
+
+async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> None:
+    from attn_tui.ask.settings import ModelInput
+    from attn_tui.sources import run
+
+    app = model_app(str(folder), TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.trace is not None and app.trace.steps() == 0  # one forward pass: nothing written yet
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.shown is not None and app.shown.ask.model.generate == 1  # type: ignore[union-attr]
+        assert app.trace.steps() == 1 and len(app.trace.meta.generated_ids) == 1  # type: ignore[union-attr]
+        await pilot.press("n")
+        await settle(pilot)
+        trace = app.trace
+        assert trace.steps() == 2
+        whole = run(ModelInput(str(folder), TEXT, generate=2)).trace
+        assert trace.meta.generated_ids == whole.meta.generated_ids  # type: ignore[union-attr]
+        await pilot.press("9")  # the weights of the newest step: one row over every key so far
+        app.explorer.go_to_place(max(i for i, p in enumerate(app.explorer.places)
+                                     if p.name == "weights" and p.step == 1))
+        await pilot.pause()
+        assert app.view.place.step == 1 and app.view.grid.values.shape == (1, 6)
+        assert "token 1 of 2: fed" in str(app.query_one(StageBar).render())
+
+
+async def test_a_digit_then_n_writes_that_many(folder: Path) -> None:
+    app = model_app(str(folder), TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3", "n")
+        await settle(pilot)
+        assert app.trace.steps() == 3 and app.shown.ask.model.generate == 3  # type: ignore[union-attr]
+
+
+async def test_b_stops_a_writing_and_keeps_what_it_wrote_then_n_goes_on(folder: Path, monkeypatch) -> None:
+    import attn_tui.sources as door
+
+    real = door.run
+    reached, release = threading.Event(), threading.Event()
+
+    def held(ask, *args, on_step=None, **kwargs):
+        def step(shown) -> None:
+            on_step(shown)
+            if shown.trace.steps() == 2:
+                reached.set()
+                release.wait(timeout=30)
+
+        return real(ask, *args, on_step=None if on_step is None else step, **kwargs)
+
+    monkeypatch.setattr(door, "run", held)
+    app = model_app(str(folder), "the dog", generate=0)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("8", "n")
+            await _until(pilot, reached.is_set)
+            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 2)
+            await pilot.press("b")
+            release.set()
+            await settle(pilot)
+            assert app.shown is not None and app.trace.steps() == 2
+            assert app.shown.ask.model.generate == 2  # type: ignore[union-attr]
+            written = app.trace.meta.generated_ids  # type: ignore[union-attr]
+            await pilot.press("n")
+            await settle(pilot)
+            assert app.trace.steps() == 3 and app.trace.meta.generated_ids[:2] == written  # type: ignore[union-attr]
+    finally:
+        release.set()
+
+
+async def test_n_on_the_variants_says_what_it_needs_and_b_with_nothing_in_flight_says_so() -> None:
+    from tests.tui.helpers import sample_app
+
+    app = sample_app()
+    notes: list[str] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
+        await pilot.press("n", "b")
+        assert "causal language model" in notes[0] and "nothing is being written" in notes[1]
+
+
+async def test_compare_puts_the_whole_cache_against_streamingllms_window(folder: Path) -> None:
+    import numpy as np
+
+    from attn_tui.tui.widgets.compare_view import CompareView
+    from tests.tui.test_compare import _compare
+
+    app = model_app(str(folder), "the cat sat on the mat", generate=6)  # 8 tokens; the window keeps 4 + 8
+    async with app.run_test(size=(130, 40)) as pilot:
+        await settle(pilot)
+        await _compare(pilot, "cache")
+        assert app.comparison is not None and app.comparison.b_ask(app.wanted).cache == "window:8,sinks:4"
+        places = app.explorer.places
+        app.explorer.go_to_place(next(n for n, p in enumerate(places) if (p.name, p.step) == ("weights", 2)))
+        await settle(pilot)
+        view = app.query_one(CompareView)
+        a, b, diff = (view.heatmap(side).grid for side in ("a", "b", "diff"))
+        assert a.values.shape == b.values.shape == (1, 10)  # nothing evicted yet: the same row
+        assert float(np.abs(diff.values).max()) < 1e-5
+        app.explorer.go_to_place(next(n for n, p in enumerate(places) if (p.name, p.step) == ("weights", 5)))
+        await settle(pilot)
+        a, b = (view.heatmap(side).grid for side in ("a", "b"))
+        assert a.values.shape == (1, 13) and b is not None and b.values.shape == (1, 12)  # one position evicted
+        shown_b = app.explorer.shown_b
+        assert shown_b is not None and len(shown_b.trace.meta.generated_ids) == 6  # type: ignore[union-attr]
