@@ -15,10 +15,14 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from attn_tui.sources.recorder.capture import Recorder
+
+class Recorder(Protocol):
+    """What a recording offers flex_attention's wrapper (capture.Recorder): a call the mode cannot see, handed in."""
+
+    def record_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
+                    caller: Any) -> None: ...
 
 MODULE = "torch.nn.attention.flex_attention"
 _ACTIVE: list[Recorder] = []  # the recorders that want flex_attention calls, innermost last

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.flex_layout import (
+from attn_tui.sources.recorder.flex_parts import (
     FULL,
     PARTIAL,
     SKIPPED,
