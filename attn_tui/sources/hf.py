@@ -118,10 +118,9 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
     (`max_memory`), with a private folder for what it writes out (a safetensors checkpoint is read in place)."""
     from transformers import AutoModel
 
-    options: dict[str, Any] = dict(trust_remote_code=False, config=config, attn_implementation="eager",
-                                   weights_only=True)
+    options: dict[str, Any] = dict(config=config, attn_implementation="eager", weights_only=True)
     if plan.whole:
-        model, info = AutoModel.from_pretrained(folder, **options, output_loading_info=True)
+        model, info = AutoModel.from_pretrained(folder, trust_remote_code=False, **options, output_loading_info=True)
         return _complete(model, info, name).to(device).eval()
     if importlib.util.find_spec("accelerate") is None:
         raise ModelError(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights, and "
@@ -134,8 +133,8 @@ def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, na
         budget = {device.index or 0: plan.room, "cpu": plan.room}
     report(Msg("{name} needs about {weights}, more than the {room} --max-memory leaves for weights: offloading "
                "layers", name=quoted(name), weights=format_bytes(plan.weights), room=format_bytes(plan.room)))
-    model, info = AutoModel.from_pretrained(folder, **options, device_map="auto", max_memory=budget,
-                                            offload_folder=str(where), output_loading_info=True)
+    model, info = AutoModel.from_pretrained(folder, trust_remote_code=False, **options, device_map="auto",
+                                            max_memory=budget, offload_folder=str(where), output_loading_info=True)
     return _complete(model, info, name).eval()
 
 
