@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attn_tui.i18n import Msg
+from attn_tui.i18n import Msg, Plural
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
@@ -50,8 +50,10 @@ class KvSharing:
     @property
     def caption(self) -> Msg:
         """What the sharing means: how many query heads each key/value head serves, and the cache it saves."""
-        return Msg("{queries} query heads share {kv} key/value heads ({kind}); a decoder caches keys and values "
-                   "for {kv} heads instead of {queries}", queries=self.query_heads, kv=self.kv_heads, kind=self.kind)
+        return Plural("{queries} query heads share {n} key/value head ({kind}); a decoder caches keys and values "
+                      "for {n} head instead of {queries}",
+                      "{queries} query heads share {n} key/value heads ({kind}); a decoder caches keys and values "
+                      "for {n} heads instead of {queries}", queries=self.query_heads, n=self.kv_heads, kind=self.kind)
 
 
 def kv_sharing(trace: Trace, current: int = 0) -> KvSharing | None:
