@@ -31,7 +31,7 @@ from attn_tui.sources.recorder.found import (
     WeightedSumOp,
 )
 from attn_tui.sources.recorder.node import Node
-from attn_tui.sources.recorder.operands import Operands, after_output
+from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
 from attn_tui.sources.recorder.slices import layout
@@ -124,11 +124,7 @@ def from_sdpa(node: Node, found: Found) -> None:
     q, k, v = (lay.flat_ref(r) for r in (q_ref, k_ref, v_ref))
     length, width = q.shape[-2:]
     keys = k.shape[-2]
-    operands = Operands(found)
-    fused = operands.fused([q, k, v])
-    q_name = operands.operand(q, "query", "query", fused)
-    k_name = operands.operand(k, "key", "key", fused, "key_input")
-    v_name = operands.operand(v, "value", "key", fused, "value_input") if not v.same(k) else k_name
+    q_name, k_name, v_name = call_operands(found, q, k, v)
     scale = args.get("scale")
     factor = float(scale) if scale is not None else 1.0 / math.sqrt(width)
     qv, kv = found.role(q_name).data, found.role(k_name).data

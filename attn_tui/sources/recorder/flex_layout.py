@@ -36,7 +36,7 @@ from attn_tui.sources.recorder.flex_parts import (
 )
 from attn_tui.sources.recorder.found import DotOp, Found, Role, ScaleOp, SoftmaxOp, WeightedSumOp
 from attn_tui.sources.recorder.node import Node
-from attn_tui.sources.recorder.operands import Operands, after_output
+from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.refs import Ref, resolve
 
 
@@ -58,11 +58,7 @@ def from_flex(node: Node, found: Found) -> None:
     found.batch, found.heads = batch, heads  # slice n = b * heads + h, as flex's own (b, h) count them
     q, k, v = (flat_ref(r) for r in (q_ref, k_ref, v_ref))
     keys = k.shape[-2]
-    operands = Operands(found)
-    fused = operands.fused([q, k, v])
-    q_name = operands.operand(q, "query", "query", fused)
-    k_name = operands.operand(k, "key", "key", fused, "key_input")
-    v_name = operands.operand(v, "value", "key", fused, "value_input") if not v.same(k) else k_name
+    q_name, k_name, v_name = call_operands(found, q, k, v)
     scale = args.get("scale")
     factor = float(scale) if scale is not None else width ** -0.5
     working = torch.float64 if q_node.value.dtype == torch.float64 else torch.float32

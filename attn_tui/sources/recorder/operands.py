@@ -290,3 +290,14 @@ def _concat_and_project(found: Found, output: Ref, output_role: str, linear: Nod
         Msg("Y = {source}·{weight}ᵀ + {bias}", source=concat, weight=weight, bias=bias)
     f.add(Role("projected", projected, LinearOp(concat, weight, bias, (0,) * (f.batch * f.heads)), linear.origin,
                formula, ("query", "dim"), shared=True))
+
+
+def call_operands(found: Found, q: Ref, k: Ref, v: Ref) -> tuple[str, str, str]:
+    """The roles of a fused call's query, key and value (SDPA's, flex_attention's), each traced back to the
+    projection that made it, a fused qkv's slice, or given as is; a value that is the key itself shares its role."""
+    operands = Operands(found)
+    fused = operands.fused([q, k, v])
+    q_name = operands.operand(q, "query", "query", fused)
+    k_name = operands.operand(k, "key", "key", fused, "key_input")
+    v_name = operands.operand(v, "value", "key", fused, "value_input") if not v.same(k) else k_name
+    return q_name, k_name, v_name
