@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_tui.attention.head_roles import head_roles
 from attn_tui.trace.model_stats import ROLLOUT_FORMULA as ROLLOUT_FORMULA
 from attn_tui.trace.model_stats import HeadStats as HeadStats
 from attn_tui.trace.model_stats import ModelStats as ModelStats
@@ -69,7 +70,9 @@ def model_stats(trace: Trace) -> ModelStats:
     """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
     weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
     real = real_keys(trace)  # (N,)
-    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace))
+    tokens = trace.key_tokens
+    roles = head_roles(weights, tokens, real) if len(tokens) == weights.shape[-1] == weights.shape[-2] else ()
+    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace), roles)
 
 
 def blocked(trace: Trace) -> torch.Tensor | None:

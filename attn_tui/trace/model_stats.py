@@ -24,6 +24,23 @@ class HeadStats:
     first_token_share: float  # mean weight on key 0 ([CLS] or the first word)
 
 
+ROLE_NAMES = ("previous_token", "duplicate_token", "induction", "sink", "local", "entropy")
+
+
+@dataclass(frozen=True)
+class HeadRoles:
+    """One head's score on each role (`ROLE_NAMES`, attention/head_roles.py says how each is computed).
+
+    Every score but `entropy` (nats) is a share of the head's attention, 0…1; `breadth` is its entropy over
+    the most it could be, 0…1 (the `broad` role).
+    """
+
+    layer: int
+    head: int
+    scores: dict[str, float]
+    breadth: float
+
+
 @dataclass(frozen=True)
 class ModelStats:
     """A whole model over one input, computed once in the worker: what the grid, rollout and CLI summary read."""
@@ -32,3 +49,4 @@ class ModelStats:
     stats: tuple[HeadStats, ...]  # layer-major
     rollout: torch.Tensor  # (N, N)
     blocked: torch.Tensor | None  # (layers, N, N) bool: cells each layer's own mask hides; None: nothing masked
+    roles: tuple[HeadRoles, ...] = ()  # layer-major; () where the rows are not the keys (a generation's steps)
