@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
@@ -31,6 +33,28 @@ def lookup_qkv():
     k = [[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]]
     v = [[1, 0], [10, 0], [100, 5], [1000, 6]]
     return q, k, v
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _auto_is_the_cpu() -> Iterator[None]:
+    """`auto` means the CPU in tests, whose references are CPU tensors, even on a machine with a GPU (module
+    fixtures too); the tests marked `cuda` (test_cuda*.py) name `cuda` and compare what it computes with the CPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        yield
+        return
+    from attn_tui.attention import device, engine
+
+    chosen = device.resolve_device
+
+    def resolve(name: str) -> torch.device:
+        return chosen("cpu" if name == "auto" else name)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(device, "resolve_device", resolve)
+        patch.setattr(engine, "resolve_device", resolve)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import torch
 import attn_tui
 from attn_tui.ask.variants import VARIANTS
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"), pytest.mark.cuda]
 
 SENTENCE = "나는 어제 학교에 갔다 <pad>"
 OPTIONS: dict[str, dict[str, object]] = {

@@ -190,6 +190,7 @@ def test_core_imports_without_textual_or_rich() -> None:
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.cuda
 @pytest.mark.parametrize("variant", ["scaled_dot", "additive", "multihead"])
 def test_cuda_matches_cpu(variant: str) -> None:
     cpu, gpu = (compute(sentence("나는 학교에 간다 <pad>", variant=variant, mask="causal+padding", device=device))
