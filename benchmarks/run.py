@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compute import multihead, scaled_dot
 from generate import generate
+from gpu import main as gpu
 from keys import keys
 from memory import memory
 from open import open_models
@@ -31,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2", "open",
-                                                "generate"),
+                                                "generate", "gpu"),
                         help="one section")
     args = parser.parse_args()
     sizes = QUICK if args.quick else SIZES
@@ -44,6 +45,7 @@ def main() -> None:
         "smollm2": smollm2,
         "open": open_models,
         "generate": lambda: generate(16 if args.quick else 64),
+        "gpu": gpu,  # skipped where torch sees no GPU
     }
     for name, run in sections.items():
         if args.only in (None, name):
