@@ -153,6 +153,18 @@ def score_family(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreSta
     return stream(trace, tail, family, [s.name for s in stages], values, scores_at, values_at)
 
 
+GPU_PASS_CELLS = 1 << 24  # cells of one block on a GPU: 64 MiB of float32 per temporary
+
+
+def pass_rows(device: torch.device, heads: int, keys: int) -> int:
+    """Query rows per block of the streaming pass: PASS_ROWS on the CPU (what the budget counts); on a GPU as
+    many as fit GPU_PASS_CELLS, up to 16 times more, since each block costs a few waits for the GPU (its stats
+    are read back) and a GPU is fastest on large blocks."""
+    if device.type == "cpu":
+        return PASS_ROWS
+    return max(PASS_ROWS, min(16 * PASS_ROWS, GPU_PASS_CELLS // max(1, heads * keys)))
+
+
 def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], values: torch.Tensor,
            scores_at: Sequence[Place], values_at: Sequence[Place]) -> torch.Tensor:
     """One pass over blocks of query rows: the outputs, every row's log-sum-exp, and every stage's stats.
@@ -169,8 +181,9 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
     stats = {name: [StageStats() for _ in range(heads)] for name in (*names, "masked", "weights")}
     sink = None if tail.sink is None else tail.sink.to(values.device, dtype)[:, None]  # (heads, 1)
     sink_mass = None if sink is None else torch.empty(heads, rows_total, 1, dtype=dtype, device=values.device)
-    for start in range(0, rows_total, PASS_ROWS):
-        rows = slice(start, min(rows_total, start + PASS_ROWS))
+    step = pass_rows(values.device, heads, family.shape[1])
+    for start in range(0, rows_total, step):
+        rows = slice(start, min(rows_total, start + step))
         pre = family.pre(rows, slice(None))
         masked = family.masked(pre[family.last], rows, slice(None))  # (heads, b, S)
         kept = None if family.mask is None else family.mask.tile(rows, slice(None))

@@ -83,3 +83,18 @@ def test_a_tiny_gpt2_on_cuda_equals_its_output_attentions(tmp_path) -> None:
         for head in range(4):
             ours = trace.tensor("weights", layer, head).cpu()
             assert (ours - reference[layer][0, head]).abs().max() <= 1e-5, (layer, head)
+
+
+def test_a_long_input_streams_in_large_blocks_on_cuda_and_equals_the_cpu() -> None:
+    text = " ".join(f"w{i % 300}" for i in range(3000))  # long enough for lazy stages, several GPU blocks
+    cpu, gpu = (attn_tui.compute(text, device=device, variant="alibi", heads=2, mask="causal", dim=16)
+                for device in ("cpu", "cuda"))
+    for head in range(2):
+        assert gpu.stage("weights", head=head).lazy and cpu.stage("weights", head=head).lazy
+        torch.testing.assert_close(gpu.stage("weights", head=head).data[1000:1100, 900:1000].cpu(),
+                                   cpu.stage("weights", head=head).data[1000:1100, 900:1000], atol=1e-5, rtol=0)
+        torch.testing.assert_close(gpu.tensor("output", head=head).cpu(), cpu.tensor("output", head=head), atol=1e-4,
+                                   rtol=1e-4)
+        ours, theirs = (t.stats[t.stage("weights", head=head).place] for t in (gpu, cpu))
+        assert (ours.lo, ours.hi) == pytest.approx((theirs.lo, theirs.hi), abs=1e-6)
+        assert (ours.masked, ours.empty_rows, ours.nan) == (theirs.masked, theirs.empty_rows, theirs.nan)
