@@ -162,7 +162,8 @@ def weights_bytes(folder: Path) -> int:
 _SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
           "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
           "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
-          "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",)}
+          "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",),
+          "qk_nope": ("qk_nope_head_dim",)}  # DeepSeek's MLA: a query head is qk_nope_head_dim + head_dim wide
 _TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2", "gpt_neox"}  # families whose MLP is up and down; the others' is gated
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 
