@@ -147,3 +147,13 @@ def test_the_cli_lists_the_stages_and_refuses_absorbed_elsewhere(capsys: pytest.
     assert code == 0 and "q_abs" in out
     code, _out, err = run_cli(capsys, "stages", "--variant", "gqa", "--text", "a b", "--absorbed")
     assert code == 2 and "--absorbed" in err and "mla" in err
+
+
+def test_the_api_takes_absorbed_for_mla_only() -> None:
+    import attn_tui
+    from attn_tui.errors import ConfigError
+
+    trace = attn_tui.compute("the cat sat", variant="mla", heads=2, absorbed=True)
+    assert "query_absorbed" in trace.names()
+    with pytest.raises(ConfigError, match="belongs to mla"):
+        attn_tui.compute("the cat sat", variant="gqa", absorbed=True)

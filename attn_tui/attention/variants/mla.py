@@ -174,7 +174,8 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
         "these {heads} heads would cache a key and a value per head, {plain} numbers ({plain_bytes} bytes): "
         "{ratio}× as much", r=m.kv_rank, d=m.d_rope, n=m.cached(), bytes=m.cached() * item, heads=heads,
         plain=m.plain(), plain_bytes=m.plain() * item, ratio=f"{m.plain() / m.cached():.3g}"),
-           (keys, dim_axis(m.cached())), Concat((at("kv_latent_norm"), at("key_rot"))))
+           (keys, Axis("cached", tuple(f"c{i}" for i in range(m.kv_rank)) + tuple(f"r{i}" for i in range(m.d_rope)))),
+           Concat((at("kv_latent_norm"), at("key_rot"))))  # columns: the latent's c…, then the rotary key's r…
 
     # values (and, unless absorbed, keys) expanded from the latent, per head
     values = F.linear(latent, p[name("W_uv")]).view(-1, heads, m.d_v).transpose(0, 1)  # (H, N, d_v)
