@@ -160,3 +160,18 @@ def test_the_cli_opens_the_folder_and_refuses_to_generate_in_words(folders: dict
     assert code == 0 and "cache[t]" in out
     code, _out, err = run_cli(capsys, "stages", "--model", path, "--text", "the cat sat", "--generate", "2")
     assert code == 2 and "latent" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_the_folder_estimate_follows_what_transformers_builds(tmp_path: Path, name: str) -> None:
+    """The latent attention's and the experts' parameters from config.json (within 3%), before a tensor exists:
+    every layer is counted as the largest (with its experts), so the budget never falls short."""
+    import json
+
+    from attn_tui.sources import folder
+
+    config = dict(CONFIGS[name], vocab_size=5000, first_k_dense_replace=0 if name == "plain_query" else 2)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "deepseek_v3", **config}))
+    built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model("deepseek_v3", **config))
+    real = sum(p.numel() for p in built.parameters())
+    assert abs(folder.config_parameters(tmp_path) - real) / real < 0.03, (folder.config_parameters(tmp_path), real)
