@@ -157,3 +157,19 @@ def test_the_api_takes_absorbed_for_mla_only() -> None:
     assert "query_absorbed" in trace.names()
     with pytest.raises(ConfigError, match="belongs to mla"):
         attn_tui.compute("the cat sat", variant="gqa", absorbed=True)
+
+
+def test_the_cli_json_holds_every_stage_and_the_parameters_that_recompute_it(capsys: pytest.CaptureFixture[str]
+                                                                             ) -> None:
+    import json
+
+    code, out, _err = run_cli(capsys, "stages", "--variant", "mla", "--text", "나는 학교에 간다", "--heads", "2",
+                              "--mask", "causal", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    names = [s["name"] for s in doc["stages"]]
+    assert {"kv_latent", "latent_cache", "key_rot", "weights"} <= set(names)
+    weights = [torch.tensor(s["data"]) for s in doc["stages"] if s["name"] == "weights"]
+    assert len(weights) == 2 and all(torch.allclose(w.sum(-1), torch.ones(3)) for w in weights)
+    cache = next(s for s in doc["stages"] if s["name"] == "latent_cache")
+    assert cache["shape"] == [3, sizes(8, 2).cached()]
