@@ -33,10 +33,11 @@ LATENT: dict[str, Any] = dict(SMALL, num_key_value_heads=4, q_lora_rank=16, kv_l
                               qk_rope_head_dim=4, v_head_dim=8, first_k_dense_replace=2)  # dense: no experts
 CONFIGS: dict[str, dict[str, Any]] = {
     "interleaved": LATENT,
-    # no low-rank query path, rotate-half, biases on the down-projections and o_proj, an MoE layer 1
+    # no low-rank query path, rotate-half, biases on the down-projections and o_proj, values wider than the keys'
+    # no-position part, an MoE layer 1
     "plain_query": dict(LATENT, q_lora_rank=None, rope_interleave=False, attention_bias=True, kv_lora_rank=6,
-                        qk_rope_head_dim=6, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
-                        moe_intermediate_size=16, n_group=1, topk_group=1),
+                        v_head_dim=10, qk_rope_head_dim=6, first_k_dense_replace=1, n_routed_experts=4,
+                        num_experts_per_tok=2, moe_intermediate_size=16, n_group=1, topk_group=1),
 }
 
 
