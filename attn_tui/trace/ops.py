@@ -254,6 +254,7 @@ class PartialRotary:
     interleaved: bool = False
     scaling: float = 1.0
     first: int = 0  # the position of row 0
+    inv_freq: str | None = None  # a parameter holding the model's own θ_i (rope scaling: YaRN); None: base^(−2i/r)
 
 
 @dataclass(frozen=True)

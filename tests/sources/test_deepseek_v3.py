@@ -2,9 +2,10 @@
 
 Tiny random-weight models built offline (tiny_models.py): one with the query's low-rank path and DeepSeek's
 interleaved rotary pairs, one without the low-rank path (q_lora_rank None, V2-Lite's layout), rotate-half
-and biased down-projections, with a mixture-of-experts layer after a dense one. Every layer's and head's
-weights equal transformers' eager `output_attentions`, the heads' outputs side by side equal what the
-module's own o_proj reads (a forward hook), and the `mla` variant with a layer's weights copied in equals it.
+and biased down-projections, with a mixture-of-experts layer after a dense one, and one with YaRN's rope.
+Every layer's and head's weights equal transformers' eager `output_attentions`, the heads' outputs side by side
+equal what the module's own o_proj reads (a forward hook), and the `mla` variant with a layer's weights copied in
+equals it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from attn_tui.attention import params as params_module  # noqa: E402
 from attn_tui.attention.engine import compute  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import run  # noqa: E402
+from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
 from tests.cli.test_cli import run_cli  # noqa: E402
 from tests.conftest import x_matrix  # noqa: E402
@@ -38,6 +40,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "plain_query": dict(LATENT, q_lora_rank=None, rope_interleave=False, attention_bias=True, kv_lora_rank=6,
                         v_head_dim=10, qk_rope_head_dim=6, first_k_dense_replace=1, n_routed_experts=4,
                         num_experts_per_tok=2, moe_intermediate_size=16, n_group=1, topk_group=1),
+    # DeepSeek-V3's own rope: YaRN's frequencies and its mscale on the scores' factor
+    "yarn": dict(LATENT, rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                                          "rope_theta": 10000.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                          "beta_fast": 32.0, "beta_slow": 1.0}),
 }
 
 
@@ -176,3 +182,13 @@ def test_the_folder_estimate_follows_what_transformers_builds(tmp_path: Path, na
     built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model("deepseek_v3", **config))
     real = sum(p.numel() for p in built.parameters())
     assert abs(folder.config_parameters(tmp_path) - real) / real < 0.03, (folder.config_parameters(tmp_path), real)
+
+
+def test_yarns_own_frequencies_and_scale_are_the_ones_shown(traces: dict[str, Trace]) -> None:
+    """YaRN moves θ_i away from base^(−2i/d) and scales the scores by its mscale: the inspector reads the model's."""
+    trace = traces["yarn"]
+    assert not torch.allclose(trace.params["blocks.0.inv_freq"], 10000.0 ** (-torch.arange(0, 4, 2) / 4))
+    found = explain(trace, Place("key_rot", 0), (5, 3))
+    assert found.matches and "the model's own frequency" in "\n".join(found.lines)
+    geometry = trace.geometry_of(0)
+    assert geometry is not None and geometry.scale != pytest.approx(12 ** -0.5)

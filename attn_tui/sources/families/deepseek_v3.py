@@ -16,7 +16,8 @@ from typing import Any
 import torch
 
 from attn_tui.attention.attend import Tail
-from attn_tui.attention.variants.mla import Latent, Turn, record, rotate_half_turn
+from attn_tui.attention.variants.mla import Latent, Turn, record
+from attn_tui.attention.variants.rope import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import rope_base
@@ -28,20 +29,28 @@ from attn_tui.trace.ops import Op, PartialRotary, Place
 from attn_tui.trace.stage import Axis, Trace
 
 
-def interleaved_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float) -> Turn:
-    """DeepSeek's interleaved pairs (2i, 2i + 1), each turned by θ_i; cos, sin (N, d_rope) as transformers makes
-    them (each half the same angles), spread here to one angle per pair."""
+def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float, inv_freq: str,
+               interleaved: bool) -> Turn:
+    """The model's own rotation of a rotary part: DeepSeek's interleaved pairs (2i, 2i + 1) or rotate-half's
+    (i, i + d/2), by the model's cos and sin (N, d_rope; each half the same angles, its rope scaling in them) and,
+    for the inspector, its own frequencies, the parameter `inv_freq`."""
     half = cos.shape[-1] // 2
-    cos_pairs, sin_pairs = (t[:, :half].repeat_interleave(2, dim=-1) for t in (cos, sin))  # (N, d_rope)
+    if interleaved:
+        cos, sin = (t[:, :half].repeat_interleave(2, dim=-1) for t in (cos, sin))  # (N, d_rope): an angle per pair
 
     def turn(x: torch.Tensor, at: Place, source: Place) -> tuple[torch.Tensor, Op, str | Msg]:
         letter = "q" if at.name.startswith("query") else "k"
-        formula = Msg("{letter}_rot[p] = {letter}_rope[p] turned pair by pair (2i, 2i+1) by the angle p·θ_i, "
-                      "θ_i = {base}^(−2i/{d})   (DeepSeek's interleaved pairs)", letter=letter, base=f"{base:g}",
-                      d=x.shape[-1])
-        rows = x.shape[0]
-        return (rotate_pairs(x, cos_pairs[:rows], sin_pairs[:rows]),
-                PartialRotary(source, base, x.shape[-1], True, scaling), formula)
+        d, rows = x.shape[-1], x.shape[0]
+        if interleaved:
+            formula = Msg("{letter}_rot[p] = {letter}_rope[p] turned pair by pair (2i, 2i+1) by the angle p·θ_i, "
+                          "θ_i = {base}^(−2i/{d})   (DeepSeek's interleaved pairs)", letter=letter, base=f"{base:g}",
+                          d=d)
+            turned = rotate_pairs(x, cos[:rows], sin[:rows])
+        else:
+            formula = Msg("{letter}_rot[p] = {letter}_rope[p] turned pair by pair (i, i + {half}) by the angle p·θ_i, "
+                          "θ_i = {base}^(−2i/{d})", letter=letter, half=d // 2, base=f"{base:g}", d=d)
+            turned = rotate(x, cos[:rows], sin[:rows])
+        return turned, PartialRotary(source, base, d, interleaved, scaling, inv_freq=inv_freq), formula
 
     return turn
 
@@ -83,8 +92,8 @@ def record_layer(run_: ModelRun, trace: Trace, index: int) -> float:
     cos, sin = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None])  # (1, N, d_rope) each
     scaling = float(getattr(model.rotary_emb, "attention_scaling", 1.0))
     interleaved = bool(getattr(cfg, "rope_interleave", False))
-    turn = (interleaved_turn(cos[0], sin[0], base, scaling) if interleaved
-            else rotate_half_turn(cos[0], sin[0], base, scaling))
+    trace.params[prefix + "inv_freq"] = model.rotary_emb.inv_freq.detach()  # (d_rope/2,) θ_i, YaRN's included
+    turn = model_turn(cos[0], sin[0], base, scaling, prefix + "inv_freq", interleaved)
     tokens = Axis("query", run_.tokens)
     trace.layer_masks[index] = trace.mask
     trace.geometry[index] = LayerGeometry("causal", None, Positional("rotary", base, m.d_rope / m.d_qk, interleaved),
