@@ -2,7 +2,8 @@
 
 Tiny random-weight models built offline (tiny_models.py): one with the query's low-rank path and DeepSeek's
 interleaved rotary pairs, one without the low-rank path (q_lora_rank None, V2-Lite's layout), rotate-half
-and biased down-projections, with a mixture-of-experts layer after a dense one, and one with YaRN's rope.
+and biased down-projections, with a mixture-of-experts layer after a dense one, one with YaRN's rope, and a
+DeepSeek-V2 (its pairs turned as complex numbers).
 Every layer's and head's weights equal transformers' eager `output_attentions`, the heads' outputs side by side
 equal what the module's own o_proj reads (a forward hook), and the `mla` variant with a layer's weights copied in
 equals it.
@@ -44,13 +45,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "yarn": dict(LATENT, rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
                                           "rope_theta": 10000.0, "mscale": 1.0, "mscale_all_dim": 1.0,
                                           "beta_fast": 32.0, "beta_slow": 1.0}),
+    # DeepSeek-V2: the same layer, its pairs turned as complex numbers (routed to this family)
+    "v2": dict(LATENT, qk_rope_head_dim=6, head_dim=6),
 }
+TYPES = {"v2": "deepseek_v2"}  # each model's model_type; the others are deepseek_v3
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("deepseek")
-    return {name: tiny(root, "deepseek_v3", config, name=name) for name, config in CONFIGS.items()}
+    return {name: tiny(root, TYPES.get(name, "deepseek_v3"), config, name=name) for name, config in CONFIGS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +182,9 @@ def test_the_folder_estimate_follows_what_transformers_builds(tmp_path: Path, na
     from attn_tui.sources import folder
 
     config = dict(CONFIGS[name], vocab_size=5000, first_k_dense_replace=0 if name == "plain_query" else 2)
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "deepseek_v3", **config}))
-    built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model("deepseek_v3", **config))
+    model_type = TYPES.get(name, "deepseek_v3")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type, **config}))
+    built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(model_type, **config))
     real = sum(p.numel() for p in built.parameters())
     assert abs(folder.config_parameters(tmp_path) - real) / real < 0.03, (folder.config_parameters(tmp_path), real)
 

@@ -1,4 +1,5 @@
-"""DeepSeek-V3 (and V2's layout under it): multi-head latent attention, traced through the `mla` variant's stages.
+"""DeepSeek-V3 and V2 (the same layer; V2 turns its pairs as complex numbers): multi-head latent attention, traced
+through the `mla` variant's stages.
 
 No LayerSpec describes this layer (its keys and values are rebuilt from a cached latent), so the family records
 its own stages with `attention.variants.mla.record`, the function the variant uses, from the model's weights:
@@ -89,9 +90,14 @@ def record_layer(run_: ModelRun, trace: Trace, index: int) -> float:
     base = rope_base(cfg)
     m = Latent(heads, d_nope, int(cfg.qk_rope_head_dim), int(cfg.v_head_dim), int(cfg.q_lora_rank or 0), kv_rank,
                float(attn.scaling), base, _eps(attn.q_a_layernorm), _eps(attn.kv_a_layernorm), prefix=prefix)
-    cos, sin = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None])  # (1, N, d_rope) each
-    scaling = float(getattr(model.rotary_emb, "attention_scaling", 1.0))
+    angles = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None])
     interleaved = bool(getattr(cfg, "rope_interleave", False))
+    if isinstance(angles, tuple):  # DeepSeek-V3: cos and sin (1, N, d_rope) each, each half the same angles
+        cos, sin = angles
+    else:  # DeepSeek-V2: e^(i·p·θ_j) (1, N, d_rope/2), turning interleaved pairs as complex numbers
+        cos, sin = (torch.cat([part, part], dim=-1) for part in (angles.real, angles.imag))
+        interleaved = True
+    scaling = float(getattr(model.rotary_emb, "attention_scaling", 1.0))
     trace.params[prefix + "inv_freq"] = model.rotary_emb.inv_freq.detach()  # (d_rope/2,) θ_i, YaRN's included
     turn = model_turn(cos[0], sin[0], base, scaling, prefix + "inv_freq", interleaved)
     tokens = Axis("query", run_.tokens)
