@@ -197,3 +197,5 @@ def test_yarns_own_frequencies_and_scale_are_the_ones_shown(traces: dict[str, Tr
     assert found.matches and "the model's own frequency" in "\n".join(found.lines)
     geometry = trace.geometry_of(0)
     assert geometry is not None and geometry.scale != pytest.approx(12 ** -0.5)
+    assert "the model's own scaling, not 1/√12" in str(trace.stage("scaled", 0, 1).formula)
+    assert "the model's own" not in str(traces["interleaved"].stage("scaled", 0, 1).formula)

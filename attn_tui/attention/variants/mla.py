@@ -223,9 +223,13 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
         right_at = s.at(first[1]) if first[2] else at(first[1])
         return DotSum(((s.at(first[0]), right_at), (s.at("query_rot"), at("key_rot"))))
 
+    usual = 1 / math.sqrt(m.d_qk)
+    scaled = (Msg("S' = S · {scale}   (1/√(d_nope + d_rope) = 1/√{d})", scale=f"{factor:.4g}", d=m.d_qk)
+              if math.isclose(factor, usual, rel_tol=1e-9) else
+              Msg("S' = S · {scale}   (the model's own scaling, not 1/√{d} = {usual}: YaRN's mscale)",
+                  scale=f"{factor:.4g}", d=m.d_qk, usual=f"{usual:.4g}"))
     stages = [PreStage("scores", formula, qk, pairs),
-              PreStage("scaled", Msg("S' = S · {scale}   (1/√(d_nope + d_rope) = 1/√{d})", scale=f"{factor:.4g}",
-                                     d=m.d_qk), qk, lambda s: Scale(s.at("scores"), factor, SCALE_REASON))]
+              PreStage("scaled", scaled, qk, lambda s: Scale(s.at("scores"), factor, SCALE_REASON))]
     return score_family(trace, tail, pre, stages, "scaled", values, [at("scores", h) for h in range(heads)],
                         [at("value", h) for h in range(heads)], lazy)
 
