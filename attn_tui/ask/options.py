@@ -21,7 +21,7 @@ from typing import Any, Literal
 from attn_tui.i18n import N_, NP_, _
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
-                 "flash")
+                 "flash", "mla")
 MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
 PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
@@ -148,6 +148,8 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
          N_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"), own=True),
     _int("tile", 4, 1, 100_000, "T", NP_("setting", "tile"),
          N_("flash: keys per tile of the online softmax (default 4)"), own=True),
+    Option("absorbed", bool, False, N_("mla: fold W_uk into the query, so the scores meet the cached latent itself"),
+           label=NP_("setting", "absorbed"), row="checkbox", own=True),
 )}
 DEFAULT_DIM = 8  # the width of a sentence's embedding when dim is None (the pane's placeholder)
 # The model run's own numbers and flag (its name, text and target are text, checked where they are read).

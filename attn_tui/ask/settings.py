@@ -47,6 +47,7 @@ class Settings:
     kv_heads: int = default("kv_heads")  # gqa: key/value heads shared by the query heads (1 = multi-query)
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
     tile: int = default("tile")  # flash: keys per tile of the online softmax
+    absorbed: bool = default("absorbed")  # mla: W_uk folded into the query
 
 
 class InputReader(Protocol[T_co]):

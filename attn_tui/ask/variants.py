@@ -98,6 +98,16 @@ def _split(z: Sizes, score_stages: int) -> dict[str, int]:
     return {"score stages": score_stages * z.heads * z.queries * z.keys, "output": 2 * z.queries * z.d_v}
 
 
+def _mla(z: Sizes) -> dict[str, int]:
+    """Multi-head latent attention's sizes as attention/variants/mla.py draws them from d and H."""
+    d, n, h = z.d_q, z.queries, z.heads
+    d_h = max(1, d // h)
+    d_r, q_r, kv_r = max(2, 2 * (d_h // 4)), max(1, d // 2), max(1, d // 4)
+    return {"parameters": q_r * d + h * (d_h + d_r) * q_r + (kv_r + d_r) * d + 2 * h * d_h * kv_r + d * h * d_h,
+            "projections": n * (2 * q_r + h * (3 * d_h + 2 * d_r) + 2 * kv_r + 3 * d_r + h * (2 * d_h + d_r)),
+            "score stages": 4 * h * n * n, "output": 3 * n * d}
+
+
 def _flash(z: Sizes) -> dict[str, int]:
     tiles = -(-z.keys // max(1, z.tile))
     return {"tile stages": z.queries * z.keys + tiles * z.queries * (3 + z.d_v), "output": z.queries * z.d_v}
@@ -140,5 +150,10 @@ VARIANTS: dict[str, Variant] = {
         Variant("flash", "Flash (online softmax by key tiles)",
                 ("query", "key", "value", "tile_scores", "running_max", "rescale", "denominator", "accumulator",
                  "output"), _flash, learned=False, options=("tile",), lazy=False),
+        Variant("mla", "Multi-head latent attention (DeepSeek)",
+                ("q_latent", "q_latent_norm", "query", "query_nope", "query_rope", "query_rot", "kv_latent",
+                 "kv_latent_norm", "key_rope", "key_rot", "latent_cache", "value", "key_nope", "key",
+                 "query_absorbed", "scores", "scaled", "masked", "weights", "output", "concat", "projected"),
+                _mla, takes_x=True, options=("heads", "rope_base", "absorbed")),
     )
 }

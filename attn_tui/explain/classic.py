@@ -251,12 +251,16 @@ def _concat(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.Concat)
     i, j = index
-    width = trace.stages[op.parts[0]].shape[-1]
-    part, col = divmod(j, width)
-    source = trace.stages[op.parts[part]]
+    col = j
+    for part in op.parts:  # parts may differ in width (an MLA key: its own part, then the shared rotary key)
+        source = trace.stages[part]
+        if col < source.shape[-1]:
+            break
+        col -= source.shape[-1]
     value = float(source.data[i, col].double())
-    return (f"C[{i},{j}]", [_("column {j} = column {col} of {source}").format(j=j, col=col, source=source.key),
-                            f"= {fmt(value)}"], value)
+    return (f"{stage.symbol}[{i},{j}]",
+            [_("column {j} = column {col} of {source}").format(j=j, col=col, source=source.key), f"= {fmt(value)}"],
+            value)
 
 
 def _stack(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, row64
+from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, param, row64
 from attn_tui.i18n import _
 from attn_tui.trace import ops
 from attn_tui.trace.stage import Stage, Trace
@@ -75,7 +75,7 @@ def _partial_rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Expla
     else:
         i, first = j % (r // 2), j < r // 2
         partner = j + r // 2 if first else j - r // 2
-    theta = op.base ** (-2 * i / r)
+    theta = op.base ** (-2 * i / r) if op.inv_freq is None else param(trace, op.inv_freq, i)
     p += op.first  # row p of a step's query is the token at position first + p
     angle = p * theta
     cos, sin = math.cos(angle) * op.scaling, math.sin(angle) * op.scaling
@@ -83,7 +83,9 @@ def _partial_rotary(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Expla
     sign = "−" if first else "+"
     lines = [_("pair ({a}, {b}) of {name}[{p}] is turned by the angle p·θ_{i}").format(
                  a=min(j, partner), b=max(j, partner), name=source.symbol, p=p, i=i),
-             f"θ_{i} = {op.base:g}^(−2·{i}/{r}) = {fmt(theta)}",
+             f"θ_{i} = {op.base:g}^(−2·{i}/{r}) = {fmt(theta)}" if op.inv_freq is None else
+             _("θ_{i} = {theta}: the model's own frequency ({name}[{i}], its rope scaling included)").format(
+                 i=i, theta=fmt(theta), name=op.inv_freq),
              f"cos = {fmt(cos)}, sin = {fmt(sin)}",
              f"x_{j}·cos {sign} x_{partner}·sin = {fmt(x[j])}·{fmt(cos)} {sign} {fmt(x[partner])}·{fmt(sin)}",
              f"= {fmt(total)}"]

@@ -16,6 +16,7 @@ AXES = (
     NP_("axis", "position"), NP_("axis", "qkv"), NP_("axis", "output"), NP_("axis", "input"),
     # today's variants (rope, gqa, alibi, sink, flash) and the real models traced like them
     NP_("axis", "sink"), NP_("axis", "max"), NP_("axis", "rescale"), NP_("axis", "sum"), NP_("axis", "head.dim"),
+    NP_("axis", "cached"),  # mla: what a token's cache holds (the latent's c…, the rotary key's r…)
 )
 
 

@@ -162,7 +162,8 @@ def weights_bytes(folder: Path) -> int:
 _SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
           "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
           "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
-          "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",)}
+          "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",),
+          "qk_nope": ("qk_nope_head_dim",)}  # DeepSeek's MLA: a query head is qk_nope_head_dim + head_dim wide
 _TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2", "gpt_neox"}  # families whose MLP is up and down; the others' is gated
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 
@@ -196,8 +197,24 @@ def config_parts(folder: Path) -> tuple[int, int, int]:
     head_dim = size["head_dim"] if size["head_dim"] is not None else width // max(heads, 1)
     kv_heads = size["kv_heads"] if size["kv_heads"] is not None else heads
     attention = width * head_dim * (2 * heads + 2 * kv_heads) if heads else 4 * width * width
+    if size["qk_nope"] is not None:  # multi-head latent attention: low-rank q and a cached latent, not q/k/v/o
+        attention = _latent_parameters(config, folder, width, heads, size["qk_nope"], head_dim)
     mlp = 2 if FAMILY_OF.get(str(config.get("model_type"))) in _TWO_MATRIX_MLP else 3
-    return embeddings, attention + mlp * width * inner, size["layers"] or 0
+    layer = attention + mlp * width * inner
+    experts, expert_inner = (_size(config, (name,), folder) for name in ("n_routed_experts", "moe_intermediate_size"))
+    if experts and expert_inner:  # a mixture of experts: the largest layer is one with every expert (and the router)
+        shared = _size(config, ("n_shared_experts",), folder) or 0
+        layer = max(layer, attention + 3 * width * expert_inner * (experts + shared) + experts * width)
+    return embeddings, layer, size["layers"] or 0
+
+
+def _latent_parameters(config: dict[str, object], folder: Path, width: int, heads: int, nope: int, rope: int) -> int:
+    """DeepSeek's attention: q_a, its norm and q_b (or one q_proj), the down-projection to the latent and the
+    rotary key, its norm, the up-projection to every head's key and value, and o_proj."""
+    q_rank, kv_rank, v_dim = (_size(config, (name,), folder) or 0
+                              for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim"))
+    query = q_rank * (width + 1 + heads * (nope + rope)) if q_rank else width * heads * (nope + rope)
+    return query + width * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v_dim) + heads * v_dim * width
 
 
 def config_parameters(folder: Path) -> int:

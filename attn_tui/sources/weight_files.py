@@ -24,6 +24,7 @@ MAX_HEADER = 100 * 1024**2  # safetensors' own limit on a header
 MAX_INDEX = 64 * 1024**2
 ITEM_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
               "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+_FEED_FORWARD = ("mlp.", "block_sparse_moe.", "feed_forward.")  # a layer's MLP or experts, by the names models use
 _LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h)\.(\d+)\.")  # Llama's layers.3., BERT's layer.3., GPT-2's h.3.
 _EMBEDDINGS = ("embed_tokens.weight", "embed_in.weight", "wte.weight", "word_embeddings.weight")
 
@@ -132,7 +133,8 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
         raise WeightsError(Msg("config.json says {said} layers; its weights hold {held}", said=said,
                                held=max(parts) + 1))
     for layer in range(max(parts, default=-1) + 1):  # every layer holds what layer 0 holds (else drawn at random)
-        lacking = sorted(parts.get(0, set()) - parts.get(layer, set()))
+        # but its feed-forward, which may change from layer to layer (DeepSeek: dense first, then experts)
+        lacking = sorted(n for n in parts.get(0, set()) - parts.get(layer, set()) if not n.startswith(_FEED_FORWARD))
         if lacking:
             raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer 0 has", layer=layer,
                                    name=quoted(lacking[0], 60)))
@@ -144,7 +146,8 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
         return
     head_dim = sizes.get("head_dim") or width // heads
     kv = sizes.get("kv_heads") or heads
-    rows = {"q_proj.weight": (heads * head_dim, Msg("heads × head_dim, width")),
+    q_dim = head_dim + (sizes.get("qk_nope") or 0)  # multi-head latent attention: head_dim is the rotary part only
+    rows = {"q_proj.weight": (heads * q_dim, Msg("heads × head_dim, width")),
             "k_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
             "v_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
             "qkv_proj.weight": ((heads + 2 * kv) * head_dim, Msg("(heads + 2·kv heads) × head_dim, width")),

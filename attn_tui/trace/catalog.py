@@ -150,6 +150,37 @@ _KINDS = (
     StageKind("key_norm", "K_n", NP_("stage", "key_norm"), N_(
         "Each head's key is normalised as the query is (over the head's dimensions, or over the whole projection "
         "in OLMo-2): with both normed, a score measures direction more than length.")),
+    # multi-head latent attention (the mla variant, DeepSeek-V2/V3's deepseek_v3 family)
+    StageKind("q_latent", "c_q", NP_("stage", "q_latent"), N_(
+        "The query's low-rank path starts here: each token is squeezed into a few numbers by W_qa before every "
+        "head's query is rebuilt from them. It saves weights, not cache: queries are never cached.")),
+    StageKind("q_latent_norm", "ĉ_q", NP_("stage", "q_latent_norm"), N_(
+        "The squeezed query is RMS-normalised and scaled by a learned weight, so the up-projection W_qb always "
+        "reads numbers of the same size.")),
+    StageKind("query_nope", "q_nope", NP_("stage", "query_nope"), N_(
+        "The part of the head's query with no position in it: it meets the part of each key that is rebuilt "
+        "from the cached latent.")),
+    StageKind("query_rope", "q_rope", NP_("stage", "query_rope"), N_(
+        "The small part of the head's query that will carry the position: it is rotated and meets the one "
+        "rotary key every head shares.")),
+    StageKind("kv_latent", "c_kv", NP_("stage", "kv_latent"), N_(
+        "Keys and values of every head squeezed into one short vector per token by W_dkv. This latent is what "
+        "a decoder caches, instead of a key and a value per head.")),
+    StageKind("kv_latent_norm", "ĉ_kv", NP_("stage", "kv_latent_norm"), N_(
+        "The latent RMS-normalised and scaled by a learned weight: every head's key and value is rebuilt from "
+        "these numbers, and these are what the cache holds.")),
+    StageKind("key_rope", "k_rope", NP_("stage", "key_rope"), N_(
+        "One small key per token, shared by all heads, projected straight from the input: the only part of "
+        "the keys that knows positions. It is kept outside the latent so that W_uk can be folded into the "
+        "query.")),
+    StageKind("latent_cache", "cache", NP_("stage", "latent_cache"), N_(
+        "What a decoder keeps for every token: the normed latent and the rotated shared key, side by side. The "
+        "caption compares its size with what plain multi-head attention would keep.")),
+    StageKind("key_nope", "k_nope", NP_("stage", "key_nope"), N_(
+        "The head's own key, rebuilt from the cached latent by its rows of W_uk: the part without a position.")),
+    StageKind("query_absorbed", "q_abs", NP_("stage", "query_absorbed"), N_(
+        "The absorbed form: the head's rows of W_uk are multiplied into the query instead of into every key, so "
+        "the query meets the cached latent directly and no key is ever rebuilt. The scores are the same.")),
     StageKind("energy", "E", NP_("stage", "energy"), N_(
         "For every query-key pair a small neural network layer is applied: tanh of the two projections "
         "added (or of the pair concatenated). The heatmap shows one query at a time: rows are keys, "

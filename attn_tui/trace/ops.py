@@ -254,6 +254,7 @@ class PartialRotary:
     interleaved: bool = False
     scaling: float = 1.0
     first: int = 0  # the position of row 0
+    inv_freq: str | None = None  # a parameter holding the model's own θ_i (rope scaling: YaRN); None: base^(−2i/r)
 
 
 @dataclass(frozen=True)
@@ -402,7 +403,25 @@ class Chosen:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class DotSum:
+    """out[i, j] = Σ_pairs Σ_m left[i, m]·right[j, m]: a score made of several dot products added, as multi-head
+    latent attention's is (the no-position part of q and k, plus their rotary part)."""
+
+    pairs: tuple[tuple[Place, Place], ...]
+
+
+@dataclass(frozen=True)
+class Absorb:
+    """out[i, m] = Σ_c source[i, c]·weight[offset + c, m]: a query taken into a latent space through the rows of
+    an up-projection (MLA's absorbed form: q·W_uk, so the scores meet the cached latent itself)."""
+
+    source: Place
+    weight: str
+    offset: int
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
-           VocabCut, VocabSoftmax, Chosen]
+           VocabCut, VocabSoftmax, Chosen, DotSum, Absorb]

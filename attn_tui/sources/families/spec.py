@@ -17,6 +17,7 @@ from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.sources.model_run import ModelRun
+    from attn_tui.trace.stage import Trace
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,6 @@ class Family:
     layer: Callable[[ModelRun, int], LayerSpec]
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
+    # A layer no LayerSpec describes (DeepSeek's latent attention): it records its own stages into the trace and
+    # returns its scale; None: `layer` is read and traced by the shared tracer.
+    record: Callable[[ModelRun, Trace, int], float] | None = None

@@ -74,9 +74,13 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     if layer is None or not 0 <= layer < run_.loaded.layers:
         return
     with torch.no_grad(), materialised(run_.loaded.model, run_.loaded.blocks, layer):
-        spec = family.layer(run_, layer)
-        record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
-    trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
+        if family.record is not None:  # a layer of its own shape records itself
+            scale = family.record(run_, trace, layer)
+        else:
+            spec = family.layer(run_, layer)
+            record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
+            scale = spec.scale
+    trace.meta = replace(trace.meta, scale=scale)  # type: ignore[arg-type]
 
 
 def layer_mask(trace: Trace, spec: LayerSpec, run_: ModelRun, own: bool = False) -> MaskSpec | None:
