@@ -47,6 +47,7 @@ class Settings:
     kv_heads: int = default("kv_heads")  # gqa: key/value heads shared by the query heads (1 = multi-query)
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
     tile: int = default("tile")  # flash: keys per tile of the online softmax
+    depth: int = default("depth")  # diff: the layer's index from 0, which sets λ_init
 
 
 class InputReader(Protocol[T_co]):
