@@ -269,6 +269,9 @@ _KINDS = (
         "λ, how much of the second map to subtract: exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init, from four "
         "learned vectors and a starting value λ_init that grows with the layer's depth. The cells show its "
         "parts and λ itself.")),
+    StageKind("value_pair", "V", NP_("stage", "value_pair"), N_(
+        "The values of a pair of heads side by side. DiffLlama reads each pair's difference map against both "
+        "heads' values, so its output is twice as wide as one head.")),
     StageKind("diff_weights", "D", NP_("stage", "diff_weights"), N_(
         "The differential map A₁ − λ·A₂. What both maps share cancels, like the common noise of a "
         "differential amplifier; the rest is sharper. Rows sum to 1 − λ and a cell can be negative: blue "

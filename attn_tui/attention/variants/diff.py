@@ -119,7 +119,7 @@ def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], facto
 
 def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tuple[Place, Place]],
                       lam: torch.Tensor, op: LambdaTerms, first: torch.Tensor, second: torch.Tensor,
-                      values: torch.Tensor, value_at: list[Place]) -> torch.Tensor:
+                      values: torch.Tensor, value_at: list[Place], eps: float = EPS) -> torch.Tensor:
     """lambda, diff_weights, diff_output and head_norm of every head at `at`; returns head_norm (heads, L, 2d).
 
     `first`, `second` (heads, L, S) are the two maps, recorded for head h at `maps[h]` (its own weights_1 and
@@ -131,7 +131,7 @@ def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tupl
     diff = first - value.to(first.dtype) * second  # (heads, L, S)
     output = diff.to(values.dtype) @ values  # (heads, L, 2d)
     squares = output.to(masks.softmax_dtype(output.dtype))
-    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + EPS)).to(values.dtype)
+    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + eps)).to(values.dtype)
     width = values.shape[-1]
     out_axes = (tail.query_axis, dim_axis(width))
     for h, place in enumerate(at):
@@ -148,7 +148,7 @@ def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tupl
         trace.add(Stage(place.at("head_norm"), normed[h],
                         Msg("Y = (1 − λ_init)·RMSNorm(O) over the head's {w} dimensions   (1 − λ_init = {k})",
                             w=width, k=f"{1 - init:.4g}"), out_axes,
-                        DiffNorm(place.at("diff_output"), place.at("lambda"), EPS)))
+                        DiffNorm(place.at("diff_output"), place.at("lambda"), eps)))
     return normed
 
 

@@ -17,6 +17,7 @@ from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.sources.model_run import ModelRun
+    from attn_tui.trace.stage import Trace
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,5 @@ class Family:
     layer: Callable[[ModelRun, int], LayerSpec]
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
+    # stages a family adds after the shared tracer's (DiffLlama's difference of paired heads): (trace, spec, layer, run)
+    after: Callable[[Trace, LayerSpec, int, ModelRun], None] | None = None

@@ -76,6 +76,8 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     with torch.no_grad(), materialised(run_.loaded.model, run_.loaded.blocks, layer):
         spec = family.layer(run_, layer)
         record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
+        if family.after is not None:
+            family.after(trace, spec, layer, run_)
     trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
 
 
