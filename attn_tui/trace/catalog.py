@@ -241,27 +241,35 @@ _KINDS = (
         "The first half of each query's columns. Differential attention cuts every head's query and key in two "
         "and builds one attention map from each pair of halves.")),
     StageKind("query_2", "Q₂", NP_("stage", "query_2"), N_(
-        "The second half of each query's columns: it asks its own question, and its map will be subtracted "
+        "The second half of each query's columns. It asks its own question, and its map will be subtracted "
         "from the first.")),
     StageKind("key_1", "K₁", NP_("stage", "key_1"), N_(
-        "The first half of each key's columns, read by the first half of the queries.")),
+        "The first half of each key's columns, read by the first half of the queries. Only these halves meet in "
+        "the first map.")),
     StageKind("key_2", "K₂", NP_("stage", "key_2"), N_(
-        "The second half of each key's columns, read by the second half of the queries.")),
+        "The second half of each key's columns, read by the second half of the queries. Only these halves meet in "
+        "the second map.")),
     StageKind("scores_1", "S₁", NP_("stage", "scores_1"), N_(
-        "The first map's scores: every first-half query against every first-half key.")),
+        "The first map's scores: every first-half query against every first-half key. A large score means the two "
+        "halves point the same way.")),
     StageKind("scaled_1", "S'₁", NP_("stage", "scaled_1"), N_(
-        "The first map's scores divided by √d, where d is the width of a half.")),
+        "The first map's scores divided by √d, where d is the width of a half. Each half is scaled as a head of "
+        "that width would be.")),
     StageKind("masked_1", "M₁", NP_("stage", "masked_1"), N_(
-        "The first map's scaled scores with the mask applied: keys a query may not see get the fill.")),
+        "The first map's scaled scores with the mask applied: keys a query may not see get the fill. Both maps "
+        "use the same mask.")),
     StageKind("weights_1", "A₁", NP_("stage", "weights_1"), N_(
         "The first attention map: a softmax over the keys, each row summing to 1. It holds the signal, and the "
         "noise every softmax must put somewhere."), scale="probability"),
     StageKind("scores_2", "S₂", NP_("stage", "scores_2"), N_(
-        "The second map's scores: every second-half query against every second-half key.")),
+        "The second map's scores: every second-half query against every second-half key. This map is the one that "
+        "will be subtracted.")),
     StageKind("scaled_2", "S'₂", NP_("stage", "scaled_2"), N_(
-        "The second map's scores divided by √d, where d is the width of a half.")),
+        "The second map's scores divided by √d, where d is the width of a half. The same factor as the first "
+        "map's.")),
     StageKind("masked_2", "M₂", NP_("stage", "masked_2"), N_(
-        "The second map's scaled scores with the same mask applied.")),
+        "The second map's scaled scores with the same mask applied. Keys a query may not see get the fill here "
+        "too.")),
     StageKind("weights_2", "A₂", NP_("stage", "weights_2"), N_(
         "The second attention map, also a softmax summing to 1 per row. Trained, it learns to look where the "
         "first map's noise is, so that subtracting it cancels the noise."), scale="probability"),

@@ -93,6 +93,12 @@ def test_a_sentence_in_float32_equals_the_paper_in_float64() -> None:
             assert (trace.tensor(name, head=h).double() - tensors[h]).abs().max() <= 1e-5, (name, h)
 
 
+def test_a_row_with_nothing_to_attend_is_zeros_and_said_once() -> None:
+    trace = compute(REQUESTS["typed_empty_row"])
+    assert not bool(trace.tensor("head_norm")[0].any()) and not bool(trace.tensor("diff_weights")[0].any())
+    assert sum("may attend to no key" in str(w) for w in trace.warnings) == 1
+
+
 def test_rows_of_the_difference_sum_to_one_minus_lambda_and_go_negative() -> None:
     trace = compute(sentence("the cat sat on the mat", variant="diff", heads=2, dim=8, mask="causal", depth=4))
     lam = float(trace.tensor("lambda", head=0)[0, 3])
@@ -144,8 +150,19 @@ def test_the_variant_with_its_weights_copied_into_transformers_diffllama_equals_
     assert float(trace.tensor("lambda", head=0)[0, 2]) == pytest.approx(module.lambda_init, abs=1e-15)
 
 
-def test_every_cell_of_every_stage_is_recomputed_by_the_inspector() -> None:
-    trace = compute(sentence("a b c <pad>", variant="diff", heads=2, dim=8, mask="causal+padding", depth=2))
+REQUESTS = {
+    "sentence_causal_padding": sentence("a b c <pad>", variant="diff", heads=2, dim=8, mask="causal+padding", depth=2),
+    "float16_fill_1e9": sentence("나는 어제 학교에 갔다 <pad>", variant="diff", heads=2, dim=8, mask="padding",
+                                 mask_fill="-1e9", dtype="float16", temperature=2.0),
+    "typed_empty_row": matrices([[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [1, 1]], [[1, 2], [3, 4], [5, 6]],
+                                variant="diff", heads=1, custom_mask=[[0, 0, 0], [1, 1, 0], [1, 1, 1]]),
+}
+
+
+@pytest.mark.parametrize("key", list(REQUESTS))
+def test_every_cell_of_every_stage_is_recomputed_by_the_inspector(key: str) -> None:
+    trace = compute(REQUESTS[key])
+    assert not any(bool(torch.isnan(stage.tensor).any()) for stage in trace)
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
             arithmetic = explain(trace, stage.place, index)
@@ -186,3 +203,31 @@ def test_the_cli_lists_the_stages_and_writes_json() -> None:
     data = json.loads(result.stdout)
     text = json.dumps(data, ensure_ascii=False)
     assert "diff_weights" in text and "head_norm" in text and "lambda" in text
+
+
+def _explained(language: str, stage: str, keys: tuple[str, ...]) -> str:
+    from attn_tui import i18n
+    from attn_tui.present.explanations import explanation
+
+    i18n.set_language(language)
+    try:
+        return explanation(stage, keys)
+    finally:
+        i18n.set_language("en")
+
+
+def test_every_stage_has_an_explanation_and_a_formula_in_both_languages() -> None:
+    from attn_tui import i18n
+
+    trace = compute(REQUESTS["sentence_causal_padding"])
+    for name in trace.names():
+        english, korean = _explained("en", name, trace.meta.explains), _explained("ko", name, trace.meta.explains)
+        assert english.count(".") >= 2 and any("\uac00" <= ch <= "\ud7a3" for ch in korean), name
+    i18n.set_language("ko")
+    try:
+        formulas = {stage.name: str(stage.formula) for stage in trace}
+    finally:
+        i18n.set_language("en")
+    assert "마스크" in formulas["masked_1"] and "음수" in formulas["diff_weights"]
+    assert "DiffLlama" in _explained("en", "diff_weights", ("diffllama", "llama", "rope", "gqa"))
+    assert "DiffLlama" not in _explained("en", "diff_weights", ("diff",))
