@@ -195,6 +195,13 @@ def test_an_odd_head_width_is_refused_with_a_reason() -> None:
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "even" in result.stderr
 
 
+def test_depth_belongs_to_diff_alone() -> None:
+    result = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--variant", "rope", "--depth", "2", "--text",
+                             "a b"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.strip() == (
+        "attn-tui: error: --depth does not apply to rope: it belongs to diff")
+
+
 def test_the_cli_lists_the_stages_and_writes_json() -> None:
     result = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--variant", "diff", "--text", "a b c",
                              "--heads", "2", "--depth", "2", "--format", "json"], capture_output=True, text=True,
@@ -231,3 +238,9 @@ def test_every_stage_has_an_explanation_and_a_formula_in_both_languages() -> Non
     assert "마스크" in formulas["masked_1"] and "음수" in formulas["diff_weights"]
     assert "DiffLlama" in _explained("en", "diff_weights", ("diffllama", "llama", "rope", "gqa"))
     assert "DiffLlama" not in _explained("en", "diff_weights", ("diff",))
+
+
+def test_a_long_input_is_refused_before_anything_is_computed() -> None:
+    with pytest.raises(ConfigError, match="holds each of its stages whole") as refused:
+        compute(sentence(" ".join(f"w{i}" for i in range(300)), variant="diff"))
+    assert "scaled_dot" not in str(refused.value)  # no false promise: scaled_dot does not compute the difference
