@@ -231,7 +231,11 @@ _KINDS = (
         "sink": N_(
         "Softmax runs over the keys plus one more logit, the head's learned sink. The sink's share is then "
         "dropped, so a row sums to less than 1: a head that finds nothing useful can give its weight away "
-        "instead of piling it on some token.")}),
+        "instead of piling it on some token."),
+        "diffllama": N_(
+        "An ordinary softmax map of this head, as transformers' output_attentions returns it. DiffLlama's heads "
+        "come in pairs, h and h + H/2: at the pair's first head, the next stages subtract the second map from "
+        "the first.")}),
     StageKind("sink_mass", "p_sink", NP_("stage", "sink_mass"), N_(
         "How much of each query's softmax went to the sink. A query with high sink mass mostly ignored the "
         "keys; trained models without a sink use the first token for this."),

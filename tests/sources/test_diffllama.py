@@ -72,6 +72,14 @@ def test_each_pairs_difference_and_the_layer_output_equal_the_modules_own(trace:
         assert (found - o_proj_inputs[layer]).abs().max() <= 1e-5, layer
 
 
+def test_the_maps_and_the_difference_are_explained_as_diffllama_pairs_them(trace: Trace) -> None:
+    from attn_tui.present.explanations import explanation
+
+    assert trace.meta.explains[0] == "diffllama"
+    assert "h + H/2" in explanation("weights", trace.meta.explains)
+    assert "h + H/2" in explanation("diff_weights", trace.meta.explains)
+
+
 def test_the_lambda_terms_are_the_modules_parameters(folder: Path, trace: Trace) -> None:
     model = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager")
     for layer in range(3):

@@ -70,7 +70,7 @@ def lambda_terms(vectors: dict[str, torch.Tensor], prefix: str, depth: int) -> t
 
 @dataclass(frozen=True)
 class Halves:
-    """The two score families of every head: q_n (heads, L, d), k_n (heads, S, d), their places' prefix."""
+    """The two halves of every head: q_n (heads, L, d), k_n (heads, S, d), and the stages each score reads."""
 
     q: tuple[torch.Tensor, torch.Tensor]
     k: tuple[torch.Tensor, torch.Tensor]
