@@ -87,10 +87,14 @@ def request_sizes(request: Request) -> tuple[Sizes, int]:
     heads = s.heads if variant.has_heads else 1
     if not 1 <= heads <= limit("heads"):
         raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=limit("heads")))
-    if not variant.lazy and n_q * n_k > LAZY_CELLS:
+    if not variant.lazy and n_q * n_k > LAZY_CELLS and s.variant == "flash":
         raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
                               "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
                               variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
+    if not variant.lazy and n_q * n_k > LAZY_CELLS:  # a variant whose stages are never read by tiles (diff)
+        raise ConfigError(Msg("{variant} holds each of its stages whole so they can be stepped through: at most {most} "
+                              "query × key cells, here {cells}; shorten the input", variant=s.variant,
+                              most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
     kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
     if not 1 <= kv_heads <= limit("kv_heads"):
         raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from attn_tui.i18n import N_, NP_, _
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
-                 "flash", "mla")
+                 "flash", "mla", "diff")
 MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
 PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
@@ -122,7 +122,7 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
                "the key is blocked, as some notes write it)"), own=True),
     _int("pad_keys", 0, 0, 10**9, "N", NP_("setting", "pad keys"), N_("treat the last N keys as padding")),
     _int("heads", 2, 1, MAX_HEADS, "N", NP_("setting", "heads"),
-         N_("heads for multihead, gqa, alibi and sink (must divide the width)")),
+         N_("heads for multihead, gqa, alibi, sink and diff (must divide the width)")),
     _int("dim", None, 1, 4096, "D", NP_("setting", "dim"),  # widths beyond are no longer to look at, only to wait for
          N_("model dimension for sentences; hidden size for additive/concat"), optional=True),
     Option("positional", bool, False, N_("add sinusoidal positions"), label=NP_("setting", "pos enc"),
@@ -150,6 +150,8 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
          N_("flash: keys per tile of the online softmax (default 4)"), own=True),
     Option("absorbed", bool, False, N_("mla: fold W_uk into the query, so the scores meet the cached latent itself"),
            label=NP_("setting", "absorbed"), row="checkbox", own=True),
+    _int("depth", 0, 0, 1000, "L", NP_("setting", "λ depth"),
+         N_("diff: the layer's index from 0, which sets λ_init = 0.8 − 0.6·exp(−0.3·L) (default 0)"), own=True),
 )}
 DEFAULT_DIM = 8  # the width of a sentence's embedding when dim is None (the pane's placeholder)
 # The model run's own numbers and flag (its name, text and target are text, checked where they are read).

@@ -48,6 +48,7 @@ class Settings:
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
     tile: int = default("tile")  # flash: keys per tile of the online softmax
     absorbed: bool = default("absorbed")  # mla: W_uk folded into the query
+    depth: int = default("depth")  # diff: the layer's index from 0, which sets λ_init
 
 
 class InputReader(Protocol[T_co]):

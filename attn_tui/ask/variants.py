@@ -113,6 +113,12 @@ def _flash(z: Sizes) -> dict[str, int]:
     return {"tile stages": z.queries * z.keys + tiles * z.queries * (3 + z.d_v), "output": z.queries * z.d_v}
 
 
+def _diff(z: Sizes) -> dict[str, int]:
+    """Two score families (scores, scaled, masked, weights each) and their difference, per head."""
+    return {"score stages": 9 * z.heads * z.queries * z.keys, "parameters": 2 * z.d_q,
+            "halves and outputs": 2 * (z.queries + z.keys) * z.d_q + 3 * z.queries * z.d_v}
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
@@ -155,5 +161,10 @@ VARIANTS: dict[str, Variant] = {
                  "kv_latent_norm", "key_rope", "key_rot", "latent_cache", "value", "key_nope", "key",
                  "query_absorbed", "scores", "scaled", "masked", "weights", "output", "concat", "projected"),
                 _mla, takes_x=True, options=("heads", "rope_base", "absorbed")),
+        Variant("diff", "Differential (two maps, one minus the other)",
+                ("query", "key", "value", "query_1", "query_2", "key_1", "key_2", "scores_1", "scaled_1", "masked_1",
+                 "weights_1", "scores_2", "scaled_2", "masked_2", "weights_2", "lambda", "diff_weights",
+                 "diff_output", "head_norm", "concat"), _diff, per_head=True, options=("heads", "depth"),
+                lazy=False),
     )
 }

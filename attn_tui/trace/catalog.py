@@ -262,11 +262,72 @@ _KINDS = (
         "sink": N_(
         "Softmax runs over the keys plus one more logit, the head's learned sink. The sink's share is then "
         "dropped, so a row sums to less than 1: a head that finds nothing useful can give its weight away "
-        "instead of piling it on some token.")}),
+        "instead of piling it on some token."),
+        "diffllama": N_(
+        "An ordinary softmax map of this head, as transformers' output_attentions returns it. DiffLlama's heads "
+        "come in pairs, h and h + H/2: at the pair's first head, the next stages subtract the second map from "
+        "the first.")}),
     StageKind("sink_mass", "p_sink", NP_("stage", "sink_mass"), N_(
         "How much of each query's softmax went to the sink. A query with high sink mass mostly ignored the "
         "keys; trained models without a sink use the first token for this."),
         scale="sequential"),
+    # differential attention (the diff variant, DiffLlama): two maps from halves of each head, their difference
+    StageKind("query_1", "Q₁", NP_("stage", "query_1"), N_(
+        "The first half of each query's columns. Differential attention cuts every head's query and key in two "
+        "and builds one attention map from each pair of halves.")),
+    StageKind("query_2", "Q₂", NP_("stage", "query_2"), N_(
+        "The second half of each query's columns. It asks its own question, and its map will be subtracted "
+        "from the first.")),
+    StageKind("key_1", "K₁", NP_("stage", "key_1"), N_(
+        "The first half of each key's columns, read by the first half of the queries. Only these halves meet in "
+        "the first map.")),
+    StageKind("key_2", "K₂", NP_("stage", "key_2"), N_(
+        "The second half of each key's columns, read by the second half of the queries. Only these halves meet in "
+        "the second map.")),
+    StageKind("scores_1", "S₁", NP_("stage", "scores_1"), N_(
+        "The first map's scores: every first-half query against every first-half key. A large score means the two "
+        "halves point the same way.")),
+    StageKind("scaled_1", "S'₁", NP_("stage", "scaled_1"), N_(
+        "The first map's scores divided by √d, where d is the width of a half. Each half is scaled as a head of "
+        "that width would be.")),
+    StageKind("masked_1", "M₁", NP_("stage", "masked_1"), N_(
+        "The first map's scaled scores with the mask applied: keys a query may not see get the fill. Both maps "
+        "use the same mask.")),
+    StageKind("weights_1", "A₁", NP_("stage", "weights_1"), N_(
+        "The first attention map: a softmax over the keys, each row summing to 1. It holds the signal, and the "
+        "noise every softmax must put somewhere."), scale="probability"),
+    StageKind("scores_2", "S₂", NP_("stage", "scores_2"), N_(
+        "The second map's scores: every second-half query against every second-half key. This map is the one that "
+        "will be subtracted.")),
+    StageKind("scaled_2", "S'₂", NP_("stage", "scaled_2"), N_(
+        "The second map's scores divided by √d, where d is the width of a half. The same factor as the first "
+        "map's.")),
+    StageKind("masked_2", "M₂", NP_("stage", "masked_2"), N_(
+        "The second map's scaled scores with the same mask applied. Keys a query may not see get the fill here "
+        "too.")),
+    StageKind("weights_2", "A₂", NP_("stage", "weights_2"), N_(
+        "The second attention map, also a softmax summing to 1 per row. Trained, it learns to look where the "
+        "first map's noise is, so that subtracting it cancels the noise."), scale="probability"),
+    StageKind("lambda", "λ", NP_("stage", "lambda"), N_(
+        "λ, how much of the second map to subtract: exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init, from four "
+        "learned vectors and a starting value λ_init that grows with the layer's depth. The cells show its "
+        "parts and λ itself.")),
+    StageKind("value_pair", "V", NP_("stage", "value_pair"), N_(
+        "The values of a pair of heads side by side. DiffLlama reads each pair's difference map against both "
+        "heads' values, so its output is twice as wide as one head.")),
+    StageKind("diff_weights", "D", NP_("stage", "diff_weights"), N_(
+        "The differential map A₁ − λ·A₂. What both maps share cancels, like the common noise of a "
+        "differential amplifier; the rest is sharper. Rows sum to 1 − λ and a cell can be negative: blue "
+        "means the key is pushed away."), by_run={
+        "diffllama": N_(
+        "DiffLlama pairs its heads: head h's map minus λ times the map of head h + H/2, both ordinary softmax "
+        "maps over rotated halves. Rows sum to 1 − λ and a cell can be negative.")}),
+    StageKind("diff_output", "O", NP_("stage", "diff_output"), N_(
+        "The values mixed by the differential map: each row is a weighted sum of value rows whose weights may "
+        "be negative. The value keeps the head's whole width, twice that of a half.")),
+    StageKind("head_norm", "Y", NP_("stage", "head_norm"), N_(
+        "Each head's output normalised by its RMS, then scaled by 1 − λ_init. Subtracting maps leaves heads of "
+        "very different sizes; the norm puts them back on one scale before the heads are joined.")),
     # the output
     StageKind("output", "O", NP_("stage", "output"), N_(
         "Each output row is a weighted average of the value rows, using that query's weights. A query "

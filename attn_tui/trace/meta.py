@@ -127,7 +127,8 @@ class TransformerRun(_Answers):
 
     @property
     def explains(self) -> tuple[str, ...]:
-        return ("llama", "rope", "gqa") if self.rope_base else ("scaled_dot",)
+        # the family first: a family that computes a stage its own way (diffllama) explains it so
+        return (self.family, "llama", "rope", "gqa") if self.rope_base else (self.family, "scaled_dot")
 
     def header(self) -> dict[str, object]:
         return {"kind": "transformer", "model": self.model, "settings": asdict(self)}

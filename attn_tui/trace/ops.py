@@ -421,7 +421,40 @@ class Absorb:
     offset: int
 
 
+@dataclass(frozen=True)
+class LambdaTerms:
+    """Differential attention's λ as a row of its parts: out[0] = exp(λ_q1·λ_k1), out[1] = exp(λ_q2·λ_k2),
+    out[2] = λ_init = 0.8 − 0.6·exp(−0.3·depth), out[3] = λ = out[0] − out[1] + out[2].
+
+    The four vectors are parameters named `q1`, `k1`, `q2`, `k2`; `depth` is the layer's index from 0."""
+
+    q1: str
+    k1: str
+    q2: str
+    k2: str
+    depth: int
+
+
+@dataclass(frozen=True)
+class DiffWeights:
+    """out[i, j] = first[i, j] − λ·second[i, j], λ = lam[0, 3]: the difference of two softmax maps."""
+
+    first: Place
+    second: Place
+    lam: Place
+
+
+@dataclass(frozen=True)
+class DiffNorm:
+    """out[p, j] = (1 − λ_init)·x_j / √(mean_m x_m² + eps), λ_init = lam[0, 2]: the per-head RMSNorm of a
+    differential head's output (no learned weight), scaled back by 1 − λ_init."""
+
+    source: Place
+    lam: Place
+    eps: float
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
-           VocabCut, VocabSoftmax, Chosen, DotSum, Absorb]
+           VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm]

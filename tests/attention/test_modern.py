@@ -197,11 +197,12 @@ def test_explanations_of_the_variants_own_stages_differ_from_the_generic_ones() 
 def test_each_variants_own_settings_apply_to_it_alone() -> None:
     from attn_tui.ask.applies import applicable, not_applying
 
-    own = {"kv_heads": "gqa", "rope_base": "rope", "tile": "flash"}
+    own = {"kv_heads": ("gqa",), "rope_base": ("rope", "mla"), "tile": ("flash",), "depth": ("diff",),
+           "absorbed": ("mla",)}
     for variant in VARIANTS:
         found = applicable(sentence("a b", variant=variant))
-        assert {name for name in own if name in found} == {n for n, v in own.items() if v == variant}, variant
-        assert ("heads" in found) == (variant in ("multihead", "gqa", "alibi", "sink")), variant
+        assert {name for name in own if name in found} == {n for n, v in own.items() if variant in v}, variant
+        assert ("heads" in found) == (variant in ("multihead", "gqa", "alibi", "sink", "diff", "mla")), variant
         assert "window" not in found
     assert "window" in applicable(sentence("a b", mask="sliding")) and "window" in applicable(
         sentence("a b", mask="sliding+padding"))

@@ -79,4 +79,4 @@ def test_settings_that_apply() -> None:
     identity = Request(XInput([[1.0]]), Settings(device="cpu", variant="dot", projection="identity"))
     assert "seed" not in applicable(identity)  # nothing learned, nothing seeded
     assert [str(m) for m in not_applying(sentence("a b"), {"heads", "mask"})] == [
-        "--heads does not apply to scaled_dot: it has one head (several: multihead, gqa, alibi, sink)"]
+        "--heads does not apply to scaled_dot: it has one head (several: multihead, gqa, alibi, sink, mla, diff)"]

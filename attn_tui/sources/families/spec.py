@@ -110,3 +110,5 @@ class Family:
     # A layer no LayerSpec describes (DeepSeek's latent attention): it records its own stages into the trace and
     # returns its scale; None: `layer` is read and traced by the shared tracer.
     record: Callable[[ModelRun, Trace, int], float] | None = None
+    # stages a family adds after the shared tracer's (DiffLlama's difference of paired heads): (trace, spec, layer, run)
+    after: Callable[[Trace, LayerSpec, int, ModelRun], None] | None = None

@@ -79,6 +79,8 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
         else:
             spec = family.layer(run_, layer)
             record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
+            if family.after is not None:
+                family.after(trace, spec, layer, run_)
             scale = spec.scale
     trace.meta = replace(trace.meta, scale=scale)  # type: ignore[arg-type]
 

@@ -1,0 +1,190 @@
+"""Differential attention (Ye et al. 2024, "Differential Transformer"; transformers' DiffLlama): one map minus another.
+
+    q1, q2 = q.chunk(2, -1); k1, k2 = k.chunk(2, -1)            # (L, d), (S, d): halves of a head 2d wide
+    a1 = softmax(q1 @ k1.T / sqrt(d)); a2 = softmax(q2 @ k2.T / sqrt(d))
+    lam = exp(lq1 @ lk1) - exp(lq2 @ lk2) + lam_init            # lam_init = 0.8 - 0.6·exp(-0.3·depth)
+    o = (a1 - lam * a2) @ v                                     # v keeps the head's whole width 2d
+    y = (1 - lam_init) * rms_norm(o)
+
+Both maps spend weight on tokens that match nothing in particular (the noise every softmax
+must put somewhere); subtracting a second map cancels that common part, like a differential
+amplifier, and what is left is sharper and can be negative. The per-head RMSNorm then puts
+every head back on one scale, and (1 − λ_init) undoes the size λ_init took away.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from attn_tui.attention.attend import warn_empty_rows
+from attn_tui.attention.variants.heads import heads_of
+from attn_tui.errors import ConfigError
+from attn_tui.i18n import N_, Msg
+from attn_tui.trace import masks
+from attn_tui.trace.ops import (
+    Columns,
+    Concat,
+    DiffNorm,
+    DiffWeights,
+    Dot,
+    LambdaTerms,
+    Masking,
+    Place,
+    Scale,
+    Softmax,
+    WeightedSum,
+)
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+
+if TYPE_CHECKING:
+    from attn_tui.attention.attend import Tail
+    from attn_tui.attention.engine import Context
+
+LAMBDA_STD = 0.1  # DiffLlama's lambda_std_dev: λ's four vectors start near zero, so λ starts near λ_init
+EPS = 1e-5  # the head norm's eps (DiffLlama's rms_norm_eps)
+LAMBDA_ROW = Axis("lambda", ("λ",))
+LAMBDA_TERMS = Axis("term", ("exp₁", "exp₂", "λ_init", "λ"))  # exp(λ_q1·λ_k1), exp(λ_q2·λ_k2)
+LAMBDA_NAMES = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
+SUB = {1: "₁", 2: "₂"}  # the maps' subscripts (a head's are _h: Q_1 is head 1's query, Q₁ a head's first half)
+HALF_REASON = N_("each half is scaled as a head of its own width d would be")
+
+
+def lambda_init(depth: int) -> float:
+    """λ_init of the layer at `depth` (counted from 0): 0.2 at the first layer, rising towards 0.8 deeper."""
+    return 0.8 - 0.6 * math.exp(-0.3 * depth)
+
+
+def lambda_terms(vectors: dict[str, torch.Tensor], prefix: str, depth: int) -> torch.Tensor:
+    """(1, 4): exp(λq1·λk1), exp(λq2·λk2), λ_init, λ, in float32 as DiffLlama sums them (float64 stays)."""
+    q1, k1, q2, k2 = (vectors[prefix + name] for name in LAMBDA_NAMES)
+    dtype = masks.softmax_dtype(q1.dtype)
+    one = torch.exp(torch.sum(q1.to(dtype) * k1.to(dtype)))
+    two = torch.exp(torch.sum(q2.to(dtype) * k2.to(dtype)))
+    init = torch.tensor(lambda_init(depth), dtype=dtype, device=q1.device)
+    return torch.stack([one, two, init, one - two + init])[None]  # (1, 4)
+
+
+@dataclass(frozen=True)
+class Halves:
+    """The two halves of every head: q_n (heads, L, d), k_n (heads, S, d), and the stages each score reads."""
+
+    q: tuple[torch.Tensor, torch.Tensor]
+    k: tuple[torch.Tensor, torch.Tensor]
+    query: tuple[str, str]  # the stages the scores read: query_1, query_2 (or a model's rotated heads)
+    key: tuple[str, str]
+
+
+def masked_formula(n: int, tail: Tail) -> Msg:
+    sub = SUB[n]
+    scaled = f"S'{sub}" if tail.temperature == 1 else f"S'{sub} / T (T = {tail.temperature:g})"
+    if tail.mask is None:
+        return Msg("M{n} = {scaled}   (no mask)", n=sub, scaled=scaled)
+    return Msg("M{n} = {scaled} where mask = 1, {fill} where mask = 0   (mask: {mask}; 1 = may attend)", n=sub,
+               scaled=scaled, fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
+
+
+def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], factor: float) -> list[torch.Tensor]:
+    """scores_n, scaled_n, masked_n and weights_n (n = 1, 2) of every head at `at`; returns weights_1, weights_2."""
+    qk = (tail.query_axis, tail.key_axis)
+    allowed = None if tail.mask is None else tail.mask.allowed
+    d = halves.q[0].shape[-1]
+    out = []
+    for n in (1, 2):
+        scores = halves.q[n - 1] @ halves.k[n - 1].transpose(-2, -1)  # (heads, L, S)
+        scaled = scores * factor
+        promoted = scaled.to(masks.softmax_dtype(scaled.dtype))
+        divided = promoted / tail.temperature if tail.temperature != 1 else promoted
+        masked = masks.apply_mask(divided, allowed, tail.fill)  # (heads, L, S)
+        weights = masks.masked_softmax(masked, allowed)  # (heads, L, S)
+        for h, place in enumerate(at):
+            query, key = place.at(halves.query[n - 1]), place.at(halves.key[n - 1])
+            trace.add(Stage(place.at(f"scores_{n}"), scores[h],
+                            Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]), qk, Dot(query, key)))
+            trace.add(Stage(place.at(f"scaled_{n}"), scaled[h],
+                            f"S'{SUB[n]} = S{SUB[n]} / √d   (d = {d}, √d = {math.sqrt(d):.4g})", qk,
+                            Scale(place.at(f"scores_{n}"), factor, HALF_REASON)))
+            trace.add(Stage(place.at(f"masked_{n}"), masked[h], masked_formula(n, tail), qk,
+                            Masking(place.at(f"scaled_{n}"), tail.mask, tail.fill, tail.temperature)))
+            trace.add(Stage(place.at(f"weights_{n}"), weights[h],
+                            Msg("A{n} = softmax(M{n}) over keys: each row sums to 1", n=SUB[n]), qk,
+                            Softmax(place.at(f"masked_{n}"))))
+        out.append(weights)
+    warn_empty_rows(trace, tail)
+    return out
+
+
+def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tuple[Place, Place]],
+                      lam: torch.Tensor, op: LambdaTerms, first: torch.Tensor, second: torch.Tensor,
+                      values: torch.Tensor, value_at: list[Place], eps: float = EPS) -> torch.Tensor:
+    """lambda, diff_weights, diff_output and head_norm of every head at `at`; returns head_norm (heads, L, 2d).
+
+    `first`, `second` (heads, L, S) are the two maps, recorded for head h at `maps[h]` (its own weights_1 and
+    weights_2, or a model's two heads); `lam` (1, 4) as `lambda_terms` makes it; `values` (heads, S, 2d) at
+    `value_at`."""
+    qk = (tail.query_axis, tail.key_axis)
+    value = lam[0, 3]
+    init = float(lam[0, 2])
+    diff = first - value.to(first.dtype) * second  # (heads, L, S)
+    output = diff.to(values.dtype) @ values  # (heads, L, 2d)
+    squares = output.to(masks.softmax_dtype(output.dtype))
+    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + eps)).to(values.dtype)
+    width = values.shape[-1]
+    out_axes = (tail.query_axis, dim_axis(width))
+    for h, place in enumerate(at):
+        a1, a2 = maps[h]
+        trace.add(Stage(place.at("lambda"), lam.to(values.dtype),
+                        Msg("λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init,   λ_init = 0.8 − 0.6·exp(−0.3·{depth}) "
+                            "= {init}", depth=op.depth, init=f"{init:.4g}"), (LAMBDA_ROW, LAMBDA_TERMS), op))
+        trace.add(Stage(place.at("diff_weights"), diff[h],
+                        Msg("D = A₁ − λ·A₂   (λ = {lam}): rows sum to 1 − λ, and a cell may be negative",
+                            lam=f"{float(value):.4g}"), qk, DiffWeights(a1, a2, place.at("lambda"))))
+        trace.add(Stage(place.at("diff_output"), output[h],
+                        Msg("O = D·V: each row mixes the value rows by the difference, {w} columns wide", w=width),
+                        out_axes, WeightedSum(place.at("diff_weights"), value_at[h])))
+        trace.add(Stage(place.at("head_norm"), normed[h],
+                        Msg("Y = (1 − λ_init)·RMSNorm(O) over the head's {w} dimensions   (1 − λ_init = {k})",
+                            w=width, k=f"{1 - init:.4g}"), out_axes,
+                        DiffNorm(place.at("diff_output"), place.at("lambda"), eps)))
+    return normed
+
+
+def record_concat(trace: Trace, normed: torch.Tensor, at: list[Place], axis: Axis, where: Place) -> None:
+    """The heads' normed outputs side by side (N, heads·2d): what W_o reads."""
+    n, width = normed.shape[1], normed.shape[0] * normed.shape[2]
+    trace.add(Stage(where, normed.permute(1, 0, 2).reshape(n, width),
+                    Msg("C = [Y_0 | Y_1 | … ]: the heads' normed outputs side by side"), (axis, dim_axis(width)),
+                    Concat(tuple(place.at("head_norm") for place in at))))
+
+
+def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    heads = heads_of(q, k, v)
+    width = heads.q.shape[-1]
+    if width % 2 or heads.k.shape[-1] != width:
+        raise ConfigError(Msg("diff splits each head's query and key into two halves: a head's width must be even, "
+                              "not {width} (choose --heads or --dim so that it is)", width=width))
+    d = width // 2
+    trace, at = ctx.trace, heads.scores_at
+    for part, tensor, axis in (("query", heads.q, ctx.query_axis), ("key", heads.k, ctx.key_axis)):
+        letter = part[0].upper()
+        for n, offset in ((1, 0), (2, d)):
+            for h, place in enumerate(at):
+                trace.add(Stage(place.at(f"{part}_{n}"), tensor[h][:, offset:offset + d],
+                                Msg("{letter}{sub} = {letter}[:, {a}…{b}]: half {n} of the head's columns",
+                                    letter=letter, sub=SUB[n], n=n, a=offset, b=offset + d - 1),
+                                (axis, dim_axis(d)), Columns(place.at(part), offset)))
+    halves = Halves((heads.q[..., :d], heads.q[..., d:]), (heads.k[..., :d], heads.k[..., d:]),
+                    ("query_1", "query_2"), ("key_1", "key_2"))
+    factor = 1 / math.sqrt(d)
+    ctx.record_geometry(factor)
+    first, second = record_maps(trace, ctx.tail, halves, at, factor)
+    depth = ctx.settings.depth
+    vectors = {name: ctx.params.normal(name, d, std=LAMBDA_STD) for name in LAMBDA_NAMES}  # (d,) each
+    lam = lambda_terms(vectors, "", depth)
+    normed = record_difference(trace, ctx.tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam,
+                               LambdaTerms(*LAMBDA_NAMES, depth=depth), first, second, heads.v, heads.values_at)
+    if heads.several:
+        record_concat(trace, normed, at, ctx.query_axis, Place("concat"))

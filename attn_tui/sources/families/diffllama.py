@@ -1,0 +1,60 @@
+"""DiffLlama (differential attention in a Llama body): Llama's projections, rotation and maps, then each pair of
+heads' difference.
+
+transformers' DiffLlama computes every one of its H heads as an ordinary softmax map over a rotated head (what
+`output_attentions` returns), then pairs head p with head p + H/2: D = A_p − λ·A_{p+H/2}, read against the two
+heads' values side by side (2·d_h wide), normed per pair and scaled by (1 − λ_init). The shared tracer records
+the maps; `after` adds the pairs' stages at heads 0 … H/2 − 1, named as the `diff` variant names them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attn_tui.attention.attend import Tail
+from attn_tui.attention.variants.diff import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
+from attn_tui.errors import ConfigError
+from attn_tui.i18n import Msg
+from attn_tui.sources.families.llama import kv_heads, layer, rope_base
+from attn_tui.sources.families.spec import Family, LayerSpec
+from attn_tui.sources.model_run import ModelRun
+from attn_tui.trace.ops import Concat, LambdaTerms, Place
+from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+
+
+def pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun) -> None:
+    """lambda, value_pair, diff_weights, diff_output and head_norm of every pair of heads, then their concat (what
+    o_proj reads)."""
+    attn = run_.loaded.model.layers[index].self_attn
+    heads, d_h = spec.heads, spec.head_dim
+    if heads % 2:
+        raise ConfigError(Msg("DiffLlama pairs its heads: {heads} heads cannot be paired", heads=heads))
+    half = heads // 2
+    prefix = f"blocks.{index}."
+    vectors = {}
+    for name in LAMBDA_NAMES:
+        vectors[prefix + name] = getattr(attn, name).detach()  # (d_h,)
+        trace.params[prefix + name] = vectors[prefix + name]
+    lam = lambda_terms(vectors, prefix, index)  # (1, 4); λ_init of layer_idx = index, as the module's own
+    tokens = Axis("query", run_.tokens)
+    keys = Axis("key", run_.tokens)
+    at = [Place("head_norm", index, p) for p in range(half)]  # each pair sits at its first head
+    values = []
+    for p, place in enumerate(at):
+        parts = (Place("value", index, p), Place("value", index, p + half))
+        joined = torch.cat([trace.stages[part].tensor for part in parts], dim=-1)  # (N, 2·d_h)
+        values.append(trace.add(Stage(place.at("value_pair"), joined, Msg(
+            "V = [V_{a} | V_{b}]: the values of heads {a} and {b} side by side, 2·{d} columns", a=p, b=p + half,
+            d=d_h), (keys, dim_axis(2 * d_h)), Concat(parts))))
+    first = torch.stack([trace.stages[Place("weights", index, p)].tensor for p in range(half)])  # (H/2, N, N)
+    second = torch.stack([trace.stages[Place("weights", index, p + half)].tensor for p in range(half)])
+    tail = Tail(tokens, keys)
+    maps = [(Place("weights", index, p), Place("weights", index, p + half)) for p in range(half)]
+    q1, k1, q2, k2 = (prefix + name for name in LAMBDA_NAMES)
+    normed = record_difference(trace, tail, at, maps, lam, LambdaTerms(q1, k1, q2, k2, index), first, second,
+                               torch.stack(values), [place.at("value_pair") for place in at],
+                               eps=float(attn.groupnorm.eps or 0.0))  # (H/2, N, 2·d_h)
+    record_concat(trace, normed, at, tokens, Place("concat", index))
+
+
+FAMILY = Family("diffllama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, after=pairs)
