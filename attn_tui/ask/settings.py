@@ -47,6 +47,7 @@ class Settings:
     kv_heads: int = default("kv_heads")  # gqa: key/value heads shared by the query heads (1 = multi-query)
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
     tile: int = default("tile")  # flash: keys per tile of the online softmax
+    rule: str = default("rule")  # linear: gated-delta | plain, how each token writes the recurrent state
 
 
 class InputReader(Protocol[T_co]):

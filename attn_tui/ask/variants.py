@@ -103,6 +103,12 @@ def _flash(z: Sizes) -> dict[str, int]:
     return {"tile stages": z.queries * z.keys + tiles * z.queries * (3 + z.d_v), "output": z.queries * z.d_v}
 
 
+def _linear(z: Sizes) -> dict[str, int]:
+    """A state (d_k × d_v) per step, the implied matrix, the normed q and k, decay and β, the output."""
+    return {"parameters": 2 * z.d_q + 2, "states": z.queries * z.d_k * z.d_v, "implied": z.queries * z.keys,
+            "normed q and k": 2 * z.queries * z.d_k, "decay and beta": 2 * z.queries, "output": z.queries * z.d_v}
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
@@ -140,5 +146,8 @@ VARIANTS: dict[str, Variant] = {
         Variant("flash", "Flash (online softmax by key tiles)",
                 ("query", "key", "value", "tile_scores", "running_max", "rescale", "denominator", "accumulator",
                  "output"), _flash, learned=False, options=("tile",), lazy=False),
+        Variant("linear", "Linear attention (recurrent state)",
+                ("query", "key", "value", "query_l2", "key_l2", "decay", "beta", "state", "implied", "output"),
+                _linear, options=("rule",), lazy=False),
     )
 }

@@ -121,8 +121,13 @@ def _counts(value: object) -> tuple[int, ...]:
     return tuple(value)
 
 
-def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
-    """config.json's layers, width, vocabulary and heads against the tensors the files hold."""
+def check_shapes(shapes: Shapes, sizes: dict[str, int | None], kinds: tuple[str, ...] = (),
+                 query_parts: int = 1) -> None:
+    """config.json's layers, width, vocabulary and heads against the tensors the files hold.
+
+    `kinds`: config.json's `layer_types` where layers differ (Qwen3-Next's linear and full attention): a layer
+    holds what the first layer of its kind holds. `query_parts`: 2 where q_proj holds each head's query and
+    its output gate."""
     parts: dict[int, set[str]] = {}  # layer → the names of its tensors, past the layer's own prefix
     for name in shapes:
         if m := _LAYER.search(name):
@@ -132,8 +137,12 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
         raise WeightsError(Msg("config.json says {said} layers; its weights hold {held}", said=said,
                                held=max(parts) + 1))
     for layer in range(max(parts, default=-1) + 1):  # every layer holds what layer 0 holds (else drawn at random)
-        lacking = sorted(parts.get(0, set()) - parts.get(layer, set()))
+        first = kinds.index(kinds[layer]) if layer < len(kinds) else 0  # … or the first layer of its kind
+        lacking = sorted(parts.get(first, set()) - parts.get(layer, set()))
         if lacking:
+            if first:
+                raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer {first} (the first of "
+                                       "its kind) has", layer=layer, name=quoted(lacking[0], 60), first=first))
             raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer 0 has", layer=layer,
                                    name=quoted(lacking[0], 60)))
     width, vocab, heads = sizes.get("width"), sizes.get("vocab"), sizes.get("heads")
@@ -144,7 +153,9 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
         return
     head_dim = sizes.get("head_dim") or width // heads
     kv = sizes.get("kv_heads") or heads
-    rows = {"q_proj.weight": (heads * head_dim, Msg("heads × head_dim, width")),
+    rows = {"q_proj.weight": (query_parts * heads * head_dim,
+                              Msg("heads × head_dim, width") if query_parts == 1 else
+                              Msg("heads × 2·head_dim (query and gate), width")),
             "k_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
             "v_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
             "qkv_proj.weight": ((heads + 2 * kv) * head_dim, Msg("(heads + 2·kv heads) × head_dim, width")),

@@ -17,6 +17,7 @@ from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
     from attn_tui.sources.model_run import ModelRun
+    from attn_tui.trace.stage import Trace
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,6 @@ class Family:
     layer: Callable[[ModelRun, int], LayerSpec]
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
+    # a family whose layers are not all softmax attention (Qwen3-Next) records each layer itself: it calls
+    # `record_layer` for those that are, and records its own stages for the others
+    fill: Callable[[ModelRun, Trace, int], None] | None = None

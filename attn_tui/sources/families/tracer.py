@@ -74,6 +74,9 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     if layer is None or not 0 <= layer < run_.loaded.layers:
         return
     with torch.no_grad(), materialised(run_.loaded.model, run_.loaded.blocks, layer):
+        if family.fill is not None:  # the family records its layers itself (record_layer where they attend)
+            family.fill(run_, trace, layer)
+            return
         spec = family.layer(run_, layer)
         record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
     trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
