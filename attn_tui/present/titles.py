@@ -16,6 +16,8 @@ AXES = (
     NP_("axis", "position"), NP_("axis", "qkv"), NP_("axis", "output"), NP_("axis", "input"),
     # today's variants (rope, gqa, alibi, sink, flash) and the real models traced like them
     NP_("axis", "sink"), NP_("axis", "max"), NP_("axis", "rescale"), NP_("axis", "sum"), NP_("axis", "head.dim"),
+    # linear attention's state and gates (variant linear, Qwen3-Next's linear layers)
+    NP_("axis", "key dim"), NP_("axis", "value dim"), NP_("axis", "decay"), NP_("axis", "beta"),
 )
 
 

@@ -130,8 +130,8 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
 
 
 def token_steps(tokens: tuple[str, ...]) -> Steps:
-    """Step t writes token t (and makes key t readable): the state's steps."""
-    return Steps("token", tuple(Step(t, "token", Msg("token {t}: {token}", t=t, token=repr(token)), (token,))
+    """Step t writes token t into the state (and makes key t readable): kind "state", not a generated token."""
+    return Steps("state", tuple(Step(t, "state", Msg("token {t}: {token}", t=t, token=repr(token)), (token,))
                                for t, token in enumerate(tokens)))
 
 
