@@ -153,6 +153,8 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
         return recorded_caption(trace, meta.program, view)
     if view.step is not None and isinstance(meta, GenerationRun):
         return token_caption(meta, view.step, None if view.place.layer is None else (layer, head))
+    if view.step is not None and trace.step_axis is not None and trace.step_axis.kind == "state":
+        return state_caption(trace, view.step, layer, head)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
     kv = meta.kv_map
@@ -210,6 +212,15 @@ def token_caption(meta: GenerationRun, step: int, at: tuple[int, int] | None) ->
     return _("token {t} of {n}: fed {fed} at position {at}, one query over {keys} cached keys, writes {token}").format(
         t=step, n=len(meta.generated_ids), fed=repr(meta.generated_tokens[step - 1]), at=prompt + step - 1,
         keys=prompt + step, token=repr(wrote)) + where
+
+
+def state_caption(trace: Trace, step: int, layer: int, head: int) -> str:
+    """Which token a linear-attention state is after (the variant's, or a Qwen3-Next linear layer's)."""
+    steps = trace.step_axis
+    token = steps[step].new_keys[0] if steps is not None and step < len(steps) and steps[step].new_keys else "?"
+    said = _("the state after token {t} of {n} ({token}): what it wrote, and everything before it").format(
+        t=step, n=trace.steps(), token=token)
+    return said + (_("  layer {layer}, head {head}").format(layer=layer, head=head) if trace.layers > 1 else "")
 
 
 def tile_caption(trace: Trace, step: int) -> str:
