@@ -40,6 +40,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     num_key_value_heads=1, head_dim=16, partial_rotary_factor=0.5, linear_num_value_heads=2,
                     linear_num_key_heads=2, linear_key_head_dim=4, linear_value_head_dim=8, linear_conv_kernel_dim=4,
                     num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, decoder_sparse_step=1),
+    # biased q/k/v/o (the gate's bias too), more value heads than attention heads, as the released model has
+    "biased": dict(SMALL, num_hidden_layers=2, num_attention_heads=2, layer_types=KINDS, num_key_value_heads=1,
+                   head_dim=8, attention_bias=True, linear_num_value_heads=6, linear_num_key_heads=3,
+                   linear_key_head_dim=4, linear_value_head_dim=4, linear_conv_kernel_dim=2, num_experts=0),
 }
 
 
@@ -173,3 +177,7 @@ def test_routing_the_folder_check_and_the_command_line(folders: dict[str, Path],
     assert main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--layer", "1", "--stage",
                  "gated"]) == 0
     assert "O_g" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--generate", "1"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--generate cannot step it" in err and len(err.strip().splitlines()) == 1

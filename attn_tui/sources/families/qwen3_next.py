@@ -46,7 +46,8 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
         from attn_tui.errors import ConfigError
 
         raise ConfigError(Msg("layer {layer} of {model} is a linear-attention layer: it keeps a state, not keys "
-                              "and values", layer=index, model=run_.loaded.name))
+                              "and values, so --generate cannot step it (trace the text without --generate)",
+                              layer=index, model=run_.loaded.name))
     x = block.input_layernorm(run_.hidden_states[index][None])[0]  # (N, d)
     n, heads, d_h = x.shape[0], run_.loaded.heads, int(attn.head_dim)
     cos, sin = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None])  # (1, N, rotated) each
