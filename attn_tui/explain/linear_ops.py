@@ -180,7 +180,25 @@ def _gated_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained
              f"{fmt(float(row[j]))} / {fmt(root)} · {fmt(weight)} · {fmt(silu)} = {fmt(total)}"], total)
 
 
+def _conv(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.CausalConv)
+    t, j = index
+    c = op.offset + j
+    weight = row64(trace.params[op.weight][c])  # (K,)
+    kernel = weight.numel()
+    column = row64(trace.inputs[op.source][:, c])  # (N,): the channel before the convolution
+    rows = [t - kernel + 1 + i for i in range(kernel)]
+    read = torch.tensor([float(column[r]) if r >= 0 else 0.0 for r in rows], dtype=torch.float64)
+    lines, dot = sum_terms(weight, read, "w", "x")
+    total = dot / (1 + math.exp(-dot))
+    return (f"{stage.symbol}[{t},{j}] = SiLU(Σ_i w[{c}, i]·x[{t} − {kernel - 1} + i, {c}])",
+            [_("channel {c} of the projection, rows {a}…{b} (a row before 0 reads 0)").format(c=c, a=rows[0], b=t),
+             *lines, f"SiLU({fmt(dot)}) = {fmt(total)}"], total)
+
+
 EXPLAINERS: dict[type[ops.Op], Explainer] = {
     ops.L2Norm: _l2, ops.Decay: _decay, ops.WriteStrength: _beta, ops.StateUpdate: _state, ops.Implied: _implied,
     ops.StateReadout: _readout, ops.SigmoidGate: _sigmoid_gate, ops.Product: _product, ops.GatedNorm: _gated_norm,
+    ops.CausalConv: _conv,
 }

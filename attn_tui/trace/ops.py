@@ -442,6 +442,16 @@ class GatedNorm:
 
 
 @dataclass(frozen=True)
+class CausalConv:
+    """out[t, j] = SiLU(Σ_i weight[c, i]·source[t − K + 1 + i, c]), c = offset + j, rows before 0 read as 0: a short
+    causal convolution over each channel of `source` (an input of the trace), as Gated DeltaNet runs on q, k, v."""
+
+    source: str
+    weight: str
+    offset: int
+
+
+@dataclass(frozen=True)
 class ScoreMod:
     """out[q, kv] = score_mod(source[q, kv], b, h, q, kv): flex_attention's user function, run on every score.
 
@@ -504,4 +514,4 @@ Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, 
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
            VocabCut, VocabSoftmax, Chosen, L2Norm, Decay, WriteStrength, StateUpdate, Implied, StateReadout,
-           SigmoidGate, Product, GatedNorm]
+           SigmoidGate, Product, GatedNorm, CausalConv]

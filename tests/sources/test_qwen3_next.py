@@ -166,6 +166,13 @@ def test_every_cell_of_a_linear_head_and_of_a_gate_is_recomputed(traces: dict[st
             assert arithmetic.matches and arithmetic.lines, (stage.key, index, arithmetic)
     lines = "\n".join(explain(trace, Place("decay", 0, 3), (4, 0)).lines)
     assert "softplus" in lines and "A_log" in lines
+    for name in ("query", "key", "value"):  # the short convolution, recomputed for every head's channels
+        for head in range(4):
+            stage = trace.stages[Place(name, 2, head)]
+            for index in itertools.product(*(range(n) for n in stage.shape)):
+                assert explain(trace, stage.place, index).matches, (stage.key, index)
+    lines = "\n".join(explain(trace, Place("key", 0, 3), (5, 2)).lines)
+    assert "channel 26 of the projection, rows 3…5" in lines  # past the 16 query channels, key head 1 (8 wide), 2
 
 
 def test_routing_the_folder_check_and_the_command_line(folders: dict[str, Path], capsys) -> None:

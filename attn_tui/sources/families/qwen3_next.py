@@ -22,7 +22,7 @@ from attn_tui.sources.families.llama import kv_heads, rope_base
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import ModelRun
-from attn_tui.trace.ops import Decay, GatedNorm, Given, Place, Product, SigmoidGate, WriteStrength
+from attn_tui.trace.ops import CausalConv, Decay, GatedNorm, Given, Op, Place, Product, SigmoidGate, WriteStrength
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 
@@ -104,8 +104,10 @@ def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:
     x = block.input_layernorm(run_.hidden_states[index][None])  # (1, N, d)
     n = x.shape[1]
     query, key, value, z, b, a = la.fix_query_key_value_ordering(la.in_proj_qkvz(x), la.in_proj_ba(x))
-    mixed = torch.cat([t.reshape(1, n, -1) for t in (query, key, value)], dim=-1).transpose(1, 2)  # (1, C, N)
-    mixed = ACT2FN[la.activation](la.conv1d(mixed)[..., :n]).transpose(1, 2)[0]  # (N, C): causal conv, then SiLU
+    before = torch.cat([t.reshape(1, n, -1) for t in (query, key, value)], dim=-1).transpose(1, 2)  # (1, C, N)
+    mixed = ACT2FN[la.activation](la.conv1d(before)[..., :n]).transpose(1, 2)[0]  # (N, C): causal conv, then SiLU
+    trace.inputs[prefix + "qkv"] = before[0].T  # (N, C): q, k and v of every head before the convolution
+    trace.params[prefix + "conv"] = la.conv1d.weight[:, 0].detach()  # (C, K)
     k_heads, v_heads, d_k, d_v = la.num_k_heads, la.num_v_heads, la.head_k_dim, la.head_v_dim
     q_all = mixed[:, :la.key_dim].reshape(n, k_heads, d_k)
     k_all = mixed[:, la.key_dim:2 * la.key_dim].reshape(n, k_heads, d_k)
@@ -124,13 +126,16 @@ def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:
     keys = Axis("key", run_.tokens)
     for h in range(v_heads):
         kh = h // share
-        parts = {"query": (q_all[:, kh], "Q", tokens), "key": (k_all[:, kh], "K", keys),
-                 "value": (v_all[:, h], "V", keys)}
-        for name, (tensor, letter, axis) in parts.items():
+        parts = {"query": (q_all[:, kh], "Q", tokens, kh * d_k),
+                 "key": (k_all[:, kh], "K", keys, la.key_dim + kh * d_k),
+                 "value": (v_all[:, h], "V", keys, 2 * la.key_dim + h * d_v)}
+        for name, (tensor, letter, axis, offset) in parts.items():
             what = Msg("{letter}_h: head {h}'s columns of the layer's projection after its short causal "
                        "convolution (kernel {kernel}) and SiLU", h=h if name == "value" else kh, letter=letter,
                        kernel=la.conv_kernel_size)
-            trace.add(Stage(Place(name, index, h), tensor, what, (axis, dim_axis(tensor.shape[1])), Given(what)))
+            op: Op = CausalConv(prefix + "qkv", prefix + "conv", offset) if la.activation in ("silu", "swish") \
+                else Given(what)
+            trace.add(Stage(Place(name, index, h), tensor, what, (axis, dim_axis(tensor.shape[1])), op))
         at = Place("state", index, h)
         q_hat, k_hat = record_normed(trace, at.at("query"), at.at("key"), q_all[:, kh].float(),
                                      k_all[:, kh].float(), (tokens, keys), d_k ** -0.5)
