@@ -188,3 +188,15 @@ def test_routing_the_folder_check_and_the_command_line(folders: dict[str, Path],
         main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--generate", "1"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "--generate cannot step it" in err and len(err.strip().splitlines()) == 1
+
+
+def test_states_too_big_to_step_through_are_refused_in_one_line(folders: dict[str, Path], capsys,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from attn_tui.sources.families import qwen3_next
+
+    monkeypatch.setattr(qwen3_next, "STATES_BYTES", 4 * 4 * 8 * 6 * 3)  # three tokens of the dense model's 4 heads
+    with pytest.raises(SystemExit) as exit_:
+        main(["stages", "--model", str(folders["dense"]), "--text", "the cat sat on the mat", "--stage", "state"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "shorten the text to 3 tokens or fewer" in err, err
+    assert len(err.strip().splitlines()) == 1

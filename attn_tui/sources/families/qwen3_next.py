@@ -16,7 +16,9 @@ from typing import Any
 import torch
 from transformers.activations import ACT2FN
 
+from attn_tui.ask.budget import format_bytes
 from attn_tui.attention.variants.linear import record_gates, record_normed, record_state, token_steps
+from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
@@ -24,6 +26,8 @@ from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import ModelRun
 from attn_tui.trace.ops import CausalConv, Decay, GatedNorm, Given, Op, Place, Product, SigmoidGate, WriteStrength
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+
+STATES_BYTES = 1 << 29  # a linear layer's states are stepped through one by one; more is only memory
 
 
 def _norm(module: Any) -> NormSpec:  # the model's Qwen3NextRMSNorm: x / rms · (1 + w)
@@ -43,8 +47,6 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
     block = model.layers[index]
     attn = getattr(block, "self_attn", None)
     if attn is None:
-        from attn_tui.errors import ConfigError
-
         raise ConfigError(Msg("layer {layer} of {model} is a linear-attention layer: it keeps a state, not keys "
                               "and values, so --generate cannot step it (trace the text without --generate)",
                               layer=index, model=run_.loaded.name))
@@ -109,6 +111,12 @@ def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:
     trace.inputs[prefix + "qkv"] = before[0].T  # (N, C): q, k and v of every head before the convolution
     trace.params[prefix + "conv"] = la.conv1d.weight[:, 0].detach()  # (C, K)
     k_heads, v_heads, d_k, d_v = la.num_k_heads, la.num_v_heads, la.head_k_dim, la.head_v_dim
+    held = 4 * v_heads * n * d_k * d_v  # bytes: a float32 state per token per value head
+    if held > STATES_BYTES:
+        raise ConfigError(Msg("layer {layer}'s states would hold {size} (a {d_k} × {d_v} state per token for each of "
+                              "{heads} heads): shorten the text to {most} tokens or fewer", layer=index,
+                              size=format_bytes(held), d_k=d_k, d_v=d_v, heads=v_heads,
+                              most=STATES_BYTES // (4 * v_heads * d_k * d_v)))
     q_all = mixed[:, :la.key_dim].reshape(n, k_heads, d_k)
     k_all = mixed[:, la.key_dim:2 * la.key_dim].reshape(n, k_heads, d_k)
     v_all = mixed[:, 2 * la.key_dim:].reshape(n, v_heads, d_v)
