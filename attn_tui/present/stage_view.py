@@ -18,6 +18,7 @@ from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
 from attn_tui.trace.catalog import ScaleKind
 from attn_tui.trace.meta import DecoderRun, GenerationRun, RecordedRun
+from attn_tui.trace.ops import Place
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,6 +158,9 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
         return state_caption(trace, view.step, layer, head)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
+    if trace.layers > 1 and Place("implied", layer, head) in trace.stages:  # a linear-attention layer (Qwen3-Next)
+        return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head) + "  (" + \
+            _("linear attention: a recurrent state that each query reads, no softmax") + ")"
     kv = meta.kv_map
     if kv and view.head is not None:
         shared = _("reads key/value head {kv}").format(kv=kv[view.head])

@@ -56,5 +56,7 @@ async def test_a_qwen3_next_folder_steps_its_linear_layer_and_gates_its_full_one
         tokens = len(app.trace.query_tokens)
         assert [s for s in seen if s[0] == "state"] == [("state", t) for t in range(tokens)]
         assert seen[-2:] == [("implied", None), ("output", None)]
+        caption = str(app.query_one("#stage-bar").render())
+        assert "layer 0 head 1" in caption and "linear attention: a recurrent state" in caption, caption
         names = {p.name for p in app.trace.stages if p.layer == 1}
         assert {"gate", "gated", "weights"} <= names
