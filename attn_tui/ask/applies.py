@@ -74,7 +74,7 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
         **{name: Msg("{option} does not apply to {variant}: it belongs to {owners}",
                      option=SETTINGS[name].flag, variant=s.variant,
                      owners=", ".join(n for n, v in VARIANTS.items() if name in v.options))
-           for name in ("kv_heads", "rope_base", "tile", "absorbed", "depth")},
+           for name in ("kv_heads", "rope_base", "tile", "absorbed", "depth", "rule")},
     }
     found = applicable(request)
     return [reasons[name] for name in sorted(given - found, key=list(reasons).index) if name in reasons]

@@ -120,6 +120,8 @@ def stage_count(variant_name: str, z: Sizes) -> int:
     count = len(variant.stages) * (z.heads if variant.has_heads else 1)
     if "tile" in variant.options:
         count += 5 * (-(-z.keys // z.tile) - 1)
+    if "rule" in variant.options:  # linear: one state stage per token
+        count += z.queries - 1
     return count + 4  # the input stages a sentence adds (embedding, positional, …)
 
 

@@ -41,5 +41,6 @@ FAMILY_OF = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "gpt2": "
              "qwen2": "llama", "gemma2": "gemma2", "gemma3_text": "gemma3",
              "mistral": "mistral", "qwen3": "qwen3", "gemma": "gemma", "granite": "granite", "starcoder2": "starcoder2",
              "phi3": "phi3", "gpt_neox": "gpt_neox", "olmo2": "olmo2",
-             "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3", "diffllama": "diffllama"}
+             "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3", "diffllama": "diffllama",
+             "qwen3_next": "qwen3_next"}
 MODEL_NAMES = ("minilm", *GGUF_MODELS, *DATE_MODELS)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from attn_tui.i18n import N_, NP_, _
 
 VARIANT_NAMES = ("dot", "scaled_dot", "general", "additive", "concat", "multihead", "rope", "gqa", "alibi", "sink",
-                 "flash", "mla", "diff")
+                 "flash", "mla", "diff", "linear")
 MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
 PROJECTION_NAMES = ("learned", "identity")  # from a sentence or X: seeded W_q, W_k, W_v, or Q = K = V = X
 FILL_NAMES = ("-inf", "-1e9")
@@ -30,6 +30,7 @@ FILL_NAMES = ("-inf", "-1e9")
 MASK_MEANS_NAMES = ("attend", "block")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
+RULE_NAMES = ("gated-delta", "plain")  # linear: how each token writes the state (Qwen3-Next's, or a plain sum)
 WHOLE = re.compile(r"[+-]?[0-9]+")  # plain ASCII digits: no '1_0', no other scripts' digits
 
 Row = Literal["select", "input", "checkbox", ""]
@@ -152,6 +153,9 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
            label=NP_("setting", "absorbed"), row="checkbox", own=True),
     _int("depth", 0, 0, 1000, "L", NP_("setting", "λ depth"),
          N_("diff: the layer's index from 0, which sets λ_init = 0.8 − 0.6·exp(−0.3·L) (default 0)"), own=True),
+    _choice("rule", RULE_NAMES, NP_("setting", "rule"),
+            N_("linear: how each token writes the state: gated-delta (decay α_t, then a delta-rule write of "
+               "strength β_t, as Qwen3-Next; the default) or plain (S_t = S_(t−1) + k_tᵀv_t)"), own=True),
 )}
 DEFAULT_DIM = 8  # the width of a sentence's embedding when dim is None (the pane's placeholder)
 # The model run's own numbers and flag (its name, text and target are text, checked where they are read).

@@ -49,6 +49,7 @@ class Settings:
     tile: int = default("tile")  # flash: keys per tile of the online softmax
     absorbed: bool = default("absorbed")  # mla: W_uk folded into the query
     depth: int = default("depth")  # diff: the layer's index from 0, which sets λ_init
+    rule: str = default("rule")  # linear: gated-delta | plain, how each token writes the recurrent state
 
 
 class InputReader(Protocol[T_co]):

@@ -119,6 +119,12 @@ def _diff(z: Sizes) -> dict[str, int]:
             "halves and outputs": 2 * (z.queries + z.keys) * z.d_q + 3 * z.queries * z.d_v}
 
 
+def _linear(z: Sizes) -> dict[str, int]:
+    """A state (d_k × d_v) per step, the implied matrix, the normed q and k, decay and β, the output."""
+    return {"parameters": 2 * z.d_q + 2, "states": z.queries * z.d_k * z.d_v, "implied": z.queries * z.keys,
+            "normed q and k": 2 * z.queries * z.d_k, "decay and beta": 2 * z.queries, "output": z.queries * z.d_v}
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
@@ -166,5 +172,8 @@ VARIANTS: dict[str, Variant] = {
                  "weights_1", "scores_2", "scaled_2", "masked_2", "weights_2", "lambda", "diff_weights",
                  "diff_output", "head_norm", "concat"), _diff, per_head=True, options=("heads", "depth"),
                 lazy=False),
+        Variant("linear", "Linear attention (recurrent state)",
+                ("query", "key", "value", "query_l2", "key_l2", "decay", "beta", "state", "implied", "output"),
+                _linear, options=("rule",), lazy=False),
     )
 }

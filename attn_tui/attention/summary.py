@@ -13,6 +13,7 @@ from attn_tui.attention.head_roles import head_roles
 from attn_tui.trace.model_stats import ROLLOUT_FORMULA as ROLLOUT_FORMULA
 from attn_tui.trace.model_stats import HeadStats as HeadStats
 from attn_tui.trace.model_stats import ModelStats as ModelStats
+from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Trace
 from attn_tui.trace.written import grows, written_rows
 
@@ -23,7 +24,12 @@ def stack(trace: Trace) -> torch.Tensor:
     def weights(layer: int, head: int) -> torch.Tensor:
         if grows(trace):
             return written_rows(trace, "weights", layer, head)
-        return trace.tensor("weights", layer, head)
+        if trace.find("implied", layer, 0) is None:
+            return trace.tensor("weights", layer, head)
+        # a linear-attention layer (Qwen3-Next's): the matrix its recurrence equals; 0 for a head it lacks
+        implied = trace.stages.get(Place("implied", layer, head))
+        n = len(trace.query_tokens)
+        return implied.tensor if implied is not None else torch.zeros(n, n)
 
     return torch.stack([torch.stack([weights(layer, head).float() for head in range(trace.heads)])
                         for layer in range(trace.layers)])
@@ -70,9 +76,14 @@ def model_stats(trace: Trace) -> ModelStats:
     """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
     weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
     real = real_keys(trace)  # (N,)
+    # the rollout mixes softmax rows: a linear-attention layer's implied matrix is none, so it passes as the
+    # residual path alone (identity)
+    softmax = [trace.find("implied", layer) is None for layer in range(trace.layers)]
+    mixed = torch.stack([w if keep else torch.eye(w.shape[-1])[None].expand_as(w)
+                         for w, keep in zip(weights, softmax)]) if not all(softmax) else weights
     tokens = trace.key_tokens
     roles = head_roles(weights, tokens, real) if len(tokens) == weights.shape[-1] == weights.shape[-2] else ()
-    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace), roles)
+    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(mixed, real), blocked(trace), roles)
 
 
 def blocked(trace: Trace) -> torch.Tensor | None:

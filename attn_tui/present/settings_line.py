@@ -23,6 +23,7 @@ LABELS = {  # the model pane's row labels, marked there (context "setting"): the
     "positional": "pos enc", "seed": "seed", "device": "device", "dtype": "dtype", "temperature": "temp",
     "projection": "proj", "rope_base": "θ base", "kv_heads": "kv heads", "window": "window", "tile": "tile",
     "depth": "λ depth",
+    "rule": "rule",
 }
 DEFAULTS = Settings()
 

@@ -18,6 +18,7 @@ from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
 from attn_tui.trace.catalog import ScaleKind
 from attn_tui.trace.meta import DecoderRun, GenerationRun, RecordedRun
+from attn_tui.trace.ops import Place
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,8 +154,13 @@ def place_caption(trace: Trace, view: StageView, layer: int, head: int) -> str:
         return recorded_caption(trace, meta.program, view)
     if view.step is not None and isinstance(meta, GenerationRun):
         return token_caption(meta, view.step, None if view.place.layer is None else (layer, head))
+    if view.step is not None and trace.step_axis is not None and trace.step_axis.kind == "state":
+        return state_caption(trace, view.step, layer, head)
     if view.step is not None:  # flash: a step is a tile of keys
         return tile_caption(trace, view.step)
+    if trace.layers > 1 and Place("implied", layer, head) in trace.stages:  # a linear-attention layer (Qwen3-Next)
+        return _("{model}  layer {layer} head {head}").format(model=meta.title, layer=layer, head=head) + "  (" + \
+            _("linear attention: a recurrent state that each query reads, no softmax") + ")"
     kv = meta.kv_map
     if kv and view.head is not None:
         shared = _("reads key/value head {kv}").format(kv=kv[view.head])
@@ -210,6 +216,15 @@ def token_caption(meta: GenerationRun, step: int, at: tuple[int, int] | None) ->
     return _("token {t} of {n}: fed {fed} at position {at}, one query over {keys} cached keys, writes {token}").format(
         t=step, n=len(meta.generated_ids), fed=repr(meta.generated_tokens[step - 1]), at=prompt + step - 1,
         keys=prompt + step, token=repr(wrote)) + where
+
+
+def state_caption(trace: Trace, step: int, layer: int, head: int) -> str:
+    """Which token a linear-attention state is after (the variant's, or a Qwen3-Next linear layer's)."""
+    steps = trace.step_axis
+    token = steps[step].new_keys[0] if steps is not None and step < len(steps) and steps[step].new_keys else "?"
+    said = _("the state after token {t} of {n} ({token}): what it wrote, and everything before it").format(
+        t=step, n=trace.steps(), token=token)
+    return said + (_("  layer {layer}, head {head}").format(layer=layer, head=head) if trace.layers > 1 else "")
 
 
 def tile_caption(trace: Trace, step: int) -> str:

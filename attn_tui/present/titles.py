@@ -17,6 +17,8 @@ AXES = (
     # today's variants (rope, gqa, alibi, sink, flash) and the real models traced like them
     NP_("axis", "sink"), NP_("axis", "max"), NP_("axis", "rescale"), NP_("axis", "sum"), NP_("axis", "head.dim"),
     NP_("axis", "cached"),  # mla: what a token's cache holds (the latent's c…, the rotary key's r…)
+    # linear attention's state and gates (variant linear, Qwen3-Next's linear layers)
+    NP_("axis", "key dim"), NP_("axis", "value dim"), NP_("axis", "decay"), NP_("axis", "beta"),
 )
 
 

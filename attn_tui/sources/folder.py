@@ -127,7 +127,9 @@ def _check_weights(folder: Path, config: dict[str, object]) -> None:
     try:
         shapes = weight_files.weight_shapes(folder)
         if shapes is not None:
-            weight_files.check_shapes(shapes, sizes)
+            kinds = config.get("layer_types")
+            kinds = tuple(kinds) if isinstance(kinds, list) and all(isinstance(k, str) for k in kinds) else ()
+            weight_files.check_shapes(shapes, sizes, kinds, 2 if config.get("model_type") in _GATED_QUERY else 1)
     except weight_files.WeightsError as problem:
         raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(str(folder)),
                              reason=problem.message)) from None
@@ -164,6 +166,7 @@ _SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "
           "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
           "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",),
           "qk_nope": ("qk_nope_head_dim",)}  # DeepSeek's MLA: a query head is qk_nope_head_dim + head_dim wide
+_GATED_QUERY = {"qwen3_next"}  # q_proj holds each head's query and then its output gate
 _TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2", "gpt_neox"}  # families whose MLP is up and down; the others' is gated
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 

@@ -122,8 +122,13 @@ def _counts(value: object) -> tuple[int, ...]:
     return tuple(value)
 
 
-def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
-    """config.json's layers, width, vocabulary and heads against the tensors the files hold."""
+def check_shapes(shapes: Shapes, sizes: dict[str, int | None], kinds: tuple[str, ...] = (),
+                 query_parts: int = 1) -> None:
+    """config.json's layers, width, vocabulary and heads against the tensors the files hold.
+
+    `kinds`: config.json's `layer_types` where layers differ (Qwen3-Next's linear and full attention): a layer
+    holds what the first layer of its kind holds. `query_parts`: 2 where q_proj holds each head's query and
+    its output gate."""
     parts: dict[int, set[str]] = {}  # layer → the names of its tensors, past the layer's own prefix
     for name in shapes:
         if m := _LAYER.search(name):
@@ -133,9 +138,14 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
         raise WeightsError(Msg("config.json says {said} layers; its weights hold {held}", said=said,
                                held=max(parts) + 1))
     for layer in range(max(parts, default=-1) + 1):  # every layer holds what layer 0 holds (else drawn at random)
-        # but its feed-forward, which may change from layer to layer (DeepSeek: dense first, then experts)
-        lacking = sorted(n for n in parts.get(0, set()) - parts.get(layer, set()) if not n.startswith(_FEED_FORWARD))
+        # (all but its feed-forward, which may change from layer to layer: DeepSeek's dense first, then experts)
+        first = kinds.index(kinds[layer]) if layer < len(kinds) else 0  # … or the first layer of its kind
+        lacking = sorted(n for n in parts.get(first, set()) - parts.get(layer, set())
+                         if not n.startswith(_FEED_FORWARD))
         if lacking:
+            if first:
+                raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer {first} (the first of "
+                                       "its kind) has", layer=layer, name=quoted(lacking[0], 60), first=first))
             raise WeightsError(Msg("layer {layer} of the weights lacks {name}, which layer 0 has", layer=layer,
                                    name=quoted(lacking[0], 60)))
     width, vocab, heads = sizes.get("width"), sizes.get("vocab"), sizes.get("heads")
@@ -147,7 +157,9 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None]) -> None:
     head_dim = sizes.get("head_dim") or width // heads
     kv = sizes.get("kv_heads") or heads
     q_dim = head_dim + (sizes.get("qk_nope") or 0)  # multi-head latent attention: head_dim is the rotary part only
-    rows = {"q_proj.weight": (heads * q_dim, Msg("heads × head_dim, width")),
+    rows = {"q_proj.weight": (query_parts * heads * q_dim,
+                              Msg("heads × head_dim, width") if query_parts == 1 else
+                              Msg("heads × 2·head_dim (query and gate), width")),
             "k_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
             "v_proj.weight": (kv * head_dim, Msg("kv heads × head_dim, width")),
             "qkv_proj.weight": ((heads + 2 * kv) * head_dim, Msg("(heads + 2·kv heads) × head_dim, width")),

@@ -338,7 +338,16 @@ _KINDS = (
         "by side and mixed by W_o, added to the layer's input, and passed on."),
         "flash": N_(
         "Dividing the accumulator by the denominator once, at the end, gives exactly softmax(QKᵀ/√d_k)·V. The "
-        "weight matrix never existed, which is why flash attention needs memory linear in the length.")}),
+        "weight matrix never existed, which is why flash attention needs memory linear in the length."),
+        "linear": N_(
+        "Each query reads the state its own token left: o_t = q̂_t·S_t. No softmax and no score matrix were "
+        "computed, yet the same numbers come out of the implied matrix times V, which the inspector shows.")}),
+    StageKind("gate", "G", NP_("stage", "gate"), N_(
+        "The output gate: σ(X·W_g), one number between 0 and 1 for every query and every dimension of the head, "
+        "computed from the token itself. It decides how much of what attention gathered is let through.")),
+    StageKind("gated", "O_g", NP_("stage", "gated"), N_(
+        "The head's output multiplied by its gate, element by element. A query that found nothing useful can "
+        "close its gate instead of taking whatever the softmax forced it to gather (often the first token).")),
     StageKind("context", "c", NP_("stage", "context"), N_(
         "The context is the weighted average of the encoder outputs, using this step's weights. It is "
         "what the decoder reads before writing its next character.")),
@@ -382,6 +391,29 @@ _KINDS = (
     StageKind("accumulator", "Õ", NP_("stage", "accumulator"), N_(
         "The output so far, not yet divided: the old accumulator, rescaled, plus this tile's exponentials times "
         "its value rows. Only this and two numbers per row are kept between tiles.")),
+    # linear attention's recurrent state (variant linear; Qwen3-Next's Gated DeltaNet layers)
+    StageKind("query_l2", "q̂", NP_("stage", "query_l2"), N_(
+        "Each query divided by its length, then by √d_k. Linear attention has no softmax to tame large "
+        "scores, so the queries and keys are kept at a fixed length instead.")),
+    StageKind("key_l2", "k̂", NP_("stage", "key_l2"), N_(
+        "Each key divided by its length: a key of length 1 makes the delta rule's write an exact replacement "
+        "of what the state held for that key when β is 1.")),
+    StageKind("decay", "α", NP_("stage", "decay"), N_(
+        "How much of the state each token keeps before it writes: α_t = exp(g_t), between 0 and 1, computed "
+        "from the token. A small α forgets the past quickly, like a short window."), scale="sequential"),
+    StageKind("beta", "β", NP_("stage", "beta"), N_(
+        "How strongly each token writes into the state, σ(x_t·w_b). The delta rule replaces a share β of what "
+        "the state recalls for the token's key by the token's value, instead of piling values up."),
+        scale="sequential"),
+    StageKind("state", "S_t", NP_("stage", "state"), N_(
+        "Everything the layer remembers after token t: one d_k × d_v matrix, the same size at every step. A "
+        "query reads it as q·S_t; the state replaces the whole cache of keys and values of softmax attention.")),
+    StageKind("implied", "A", NP_("stage", "implied"), N_(
+        "The matrix the recurrence equals: the output is exactly this times V. It is lower-triangular (no "
+        "token sees the future) and, without a softmax, its rows need not sum to 1 and can be negative.")),
+    StageKind("gated_norm", "O_n", NP_("stage", "gated_norm"), N_(
+        "A Gated DeltaNet head's output, normed (RMSNorm with a learned weight) and multiplied by SiLU of a gate "
+        "z computed from the token: what the layer's out_proj reads.")),
     # a causal model writing: its key/value cache and the sampler after its last layer (sources/generate.py)
     StageKind("cache_keys", "K_cache", NP_("stage", "cache_keys"), N_(
         "What the model keeps of every position it has read, so a new token's query need not recompute them: "

@@ -345,6 +345,114 @@ class Normalise:
 
 
 @dataclass(frozen=True)
+class L2Norm:
+    """out[i, j] = source[i, j] / √(Σ_m source[i, m]² + eps) · scale: each row made unit length (then scaled)."""
+
+    source: Place
+    eps: float
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Decay:
+    """out[t, 0] = α_t = exp(g_t), g_t = −exp(a_log[index])·softplus(Σ_m source[t, m]·weight[index, m] +
+    dt_bias[index]): how much of the recurrent state step t keeps (Qwen3-Next's gated delta rule)."""
+
+    source: Operand
+    weight: str
+    a_log: str
+    dt_bias: str
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class WriteStrength:
+    """out[t, 0] = β_t = σ(Σ_m source[t, m]·weight[index, m]): how strongly step t writes its value into the state."""
+
+    source: Operand
+    weight: str
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class StateUpdate:
+    """Row `row`'s write into the recurrent state S (d_k × d_v), from `previous` (None: S_(t−1) = 0).
+
+    plain (no `decay`): out[a, b] = S_(t−1)[a, b] + k_t[a]·v_t[b];
+    gated delta: out[a, b] = α_t·S_(t−1)[a, b] + k_t[a]·β_t·(v_t[b] − α_t·Σ_m S_(t−1)[m, b]·k_t[m]).
+    """
+
+    previous: Place | None
+    key: Place
+    value: Place
+    row: int
+    decay: Place | None = None
+    beta: Place | None = None
+
+
+@dataclass(frozen=True)
+class Implied:
+    """out[t, s] = q_t·u_(t,s) for s ≤ t, 0 above: the attention-like matrix a linear recurrence equals.
+
+    u_(s,s) = β_s·k_s and u_(r,s) = α_r·(u_(r−1,s) − β_r·k_r·(k_r·u_(r−1,s))) for r = s+1 … t (the
+    gated delta rule); plain: u_(t,s) = k_s. Then out · V is the recurrence's output.
+    """
+
+    query: Place
+    key: Place
+    decay: Place | None = None
+    beta: Place | None = None
+
+
+@dataclass(frozen=True)
+class StateReadout:
+    """out[t, j] = Σ_a query[t, a]·states[t][a, j], which equals Σ_s implied[t, s]·value[s, j]."""
+
+    query: Place
+    states: tuple[Place, ...]
+    implied: Place
+    value: Place
+
+
+@dataclass(frozen=True)
+class SigmoidGate:
+    """out[i, j] = σ(Σ_m source[i, m]·weight[offset + j, m]): an output gate computed from the token (Qwen3-Next)."""
+
+    source: Operand
+    weight: str
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Product:
+    """out[i, j] = left[i, j]·right[i, j]: a head's output times its gate, cell by cell."""
+
+    left: Place
+    right: Place
+
+
+@dataclass(frozen=True)
+class GatedNorm:
+    """out[i, j] = source[i, j] / √(mean_m source[i, m]² + eps)·weight[j]·SiLU(gate[i, j]): Gated DeltaNet's
+    norm of a head's output, opened by SiLU of the gate `gate` (an input of the trace, the layer's z)."""
+
+    source: Place
+    gate: str
+    weight: str
+    eps: float
+
+
+@dataclass(frozen=True)
+class CausalConv:
+    """out[t, j] = SiLU(Σ_i weight[c, i]·source[t − K + 1 + i, c]), c = offset + j, rows before 0 read as 0: a short
+    causal convolution over each channel of `source` (an input of the trace), as Gated DeltaNet runs on q, k, v."""
+
+    source: str
+    weight: str
+    offset: int
+
+
+@dataclass(frozen=True)
 class ScoreMod:
     """out[q, kv] = score_mod(source[q, kv], b, h, q, kv): flex_attention's user function, run on every score.
 
@@ -457,4 +565,5 @@ class DiffNorm:
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
-           VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm]
+           VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm, L2Norm, Decay,
+           WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, Product, GatedNorm, CausalConv]

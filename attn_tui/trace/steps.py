@@ -18,11 +18,11 @@ from typing import Literal
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace.axes import Axis
 
-StepKind = Literal["decoder", "token", "tile", "call"]
+StepKind = Literal["decoder", "token", "tile", "call", "state"]
 
 # What one step of each kind is called, counted from 0 as torch indexes.
 _NAMES: dict[str, str] = {"decoder": N_("decoder step {t}"), "token": N_("token {t}"), "tile": N_("tile {t}"),
-                          "call": N_("step {step}")}
+                          "call": N_("step {step}"), "state": N_("token {t}")}
 
 
 @dataclass(frozen=True)

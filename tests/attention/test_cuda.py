@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CU
 SENTENCE = "나는 어제 학교에 갔다 <pad>"
 OPTIONS: dict[str, dict[str, object]] = {
     "multihead": {"heads": 2}, "gqa": {"heads": 4, "kv_heads": 2}, "alibi": {"heads": 2}, "sink": {"heads": 2},
-    "flash": {"tile": 2},
+    "flash": {"tile": 2}, "linear": {"mask": "causal"},  # linear: causal by its recurrence, no padding mask
 }
 
 

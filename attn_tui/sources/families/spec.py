@@ -112,3 +112,6 @@ class Family:
     record: Callable[[ModelRun, Trace, int], float] | None = None
     # stages a family adds after the shared tracer's (DiffLlama's difference of paired heads): (trace, spec, layer, run)
     after: Callable[[Trace, LayerSpec, int, ModelRun], None] | None = None
+    # a family whose layers are not all softmax attention (Qwen3-Next) records each layer itself: it calls
+    # `record_layer` for those that are, and records its own stages for the others
+    fill: Callable[[ModelRun, Trace, int], None] | None = None

@@ -74,6 +74,9 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     if layer is None or not 0 <= layer < run_.loaded.layers:
         return
     with torch.no_grad(), materialised(run_.loaded.model, run_.loaded.blocks, layer):
+        if family.fill is not None:  # the family records its layers itself (record_layer where they attend)
+            family.fill(run_, trace, layer)
+            return
         if family.record is not None:  # a layer of its own shape records itself
             scale = family.record(run_, trace, layer)
         else:

@@ -18,7 +18,7 @@ MODEL_LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path")
 # Each row's label, by the setting it shows (translated with the context "setting").
 LABELS = MODEL_LABELS | {name: option.label for name, option in SETTINGS.items()}
 # The pane's order, top to bottom; the model's own rows come after `tile`, the device actually used after `device`.
-ORDER = ("variant", "projection", "dim", "heads", "kv_heads", "rope_base", "absorbed", "depth", "tile", "mask",
+ORDER = ("variant", "projection", "dim", "heads", "kv_heads", "rope_base", "absorbed", "depth", "tile", "rule", "mask",
          "window", "pad_keys", "mask_fill", "mask_means", "positional", "temperature", "seed", "device", "dtype")
 CAPTIONS = {"positional": N_("sinusoidal"), "absorbed": N_("W_uk in q")}  # a checkbox's words beside its box
 OWN = tuple(name for name, option in SETTINGS.items() if option.own)  # shown only where they apply
