@@ -47,6 +47,9 @@ class Settings:
     kv_heads: int = default("kv_heads")  # gqa: key/value heads shared by the query heads (1 = multi-query)
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
     tile: int = default("tile")  # flash: keys per tile of the online softmax
+    softcap: float | None = default("softcap")  # C·tanh(S'/C) before the mask; None: no cap
+    qk_norm: str = default("qk_norm")  # none | rms (per head) | rms-all (over the whole projection)
+    gate: bool = default("gate")  # σ(X·W_g) on each head's weighted sum
 
 
 class InputReader(Protocol[T_co]):

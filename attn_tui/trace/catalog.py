@@ -247,6 +247,12 @@ _KINDS = (
         "flash": N_(
         "Dividing the accumulator by the denominator once, at the end, gives exactly softmax(QKᵀ/√d_k)·V. The "
         "weight matrix never existed, which is why flash attention needs memory linear in the length.")}),
+    StageKind("gate", "G", NP_("stage", "gate"), N_(
+        "The output gate: σ(X·W_g), one number between 0 and 1 for every query and every dimension of the head, "
+        "computed from the token itself. It decides how much of what attention gathered is let through.")),
+    StageKind("gated", "O_g", NP_("stage", "gated"), N_(
+        "The head's output multiplied by its gate, element by element. A query that found nothing useful can "
+        "close its gate instead of taking whatever the softmax forced it to gather (often the first token).")),
     StageKind("context", "c", NP_("stage", "context"), N_(
         "The context is the weighted average of the encoder outputs, using this step's weights. It is "
         "what the decoder reads before writing its next character.")),

@@ -265,6 +265,24 @@ class SoftCap:
 
 
 @dataclass(frozen=True)
+class SigmoidGate:
+    """out[i, j] = σ(Σ_m source[i, m]·weight[offset + j, m]): the output gate of gated attention, one number in
+    (0, 1) for each query row and each dimension of a head (`offset` picks the head's rows of W_g)."""
+
+    source: Operand
+    weight: str
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class GateProduct:
+    """out[i, j] = output[i, j]·gate[i, j]: a head's weighted sum let through by its gate, element by element."""
+
+    output: Place
+    gate: Place
+
+
+@dataclass(frozen=True)
 class DistanceBias:
     """out[i, j] = −m·|i − j|, m = entry `index` of the parameter `slopes`: ALiBi's linear distance bias."""
 
@@ -405,4 +423,4 @@ class Chosen:
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
-           VocabCut, VocabSoftmax, Chosen]
+           VocabCut, VocabSoftmax, Chosen, SigmoidGate, GateProduct]
