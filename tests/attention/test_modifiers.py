@@ -95,9 +95,9 @@ def reference(trace, variant: str, heads: int, kv_heads: int, norm: str, cap: fl
         q = [_rms_rows(x, p["q_norm"]) for x in q]
         k = [_rms_rows(x, p["k_norm"]) for x in k]
     elif norm == "rms-all":
-        whole_q = [sum((q[h][r] for h in range(n_heads)), []) for r in range(len(q[0]))]
+        whole_q = [[x for h in range(n_heads) for x in q[h][r]] for r in range(len(q[0]))]
         key_rows = [k[groups.index(g)] for g in range(max(groups) + 1)]  # each key head once
-        whole_k = [sum((key_rows[g][r] for g in range(len(key_rows))), []) for r in range(len(k[0]))]
+        whole_k = [[x for rows in key_rows for x in rows[r]] for r in range(len(k[0]))]
         nq, nk = _rms_rows(whole_q, p["q_norm"]), _rms_rows(whole_k, p["k_norm"])
         q = [_cols(nq, h * d_h, d_h) for h in range(n_heads)]
         k = [_cols(nk, groups[h] * d_h, d_h) for h in range(n_heads)]
@@ -119,7 +119,7 @@ def reference(trace, variant: str, heads: int, kv_heads: int, norm: str, cap: fl
                         for c, o in enumerate(row)] for i, row in enumerate(outs[h])]
     found = {f"output@{h}": outs[h] for h in range(n_heads)}
     if several:
-        found["concat"] = [sum((outs[h][i] for h in range(n_heads)), []) for i in range(len(outs[0]))]
+        found["concat"] = [[x for h in range(n_heads) for x in outs[h][i]] for i in range(len(outs[0]))]
     if variant in ("multihead", "gqa"):
         w_o = p["W_o"]
         b_o = p.get("b_o", [0.0] * len(w_o))
