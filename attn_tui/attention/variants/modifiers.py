@@ -66,8 +66,7 @@ def _record_norm(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], 
     letter = name[0]
     weight_name = f"{letter}_norm"
     width = rows * d_h if whole else d_h
-    weight = 1 + ctx.params.normal(weight_name, width, std=NORM_STD)  # (width,)
-    ctx.trace.params[weight_name] = weight
+    weight = ctx.params.ones_near(weight_name, width, NORM_STD)  # (width,)
     readers: tuple[Place, ...] = ()
     if whole:
         joined = x.transpose(0, 1).reshape(n, rows * d_h)  # (N, rows·d_h): the projection before the split
