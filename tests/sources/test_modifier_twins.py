@@ -20,12 +20,12 @@ import torch
 
 pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput, Request, Settings, XInput  # noqa: E402
-from attn_tui.attention.engine import compute  # noqa: E402
-from attn_tui.attention.params import ParamFactory  # noqa: E402
-from attn_tui.sources import run  # noqa: E402
-from attn_tui.trace.stage import Trace  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, tiny  # noqa: E402
+from attn_tui.ask.settings import ModelInput, Request, Settings, XInput
+from attn_tui.attention.engine import compute
+from attn_tui.attention.params import ParamFactory
+from attn_tui.sources import run
+from attn_tui.trace.stage import Trace
+from tests.sources.tiny_models import SMALL, TEXT, tiny
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
