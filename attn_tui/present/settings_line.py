@@ -22,6 +22,7 @@ LABELS = {  # the model pane's row labels, marked there (context "setting"): the
     "mask": "mask", "mask_fill": "fill", "pad_keys": "pad keys", "heads": "heads", "dim": "dim",
     "positional": "pos enc", "seed": "seed", "device": "device", "dtype": "dtype", "temperature": "temp",
     "projection": "proj", "rope_base": "θ base", "kv_heads": "kv heads", "window": "window", "tile": "tile",
+    "softcap": "soft cap", "qk_norm": "qk norm", "gate": "gate",
 }
 DEFAULTS = Settings()
 
