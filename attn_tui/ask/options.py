@@ -152,8 +152,8 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
          N_("flash: keys per tile of the online softmax (default 4)"), own=True),
     # The 2025 mechanisms any score-based variant may add (issue 25): flags and API keywords, no pane row.
     Option("softcap", float, None, N_("a logit soft cap C·tanh(S'/C) before the mask, as Gemma 2 (default: none)"),
-           low=0, above=True, optional=True, metavar="C", label=NP_("setting", "soft cap"), row="input", own=True,
-           refusal=N_("must be a positive finite number, got {text}"),
+           low=0, above=True, high=1e6, optional=True, metavar="C", label=NP_("setting", "soft cap"), row="input",
+           own=True, refusal=N_("must be a number above 0 and at most 1000000, got {text}"),
            pane_refusal=N_("{setting} must be a positive number, or empty for none")),
     Option("qk_norm", str, "none", N_("RMSNorm on q and k with a seeded weight: rms over each head's dimensions "
                                       "(Qwen3, Gemma 3), rms-all over the whole projection (OLMo-2)"),

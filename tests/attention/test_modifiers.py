@@ -174,6 +174,15 @@ def test_the_cap_bounds_every_score_and_keeps_small_ones() -> None:
     assert torch.allclose(capped[small], scores[small], atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("cap", [1e-30, 1e6])
+def test_a_cap_at_either_end_of_its_range_stays_finite_in_half_precision(dtype: str, cap: float) -> None:
+    trace = compute(sentence(TEXT, variant="gqa", heads=2, softcap=cap, qk_norm="rms", gate=True, dtype=dtype))
+    assert not trace.warnings
+    for stage in trace:
+        assert bool(torch.isfinite(stage.tensor.float()).all()), stage.key
+
+
 def test_the_norm_takes_each_row_to_the_size_of_its_weight() -> None:
     trace = compute(sentence(TEXT, variant="scaled_dot", dim=8, qk_norm="rms", dtype="float64"))
     normed, w = trace.tensor("query_norm"), trace.params["q_norm"]
@@ -204,9 +213,10 @@ def test_applies_where_scores_are_q_dot_k_and_the_gate_needs_token_vectors() -> 
     (["--text", "a b", "--variant", "additive", "--qk-norm", "rms"], "--qk-norm does not apply to additive"),
     (["--text", "a b", "--variant", "concat", "--gate"], "--gate does not apply to concat"),
     (["--q", "Q", "--k", "Q", "--v", "Q", "--gate"], "--gate does not apply to typed Q, K, V"),
-    (["--text", "a b", "--softcap", "0"], "must be a positive finite number"),
-    (["--text", "a b", "--softcap", "inf"], "must be a positive finite number"),
-    (["--text", "a b", "--softcap", "-1"], "must be a positive finite number"),
+    (["--text", "a b", "--softcap", "0"], "must be a number above 0 and at most 1000000"),
+    (["--text", "a b", "--softcap", "inf"], "must be a number above 0 and at most 1000000"),
+    (["--text", "a b", "--softcap", "-1"], "must be a number above 0 and at most 1000000"),
+    (["--text", "a b", "--softcap", "1e300"], "must be a number above 0 and at most 1000000"),
     (["--text", "a b", "--qk-norm", "layer"], "invalid choice"),
 ])
 def test_what_does_not_apply_is_one_line(capsys, tmp_path, monkeypatch, argv: list[str], fragment: str) -> None:

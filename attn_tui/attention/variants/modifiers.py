@@ -109,7 +109,8 @@ def soft_cap(ctx: Context, pre: PreTile, stages: list[PreStage], last: str
 
     def capped(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
         tiles = pre(rows, cols)
-        return {**tiles, "capped": torch.tanh(tiles[last] / cap) * cap}  # (heads, rows, cols)
+        wide = tiles[last].to(softmax_dtype(tiles[last].dtype))  # float16 cannot hold a cap beyond 65504
+        return {**tiles, "capped": torch.tanh(wide / cap) * cap}  # (heads, rows, cols)
 
     def op(at: Place) -> Op:
         return SoftCap(at.at(last), cap)
