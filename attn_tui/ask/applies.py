@@ -83,7 +83,7 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
            for name in ("softcap", "qk_norm")},
         "gate": (Msg("--gate does not apply to typed Q, K, V: the gate σ(X·W_g) is computed from the token vectors "
                      "(give --text or --x)") if typed and variant.score_based else
-                 Msg("{option} does not apply to {variant}: it acts on the scores q·k of {owners}", option="--gate",
+                 Msg("--gate does not apply to {variant}: it gates each head's weighted sum in {owners}",
                      variant=s.variant, owners=", ".join(n for n, v in VARIANTS.items() if v.score_based))),
     }
     found = applicable(request)
