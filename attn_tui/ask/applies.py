@@ -32,7 +32,7 @@ def applicable(request: Request) -> frozenset[str]:
         if not variant.takes_x:
             found.add("projection")
     learned_projection = not typed and not variant.takes_x and s.projection == "learned"
-    if source.embedded or variant.learned or learned_projection:
+    if source.embedded or variant.learned or learned_projection or s.qk_norm != "none" or s.gate:
         found.add("seed")
     if s.mask != "none" or request.custom_mask is not None:
         found.add("mask_fill")
@@ -40,6 +40,8 @@ def applicable(request: Request) -> frozenset[str]:
         found.add("mask_means")
     if "padding" in s.mask:
         found.add("pad_keys")
+    if variant.score_based:  # a soft cap and a QK-norm act on q·k; the gate reads the token vectors X
+        found |= {"softcap", "qk_norm"} | (set() if typed else {"gate"})
     return frozenset(found)
 
 
@@ -75,6 +77,14 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
                      option=SETTINGS[name].flag, variant=s.variant,
                      owners=", ".join(n for n, v in VARIANTS.items() if name in v.options))
            for name in ("kv_heads", "rope_base", "tile", "absorbed", "depth", "rule")},
+        **{name: Msg("{option} does not apply to {variant}: it acts on the scores q·k of {owners}",
+                     option=SETTINGS[name].flag, variant=s.variant,
+                     owners=", ".join(n for n, v in VARIANTS.items() if v.score_based))
+           for name in ("softcap", "qk_norm")},
+        "gate": (Msg("--gate does not apply to typed Q, K, V: the gate σ(X·W_g) is computed from the token vectors "
+                     "(give --text or --x)") if typed and variant.score_based else
+                 Msg("--gate does not apply to {variant}: it gates each head's weighted sum in {owners}",
+                     variant=s.variant, owners=", ".join(n for n, v in VARIANTS.items() if v.score_based))),
     }
     found = applicable(request)
     return [reasons[name] for name in sorted(given - found, key=list(reasons).index) if name in reasons]

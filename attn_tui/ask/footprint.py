@@ -10,7 +10,7 @@ from attn_tui.ask.budget import Estimate, json_numbers
 from attn_tui.ask.checks import check_fields, matrix_shape
 from attn_tui.ask.options import limit
 from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, XInput
-from attn_tui.ask.variants import VARIANTS, Sizes
+from attn_tui.ask.variants import VARIANTS, Sizes, modifier_parts
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import check_text
@@ -139,6 +139,8 @@ def estimate(request: Request, json_output: bool = False) -> Estimate:
     footprint = VARIANTS[request.settings.variant].footprint(sizes)
     if sizes.queries * sizes.keys > LAZY_CELLS:  # the score family is streamed: a block of rows at a time
         footprint = footprint | {k: v for k, v in lazy_parts(sizes).items() if k in footprint}
+    for part, numbers in modifier_parts(request.settings, sizes).items():  # a soft cap, q/k norms, the gate
+        footprint[part] = footprint.get(part, 0) + numbers
     found = Estimate()
     found.add(N_("inputs"), inputs, itemsize)
     for part, numbers in footprint.items():

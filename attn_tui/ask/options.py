@@ -31,6 +31,8 @@ MASK_MEANS_NAMES = ("attend", "block")
 DEVICE_NAMES = ("auto", "cpu", "cuda")
 DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
 RULE_NAMES = ("gated-delta", "plain")  # linear: how each token writes the state (Qwen3-Next's, or a plain sum)
+# QK-norm: none; rms over each head's own dimensions (Qwen3, Gemma 3); rms-all over the whole projection (OLMo-2)
+QK_NORM_NAMES = ("none", "rms", "rms-all")
 WHOLE = re.compile(r"[+-]?[0-9]+")  # plain ASCII digits: no '1_0', no other scripts' digits
 
 Row = Literal["select", "input", "checkbox", ""]
@@ -156,6 +158,16 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
     _choice("rule", RULE_NAMES, NP_("setting", "rule"),
             N_("linear: how each token writes the state: gated-delta (decay α_t, then a delta-rule write of "
                "strength β_t, as Qwen3-Next; the default) or plain (S_t = S_(t−1) + k_tᵀv_t)"), own=True),
+    # The 2025 mechanisms any score-based variant may add (issue 25): flags and API keywords, no pane row.
+    Option("softcap", float, None, N_("a logit soft cap C·tanh(S'/C) before the mask, as Gemma 2 (default: none)"),
+           low=0, above=True, high=1e6, optional=True, metavar="C", label=NP_("setting", "soft cap"), row="input",
+           own=True, refusal=N_("must be a number above 0 and at most 1000000, got {text}"),
+           pane_refusal=N_("{setting} must be a positive number, or empty for none")),
+    Option("qk_norm", str, "none", N_("RMSNorm on q and k with a seeded weight: rms over each head's dimensions "
+                                      "(Qwen3, Gemma 3), rms-all over the whole projection (OLMo-2)"),
+           choices=QK_NORM_NAMES, label=NP_("setting", "qk norm"), row="select", own=True),
+    Option("gate", bool, False, N_("the output gate σ(X·W_g) on each head's weighted sum, as Qwen3-Next's gated "
+                                   "attention"), label=NP_("setting", "gate"), row="checkbox", own=True),
 )}
 DEFAULT_DIM = 8  # the width of a sentence's embedding when dim is None (the pane's placeholder)
 # The model run's own numbers and flag (its name, text and target are text, checked where they are read).

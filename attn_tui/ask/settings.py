@@ -50,6 +50,9 @@ class Settings:
     absorbed: bool = default("absorbed")  # mla: W_uk folded into the query
     depth: int = default("depth")  # diff: the layer's index from 0, which sets λ_init
     rule: str = default("rule")  # linear: gated-delta | plain, how each token writes the recurrent state
+    softcap: float | None = default("softcap")  # C·tanh(S'/C) before the mask; None: no cap
+    qk_norm: str = default("qk_norm")  # none | rms (per head) | rms-all (over the whole projection)
+    gate: bool = default("gate")  # σ(X·W_g) on each head's weighted sum
 
 
 class InputReader(Protocol[T_co]):

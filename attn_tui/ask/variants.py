@@ -9,6 +9,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attn_tui.ask.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Variant:
     `per_head`: splits Q, K, V into `--heads` heads by columns (alibi, sink).
     `options`: the settings only this variant reads (`heads`, `kv_heads`, `rope_base`, `tile`).
     `lazy`: its score family can be read by tiles, so it runs on inputs of any length.
+    `score_based`: takes a soft cap, a QK-norm and the output gate (not additive, concat, flash).
     `footprint`: the numbers each of its stages and parameters holds, by part.
     """
 
@@ -51,6 +56,7 @@ class Variant:
     per_head: bool = False
     options: tuple[str, ...] = ()
     lazy: bool = True
+    score_based: bool = True  # its scores are q·k: --softcap, --qk-norm and --gate apply (attention/variants/modifiers)
 
     @property
     def has_heads(self) -> bool:
@@ -139,9 +145,9 @@ VARIANTS: dict[str, Variant] = {
                 same_width=False),
         Variant("additive", "Bahdanau additive",
                 ("query", "key", "value", "query_proj", "key_proj", "energy", "scores", "masked", "weights",
-                 "output"), _additive, same_width=False, uses_hidden=True),
+                 "output"), _additive, same_width=False, uses_hidden=True, score_based=False),
         Variant("concat", "Concat", ("query", "key", "value", "energy", "scores", "masked", "weights", "output"),
-                _concat, same_width=False, uses_hidden=True),
+                _concat, same_width=False, uses_hidden=True, score_based=False),
         Variant("multihead", "Multi-head",
                 ("qkv_proj", "query", "key", "value", "scores", "scaled", "masked", "weights", "output", "concat",
                  "projected"), _multihead, takes_x=True, options=("heads",)),
@@ -161,19 +167,33 @@ VARIANTS: dict[str, Variant] = {
                 lambda z: _split(z, 4) | {"sink_mass": z.heads * z.queries}, per_head=True, options=("heads",)),
         Variant("flash", "Flash (online softmax by key tiles)",
                 ("query", "key", "value", "tile_scores", "running_max", "rescale", "denominator", "accumulator",
-                 "output"), _flash, learned=False, options=("tile",), lazy=False),
+                 "output"), _flash, learned=False, options=("tile",), lazy=False,
+                score_based=False),
         Variant("mla", "Multi-head latent attention (DeepSeek)",
                 ("q_latent", "q_latent_norm", "query", "query_nope", "query_rope", "query_rot", "kv_latent",
                  "kv_latent_norm", "key_rope", "key_rot", "latent_cache", "value", "key_nope", "key",
                  "query_absorbed", "scores", "scaled", "masked", "weights", "output", "concat", "projected"),
-                _mla, takes_x=True, options=("heads", "rope_base", "absorbed")),
+                _mla, takes_x=True, options=("heads", "rope_base", "absorbed"), score_based=False),
         Variant("diff", "Differential (two maps, one minus the other)",
                 ("query", "key", "value", "query_1", "query_2", "key_1", "key_2", "scores_1", "scaled_1", "masked_1",
                  "weights_1", "scores_2", "scaled_2", "masked_2", "weights_2", "lambda", "diff_weights",
                  "diff_output", "head_norm", "concat"), _diff, per_head=True, options=("heads", "depth"),
-                lazy=False),
+                lazy=False, score_based=False),
         Variant("linear", "Linear attention (recurrent state)",
                 ("query", "key", "value", "query_l2", "key_l2", "decay", "beta", "state", "implied", "output"),
-                _linear, options=("rule",), lazy=False),
+                _linear, options=("rule",), lazy=False, score_based=False),
     )
 }
+
+
+def modifier_parts(settings: Settings, z: Sizes) -> dict[str, int]:
+    """What a soft cap, a QK-norm and the output gate add to a score-based variant's footprint, by part."""
+    if not VARIANTS[settings.variant].score_based:
+        return {}
+    found = {"score stages": z.heads * z.queries * z.keys} if settings.softcap is not None else {}
+    extra = 0
+    if settings.qk_norm != "none":
+        extra += z.heads * (z.queries + z.keys) * max(1, z.d_q // z.heads) + z.d_q + z.d_k  # q_n, k_n, weights
+    if settings.gate:
+        extra += 2 * z.queries * z.d_v * max(1, z.heads) + z.d_q * z.d_v * max(1, z.heads)  # gate, gated, W_g
+    return found | ({"output": extra} if extra else {})

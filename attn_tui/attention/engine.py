@@ -72,7 +72,7 @@ class Context:
         window = mask.window if mask is not None else None
         kind = ("sliding" if window is not None else "causal" if "causal" in s.mask
                 else "custom" if mask is not None and mask.custom is not None else "full")
-        self.trace.geometry[0] = LayerGeometry(kind, window, positional or self.positions, scale,
+        self.trace.geometry[0] = LayerGeometry(kind, window, positional or self.positions, scale, s.softcap,
                                                heads=heads, temperature=s.temperature, sink=sink)
 
     def scores(self, pre: PreTile, stages: list[PreStage], last: str) -> torch.Tensor:

@@ -32,6 +32,13 @@ class ParamFactory:
         self.record[name] = tensor
         return tensor
 
+    def ones_near(self, name: str, width: int, std: float) -> torch.Tensor:
+        """A norm's weight (width,): 1 + N(0, std²), near the ones a model starts from but never all ones."""
+        values = 1 + torch.randn(width, generator=_generator(self.seed, name), dtype=torch.float64) * std
+        tensor = values.to(dtype=self.dtype, device=self.device)
+        self.record[name] = tensor
+        return tensor
+
     def weight(self, name: str, out_features: int, in_features: int) -> torch.Tensor:
         """(out, in) like nn.Linear's weight, scaled by 1/√in so products stay near unit size."""
         return self.normal(name, out_features, in_features, std=1 / math.sqrt(in_features))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from attn_tui.explain import classic, diff_ops, flex_ops, latent_ops, layer_ops, linear_ops, modern, sampler
+from attn_tui.explain import classic, diff_ops, flex_ops, gate_ops, latent_ops, layer_ops, linear_ops, modern, sampler
 from attn_tui.explain.common import Arithmetic, Explainer, tolerance_of
 from attn_tui.trace.ops import Op, Place
 from attn_tui.trace.stage import Trace
@@ -21,7 +21,8 @@ from attn_tui.trace.stage import Trace
 __all__ = ["EXPLAINERS", "MODULES", "Arithmetic", "explain"]
 
 # every explainer module, each with its EXPLAINERS
-MODULES: tuple[ModuleType, ...] = (classic, modern, layer_ops, flex_ops, sampler, latent_ops, diff_ops, linear_ops)
+MODULES: tuple[ModuleType, ...] = (classic, modern, layer_ops, flex_ops, sampler, latent_ops, diff_ops, linear_ops,
+                                   gate_ops)
 
 
 def _registry(modules: tuple[ModuleType, ...]) -> dict[type[Op], Explainer]:

@@ -140,29 +140,6 @@ def _readout(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     return f"O[{t},{j}] = Σ_a q̂_{t}[a]·S_{t}[a,{j}]", lines, total
 
 
-def _sigmoid_gate(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
-    op = stage.op
-    assert isinstance(op, ops.SigmoidGate)
-    i, j = index
-    x = trace.operand(op.source)[i]
-    lines, dot = sum_terms(x, trace.params[op.weight][op.offset + j], f"X[{i}]", f"W_g[{op.offset + j}]")
-    total = 1 / (1 + math.exp(-dot))
-    lines += [f"σ({fmt(dot)}) = {fmt(total)}",
-              _("near 0 closes this dimension of the head's output for this token; near 1 lets it through")]
-    return f"G[{i},{j}] = σ(X[{i}]·W_g[{op.offset + j}])", lines, total
-
-
-def _product(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
-    op = stage.op
-    assert isinstance(op, ops.Product)
-    i, j = index
-    left, right = trace.stages[op.left], trace.stages[op.right]
-    a, b = float(left.data[i, j].double()), float(right.data[i, j].double())
-    total = a * b
-    return (f"{stage.symbol}[{i},{j}] = {left.symbol}[{i},{j}]·{right.symbol}[{i},{j}]",
-            [f"{fmt(a)}·{fmt(b)} = {fmt(total)}"], total)
-
-
 def _gated_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
     assert isinstance(op, ops.GatedNorm)
@@ -199,6 +176,6 @@ def _conv(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 EXPLAINERS: dict[type[ops.Op], Explainer] = {
     ops.L2Norm: _l2, ops.Decay: _decay, ops.WriteStrength: _beta, ops.StateUpdate: _state, ops.Implied: _implied,
-    ops.StateReadout: _readout, ops.SigmoidGate: _sigmoid_gate, ops.Product: _product, ops.GatedNorm: _gated_norm,
+    ops.StateReadout: _readout, ops.GatedNorm: _gated_norm,
     ops.CausalConv: _conv,
 }

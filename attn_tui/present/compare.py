@@ -30,12 +30,18 @@ class Comparison:
     """One changed setting: its key, what A and B are called, and (for a head) B's head."""
 
     key: str  # fill | scale | variant | head | layer | teacher | projection | positional | mask | model | other | cache
+    # | gate
     a_label: str | Msg
     b_label: str | Msg
     change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
     head: int | None = None  # a head comparison: B is the same trace at this head
     mean_heads: bool = False  # a model comparison: the transformer's alignment averaged over its heads
     layer: int | None = None  # a layer comparison: B is the same trace at this layer
+    renamed: tuple[tuple[str, str], ...] = ()  # A's stage → B's where B calls it otherwise (gated → output)
+
+    def b_name(self, name: str) -> str:
+        """The stage of B shown beside A's stage `name`: A's gated beside B's ungated output."""
+        return dict(self.renamed).get(name, name)
 
     @property
     def same_trace(self) -> bool:
@@ -58,6 +64,8 @@ class Comparison:
             return model is not None and model.name not in DATE_MODELS and model.name != dict(self.change).get("name")
         if self.key == "cache":
             return model is not None and model.generate > 0
+        if self.key == "gate":  # A's gate is on, B's off
+            return a.request is not None and a.request.settings.gate
         return a.request is not None or self.key == "head"
 
     @property
@@ -162,6 +170,9 @@ def _variant_comparisons(a: Request) -> list[Comparison]:
         other = pairs[s.variant]
         key = "scale" if {s.variant, other} == {"dot", "scaled_dot"} else "variant"
         found.append(Comparison(key, s.variant, other, (("variant", other),)))
+    if s.gate:  # the gate off: B's plain output beside A's gated one, B − A what the gate held back
+        found.append(Comparison("gate", Msg("gate on"), Msg("gate off"), (("gate", False),),
+                                renamed=(("gated", "output"),)))
     mask = "none" if s.mask != "none" else "causal"
     found.append(Comparison("mask", Msg("mask {mask}", mask=s.mask), Msg("mask {mask}", mask=mask), (("mask", mask),)))
     if not a.source.typed:  # token vectors: positions and projections apply

@@ -24,6 +24,7 @@ LABELS = {  # the model pane's row labels, marked there (context "setting"): the
     "projection": "proj", "rope_base": "θ base", "kv_heads": "kv heads", "window": "window", "tile": "tile",
     "depth": "λ depth",
     "rule": "rule",
+    "softcap": "soft cap", "qk_norm": "qk norm", "gate": "gate",
 }
 DEFAULTS = Settings()
 

@@ -266,6 +266,24 @@ class SoftCap:
 
 
 @dataclass(frozen=True)
+class SigmoidGate:
+    """out[i, j] = σ(Σ_m source[i, m]·weight[offset + j, m]): the output gate of gated attention, one number in
+    (0, 1) for each query row and each dimension of a head (`offset` picks the head's rows of W_g)."""
+
+    source: Operand
+    weight: str
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class GateProduct:
+    """out[i, j] = output[i, j]·gate[i, j]: a head's weighted sum let through by its gate, element by element."""
+
+    output: Place
+    gate: Place
+
+
+@dataclass(frozen=True)
 class DistanceBias:
     """out[i, j] = −m·|i − j|, m = entry `index` of the parameter `slopes`: ALiBi's linear distance bias."""
 
@@ -415,23 +433,6 @@ class StateReadout:
 
 
 @dataclass(frozen=True)
-class SigmoidGate:
-    """out[i, j] = σ(Σ_m source[i, m]·weight[offset + j, m]): an output gate computed from the token (Qwen3-Next)."""
-
-    source: Operand
-    weight: str
-    offset: int = 0
-
-
-@dataclass(frozen=True)
-class Product:
-    """out[i, j] = left[i, j]·right[i, j]: a head's output times its gate, cell by cell."""
-
-    left: Place
-    right: Place
-
-
-@dataclass(frozen=True)
 class GatedNorm:
     """out[i, j] = source[i, j] / √(mean_m source[i, m]² + eps)·weight[j]·SiLU(gate[i, j]): Gated DeltaNet's
     norm of a head's output, opened by SiLU of the gate `gate` (an input of the trace, the layer's z)."""
@@ -566,4 +567,4 @@ Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, 
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
            VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm, L2Norm, Decay,
-           WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, Product, GatedNorm, CausalConv]
+           WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, GateProduct, GatedNorm, CausalConv]

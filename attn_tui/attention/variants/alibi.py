@@ -15,6 +15,7 @@ import torch
 
 from attn_tui.attention.attend import PreStage, score_family
 from attn_tui.attention.variants.heads import concat_heads, heads_of
+from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_stages
 from attn_tui.i18n import Msg
 from attn_tui.trace.geometry import HeadGeometry, Positional
@@ -45,7 +46,8 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
     ctx.record_geometry(factor, Positional("alibi"),
                         tuple(HeadGeometry(h, slope=slope) for h, slope in enumerate(m.tolist())))
-    qh, kh = heads.q, heads.k
+    qh, kh = norm_qk(ctx, heads.q, heads.k, [at.at("query") for at in heads.scores_at],
+                     [at.at("key") for at in heads.scores_at], range(heads.count))  # (H, L, d), (H, S, d)
 
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
         scores = qh[:, rows] @ kh[:, cols].transpose(-2, -1)  # (H, rows, cols)
@@ -65,6 +67,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
         PreStage("biased", Msg("S' + B: the scaled scores with the bias added"), ctx.qk_axes,
                  lambda at: Sum((at.at("scaled"), at.at("bias")))),
     ]
-    outputs = score_family(ctx.trace, ctx.tail, pre, stages, "biased", heads.v, heads.scores_at, heads.values_at,
+    capped, stages, last = soft_cap(ctx, pre, normed_scores(ctx, stages), "biased")
+    outputs = score_family(ctx.trace, ctx.tail, capped, stages, last, heads.v, heads.scores_at, heads.values_at,
                            ctx.lazy)
-    concat_heads(ctx, heads, outputs)
+    concat_heads(ctx, heads, *gate(ctx, outputs, [at.at("output") for at in heads.scores_at]))

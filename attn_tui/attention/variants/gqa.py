@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import score_family
+from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg, Plural
@@ -85,16 +86,20 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
         for name, letter, source in (("key", "K", "k_proj"), ("value", "V", "v_proj")):
             trace.add(Stage(Place(name, head=h), projected[source][g], shared_formula(letter, h, g, kv, kv_span),
                             (ctx.key_axis, head_dims), Columns(Place(source), g * d_h)))
+    queries, key_rows = norm_qk(ctx, projected["q_proj"], projected["k_proj"],
+                                [Place("query", head=h) for h in range(heads)],
+                                [Place("key", head=h) for h in range(heads)], kv)  # (H, N, d_h), (K, N, d_h)
     index = torch.tensor(kv, device=x.device)
-    keys, values = projected["k_proj"][index], projected["v_proj"][index]  # (H, N, d_h): each head's group's
+    keys, values = key_rows[index], projected["v_proj"][index]  # (H, N, d_h): each head's group's
     stages, factor = scaled_stages(ctx.qk_axes, d_h)
+    pre, stages, last = soft_cap(ctx, scaled_pre(queries, keys, factor), normed_scores(ctx, stages), "scaled")
     ctx.record_geometry(factor)
-    outputs = score_family(trace, ctx.tail, scaled_pre(projected["q_proj"], keys, factor), stages, "scaled", values,
-                           [Place("scores", head=h) for h in range(heads)],
+    outputs = score_family(trace, ctx.tail, pre, stages, last, values, [Place("scores", head=h) for h in range(heads)],
                            [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (H, N, d_h)
+    outputs, name = gate(ctx, outputs, [Place("output", head=h) for h in range(heads)])
     concat = trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, heads * d_h),
                              Msg("C = [O_0 | O_1 | … ]: the query heads' outputs side by side"),
                              (tokens, dim_axis(heads * d_h)),
-                             Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, H·d_h)
+                             Concat(tuple(Place(name, head=h) for h in range(heads)))))  # (N, H·d_h)
     trace.add(Stage(Place("projected"), concat @ w_o.T, Msg("Y = C·W_oᵀ   (no biases, as in Llama)"),
                     (tokens, dim_axis(d_model)), Linear(Place("concat"), "W_o")))

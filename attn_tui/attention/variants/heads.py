@@ -48,12 +48,13 @@ def heads_of(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Heads:
                  [Place("value", head=h) for h in range(heads)])
 
 
-def concat_heads(ctx: Context, heads: Heads, outputs: torch.Tensor) -> None:
-    """The heads' outputs side by side (N, heads·d_v): what the layer hands on, when there are several."""
+def concat_heads(ctx: Context, heads: Heads, outputs: torch.Tensor, name: str = "output") -> None:
+    """The heads' outputs (`name`: gated where the gate is on) side by side (N, heads·d_v): what the layer hands
+    on, when there are several."""
     if not heads.several:
         return
     n, width = outputs.shape[1], outputs.shape[0] * outputs.shape[2]
     ctx.trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, width),
                         Msg("C = [O_0 | O_1 | … ]: the heads' outputs side by side"),
                         (ctx.query_axis, dim_axis(width)),
-                        Concat(tuple(Place("output", head=h) for h in range(heads.count)))))
+                        Concat(tuple(Place(name, head=h) for h in range(heads.count)))))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import score_family
+from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Join, Msg
@@ -43,14 +44,18 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
             letter = name[0].upper()
             trace.add(Stage(Place(name, head=h), per_head[part, h], Join("", f"{letter}_{h} = {letter}[:, ", span, "]"),
                             (axis, head_dims), Columns(Place("qkv_proj"), part * d_model + h * d_h)))
+    q, k = norm_qk(ctx, per_head[0], per_head[1], [Place("query", head=h) for h in range(heads)],
+                   [Place("key", head=h) for h in range(heads)], range(heads))  # (heads, N, d_h) each
     stages, factor = scaled_stages(ctx.qk_axes, d_h)
+    pre, stages, last = soft_cap(ctx, scaled_pre(q, k, factor), normed_scores(ctx, stages), "scaled")
     ctx.record_geometry(factor)
-    outputs = score_family(trace, ctx.tail, scaled_pre(per_head[0], per_head[1], factor), stages, "scaled",
-                           per_head[2], [Place("scores", head=h) for h in range(heads)],
+    outputs = score_family(trace, ctx.tail, pre, stages, last, per_head[2],
+                           [Place("scores", head=h) for h in range(heads)],
                            [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (heads, N, d_h)
+    outputs, name = gate(ctx, outputs, [Place("output", head=h) for h in range(heads)])
     concat = trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, d_model),
                              Msg("C = [O_0 | O_1 | … ]: the heads' outputs side by side"), (tokens, dim_axis(d_model)),
-                             Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, d)
+                             Concat(tuple(Place(name, head=h) for h in range(heads)))))  # (N, d)
     trace.add(Stage(Place("projected"), concat @ w_o.T + b_o, "Y = C·W_oᵀ + b_o", (tokens, dim_axis(d_model)),
                     Linear(Place("concat"), "W_o", "b_o")))
 

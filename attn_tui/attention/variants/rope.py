@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import PreStage
+from attn_tui.attention.variants.modifiers import gate, norm_qk, soft_cap
 from attn_tui.attention.variants.scaled_dot import SCALE_REASON, scaled_pre
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
@@ -82,10 +83,13 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     n = max(q.shape[0], k.shape[0])
     cos, sin = angles(n, d, base, q.dtype, q.device)  # (n, d)
     dims = dim_axis(d)
-    q_rot = record_rotation(ctx.trace, Place("query_rot"), Place("query"), q, cos[:q.shape[0]], sin[:q.shape[0]],
-                            (ctx.query_axis, dims), base)
-    k_rot = record_rotation(ctx.trace, Place("key_rot"), Place("key"), k, cos[:k.shape[0]], sin[:k.shape[0]],
-                            (ctx.key_axis, dims), base)
+    qn, kn = norm_qk(ctx, q[None], k[None], [Place("query")], [Place("key")], [0])  # normed before the turn (Qwen3)
+    suffix = "" if ctx.settings.qk_norm == "none" else "_norm"
+    q_rot = record_rotation(ctx.trace, Place("query_rot"), Place("query" + suffix), qn[0], cos[:q.shape[0]],
+                            sin[:q.shape[0]], (ctx.query_axis, dims), base)
+    k_rot = record_rotation(ctx.trace, Place("key_rot"), Place("key" + suffix), kn[0], cos[:k.shape[0]],
+                            sin[:k.shape[0]], (ctx.key_axis, dims), base)
     stages, factor = rotated_score_stages(ctx.qk_axes, d)
+    pre, stages, last = soft_cap(ctx, scaled_pre(q_rot[None], k_rot[None], factor), stages, "scaled")
     ctx.record_geometry(factor, Positional("rotary", base))
-    ctx.scores(scaled_pre(q_rot[None], k_rot[None], factor), stages, "scaled")
+    gate(ctx, ctx.scores(pre, stages, last)[None], [Place("output")])

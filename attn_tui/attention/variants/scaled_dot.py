@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import PreStage
+from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace.lazy import PreTile
-from attn_tui.trace.ops import Dot, Scale
+from attn_tui.trace.ops import Dot, Place, Scale
 from attn_tui.trace.stage import Axis
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ def scaled_stages(axes: tuple[Axis, Axis], d_k: int, scale: float | None = None)
 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    qn, kn = norm_qk(ctx, q[None], k[None], [Place("query")], [Place("key")], [0])  # (1, L, d), (1, S, d)
     stages, factor = scaled_stages(ctx.qk_axes, q.shape[-1])
+    pre, stages, last = soft_cap(ctx, scaled_pre(qn, kn, factor), normed_scores(ctx, stages), "scaled")
     ctx.record_geometry(factor)
-    ctx.scores(scaled_pre(q[None], k[None], factor), stages, "scaled")
+    gate(ctx, ctx.scores(pre, stages, last)[None], [Place("output")])

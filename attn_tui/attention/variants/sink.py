@@ -15,6 +15,7 @@ import torch
 
 from attn_tui.attention.attend import score_family
 from attn_tui.attention.variants.heads import concat_heads, heads_of
+from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.trace import masks
 
@@ -28,8 +29,10 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     heads = heads_of(q, k, v)
     sink = ctx.params.normal(SINK, heads.count, std=1.0)  # (H,) seeded, as if learned
     tail = replace(ctx.tail, sink=sink.to(masks.softmax_dtype(sink.dtype)), sink_name=SINK)
+    q, k = norm_qk(ctx, heads.q, heads.k, [at.at("query") for at in heads.scores_at],
+                   [at.at("key") for at in heads.scores_at], range(heads.count))  # (H, L, d), (H, S, d)
     stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
+    pre, stages, last = soft_cap(ctx, scaled_pre(q, k, factor), normed_scores(ctx, stages), "scaled")
     ctx.record_geometry(factor, sink=True)
-    outputs = score_family(ctx.trace, tail, scaled_pre(heads.q, heads.k, factor), stages, "scaled", heads.v,
-                           heads.scores_at, heads.values_at, ctx.lazy)
-    concat_heads(ctx, heads, outputs)
+    outputs = score_family(ctx.trace, tail, pre, stages, last, heads.v, heads.scores_at, heads.values_at, ctx.lazy)
+    concat_heads(ctx, heads, *gate(ctx, outputs, [at.at("output") for at in heads.scores_at]))

@@ -24,7 +24,7 @@ from attn_tui.sources.families.llama import kv_heads, rope_base
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import ModelRun
-from attn_tui.trace.ops import CausalConv, Decay, GatedNorm, Given, Op, Place, Product, SigmoidGate, WriteStrength
+from attn_tui.trace.ops import CausalConv, Decay, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate, WriteStrength
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 STATES_BYTES = 1 << 29  # a linear layer's states are stepped through one by one; more is only memory
@@ -96,7 +96,7 @@ def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any) 
         output = trace.stages[at.at("output")].tensor
         trace.add(Stage(at.at("gated"), output * gate[:, h * d_h:(h + 1) * d_h],
                         Msg("O_g = O ⊙ G: the head's output times its gate, what o_proj reads"), (tokens, dims),
-                        Product(at.at("output"), at)))
+                        GateProduct(at.at("output"), at)))
 
 
 def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:

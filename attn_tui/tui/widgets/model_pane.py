@@ -162,7 +162,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         if option.row == "checkbox":
             return ShapeCheckbox(_(CAPTIONS[name]), value, compact=True, id=ident)
         return Input(number_text(self.settings, name), type="number" if option.kind is float else "integer",
-                     compact=True, id=ident, placeholder=str(DEFAULT_DIM) if option.optional else "")
+                     compact=True, id=ident, placeholder=str(DEFAULT_DIM) if name == "dim" else "—" if option.optional
+                     else "")
 
     def _model_rows(self) -> ComposeResult:
         """A real model's own rows: its layer and head in view, a date model's target and teacher forcing."""

@@ -115,10 +115,11 @@ def draw_compare(explorer: PanelHost, view: StageView) -> StageView | None:
         head = min(head, b_trace.heads - 1)
     b_view: StageView | None = None
     message = ""
-    if b_trace.find(place.name, layer, head if b_trace.heads > 1 else None, place.step, place.module) is None:
+    name = comparison.b_name(place.name)  # gate off: A's gated beside B's output
+    if b_trace.find(name, layer, head if b_trace.heads > 1 else None, place.step, place.module) is None:
         message = _("B has no stage {stage}").format(stage=stage_title(place.name))
     else:
-        b_view = stage_view(b_trace, place.name, layer, head, explorer.energy_query, place.step, place.module)
+        b_view = stage_view(b_trace, name, layer, head, explorer.energy_query, place.step, place.module)
     diff = None if b_view is None else diff_grid(view.grid, b_view.grid)
     a_grid, b_grid = view.grid, None if b_view is None else b_view.grid
     if b_grid is not None and explorer.shared_scale:

@@ -19,8 +19,9 @@ MODEL_LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path")
 LABELS = MODEL_LABELS | {name: option.label for name, option in SETTINGS.items()}
 # The pane's order, top to bottom; the model's own rows come after `tile`, the device actually used after `device`.
 ORDER = ("variant", "projection", "dim", "heads", "kv_heads", "rope_base", "absorbed", "depth", "tile", "rule", "mask",
-         "window", "pad_keys", "mask_fill", "mask_means", "positional", "temperature", "seed", "device", "dtype")
-CAPTIONS = {"positional": N_("sinusoidal"), "absorbed": N_("W_uk in q")}  # a checkbox's words beside its box
+         "window", "pad_keys", "mask_fill", "mask_means", "positional", "temperature", "seed", "device", "dtype",
+         "softcap", "qk_norm", "gate")  # the 2025 mechanisms a score-based variant may add
+CAPTIONS = {"positional": N_("sinusoidal"), "absorbed": N_("W_uk in q"), "gate": N_("σ(X·W_g)")}  # beside its box
 OWN = tuple(name for name, option in SETTINGS.items() if option.own)  # shown only where they apply
 GREYABLE = tuple(name for name, option in SETTINGS.items() if not option.always)  # greyed out where they change nothing
 INPUTS = tuple(name for name, option in SETTINGS.items() if option.row == "input")
