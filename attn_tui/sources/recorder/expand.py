@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.i18n import Msg
+from attn_tui.sources.recorder import sdpa_lazy
 from attn_tui.sources.recorder.found import (
     ConcatOp,
     DotOp,
@@ -34,7 +35,7 @@ from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
-from attn_tui.sources.recorder.slices import layout
+from attn_tui.sources.recorder.slices import Layout, layout
 
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
@@ -94,8 +95,13 @@ def beside_kernel(kernel: torch.Tensor, weights: torch.Tensor, values: torch.Ten
     recomputed = weights.to(values.dtype) @ values  # (n, L, dv)
     gap = (kernel.to(recomputed.dtype) - recomputed).abs()
     worst = float(gap.nan_to_num(nan=math.inf).amax()) if gap.numel() else 0.0
+    return kernel_line(worst, recomputed, values.dtype, found)
+
+
+def kernel_line(worst: float, recomputed: torch.Tensor, dtype: torch.dtype, found: Found) -> Msg:
+    """The output's line for a largest difference `worst` from A·V (`recomputed`, or the kernel's own output)."""
     scale = float(recomputed.abs().amax()) if recomputed.numel() else 0.0
-    tolerance = 1e-3 if values.dtype in (torch.float16, torch.bfloat16) else 1e-5
+    tolerance = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-5
     if worst > tolerance * max(1.0, scale):
         found.warnings.append(Msg("the kernel's output and A·V recomputed from the weights shown differ by up to "
                                   "{gap}: the weights shown may not be the kernel's", gap=f"{worst:.3g}"))
@@ -127,6 +133,9 @@ def from_sdpa(node: Node, found: Found) -> None:
     q_name, k_name, v_name = call_operands(found, q, k, v)
     scale = args.get("scale")
     factor = float(scale) if scale is not None else 1.0 / math.sqrt(width)
+    if math.prod(lead) * length * keys > sdpa_lazy.LAZY_CELLS:
+        _lazily(found, node, args, lay, (q_name, k_name, v_name), factor)
+        return
     qv, kv = found.role(q_name).data, found.role(k_name).data
     scores = qv @ kv.transpose(-2, -1)  # (n, L, S)
     origin = node.origin
@@ -173,6 +182,42 @@ def from_sdpa(node: Node, found: Found) -> None:
     if dropout == 0:
         formula = beside_kernel(kernel, found.role("weights").data, found.role(v_name).data, found)
     found.add(Role("output", kernel, made, origin, formula, ("query", "dim")))
+    found.kind = "scaled_dot"
+    after_output(found, output, "output")
+
+
+def _lazily(found: Found, node: Node, args: dict[str, Any], lay: Layout, names: tuple[str, str, str],
+            factor: float) -> None:
+    """A long call's stages by tiles (sdpa_lazy.py): the same roles, formulas and output line as the whole layout."""
+    q_name, k_name, v_name = names
+    mask = _value(args.get("attn_mask"))
+    folded, which = (None, None) if mask is None else sdpa_lazy.compact_mask(mask, lay.lead, lay)
+    qv = found.role(q_name).data  # (n, L, E)
+    recipe = sdpa_lazy.SdpaRecipe(qv, found.role(k_name).data, factor, bool(args.get("is_causal")),
+                                  torch.empty(qv.shape[:2], dtype=_wide(qv[:0]).dtype, device=qv.device), folded,
+                                  which, sdpa_lazy.mask_kind(mask, MASK_AT))
+    output = lay.flat_ref(resolve(node))
+    kernel = output.values  # (n, L, dv) the kernel's own numbers
+    formulas = {
+        "scores": Msg("S = Q·Kᵀ (inside scaled_dot_product_attention; computed by tiles)"),
+        "scaled": Msg("S' = S · {factor}", factor=f"{factor:.4g}"),
+        "bias": Msg("B: the float attn_mask"), "biased": Msg("S' + B"),
+        "masked": Msg("M = S' where the mask allows, -∞ where it does not"),
+        "weights": Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)",
+                       source="biased" if recipe.mask_kind == "bias" else "masked" if recipe.causal or
+                       recipe.mask_kind in ("bool", "gate") else "scaled")}
+    values = found.role(v_name).data
+    gap = sdpa_lazy.lay_out_lazily(found, recipe, (q_name, k_name), kernel, values, node.origin, formulas)
+    dropout = float(args.get("dropout_p") or 0.0)
+    if dropout > 0:
+        found.warnings.append(Msg("scaled_dot_product_attention ran with dropout_p={p}: its output is not the "
+                                  "product of the weights shown", p=f"{dropout:g}"))
+        made: Any = GivenOp(Msg("returned by scaled_dot_product_attention after dropout"))
+        formula = Msg("O = A·V: what scaled_dot_product_attention returned")
+    else:
+        made = WeightedSumOp("weights", v_name)
+        formula = kernel_line(gap, kernel, values.dtype, found)
+    found.add(Role("output", kernel, made, node.origin, formula, ("query", "dim")))
     found.kind = "scaled_dot"
     after_output(found, output, "output")
 
