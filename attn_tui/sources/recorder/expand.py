@@ -9,6 +9,7 @@ weights are its own too.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from typing import Any
@@ -31,11 +32,13 @@ from attn_tui.sources.recorder.found import (
     SumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.maskparts import mask_key
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
 from attn_tui.sources.recorder.slices import Layout, layout
+from attn_tui.trace.masks import MaskSpec
 
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
@@ -65,15 +68,29 @@ def _softmax(masked: torch.Tensor) -> torch.Tensor:
 
 def _mask_and_fill(mask: torch.Tensor | None,
                    shape: tuple[int, ...]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """A bool mask (True = may attend) and an additive float mask, as SDPA reads `attn_mask`."""
+    """A bool mask (True = may attend) and an additive float mask, as SDPA reads `attn_mask`; each compared in
+    the shape the code passed it and only then broadcast to `shape` (a view: one mask for every head, not a copy)."""
     if mask is None:
         return None, None
+    given = mask.cpu()
     if mask.dtype == torch.bool:
-        return mask.expand(shape).cpu(), None
-    spread = mask.expand(shape).cpu()
-    if bool(((spread == 0) | (spread <= MASK_AT)).all()):
-        return spread == 0, spread
-    return None, spread
+        return given.expand(shape), None
+    if bool(((given == 0) | (given <= MASK_AT)).all()):
+        return (given == 0).expand(shape), given.expand(shape)
+    return None, given.expand(shape)
+
+
+@functools.lru_cache(maxsize=8)
+def _causal(length: int, keys: int) -> torch.Tensor:
+    """(L, S) True on and below the diagonal: SDPA's is_causal, made once per shape (every layer reads it)."""
+    return torch.ones(length, keys, dtype=torch.bool).tril()
+
+
+def _blocked(allowed: torch.Tensor) -> torch.Tensor:
+    """~allowed, (n, L, S): one mask broadcast to every slice (stride 0) is negated once and broadcast again."""
+    if allowed.dim() == 3 and allowed.stride(0) == 0:
+        return ~allowed[0]
+    return ~allowed
 
 
 def _wide(scores: torch.Tensor) -> torch.Tensor:
@@ -92,10 +109,11 @@ def _grouped(ref: Ref, query_heads: int) -> Ref:
 def beside_kernel(kernel: torch.Tensor, weights: torch.Tensor, values: torch.Tensor, found: Found) -> Msg:
     """The output stage's line: the kernel's output against A·V recomputed from the weights shown, their largest
     difference said (and warned about when it is more than rounding: then the weights shown are not the kernel's)."""
-    recomputed = weights.to(values.dtype) @ values  # (n, L, dv)
-    gap = (kernel.to(recomputed.dtype) - recomputed).abs()
-    worst = float(gap.nan_to_num(nan=math.inf).amax()) if gap.numel() else 0.0
-    return kernel_line(worst, recomputed, values.dtype, found)
+    # kernel − A·V in one product (n, L, dv); a NaN anywhere is said as an infinite difference
+    gap = torch.baddbmm(kernel.to(values.dtype), weights.to(values.dtype), values, alpha=-1) if weights.dim() == 3 \
+        else kernel.to(values.dtype) - weights.to(values.dtype) @ values
+    worst = float(gap.abs().amax()) if gap.numel() else 0.0
+    return kernel_line(math.inf if math.isnan(worst) else worst, kernel, values.dtype, found)
 
 
 def kernel_line(worst: float, recomputed: torch.Tensor, dtype: torch.dtype, found: Found) -> Msg:
@@ -149,7 +167,7 @@ def from_sdpa(node: Node, found: Found) -> None:
     shape = (*lead, length, keys)
     allowed, additive = _mask_and_fill(mask, shape)
     if args.get("is_causal"):
-        causal = torch.ones(length, keys, dtype=torch.bool).tril().expand(shape)
+        causal = _causal(length, keys).expand(shape)
         allowed = causal if allowed is None else allowed & causal
     if additive is not None and allowed is None:
         bias = found.add(Role("bias", lay.flat(additive).to(scaled.device),
@@ -160,11 +178,14 @@ def from_sdpa(node: Node, found: Found) -> None:
     elif allowed is not None:
         allowed_flat = lay.flat(allowed)
         data = found.role(last).data
-        masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
+        masked = data.masked_fill(_blocked(allowed_flat).to(data.device), -math.inf)
         own = mask is not None and not args.get("is_causal")  # SDPA's own attn_mask, as the code holds it
         held = lay.flat(mask.expand(shape).cpu()) if own else None  # bool: True = may attend; float: 0 / -inf
         rule = "" if held is None else "sdpa_bool" if held.dtype == torch.bool else "additive"
-        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf, held, rule, parts=True), origin,
+        op = MaskOp(last, allowed_flat, -math.inf, held, rule, parts=True)
+        if mask is None and length == keys:  # is_causal alone: its parts are known, not looked for in the matrix
+            op.told[mask_key(allowed_flat[0])] = MaskSpec((length, keys), causal=True, dense=allowed_flat[0])
+        last = found.add(Role("masked", masked, op, origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
     found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),
