@@ -41,7 +41,6 @@ RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
            "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
-PARAM_CLONE = 1 << 20  # parameters up to this many numbers are copied when used, so training cannot change them
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
 MODULE_SEARCH = 48  # frames above the user's line searched for the module that runs it
 MAX_DEPTH = 1000  # frames searched for the user's line at all (library code calling torch from deep inside)
@@ -164,9 +163,7 @@ class Recorder(TorchFunctionMode):
         if entry is not None and entry[0]() is tensor and entry[1].version == version_of(tensor):
             return entry[1]
         is_param = _learned(tensor)
-        value = tensor.detach()
-        if is_param and value.numel() <= PARAM_CLONE:
-            value = value.clone()
+        value = tensor.detach()  # a parameter too: copied only when the code changes it in place (_before_inplace)
         node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
                     param=self._param_name(tensor, scope) if is_param else None)
         self._track(tensor, node)
@@ -271,6 +268,12 @@ class Recorder(TorchFunctionMode):
         before = None
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
+            if isinstance(target, (list, tuple)):  # torch._foreach_add_(params, …), a fused optimizer's step
+                for each in target:
+                    self._before_inplace(each)
+                    if _learned(each):
+                        self._nodes.pop(id(each), None)
+                return func(*args, **kwargs)
             before = self._before_inplace(target)
             if _learned(target):  # `p -= lr * p.grad`: a training step, not attention; the next use reads p anew
                 result = func(*args, **kwargs)

@@ -27,6 +27,8 @@ class Recorder(Protocol):
 MODULE = "torch.nn.attention.flex_attention"
 _ACTIVE: list[Recorder] = []  # the recorders that want flex_attention calls, innermost last
 _REPLACED: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, name, what it held) to put back
+_CLASSES: dict[int, tuple[dict[str, Any], int, list[type]]] = {}  # namespace → its classes that keep `_instance`
+_WANTED: dict[tuple[str, int], bool] = {}  # (module name, id) → whether it may hold flex_attention by name
 
 
 def _original() -> Callable[..., Any] | None:
@@ -78,8 +80,14 @@ def _namespaces() -> list[dict[str, Any]]:
 
     found = []
     for name, module in list(sys.modules.items()):
-        where = getattr(module, "__file__", None) or ""
-        if name == "__main__" or name.startswith("transformers.integrations") or (where and is_user_file(where)):
+        key = (name, id(module))
+        wanted = _WANTED.get(key)
+        if wanted is None:  # each module decided once: thousands are loaded, and a lazy one's getattr is slow
+            namespace = getattr(module, "__dict__", None)  # not getattr(module, "__file__"): no lazy module's hook
+            where = namespace.get("__file__") if isinstance(namespace, dict) else ""
+            wanted = _WANTED[key] = name == "__main__" or name.startswith("transformers.integrations") or \
+                bool(isinstance(where, str) and where and is_user_file(where))
+        if wanted:
             namespace = getattr(module, "__dict__", None)
             if isinstance(namespace, dict):
                 found.append(namespace)
@@ -91,8 +99,13 @@ def _singletons(namespaces: list[dict[str, Any]]) -> list[Any]:
     torch.compile(flex_attention) there)."""
     found = []
     for namespace in namespaces:
-        for value in list(namespace.values()):
-            instance = vars(value).get("_instance") if isinstance(value, type) else None
+        size = len(namespace)
+        known = _CLASSES.get(id(namespace))
+        if known is None or known[0] is not namespace or known[1] != size:  # the classes listed once per namespace
+            known = _CLASSES[id(namespace)] = (namespace, size, [v for v in list(namespace.values())
+                                                                 if isinstance(v, type) and "_instance" in vars(v)])
+        for cls in known[2]:
+            instance = vars(cls).get("_instance")
             if isinstance(getattr(instance, "__dict__", None), dict):
                 found.append(instance)
     return found
