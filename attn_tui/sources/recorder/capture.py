@@ -96,6 +96,11 @@ def written_softmax(node: Node) -> bool:
     return written_parts(node) is not None
 
 
+# The frames torch.nn.Module puts between a caller and a module's forward: no module is found in them.
+_PLUMBING = frozenset(getattr(getattr(torch.nn.Module, name, None), "__code__", None)
+                      for name in ("_call_impl", "_wrapped_call_impl")) - {None}
+
+
 class _OwnCallError(Exception):
     """The call was made by attn-tui itself (a trace built, a variant computed inside a recorded block)."""
 
@@ -214,7 +219,11 @@ class Recorder(TorchFunctionMode):
             depth += 1
             if origin is not None:
                 budget -= 1
-            owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
+            code = frame.f_code
+            # Only while the module is still looked for, and never in torch's own module plumbing (its `self` is the
+            # module whose forward frame, just below, was looked at already): reading f_locals copies every local.
+            owner = frame.f_locals.get("self") if module_frame is None and code not in _PLUMBING and \
+                "self" in code.co_varnames else None
             user = is_user_file(frame.f_code.co_filename)
             if origin is None and not user and is_own_file(frame.f_code.co_filename):
                 raise _OwnCallError
