@@ -181,9 +181,11 @@ class Recorder(TorchFunctionMode):
         modules = [scope.module] if scope is not None and scope.module is not None else []
         frame = sys._getframe(3)
         while frame is not None and len(modules) < 8:
-            owner = frame.f_locals.get("self")
-            if isinstance(owner, torch.nn.Module) and owner not in modules:
-                modules.append(owner)
+            code = frame.f_code  # f_locals only where a `self` can be: it copies every local of the frame
+            if code not in _PLUMBING and ("self" in code.co_varnames or "self" in code.co_cellvars):
+                owner = frame.f_locals.get("self")
+                if isinstance(owner, torch.nn.Module) and owner not in modules:
+                    modules.append(owner)
             frame = frame.f_back  # type: ignore[assignment]
         for module in modules:
             names = self._params_of.get(id(module))
@@ -223,7 +225,7 @@ class Recorder(TorchFunctionMode):
             # Only while the module is still looked for, and never in torch's own module plumbing (its `self` is the
             # module whose forward frame, just below, was looked at already): reading f_locals copies every local.
             owner = frame.f_locals.get("self") if module_frame is None and code not in _PLUMBING and \
-                "self" in code.co_varnames else None
+                ("self" in code.co_varnames or "self" in code.co_cellvars) else None
             user = is_user_file(frame.f_code.co_filename)
             if origin is None and not user and is_own_file(frame.f_code.co_filename):
                 raise _OwnCallError

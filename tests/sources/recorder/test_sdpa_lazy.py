@@ -114,3 +114,33 @@ def test_a_lazy_call_is_not_counted_as_laid_out_whole() -> None:
         F.scaled_dot_product_attention(q, k, v, is_causal=True)
     node = next(iter(rec.recorder.anchors.values()))[0]
     assert laid_out_bytes(node) == 0
+
+
+@pytest.mark.slow
+def test_attn_tui_trace_brings_a_long_calls_stages_back_lazily(tmp_path: Path) -> None:
+    """The child records a 1,100-token call; the parent gets lazy stages, rebuilt from Q, K and the mask."""
+    from attn_tui.sources.recorder.supervise import run_script
+
+    script = tmp_path / "long_sdpa.py"
+    script.write_text(
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "g = torch.Generator().manual_seed(5)\n"
+        "q, k, v = (torch.randn(1, 4, 1100, 16, generator=g) for _ in range(3))\n"
+        "mask = torch.ones(1100, 1100, dtype=torch.bool).tril()\n"
+        "mask[:, 1000:] = False\n"
+        "out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"
+        "torch.save({'q': q, 'k': k, 'out': out}, __file__ + '.pt')\n", encoding="utf-8")
+    trace = run_script(script, quiet_stdout=True).trace
+    saved = torch.load(str(script) + ".pt")
+    assert not any("stay in the traced process" in str(w) for w in trace.warnings)
+    weights = trace.stage("weights", head=2)
+    assert weights.lazy and trace.stage("masked", head=2).lazy
+    scores = saved["q"][0, 2, 1050:1060].double() @ saved["k"][0, 2].double().T / 4  # (10, S)
+    allowed = torch.ones(1100, 1100, dtype=torch.bool).tril()[1050:1060]
+    allowed[:, 1000:] = False
+    reference = torch.softmax(scores.masked_fill(~allowed, -torch.inf), dim=-1)
+    torch.testing.assert_close(weights.data[1050:1060, :].double(), reference, atol=1e-6, rtol=0)
+    assert torch.equal(trace.stage("output", head=2).tensor, saved["out"][0, 2])
+    lines = explain(trace, trace.stage("masked", head=2).place, (1050, 1040)).lines
+    assert any("padding" in line for line in lines), lines  # told by its parts: the keys no query may read
