@@ -91,7 +91,7 @@ class SdpaRecipe:
         if self.mask_kind == "bias":
             bias = self._mask_tile(rows, cols)
             out["bias"] = bias
-            out["biased"] = out["scaled"] + bias.to(scores.dtype)
+            out["biased"] = out["scaled"] + bias.to(scores.device, scores.dtype)
         return out
 
     def family(self) -> SdpaFamily:
@@ -188,6 +188,9 @@ class SdpaMaskRole(GivenOp):
 def compact_mask(mask: torch.Tensor, lead: tuple[int, ...], lay: Layout) -> tuple[torch.Tensor, torch.Tensor]:
     """attn_mask (…, L | 1, S | 1), broadcastable to (*lead, L, S), as (m, L | 1, S | 1) and each slice's index."""
     padded = mask.reshape((1,) * (len(lead) + 2 - mask.dim()) + tuple(mask.shape))
+    for d in range(padded.dim()):  # a dimension the code only broadcast (stride 0) is kept once, never copied
+        if padded.stride(d) == 0 and padded.shape[d] > 1:
+            padded = padded.narrow(d, 0, 1)
     folded = padded.reshape(-1, *padded.shape[-2:]).cpu()  # (m, L | 1, S | 1)
     ids = torch.arange(folded.shape[0]).reshape(padded.shape[:-2]).expand(*lead)
     return folded, lay.flat(ids).reshape(-1)  # (n,)
@@ -220,6 +223,7 @@ def lay_out_lazily(found: Found, recipe: SdpaRecipe, names: tuple[str, str], ker
         rows = slice(start, min(length, start + rows_at_once))
         made = family.pre(rows, slice(None))
         kept = recipe.allow(rows, slice(None))  # (n, rows, S) or None
+        kept = None if kept is None else kept.to(recipe.query.device)
         masked = family.masked(made[recipe.last], rows, slice(None))
         top = masked.amax(dim=-1)  # (n, rows)
         empty = torch.isneginf(top)

@@ -30,8 +30,11 @@ def _masks() -> dict[str, dict[str, object]]:
     pad[1, ..., 30:] = False
     gate = torch.zeros(L, L).masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), -torch.inf)
     bias = torch.randn(1, H, L, L, generator=torch.Generator().manual_seed(9))
+    keys = torch.ones(L, dtype=torch.bool)
+    keys[33:] = False
+    broadcast = keys[None, None, None, :].expand(B, H, L, L)  # one row of keys, broadcast (stride 0) as models do
     return {"causal": {"is_causal": True}, "bool": {"attn_mask": pad}, "gate": {"attn_mask": gate},
-            "bias": {"attn_mask": bias}, "none": {}}
+            "bias": {"attn_mask": bias}, "none": {}, "broadcast": {"attn_mask": broadcast}}
 
 
 def _record(kwargs: dict[str, object], seed: int = 0) -> tuple[Trace, torch.Tensor]:
@@ -41,7 +44,7 @@ def _record(kwargs: dict[str, object], seed: int = 0) -> tuple[Trace, torch.Tens
     return rec.trace, out
 
 
-@pytest.mark.parametrize("kind", ["causal", "bool", "gate", "bias", "none"])
+@pytest.mark.parametrize("kind", ["causal", "bool", "gate", "bias", "none", "broadcast"])
 def test_a_lazy_call_equals_the_whole_layout_stage_by_stage(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     kwargs = _masks()[kind]
     whole, _ = _record(kwargs)
