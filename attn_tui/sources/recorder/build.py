@@ -136,6 +136,9 @@ def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str
     return _numbered(count, prefix)
 
 
+_dim_axis = functools.lru_cache(maxsize=32)(dim_axis)  # an Axis is frozen: one per size serves every stage
+
+
 @functools.lru_cache(maxsize=32)
 def _numbered(count: int, prefix: str) -> tuple[str, ...]:
     """q0, q1, …: made once per length, not once per stage (a trace at 512 tokens has hundreds of axes)."""
@@ -240,8 +243,9 @@ def _finite(found: Found) -> bool:
         allowed = role.op.allowed if isinstance(role.op, f.MaskOp) else None
         if allowed is not None and allowed.shape == data.shape:
             data = data.masked_fill(~allowed.to(data.device), 0.0)
-        # one reduction, no mask of its own: an infinity or NaN anywhere makes the float64 sum one too
-        if not math.isfinite(float(data.sum(dtype=torch.float64))):
+        # one reduction, no mask of its own: an infinity or NaN anywhere makes the sum one too (a sum that
+        # overflows on finite numbers only sends the trace to the exact check, which then finds nothing)
+        if not math.isfinite(float(data.sum(dtype=torch.promote_types(data.dtype, torch.float32)))):
             return False
     return True
 
@@ -303,11 +307,11 @@ def _axes(role: Role, data: torch.Tensor, tokens: tuple[str, ...] | None,
         elif kind == "token":
             out.append(Axis("token", _labels(size, tokens, "x")))
         elif kind == "hidden":
-            out.append(dim_axis(size, "hidden", "h"))
+            out.append(_dim_axis(size, "hidden", "h"))
         else:
-            out.append(dim_axis(size))
+            out.append(_dim_axis(size))
     while len(out) < data.dim():
-        out.append(dim_axis(data.shape[len(out)]))
+        out.append(_dim_axis(data.shape[len(out)]))
     return tuple(out)
 
 
@@ -321,9 +325,9 @@ def _fill_name(fill: float) -> str:
 
 def _told(op: f.MaskOp, allowed: torch.Tensor) -> MaskSpec | None:
     """The mask of one slice by its reasons, found once for every slice that shares its numbers (a broadcast mask)."""
-    from attn_tui.sources.recorder.maskparts import by_parts
+    from attn_tui.sources.recorder.maskparts import by_parts, mask_key
 
-    key = (allowed.data_ptr(), allowed.storage_offset(), tuple(allowed.stride()), tuple(allowed.shape))
+    key = mask_key(allowed)
     if key not in op.told:
         op.told[key] = by_parts(allowed.bool())
     found = op.told[key]
@@ -355,7 +359,7 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
         allowed = None if op.allowed is None else op.allowed[n]
         held = None if op.held is None else op.held[n].cpu()  # (L, S) the code's own mask, as it holds it
         told = _told(op, allowed) if op.parts and allowed is not None else None
-        spec = None if allowed is None or bool(allowed.all()) else MaskSpec(
+        spec = None if allowed is None or (told is None and bool(allowed.all())) else MaskSpec(
             (int(allowed.shape[0]), int(allowed.shape[1])), dense=allowed.bool(), code_mask=held, code_rule=op.rule,
             code_fill=_fill_name(op.fill), code_test=op.test) if told is None else replace(
             told, code_mask=held, code_rule=op.rule, code_fill=_fill_name(op.fill), code_test=op.test)

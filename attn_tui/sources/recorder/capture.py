@@ -12,7 +12,6 @@ recorded values are the very numbers the code computed.
 from __future__ import annotations
 
 import contextlib
-import linecache
 import sys
 import weakref
 from collections import deque
@@ -25,7 +24,8 @@ from torch.overrides import TorchFunctionMode
 
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
-from attn_tui.sources.recorder.whose import is_own_file, is_user_file
+from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
+from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCallError, origin_at, walk
 
 if TYPE_CHECKING:
     from attn_tui.sources.recorder.threads import ThreadCover
@@ -41,10 +41,7 @@ RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
            "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
-PARAM_CLONE = 1 << 20  # parameters up to this many numbers are copied when used, so training cannot change them
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
-MODULE_SEARCH = 48  # frames above the user's line searched for the module that runs it
-MAX_DEPTH = 1000  # frames searched for the user's line at all (library code calling torch from deep inside)
 
 
 def func_name(func: Callable[..., Any]) -> str:
@@ -97,10 +94,6 @@ def written_softmax(node: Node) -> bool:
     return written_parts(node) is not None
 
 
-class _OwnCallError(Exception):
-    """The call was made by attn-tui itself (a trace built, a variant computed inside a recorded block)."""
-
-
 class Recorder(TorchFunctionMode):
     """Records the calls that can make attention while it is active (`with Recorder(): …`).
 
@@ -140,6 +133,7 @@ class Recorder(TorchFunctionMode):
         from attn_tui.sources.recorder import flex
 
         flex.uninstall(self)
+        _LAST[0] = None  # no frame of the code is held past the recording
         self.recording = False  # a thread the code left running keeps the mode: it records nothing more
         super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
         if self.threads is not None:
@@ -164,9 +158,7 @@ class Recorder(TorchFunctionMode):
         if entry is not None and entry[0]() is tensor and entry[1].version == version_of(tensor):
             return entry[1]
         is_param = _learned(tensor)
-        value = tensor.detach()
-        if is_param and value.numel() <= PARAM_CLONE:
-            value = value.clone()
+        value = tensor.detach()  # a parameter too: copied only when the code changes it in place (_before_inplace)
         node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
                     param=self._param_name(tensor, scope) if is_param else None)
         self._track(tensor, node)
@@ -179,9 +171,11 @@ class Recorder(TorchFunctionMode):
         modules = [scope.module] if scope is not None and scope.module is not None else []
         frame = sys._getframe(3)
         while frame is not None and len(modules) < 8:
-            owner = frame.f_locals.get("self")
-            if isinstance(owner, torch.nn.Module) and owner not in modules:
-                modules.append(owner)
+            code = frame.f_code  # f_locals only where a `self` can be: it copies every local of the frame
+            if code not in PLUMBING and ("self" in code.co_varnames or "self" in code.co_cellvars):
+                owner = frame.f_locals.get("self")
+                if isinstance(owner, torch.nn.Module) and owner not in modules:
+                    modules.append(owner)
             frame = frame.f_back  # type: ignore[assignment]
         for module in modules:
             names = self._params_of.get(id(module))
@@ -205,42 +199,22 @@ class Recorder(TorchFunctionMode):
     def _where(start: FrameType | None = None) -> tuple[Origin | None, Scope | None]:
         """The user's line that made the call, and the attention module (or function) it ran in.
 
-        `_OwnCallError` when attn-tui itself made the call, from inside a recorded block.
-        `start` is the frame to look from (a wrapped function's caller); by default the mode's caller's caller.
+        `OwnCallError` when attn-tui itself made the call, from inside a recorded block.
+        `start` is the frame to look from (a wrapped function's caller); by default the code that called torch.
+        That code's callers stay the same while it runs, so the walk up from it is kept for its next torch call
+        (a norm, a rotary embedding, a head split make several): only the user's line is read again.
         """
-        frame = sys._getframe(2) if start is None else start
-        origin = None
-        module_frame = function_frame = None
-        budget = MODULE_SEARCH  # frames looked at past the user's line: a deep recursion must not cost its depth
-        depth = 0
-        while frame is not None and budget > 0 and depth < MAX_DEPTH:
-            depth += 1
-            if origin is not None:
-                budget -= 1
-            owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
-            user = is_user_file(frame.f_code.co_filename)
-            if origin is None and not user and is_own_file(frame.f_code.co_filename):
-                raise _OwnCallError
-            if module_frame is None and isinstance(owner, torch.nn.Module) and (
-                    user or "Attention" in type(owner).__name__):
-                module_frame = frame
-            if user and origin is None:
-                line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-                origin = Origin(frame.f_code.co_filename, frame.f_lineno, line)
-                function_frame = frame
-            if module_frame is not None and origin is not None:
-                break
-            frame = frame.f_back  # type: ignore[assignment]
-        if module_frame is None and origin is not None:
-            module_frame = function_frame  # a plain function, called from no module
-        if module_frame is None:
-            return origin, None
-        owner = module_frame.f_locals.get("self") if "self" in module_frame.f_code.co_varnames else None
-        if isinstance(owner, torch.nn.Module):
-            return origin, Scope(type(owner).__name__, id(owner), owner)
-        code = module_frame.f_code
-        name = code.co_name if code.co_name != "<module>" else "script"
-        return origin, Scope(name, id(code))
+        if start is not None:
+            user_frame, scope = walk(start)
+            return origin_at(user_frame), scope
+        here = sys._getframe(3)  # 0 _where, 1 _record, 2 __torch_function__, 3 the code that called torch
+        last = _LAST[0]
+        if last is not None and last[0] is here:
+            return origin_at(last[1]), last[2]
+        user_frame, scope = walk(sys._getframe(2))
+        if not here.f_code.co_flags & SUSPENDS:  # a generator's callers change between its resumptions
+            _LAST[0] = (here, user_frame, scope)
+        return origin_at(user_frame), scope
 
     def record_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: torch.Tensor,
                     caller: FrameType | None) -> None:
@@ -249,7 +223,7 @@ class Recorder(TorchFunctionMode):
         try:
             try:
                 origin, scope = self._where(caller)
-            except _OwnCallError:
+            except OwnCallError:
                 return
             wrapped = tuple(self._wrap(a, scope, origin) for a in args)
             named = {k: self._wrap(v, scope, origin) for k, v in kwargs.items()}
@@ -271,6 +245,12 @@ class Recorder(TorchFunctionMode):
         before = None
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
+            if isinstance(target, (list, tuple)):  # torch._foreach_add_(params, …), a fused optimizer's step
+                for each in target:
+                    self._before_inplace(each)
+                    if _learned(each):
+                        self._nodes.pop(id(each), None)
+                return func(*args, **kwargs)
             before = self._before_inplace(target)
             if _learned(target):  # `p -= lr * p.grad`: a training step, not attention; the next use reads p anew
                 result = func(*args, **kwargs)
@@ -311,7 +291,7 @@ class Recorder(TorchFunctionMode):
             name = "cast"
         try:
             origin, scope = self._where()
-        except _OwnCallError:
+        except OwnCallError:
             return
         if inplace:
             target = kwargs.get("out", args[0] if args else None)

@@ -9,6 +9,7 @@ weights are its own too.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from typing import Any
@@ -17,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.i18n import Msg
+from attn_tui.sources.recorder import sdpa_lazy
 from attn_tui.sources.recorder.found import (
     ConcatOp,
     DotOp,
@@ -30,11 +32,13 @@ from attn_tui.sources.recorder.found import (
     SumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.maskparts import mask_key
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
-from attn_tui.sources.recorder.slices import layout
+from attn_tui.sources.recorder.slices import Layout, layout
+from attn_tui.trace.masks import MaskSpec
 
 SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
 
@@ -64,15 +68,29 @@ def _softmax(masked: torch.Tensor) -> torch.Tensor:
 
 def _mask_and_fill(mask: torch.Tensor | None,
                    shape: tuple[int, ...]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """A bool mask (True = may attend) and an additive float mask, as SDPA reads `attn_mask`."""
+    """A bool mask (True = may attend) and an additive float mask, as SDPA reads `attn_mask`; each compared in
+    the shape the code passed it and only then broadcast to `shape` (a view: one mask for every head, not a copy)."""
     if mask is None:
         return None, None
+    given = mask.cpu()
     if mask.dtype == torch.bool:
-        return mask.expand(shape).cpu(), None
-    spread = mask.expand(shape).cpu()
-    if bool(((spread == 0) | (spread <= MASK_AT)).all()):
-        return spread == 0, spread
-    return None, spread
+        return given.expand(shape), None
+    if bool(((given == 0) | (given <= MASK_AT)).all()):
+        return (given == 0).expand(shape), given.expand(shape)
+    return None, given.expand(shape)
+
+
+@functools.lru_cache(maxsize=8)
+def _causal(length: int, keys: int) -> torch.Tensor:
+    """(L, S) True on and below the diagonal: SDPA's is_causal, made once per shape (every layer reads it)."""
+    return torch.ones(length, keys, dtype=torch.bool).tril()
+
+
+def _blocked(allowed: torch.Tensor) -> torch.Tensor:
+    """~allowed, (n, L, S): one mask broadcast to every slice (stride 0) is negated once and broadcast again."""
+    if allowed.dim() == 3 and allowed.stride(0) == 0:
+        return ~allowed[0]
+    return ~allowed
 
 
 def _wide(scores: torch.Tensor) -> torch.Tensor:
@@ -91,11 +109,17 @@ def _grouped(ref: Ref, query_heads: int) -> Ref:
 def beside_kernel(kernel: torch.Tensor, weights: torch.Tensor, values: torch.Tensor, found: Found) -> Msg:
     """The output stage's line: the kernel's output against A·V recomputed from the weights shown, their largest
     difference said (and warned about when it is more than rounding: then the weights shown are not the kernel's)."""
-    recomputed = weights.to(values.dtype) @ values  # (n, L, dv)
-    gap = (kernel.to(recomputed.dtype) - recomputed).abs()
-    worst = float(gap.nan_to_num(nan=math.inf).amax()) if gap.numel() else 0.0
+    # kernel − A·V in one product (n, L, dv); a NaN anywhere is said as an infinite difference
+    gap = torch.baddbmm(kernel.to(values.dtype), weights.to(values.dtype), values, alpha=-1) if weights.dim() == 3 \
+        else kernel.to(values.dtype) - weights.to(values.dtype) @ values
+    worst = float(gap.abs().amax()) if gap.numel() else 0.0
+    return kernel_line(math.inf if math.isnan(worst) else worst, kernel, values.dtype, found)
+
+
+def kernel_line(worst: float, recomputed: torch.Tensor, dtype: torch.dtype, found: Found) -> Msg:
+    """The output's line for a largest difference `worst` from A·V (`recomputed`, or the kernel's own output)."""
     scale = float(recomputed.abs().amax()) if recomputed.numel() else 0.0
-    tolerance = 1e-3 if values.dtype in (torch.float16, torch.bfloat16) else 1e-5
+    tolerance = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-5
     if worst > tolerance * max(1.0, scale):
         found.warnings.append(Msg("the kernel's output and A·V recomputed from the weights shown differ by up to "
                                   "{gap}: the weights shown may not be the kernel's", gap=f"{worst:.3g}"))
@@ -127,6 +151,9 @@ def from_sdpa(node: Node, found: Found) -> None:
     q_name, k_name, v_name = call_operands(found, q, k, v)
     scale = args.get("scale")
     factor = float(scale) if scale is not None else 1.0 / math.sqrt(width)
+    if math.prod(lead) * length * keys > sdpa_lazy.LAZY_CELLS:
+        _lazily(found, node, args, lay, (q_name, k_name, v_name), factor)
+        return
     qv, kv = found.role(q_name).data, found.role(k_name).data
     scores = qv @ kv.transpose(-2, -1)  # (n, L, S)
     origin = node.origin
@@ -140,7 +167,7 @@ def from_sdpa(node: Node, found: Found) -> None:
     shape = (*lead, length, keys)
     allowed, additive = _mask_and_fill(mask, shape)
     if args.get("is_causal"):
-        causal = torch.ones(length, keys, dtype=torch.bool).tril().expand(shape)
+        causal = _causal(length, keys).expand(shape)
         allowed = causal if allowed is None else allowed & causal
     if additive is not None and allowed is None:
         bias = found.add(Role("bias", lay.flat(additive).to(scaled.device),
@@ -151,11 +178,14 @@ def from_sdpa(node: Node, found: Found) -> None:
     elif allowed is not None:
         allowed_flat = lay.flat(allowed)
         data = found.role(last).data
-        masked = data.masked_fill(~allowed_flat.to(data.device), -math.inf)
+        masked = data.masked_fill(_blocked(allowed_flat).to(data.device), -math.inf)
         own = mask is not None and not args.get("is_causal")  # SDPA's own attn_mask, as the code holds it
         held = lay.flat(mask.expand(shape).cpu()) if own else None  # bool: True = may attend; float: 0 / -inf
         rule = "" if held is None else "sdpa_bool" if held.dtype == torch.bool else "additive"
-        last = found.add(Role("masked", masked, MaskOp(last, allowed_flat, -math.inf, held, rule, parts=True), origin,
+        op = MaskOp(last, allowed_flat, -math.inf, held, rule, parts=True)
+        if mask is None and length == keys:  # is_causal alone: its parts are known, not looked for in the matrix
+            op.told[mask_key(allowed_flat[0])] = MaskSpec((length, keys), causal=True, dense=allowed_flat[0])
+        last = found.add(Role("masked", masked, op, origin,
                               Msg("M = S' where the mask allows, -∞ where it does not"), ("query", "key")))
     found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),
@@ -173,6 +203,42 @@ def from_sdpa(node: Node, found: Found) -> None:
     if dropout == 0:
         formula = beside_kernel(kernel, found.role("weights").data, found.role(v_name).data, found)
     found.add(Role("output", kernel, made, origin, formula, ("query", "dim")))
+    found.kind = "scaled_dot"
+    after_output(found, output, "output")
+
+
+def _lazily(found: Found, node: Node, args: dict[str, Any], lay: Layout, names: tuple[str, str, str],
+            factor: float) -> None:
+    """A long call's stages by tiles (sdpa_lazy.py): the same roles, formulas and output line as the whole layout."""
+    q_name, k_name, v_name = names
+    mask = _value(args.get("attn_mask"))
+    folded, which = (None, None) if mask is None else sdpa_lazy.compact_mask(mask, lay.lead, lay)
+    qv = found.role(q_name).data  # (n, L, E)
+    recipe = sdpa_lazy.SdpaRecipe(qv, found.role(k_name).data, factor, bool(args.get("is_causal")),
+                                  torch.empty(qv.shape[:2], dtype=_wide(qv[:0]).dtype, device=qv.device), folded,
+                                  which, sdpa_lazy.mask_kind(mask, MASK_AT))
+    output = lay.flat_ref(resolve(node))
+    kernel = output.values  # (n, L, dv) the kernel's own numbers
+    formulas = {
+        "scores": Msg("S = Q·Kᵀ (inside scaled_dot_product_attention; computed by tiles)"),
+        "scaled": Msg("S' = S · {factor}", factor=f"{factor:.4g}"),
+        "bias": Msg("B: the float attn_mask"), "biased": Msg("S' + B"),
+        "masked": Msg("M = S' where the mask allows, -∞ where it does not"),
+        "weights": Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)",
+                       source="biased" if recipe.mask_kind == "bias" else "masked" if recipe.causal or
+                       recipe.mask_kind in ("bool", "gate") else "scaled")}
+    values = found.role(v_name).data
+    gap = sdpa_lazy.lay_out_lazily(found, recipe, (q_name, k_name), kernel, values, node.origin, formulas)
+    dropout = float(args.get("dropout_p") or 0.0)
+    if dropout > 0:
+        found.warnings.append(Msg("scaled_dot_product_attention ran with dropout_p={p}: its output is not the "
+                                  "product of the weights shown", p=f"{dropout:g}"))
+        made: Any = GivenOp(Msg("returned by scaled_dot_product_attention after dropout"))
+        formula = Msg("O = A·V: what scaled_dot_product_attention returned")
+    else:
+        made = WeightedSumOp("weights", v_name)
+        formula = kernel_line(gap, kernel, values.dtype, found)
+    found.add(Role("output", kernel, made, node.origin, formula, ("query", "dim")))
     found.kind = "scaled_dot"
     after_output(found, output, "output")
 

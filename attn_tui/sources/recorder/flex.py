@@ -7,7 +7,9 @@ holds it by name (`from … import flex_attention` done before the recording, or
 `torch.compile(flex_attention)` made before it, which then runs eagerly), by a wrapper that calls
 the very function the code asked for and hands its arguments and result to the recorder. Under a
 `torch.compile` made during the recording the wrapper is compiled with the rest and the hand-over
-alone runs eagerly, after the compiled kernel. Nothing changes once the last recording ends.
+alone runs eagerly, after the compiled kernel. A `torch.compile(flex_attention)` no namespace holds
+(a local variable) is caught as it is called (`_compiled_hook`) and pointed at the wrapper the same
+way. Nothing changes once the last recording ends.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from types import CodeType
 from typing import Any, Protocol
 
 
@@ -27,6 +30,9 @@ class Recorder(Protocol):
 MODULE = "torch.nn.attention.flex_attention"
 _ACTIVE: list[Recorder] = []  # the recorders that want flex_attention calls, innermost last
 _REPLACED: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, name, what it held) to put back
+_CLASSES: dict[int, tuple[dict[str, Any], int, list[type]]] = {}  # namespace → its classes that keep `_instance`
+_CELLS: list[tuple[Any, Any]] = []  # (closure cell of a compiled flex_attention, what it held) to put back
+_WANTED: dict[tuple[str, int], bool] = {}  # (module name, id) → whether it may hold flex_attention by name
 
 
 def _original() -> Callable[..., Any] | None:
@@ -78,8 +84,14 @@ def _namespaces() -> list[dict[str, Any]]:
 
     found = []
     for name, module in list(sys.modules.items()):
-        where = getattr(module, "__file__", None) or ""
-        if name == "__main__" or name.startswith("transformers.integrations") or (where and is_user_file(where)):
+        key = (name, id(module))
+        wanted = _WANTED.get(key)
+        if wanted is None:  # each module decided once: thousands are loaded, and a lazy one's getattr is slow
+            namespace = getattr(module, "__dict__", None)  # not getattr(module, "__file__"): no lazy module's hook
+            where = namespace.get("__file__") if isinstance(namespace, dict) else ""
+            wanted = _WANTED[key] = name == "__main__" or name.startswith("transformers.integrations") or \
+                bool(isinstance(where, str) and where and is_user_file(where))
+        if wanted:
             namespace = getattr(module, "__dict__", None)
             if isinstance(namespace, dict):
                 found.append(namespace)
@@ -91,11 +103,60 @@ def _singletons(namespaces: list[dict[str, Any]]) -> list[Any]:
     torch.compile(flex_attention) there)."""
     found = []
     for namespace in namespaces:
-        for value in list(namespace.values()):
-            instance = vars(value).get("_instance") if isinstance(value, type) else None
+        size = len(namespace)
+        known = _CLASSES.get(id(namespace))
+        if known is None or known[0] is not namespace or known[1] != size:  # the classes listed once per namespace
+            known = _CLASSES[id(namespace)] = (namespace, size, [v for v in list(namespace.values())
+                                                                 if isinstance(v, type) and "_instance" in vars(v)])
+        for cls in known[2]:
+            instance = vars(cls).get("_instance")
             if isinstance(getattr(instance, "__dict__", None), dict):
                 found.append(instance)
     return found
+
+
+def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
+    """Catch a torch.compile(flex_attention) that no namespace holds (a local variable) as it is called.
+
+    Every compiled function's `compile_wrapper` calls eval_frame's `set_eval_frame` first; while a recording
+    runs that global is wrapped, and when the caller is a compile_wrapper about to run flex_attention, its
+    closure cell is pointed at the recording wrapper (put back by `_unpatch`), so this very call is recorded
+    like one compiled during the recording. Finding the cell walks the garbage collector's objects: once per
+    compiled function, only when one is called.
+    """
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    real = getattr(eval_frame, "set_eval_frame", None)
+    if eval_frame is None or real is None or getattr(real, "__wrapped_flex__", None) is not None:
+        return
+
+    def set_eval_frame(*args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "compile_wrapper" and caller.f_code.co_filename == eval_frame.__file__:
+            try:
+                if caller.f_locals.get("fn") is original:
+                    _swap_cells(caller.f_code, original, wrapper)
+            except Exception:  # the user's call must run whatever happens here
+                pass
+        return real(*args, **kwargs)
+
+    set_eval_frame.__wrapped_flex__ = real  # type: ignore[attr-defined]
+    _REPLACED.append((vars(eval_frame), "set_eval_frame", real))
+    vars(eval_frame)["set_eval_frame"] = set_eval_frame
+
+
+def _swap_cells(code: CodeType, original: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
+    """Point the `fn` cell of each compile_wrapper of flex_attention at the recording wrapper."""
+    import gc
+
+    for function in gc.get_referrers(code):
+        closure = getattr(function, "__closure__", None)
+        if getattr(function, "__code__", None) is not code or not closure:
+            continue
+        names: tuple[str, ...] = code.co_freevars
+        for name, cell in zip(names, closure):
+            if name == "fn" and cell.cell_contents is original:
+                cell.cell_contents = wrapper
+                _CELLS.append((cell, original))
 
 
 def _patch() -> None:
@@ -105,6 +166,7 @@ def _patch() -> None:
     import torch.nn.attention.flex_attention as module
 
     wrapper = _wrapper(original)
+    _compiled_hook(original, wrapper)
     namespaces = [vars(module), *_namespaces()]
     for namespace in [*namespaces, *(vars(instance) for instance in _singletons(namespaces))]:
         for name, value in list(namespace.items()):
@@ -114,6 +176,9 @@ def _patch() -> None:
 
 
 def _unpatch() -> None:
+    while _CELLS:
+        cell, original = _CELLS.pop()
+        cell.cell_contents = original
     while _REPLACED:
         namespace, name, value = _REPLACED.pop()
         held = namespace.get(name)

@@ -62,6 +62,10 @@ def laid_out_bytes(node: Node) -> int:
         except RuntimeError:  # enable_gqa: fewer key heads than query heads, each serving several
             lead = q[:-2]
         cells = math.prod(lead) * q[-2] * k[-2]
+        from attn_tui.sources.recorder.sdpa_lazy import LAZY_CELLS as SDPA_LAZY
+
+        if cells > SDPA_LAZY:  # laid out by tiles (sdpa_lazy.py): a block of rows at a time, never whole
+            return 0
     elif node.name == "multi_head_attention_forward":
         q, k = _shape(node, 0, "query"), _shape(node, 1, "key")
         given = node.inputs[4] if len(node.inputs) > 4 else node.kwargs.get("num_heads")

@@ -12,6 +12,11 @@ import torch
 from attn_tui.trace.masks import MaskSpec
 
 
+def mask_key(allowed: torch.Tensor) -> tuple[object, ...]:
+    """What identifies one slice's mask numbers: slices that read the same storage the same way share their parts."""
+    return allowed.data_ptr(), allowed.storage_offset(), tuple(allowed.stride()), tuple(allowed.shape)
+
+
 def by_parts(allowed: torch.Tensor) -> MaskSpec | None:
     """The MaskSpec of causal / window / padding parts that equals `allowed` (L, S) exactly, or None.
 

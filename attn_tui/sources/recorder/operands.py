@@ -264,15 +264,18 @@ def _concat_and_project(found: Found, output: Ref, output_role: str, linear: Nod
     if in_features != heads * width:
         return
     side_by_side = out_index.permute(0, 2, 1, 3).reshape(batch, length, heads * width)  # (B, L, H·dv)
-    # Which rows of the linear's input are the concatenated rows of each batch item.
-    row_of = {int(r[0]): n for n, r in enumerate(x_rows)}
-    picks = []
-    for b in range(batch):
-        rows = [row_of.get(int(side_by_side[b, i, 0]), -1) for i in range(length)]
-        if -1 in rows or not bool(torch.equal(x_rows[rows], side_by_side[b])):
-            return
-        picks.append(rows)
-    pick = torch.tensor(picks)  # (B, L) rows of the linear
+    # Which rows of the linear's input are the concatenated rows of each batch item: each row found by its
+    # first position (a sorted search, not a Python loop over rows), then every position of it checked.
+    firsts, order = torch.sort(x_rows[:, 0])  # (N,) each
+    if not firsts.numel():
+        return
+    wanted = side_by_side[..., 0].contiguous()  # (B, L)
+    pick = torch.searchsorted(firsts, wanted).clamp_(max=firsts.numel() - 1)
+    if not bool(torch.equal(firsts[pick], wanted)):
+        return
+    pick = order[pick]  # (B, L) rows of the linear
+    if not bool(torch.equal(x_rows[pick], side_by_side)):
+        return
     weight = param_name(f, linear.inputs[1] if isinstance(linear.inputs[1], Node) else None, "W_o")
     bias_node = linear.inputs[2] if len(linear.inputs) > 2 else linear.kwargs.get("bias")
     bias = param_name(f, bias_node if isinstance(bias_node, Node) else None, "b_o")

@@ -19,7 +19,8 @@ import torch
 
 from attn_tui.errors import AttnError
 from attn_tui.i18n import Join, Msg, Plural
-from attn_tui.trace.lazy import MATERIALIZE_CELLS, LazyTensor
+from attn_tui.sources.recorder.sdpa_lazy import SdpaRecipe, TiledSdpaMask
+from attn_tui.trace.lazy import MATERIALIZE_CELLS, LazyTensor, ScoreFamily
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
 from attn_tui.trace.ops import Given, Masking, Place
@@ -37,7 +38,8 @@ class WireError(AttnError):
 def _allowed() -> dict[str, type]:
     from attn_tui.trace import ops
 
-    kinds: dict[str, type] = {cls.__name__: cls for cls in (Axis, Stage, MaskSpec, RecordedRun, StageStats)}
+    kinds: dict[str, type] = {cls.__name__: cls for cls in (Axis, Stage, MaskSpec, RecordedRun, StageStats,
+                                                            SdpaRecipe, TiledSdpaMask)}
     for value in vars(ops).values():
         if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == ops.__name__:
             kinds[value.__name__] = value
@@ -47,10 +49,25 @@ def _allowed() -> dict[str, type]:
 class _Writer:
     def __init__(self) -> None:
         self.tensors: list[torch.Tensor] = []
+        self.recipes: list[Any] = []  # each lazy SDPA call's recipe, encoded once for all its heads and stages
+        self._recipe_at: dict[int, int] = {}
 
     def encode(self, value: Any) -> Any:
         if value is None or isinstance(value, (bool, int, str)):
             return value
+        if isinstance(value, SdpaRecipe):
+            at = self._recipe_at.get(id(value))
+            if at is None:
+                at = self._recipe_at[id(value)] = len(self.recipes)
+                self.recipes.append(None)
+                self.recipes[at] = self._fields(value)
+            return {"recipe": at}
+        if isinstance(value, LazyTensor):
+            recipe = getattr(value.family, "recipe", None)
+            if not isinstance(recipe, SdpaRecipe):
+                raise WireError("cannot send a lazy stage without its recipe")
+            return {"lazy": value.name, "head": value.head, "shape": list(value.shape),
+                    "dtype": str(value.dtype).replace("torch.", ""), "of": self.encode(recipe)}
         if isinstance(value, float):
             return value if math.isfinite(value) else {"float": repr(value)}
         if isinstance(value, torch.Tensor):
@@ -71,15 +88,41 @@ class _Writer:
         if isinstance(value, dict):
             return {"pairs": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            fields = {f.name: self.encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
-            return {"kind": type(value).__name__, "fields": fields}
+            return self._fields(value)
         raise WireError(f"cannot send a {type(value).__name__}")
+
+    def _fields(self, value: Any) -> dict[str, Any]:
+        fields = {f.name: self.encode(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return {"kind": type(value).__name__, "fields": fields}
 
 
 class _Reader:
-    def __init__(self, tensors: list[torch.Tensor]) -> None:
+    def __init__(self, tensors: list[torch.Tensor], recipes: list[Any] | None = None) -> None:
         self.tensors = tensors
         self.kinds = _allowed()
+        self.recipes = recipes or []
+        self._recipes: dict[int, SdpaRecipe] = {}
+        self._families: dict[int, ScoreFamily] = {}
+
+    def recipe(self, at: int) -> SdpaRecipe:
+        """Recipe `at`, rebuilt once: every stage of its call computes its tiles from the same tensors."""
+        if at not in self._recipes:
+            recipe = self.decode(self.recipes[at])
+            if not isinstance(recipe, SdpaRecipe):
+                raise WireError("a recipe is not an SdpaRecipe")
+            self._recipes[at] = recipe
+        return self._recipes[at]
+
+    def lazy(self, value: dict[str, Any]) -> LazyTensor:
+        at = value["of"]["recipe"]
+        recipe = self.recipe(int(at))
+        if at not in self._families:
+            self._families[at] = recipe.family()
+        dtype = getattr(torch, str(value["dtype"]), None)
+        if not isinstance(dtype, torch.dtype):
+            raise WireError("a lazy stage of no dtype")
+        return LazyTensor(self._families[at], str(value["lazy"]), int(value["head"]),
+                          tuple(int(x) for x in value["shape"]), dtype, torch.device("cpu"))
 
     def decode(self, value: Any) -> Any:
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -92,6 +135,10 @@ class _Reader:
             return float(str(value["float"]))  # inf, -inf, nan only: float() parses nothing else
         if "tensor" in value:
             return self.tensors[int(value["tensor"])]
+        if "recipe" in value:
+            return self.recipe(int(value["recipe"]))
+        if "lazy" in value:
+            return self.lazy(value)
         if "tuple" in value:
             return tuple(self.decode(v) for v in value["tuple"])
         if "pairs" in value:
@@ -114,8 +161,8 @@ class _Reader:
 def _sendable(stage: Stage, left: list[str]) -> Stage | None:
     """A stage as it can travel: a lazy one (a long flex_attention call's, computed by tiles with the user's
     functions, which run only in the child) is sent whole when it is small enough, else left out and said."""
-    if not isinstance(stage.data, LazyTensor):
-        return stage
+    if not isinstance(stage.data, LazyTensor) or isinstance(getattr(stage.data.family, "recipe", None), SdpaRecipe):
+        return stage  # a long SDPA call's stages travel lazily: their recipe holds tensors only
     if stage.data.numel() > MATERIALIZE_CELLS:
         left.append(stage.key)
         return None
@@ -165,6 +212,7 @@ def write_trace(trace: Trace, folder: Path) -> None:
                 "params": writer.encode(trace.params), "inputs": writer.encode(trace.inputs),
                 "mask": writer.encode(trace.mask), "warnings": writer.encode(warnings),
                 "stats": writer.encode({place: stats for place, stats in trace.stats.items() if place in places})}
+    document["recipes"] = writer.recipes
     torch.save(writer.tensors, folder / TENSORS)
     (folder / DOCUMENT).write_text(json.dumps(document), encoding="utf-8")
 
@@ -176,7 +224,7 @@ def read_trace(folder: Path) -> Trace:
         document = json.loads((folder / DOCUMENT).read_text(encoding="utf-8"))
         if not isinstance(tensors, list) or not all(isinstance(t, torch.Tensor) for t in tensors):
             raise WireError("the tensors are not a list of tensors")
-        reader = _Reader(tensors)
+        reader = _Reader(tensors, document.get("recipes"))
         meta = reader.decode(document["meta"])
         if not isinstance(meta, RecordedRun):
             raise WireError("not a recording")

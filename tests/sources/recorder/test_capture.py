@@ -37,11 +37,16 @@ def test_two_instances_of_one_class_are_told_apart() -> None:
     assert rec.trace.modules() == ["SelfAttention", "SelfAttention#2"]
 
 
-def test_training_in_between_keeps_each_calls_own_parameters() -> None:
-    """An optimizer step changes the weights in place; each call recomputes with the weights it ran with."""
+@pytest.mark.parametrize("make", [lambda ps: torch.optim.SGD(ps, lr=0.5),
+                                  lambda ps: torch.optim.SGD(ps, lr=0.5, foreach=True),
+                                  lambda ps: torch.optim.Adam(ps, lr=0.5, fused=True)],
+                         ids=["sgd", "foreach", "fused"])
+def test_training_in_between_keeps_each_calls_own_parameters(make) -> None:
+    """An optimizer step changes the weights in place (one by one, or as a list: foreach and fused steps); each call
+    recomputes with the weights it ran with (copied only when the step changes them)."""
     torch.manual_seed(1)
     module = m.SelfAttention(4)
-    optimizer = torch.optim.SGD(module.parameters(), lr=0.5)
+    optimizer = make(module.parameters())
     x = torch.randn(1, 3, 4)
     outputs = []
     with attn_tui.record() as rec:

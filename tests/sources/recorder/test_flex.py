@@ -214,6 +214,24 @@ def test_torch_compile_of_flex_made_before_or_during_the_recording_is_recorded()
     assert "soft_cap" in str(trace.stage("score_mod", head=0, step=fm.B).formula)
 
 
+@pytest.mark.slow
+def test_a_compiled_flex_held_only_in_a_local_variable_is_recorded_and_put_back() -> None:
+    q, k, v = _inputs(7)
+    block_mask = flex.create_block_mask(fm.causal, None, None, fm.L, fm.L, device="cpu", BLOCK_SIZE=BLOCK)
+    local = torch.compile(flex.flex_attention)  # no namespace holds it: only its closure reaches flex_attention
+    before = local(q, k, v, score_mod=fm.alibi, block_mask=block_mask)
+    with attn_tui.record() as rec:
+        got = local(q, k, v, score_mod=fm.alibi, block_mask=block_mask)
+    torch.testing.assert_close(got, before)
+    trace = rec.trace
+    assert trace.meta.kinds == ("flex",)
+    assert torch.equal(trace.stage("output", head=1, step=0).tensor, got[0, 1])
+    assert "alibi" in str(trace.stage("score_mod", head=0, step=0).formula)
+    cells = [c.cell_contents for c in local.__closure__ or () if callable(c.cell_contents)]
+    assert flex.flex_attention in cells and not any(hasattr(c, "__wrapped_flex__") for c in cells)  # put back
+    torch.testing.assert_close(local(q, k, v, score_mod=fm.alibi, block_mask=block_mask), before)
+
+
 def test_stages_too_long_to_send_from_the_child_are_left_there_and_said(monkeypatch: pytest.MonkeyPatch,
                                                                        tmp_path: Path) -> None:
     from attn_tui.sources.recorder import wire
