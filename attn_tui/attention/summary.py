@@ -70,8 +70,12 @@ def model_stats(trace: Trace) -> ModelStats:
     """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
     weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
     real = real_keys(trace)  # (N,)
-    tokens = trace.key_tokens
-    roles = head_roles(weights, tokens, real) if len(tokens) == weights.shape[-1] == weights.shape[-2] else ()
+    ids: tuple[int, ...] = getattr(trace.meta, "token_ids", ())  # a real model's: ids, which two tokens printed
+    # alike do not share; the variants' tokens are their words
+    tokens = ids if len(ids) == len(trace.key_tokens) else trace.key_tokens
+    scored = torch.arange(len(tokens)) >= getattr(trace.meta, "scored_from", 0)  # (N,): a probe's repeated half
+    roles = (head_roles(weights, tokens, real, scored) if len(tokens) == weights.shape[-1] == weights.shape[-2]
+             else ())
     return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace), roles)
 
 

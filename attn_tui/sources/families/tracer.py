@@ -43,7 +43,7 @@ def trace_run(run_: ModelRun, layer: int, head: int, family: Family) -> Trace:
     kv_heads = family.kv_heads(cfg)
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special,
                           kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
-                          loaded.offloaded)
+                          loaded.offloaded, run_.ids, run_.probe, run_.scored_from)
     return layered_trace(run_, meta, layer, head, lambda r, t, lay: fill_layer(r, t, lay, family))
 
 
