@@ -66,6 +66,35 @@ def rollout(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Te
     return result
 
 
+def moved_weights(trace: Trace) -> torch.Tensor | None:
+    """(layers, heads, N, N) every head's `moved` stage, each row divided by its sum; None where a head has none
+    (a variant, a generation, a model whose output projection was not found)."""
+    if grows(trace):
+        return None
+    rows = []
+    for layer in range(trace.layers):
+        found = [trace.find("moved", layer, head) for head in range(trace.heads)]
+        if any(stage is None or stage.place.layer != layer or stage.place.head != head
+               for head, stage in enumerate(found)):
+            return None
+        rows.append(torch.stack([trace.tensor("moved", layer, head).float().cpu() for head in range(trace.heads)]))
+    moved = torch.stack(rows)  # (layers, heads, N, N)
+    total = moved.sum(-1, keepdim=True)
+    return torch.where(total > 0, moved / total.clamp_min(1e-30), torch.zeros_like(moved))
+
+
+def rollout_moved(trace: Trace, real: torch.Tensor | None = None) -> torch.Tensor | None:
+    """Value-weighted attention rollout: `rollout` over each head's norm-based weights instead of its A.
+
+    R = Π_l (½·mean_h Ã_l + ½·I), rows renormalised, with Ã[i, j] = M[i, j] / Σ_k M[i, k] and
+    M[i, j] = ‖A[i, j] · v_j·W_O,hᵀ‖ the `moved` stage: attention rollout (Abnar & Zuidema 2020) read through
+    Kobayashi et al. (2020)'s norms, so a key that takes weight but whose value moves little counts little.
+    None where the trace has no `moved` stages.
+    """
+    moved = moved_weights(trace)
+    return None if moved is None else rollout(moved, real)
+
+
 def model_stats(trace: Trace) -> ModelStats:
     """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
     weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
@@ -76,7 +105,8 @@ def model_stats(trace: Trace) -> ModelStats:
     scored = torch.arange(len(tokens)) >= getattr(trace.meta, "scored_from", 0)  # (N,): a probe's repeated half
     roles = (head_roles(weights, tokens, real, scored) if len(tokens) == weights.shape[-1] == weights.shape[-2]
              else ())
-    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace), roles)
+    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace), roles,
+                      rollout_moved(trace, real))
 
 
 def blocked(trace: Trace) -> torch.Tensor | None:

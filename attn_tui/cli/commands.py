@@ -148,6 +148,7 @@ def heads(args: argparse.Namespace) -> int:
                     "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
                     "windows": list(windows_of(trace)),
                     "stats": [vars(s) for s in stats], "rollout": rolled.tolist(),
+                    "rollout_moved": None if model_stats.rollout_moved is None else model_stats.rollout_moved.tolist(),
                     "probe": getattr(trace.meta, "probe", "") or None,
                     "scored_from": getattr(trace.meta, "scored_from", 0),
                     "roles": [{"layer": r.layer, "head": r.head, "scores": r.scores, "breadth": r.breadth}
