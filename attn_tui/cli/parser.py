@@ -161,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=_("JSON: include every learned parameter (always included when they are small)"))
     heads = sub.add_parser("heads", help=_("a real model at a glance: per-head statistics, roles and rollout"),
                            description=_("Entropy, largest weight and first-token share of every layer and head, "
-                                         "plus attention rollout across layers."))
+                                         "plus attention rollout across layers; each head's roles: previous-token, "
+                                         "duplicate-token and induction scores as TransformerLens's detect_head "
+                                         "computes them (induction heads: Olsson et al. 2022), sink, local and "
+                                         "entropy. --probe induction feeds a seeded random token sequence repeated "
+                                         "twice."))
     heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
     heads.add_argument("--text")
     heads.add_argument("--pad-to", type=reader(MODEL_OPTIONS["pad_to"]), metavar="N")
