@@ -7,6 +7,8 @@ and the numbers beside it come from exactly the weights the stages show. What th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attn_tui.attention.head_roles import head_roles
@@ -66,9 +68,9 @@ def rollout(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Te
     return result
 
 
-def moved_weights(trace: Trace) -> torch.Tensor | None:
-    """(layers, heads, N, N) every head's `moved` stage, each row divided by its sum; None where a head has none
-    (a variant, a generation, a model whose output projection was not found)."""
+def moved_stack(trace: Trace) -> torch.Tensor | None:
+    """(layers, heads, N, N) every head's `moved` stage; None where a head has none (a variant, a generation, a
+    model whose output projection was not found)."""
     if grows(trace):
         return None
     rows = []
@@ -78,21 +80,21 @@ def moved_weights(trace: Trace) -> torch.Tensor | None:
                for head, stage in enumerate(found)):
             return None
         rows.append(torch.stack([trace.tensor("moved", layer, head).float().cpu() for head in range(trace.heads)]))
-    moved = torch.stack(rows)  # (layers, heads, N, N)
-    total = moved.sum(-1, keepdim=True)
-    return torch.where(total > 0, moved / total.clamp_min(1e-30), torch.zeros_like(moved))
+    return torch.stack(rows)  # (layers, heads, N, N)
 
 
-def rollout_moved(trace: Trace, real: torch.Tensor | None = None) -> torch.Tensor | None:
+def rollout_moved(moved: torch.Tensor | None, real: torch.Tensor | None = None) -> torch.Tensor | None:
     """Value-weighted attention rollout: `rollout` over each head's norm-based weights instead of its A.
 
     R = Π_l (½·mean_h Ã_l + ½·I), rows renormalised, with Ã[i, j] = M[i, j] / Σ_k M[i, k] and
     M[i, j] = ‖A[i, j] · v_j·W_O,hᵀ‖ the `moved` stage: attention rollout (Abnar & Zuidema 2020) read through
     Kobayashi et al. (2020)'s norms, so a key that takes weight but whose value moves little counts little.
-    None where the trace has no `moved` stages.
+    `moved` (layers, heads, N, N) is every head's stage (`moved_stack`); None gives None.
     """
-    moved = moved_weights(trace)
-    return None if moved is None else rollout(moved, real)
+    if moved is None:
+        return None
+    total = moved.sum(-1, keepdim=True)
+    return rollout(torch.where(total > 0, moved / total.clamp_min(1e-30), torch.zeros_like(moved)), real)
 
 
 def model_stats(trace: Trace) -> ModelStats:
@@ -105,8 +107,12 @@ def model_stats(trace: Trace) -> ModelStats:
     scored = torch.arange(len(tokens)) >= getattr(trace.meta, "scored_from", 0)  # (N,): a probe's repeated half
     roles = (head_roles(weights, tokens, real, scored) if len(tokens) == weights.shape[-1] == weights.shape[-2]
              else ())
+    moved = moved_stack(trace)  # (layers, heads, N, N) or None
+    if moved is not None and roles:  # how much each head moves, per scored query row: what the atlas can rank by
+        per_row = moved.sum(-1)[..., scored & real]  # (layers, heads, R)
+        roles = tuple(replace(r, moved=float(per_row[r.layer, r.head].mean())) for r in roles)
     return ModelStats(weights, tuple(head_stats(weights, real)), rollout(weights, real), blocked(trace), roles,
-                      rollout_moved(trace, real))
+                      rollout_moved(moved, real))
 
 
 def blocked(trace: Trace) -> torch.Tensor | None:

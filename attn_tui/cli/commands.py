@@ -151,8 +151,8 @@ def heads(args: argparse.Namespace) -> int:
                     "rollout_moved": None if model_stats.rollout_moved is None else model_stats.rollout_moved.tolist(),
                     "probe": getattr(trace.meta, "probe", "") or None,
                     "scored_from": getattr(trace.meta, "scored_from", 0),
-                    "roles": [{"layer": r.layer, "head": r.head, "scores": r.scores, "breadth": r.breadth}
-                              for r in model_stats.roles]}
+                    "roles": [{"layer": r.layer, "head": r.head, "scores": r.scores, "breadth": r.breadth,
+                               "moved": r.moved} for r in model_stats.roles]}
         print(json_safe(json.dumps(document, ensure_ascii=False)))  # readable Korean, but no raw ESC or bidi mark
     else:
         from attn_tui.present.model_view import summary_of

@@ -41,6 +41,7 @@ class HeadRoles:
     head: int
     scores: dict[str, float]
     breadth: float
+    moved: float | None = None  # mean over query rows of Σ_j ‖A[i,j] · v_j·W_O,hᵀ‖ (the `moved` stage); None without
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,9 @@ def test_moved_equals_the_loop_over_the_models_own_values_and_w_o(tmp_path: Path
     normed = normed / normed.sum(-1, keepdim=True)
     torch.testing.assert_close(shown.stats.rollout_moved.double(), rollout(normed), atol=1e-4, rtol=1e-4)
     assert not torch.allclose(shown.stats.rollout_moved, shown.stats.rollout, atol=1e-3)  # the values do matter
+    for roles in shown.stats.roles:  # each head's mean per query of what it moves: what the atlas ranks by
+        rows = expected[roles.layer][roles.head]
+        assert roles.moved == pytest.approx(sum(map(sum, rows)) / len(rows), rel=1e-4)
 
 
 def test_rollout_of_a_head_whose_values_all_move_alike_is_the_plain_rollout() -> None:

@@ -94,6 +94,7 @@ def test_heads_prints_every_heads_roles_in_json_and_a_table(tmp_path: Path, caps
     assert len(document["tokens"]) == 17  # [CLS] + 8 + 8
     assert [(r["layer"], r["head"]) for r in document["roles"][:2]] == [(0, 0), (0, 1)]
     assert set(document["roles"][0]["scores"]) == set(ROLE_NAMES)
+    assert document["roles"][0]["moved"] > 0 and len(document["rollout_moved"]) == 17
     assert main(["heads", "--model", folder, "--text", TEXT]) == 0
     out = capsys.readouterr().out
     assert "each head's strongest role and its score" in out and "brd = broad" in out
