@@ -31,6 +31,7 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
             raise InputError(Msg("--sample cannot be combined with --model: a sample names its own model and text"))
         base = get_sample(args.sample).model
     if args.model is None and base is None:
+        refuse(args, ("probe", "probe_length", "probe_seed"), Msg("without --model (a probe is fed to a real model)"))
         return None
     check_text(args.model or "", "--model")
     generating = bool(getattr(args, "generate", None)) or bool(base and base.generate)
@@ -43,9 +44,17 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
                Msg("without --generate N (they shape the tokens it writes)"))
     elif not drawing:
         refuse(args, ("top_k", "top_p"), Msg("to greedy writing: add --do-sample to draw tokens"))
-    if args.model is not None and args.text is None and base is None:
+    probing = bool(getattr(args, "probe", None))
+    if not probing:
+        refuse(args, ("probe_length", "probe_seed"), Msg("without --probe induction (they shape the probe)"))
+    if probing and args.text is not None:
+        raise InputError(Msg("--probe replaces --text: give one of them"))
+    if args.model is not None and args.text is None and base is None and not probing:
         raise InputError(Msg("--model needs --text with the sentence to run through the model"))
     name = args.model or (base.name if base else "")
+    if probing and (name in DATE_MODELS or generating or args.pad_to is not None):
+        raise ConfigError(Msg("--probe is fed to a transformer's one forward pass: not to a date model, "
+                              "--generate or --pad-to"))
     if name in DATE_MODELS and generating:
         raise ConfigError(Msg("{name} writes dates by itself: --generate is for causal language models", name=name))
     if name in GRU_DATE_MODELS:
@@ -61,7 +70,8 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
     given = {"name": args.model, "text": None if args.text is None else sentence(args.text), "layer": args.layer,
              "head": args.head, "pad_to": args.pad_to, "target": args.target,
              "teacher_forcing": args.teacher_forcing, "device": getattr(args, "device", None)}
-    for option in ("generate", "do_sample", "top_k", "top_p", "cache") + (DRAW_OPTIONS if drawing else ()):
+    for option in ("generate", "do_sample", "top_k", "top_p", "cache", "probe", "probe_length", "probe_seed") + (
+            DRAW_OPTIONS if drawing else ()):
         given[option] = getattr(args, option, None)
     if given["cache"] is not None:
         cache_window(str(given["cache"]))  # refused now, in one line, before any model loads
@@ -70,6 +80,8 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
         if not args.target:
             raise InputError(Msg("--target is empty; targets look like 2026-11-22"))
     model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
+    if probing:
+        model = replace(model, text="")  # a sample's sentence gives way to the probe
     if model.teacher_forcing and not model.target:
         raise InputError(Msg("--teacher-forcing needs --target with the expected date, e.g. 2026-11-22"))
     return model

@@ -33,6 +33,7 @@ DTYPE_NAMES = ("float32", "float64", "float16", "bfloat16")
 RULE_NAMES = ("gated-delta", "plain")  # linear: how each token writes the state (Qwen3-Next's, or a plain sum)
 # QK-norm: none; rms over each head's own dimensions (Qwen3, Gemma 3); rms-all over the whole projection (OLMo-2)
 QK_NORM_NAMES = ("none", "rms", "rms-all")
+PROBE_NAMES = ("induction",)  # built-in inputs a real model can be fed in place of --text (sources/probe.py)
 WHOLE = re.compile(r"[+-]?[0-9]+")  # plain ASCII digits: no '1_0', no other scripts' digits
 
 Row = Literal["select", "input", "checkbox", ""]
@@ -188,6 +189,14 @@ MODEL_OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("top_p", float, 1.0, N_("--generate with --do-sample: keep the likeliest tokens whose probabilities sum "
                                    "to P (default 1: all)"), low=0, above=True, high=1.0, metavar="P",
            refusal=N_("must be a number above 0 and at most 1, got {text}")),
+    # A built-in probe fed as token ids in place of --text (sources/probe.py draws them with the model's tokenizer).
+    Option("probe", str, "", N_("a real model: feed a built-in probe instead of --text; induction: a seeded random "
+                                "token sequence repeated twice (Olsson et al. 2022)"), choices=PROBE_NAMES,
+           metavar="NAME"),
+    Option("probe_length", int, 32, N_("--probe: tokens in the random sequence, which is then repeated (default "
+                                       "32)"), low=1, high=4096, metavar="L"),
+    Option("probe_seed", int, 0, N_("--probe: the seed the sequence is drawn with (default 0)"), low=0,
+           high=2**62, metavar="S"),
     Option("cache", str, "", N_("--generate: StreamingLLM's cache, window:W,sinks:S keeps the first S tokens and the "
                                 "last W, rotary positions re-applied in the cache (default: every token)"),
            metavar="window:W,sinks:S"),
@@ -201,6 +210,11 @@ def setting(name: str) -> Option:
 
 def default(name: str) -> Any:  # the field's own type, which the dataclass annotates
     return SETTINGS[name].default
+
+
+def default_model(name: str) -> Any:
+    """A model run's option's default (`MODEL_OPTIONS`), as `default` is a setting's."""
+    return MODEL_OPTIONS[name].default
 
 
 def limit(name: str) -> int:

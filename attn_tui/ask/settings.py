@@ -18,7 +18,7 @@ from attn_tui.ask.options import MASK_MEANS_NAMES as MASK_MEANS_NAMES
 from attn_tui.ask.options import MASK_NAMES as MASK_NAMES
 from attn_tui.ask.options import PROJECTION_NAMES as PROJECTION_NAMES
 from attn_tui.ask.options import VARIANT_NAMES as VARIANT_NAMES
-from attn_tui.ask.options import default
+from attn_tui.ask.options import default, default_model
 
 SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
 T_co = TypeVar("T_co", covariant=True)
@@ -173,6 +173,9 @@ class ModelInput:
     top_p: float = 1.0
     seed: int = 0
     cache: str = ""  # "" keeps every token; "window:W,sinks:S" StreamingLLM's (ask.model_request.cache_window)
+    probe: str = ""  # "" reads `text`; "induction": a seeded random token sequence repeated twice, fed as ids
+    probe_length: int = default_model("probe_length")  # the probe's random sequence, before it is repeated
+    probe_seed: int = default_model("probe_seed")
 
     kind = "model"  # what every ask says it is: variants | model | recorded
     from_panes = True  # the panes show it and an edit asks for it again (the user's code: they cannot)
@@ -190,6 +193,11 @@ class ModelInput:
     def model(self) -> ModelInput | None:
         """This ask where it is a model's (None for any other kind), so a view reads a model's fields untested."""
         return self
+
+    @property
+    def probed(self) -> tuple[str, int, int] | None:
+        """(probe, length, seed) where the model is fed a built-in probe instead of the text; None otherwise."""
+        return (self.probe, self.probe_length, self.probe_seed) if self.probe else None
 
     @property
     def request(self) -> Request | None:

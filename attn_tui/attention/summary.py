@@ -7,6 +7,8 @@ and the numbers beside it come from exactly the weights the stages show. What th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attn_tui.attention.head_roles import head_roles
@@ -72,6 +74,35 @@ def rollout(weights: torch.Tensor, real: torch.Tensor | None = None) -> torch.Te
     return result
 
 
+def moved_stack(trace: Trace) -> torch.Tensor | None:
+    """(layers, heads, N, N) every head's `moved` stage; None where a head has none (a variant, a generation, a
+    model whose output projection was not found)."""
+    if grows(trace):
+        return None
+    rows = []
+    for layer in range(trace.layers):
+        found = [trace.find("moved", layer, head) for head in range(trace.heads)]
+        if any(stage is None or stage.place.layer != layer or stage.place.head != head
+               for head, stage in enumerate(found)):
+            return None
+        rows.append(torch.stack([trace.tensor("moved", layer, head).float().cpu() for head in range(trace.heads)]))
+    return torch.stack(rows)  # (layers, heads, N, N)
+
+
+def rollout_moved(moved: torch.Tensor | None, real: torch.Tensor | None = None) -> torch.Tensor | None:
+    """Value-weighted attention rollout: `rollout` over each head's norm-based weights instead of its A.
+
+    R = Π_l (½·mean_h Ã_l + ½·I), rows renormalised, with Ã[i, j] = M[i, j] / Σ_k M[i, k] and
+    M[i, j] = ‖A[i, j] · v_j·W_O,hᵀ‖ the `moved` stage: attention rollout (Abnar & Zuidema 2020) read through
+    Kobayashi et al. (2020)'s norms, so a key that takes weight but whose value moves little counts little.
+    `moved` (layers, heads, N, N) is every head's stage (`moved_stack`); None gives None.
+    """
+    if moved is None:
+        return None
+    total = moved.sum(-1, keepdim=True)
+    return rollout(torch.where(total > 0, moved / total.clamp_min(1e-30), torch.zeros_like(moved)), real)
+
+
 def model_stats(trace: Trace) -> ModelStats:
     """Stack every head's weights, read their statistics and the rollout, over the keys that are not padding."""
     weights = stack(trace).cpu()  # (layers, heads, N, N): fills every layer not computed yet
@@ -81,9 +112,18 @@ def model_stats(trace: Trace) -> ModelStats:
     softmax = [trace.find("implied", layer) is None for layer in range(trace.layers)]
     mixed = torch.stack([w if keep else torch.eye(w.shape[-1])[None].expand_as(w)
                          for w, keep in zip(weights, softmax)]) if not all(softmax) else weights
-    tokens = trace.key_tokens
-    roles = head_roles(weights, tokens, real) if len(tokens) == weights.shape[-1] == weights.shape[-2] else ()
-    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(mixed, real), blocked(trace), roles)
+    ids: tuple[int, ...] = getattr(trace.meta, "token_ids", ())  # a real model's: ids, which two tokens printed
+    # alike do not share; the variants' tokens are their words
+    tokens = ids if len(ids) == len(trace.key_tokens) else trace.key_tokens
+    scored = torch.arange(len(tokens)) >= getattr(trace.meta, "scored_from", 0)  # (N,): a probe's repeated half
+    roles = (head_roles(weights, tokens, real, scored) if len(tokens) == weights.shape[-1] == weights.shape[-2]
+             else ())
+    moved = moved_stack(trace)  # (layers, heads, N, N) or None
+    if moved is not None and roles:  # how much each head moves, per scored query row: what the atlas can rank by
+        per_row = moved.sum(-1)[..., scored & real]  # (layers, heads, R)
+        roles = tuple(replace(r, moved=float(per_row[r.layer, r.head].mean())) for r in roles)
+    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(mixed, real), blocked(trace), roles,
+                      rollout_moved(moved, real))
 
 
 def blocked(trace: Trace) -> torch.Tensor | None:

@@ -111,9 +111,18 @@ def heads(args: argparse.Namespace) -> int:
     from attn_tui.ask.settings import ModelInput
 
     check_text(args.model, "--model")
-    check_text(args.text, "--text")
-    if not args.text.strip():
-        raise InputError(Msg("the sentence is empty: type at least one word"))
+    if args.probe and args.text is not None:
+        raise InputError(Msg("--probe replaces --text: give one of them"))
+    if not args.probe:
+        if args.text is None:
+            raise InputError(Msg("heads needs --text with the sentence, or --probe induction"))
+        if args.probe_length is not None or args.probe_seed is not None:
+            raise ConfigError(Msg("--probe-length and --probe-seed apply with --probe induction"))
+        check_text(args.text, "--text")
+        if not args.text.strip():
+            raise InputError(Msg("the sentence is empty: type at least one word"))
+    elif args.pad_to is not None:
+        raise ConfigError(Msg("--pad-to pads a text: the probe is never padded"))
     if args.model in GRU_DATE_MODELS:
         raise InputError(Msg("{model} has one attention, not layers of heads: use `attn-tui stages --model {model}`",
                              model=args.model))
@@ -122,7 +131,10 @@ def heads(args: argparse.Namespace) -> int:
                              "{model} --layer L --head H`", model=args.model))
     from attn_tui.sources import run
 
-    shown = run(ModelInput(args.model, args.text, pad_to=args.pad_to, device=args.device or "auto"), args.max_memory)
+    probe = {"probe": args.probe, "probe_length": args.probe_length, "probe_seed": args.probe_seed}
+    asked = ModelInput(args.model, args.text or "", pad_to=args.pad_to, device=args.device or "auto",
+                       **{k: v for k, v in probe.items() if v is not None})
+    shown = run(asked, args.max_memory)
     trace, model_stats = shown.trace, shown.stats
     assert model_stats is not None  # a transformer's ask: the door read every head
     stats, rolled = model_stats.stats, model_stats.rollout  # the JSON's; the table draws the app's summary
@@ -135,7 +147,12 @@ def heads(args: argparse.Namespace) -> int:
                     "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
                     "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
                     "windows": list(windows_of(trace)),
-                    "stats": [vars(s) for s in stats], "rollout": rolled.tolist()}
+                    "stats": [vars(s) for s in stats], "rollout": rolled.tolist(),
+                    "rollout_moved": None if model_stats.rollout_moved is None else model_stats.rollout_moved.tolist(),
+                    "probe": getattr(trace.meta, "probe", "") or None,
+                    "scored_from": getattr(trace.meta, "scored_from", 0),
+                    "roles": [{"layer": r.layer, "head": r.head, "scores": r.scores, "breadth": r.breadth,
+                               "moved": r.moved} for r in model_stats.roles]}
         print(json_safe(json.dumps(document, ensure_ascii=False)))  # readable Korean, but no raw ESC or bidi mark
     else:
         from attn_tui.present.model_view import summary_of
@@ -144,6 +161,12 @@ def heads(args: argparse.Namespace) -> int:
         summary = summary_of(shown)
         assert summary is not None  # the door read every head
         print_model_summary(summary)
+        from attn_tui.present.role_table import role_table
+        from attn_tui.render.role_table import print_role_table
+
+        roles = role_table(model_stats.roles, trace.layers, trace.heads, getattr(trace.meta, "probe", ""))
+        if roles is not None:
+            print_role_table(roles)
         if sharing is not None:
             from attn_tui.render.kv_sharing import sharing_text
 
@@ -195,6 +218,8 @@ def train(args: argparse.Namespace) -> int:
 
 def app(args: argparse.Namespace) -> int:
     model = model_input(args)
+    if model is not None and model.probe:  # the app's panes hold a sentence, which an edit would ask for again
+        raise ConfigError(Msg("--probe is for `attn-tui heads` and `attn-tui stages`; the app reads a sentence"))
     if model is not None and model.name in GGUF_MODELS:
         from attn_tui.sources.gguf import find_gguf
 

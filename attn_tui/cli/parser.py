@@ -138,6 +138,8 @@ def _add_input_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
     _add_option(real, MODEL_OPTIONS["teacher_forcing"], prefix)
     for name in ("generate", "do_sample", "top_k", "top_p", "cache"):  # a model writing (+ --temperature, --seed)
         _add_option(real, MODEL_OPTIONS[name], prefix)
+    for name in ("probe", "probe_length", "probe_seed"):  # a built-in probe in place of --text
+        _add_option(real, MODEL_OPTIONS[name], prefix)
     _add_common(p, prefix)
 
 
@@ -157,12 +159,18 @@ def build_parser() -> argparse.ArgumentParser:
     stages.add_argument("--out", metavar="FILE", help=_("write to FILE instead of printing (json, csv, npz)"))
     stages.add_argument("--params", action="store_true",
                         help=_("JSON: include every learned parameter (always included when they are small)"))
-    heads = sub.add_parser("heads", help=_("a real model at a glance: per-head statistics and rollout"),
+    heads = sub.add_parser("heads", help=_("a real model at a glance: per-head statistics, roles and rollout"),
                            description=_("Entropy, largest weight and first-token share of every layer and head, "
-                                         "plus attention rollout across layers."))
+                                         "plus attention rollout across layers; each head's roles: previous-token, "
+                                         "duplicate-token and induction scores as TransformerLens's detect_head "
+                                         "computes them (induction heads: Olsson et al. 2022), sink, local and "
+                                         "entropy. --probe induction feeds a seeded random token sequence repeated "
+                                         "twice."))
     heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
-    heads.add_argument("--text", required=True)
+    heads.add_argument("--text")
     heads.add_argument("--pad-to", type=reader(MODEL_OPTIONS["pad_to"]), metavar="N")
+    for name in ("probe", "probe_length", "probe_seed"):  # a built-in probe in place of --text
+        _add_option(heads, MODEL_OPTIONS[name], "")  # type: ignore[arg-type]  # a parser takes arguments as a group
     heads.add_argument("--device", choices=DEVICE_NAMES)
     heads.add_argument("--format", choices=("table", "json"), default="table")
     _add_common(heads, "")

@@ -1,5 +1,6 @@
 """The arithmetic of the stages a layer may hold between projection and scores: a per-head q/k norm,
-a rotation of part of a head (or of interleaved pairs), and a logit soft cap.
+a rotation of part of a head (or of interleaved pairs), and a logit soft cap; and beside the weights, how
+much each key moves a query's output through the head (`moved`).
 
 `EXPLAINERS` maps each of these op kinds to its explainer; `explain.cell` puts it in the
 registry, so the inspector explains a Qwen3 or Gemma cell the same way as any other,
@@ -105,5 +106,26 @@ def _soft_cap(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
                  cap=f"{op.cap:g}")], total)
 
 
+def _moved(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    """‖α_ij · v_j·W_O,hᵀ‖ recomputed in float64: the value row through the head's columns of W_O, its norm."""
+    op = stage.op
+    assert isinstance(op, ops.MovedNorm)
+    i, j = index
+    alpha = float(trace.stages[op.weights].data[i, j].double())
+    v = row64(trace.stages[op.value].data[j])  # (d_h,)
+    w = trace.params[op.w_o].double()[:, op.column:op.column + v.numel()]  # (d, d_h): the head's columns
+    f = w @ v  # (d,): what key j adds to the residual stream through this head, before its weight
+    norm = float(f.norm())
+    total = abs(alpha) * norm
+    lines = [_("f = v_{j}·W_O[:, {a}…{b}]ᵀ: value row {j} through this head's {d} columns of W_O, into the model's "
+               "{width} dimensions").format(j=j, a=op.column, b=op.column + v.numel() - 1, d=v.numel(),
+                                            width=f.numel()),
+             "f = [" + ", ".join(fmt(x) for x in f[:6].tolist()) + (", …]" if f.numel() > 6 else "]"),
+             f"‖f‖ = √({first_terms(f.pow(2))}) = {fmt(norm)}",
+             f"A[{i},{j}] · ‖f‖ = {fmt(alpha)} · {fmt(norm)} = {fmt(total)}",
+             _("a large weight on a key whose f is small moves little (Kobayashi et al. 2020)")]
+    return f"{stage.symbol}[{i},{j}] = ‖A[{i},{j}] · v_{j}·W_O,hᵀ‖", lines, total
+
+
 EXPLAINERS: dict[type[ops.Op], Explainer] = {ops.HeadNorm: _head_norm, ops.PartialRotary: _partial_rotary,
-                                              ops.SoftCap: _soft_cap}
+                                              ops.SoftCap: _soft_cap, ops.MovedNorm: _moved}

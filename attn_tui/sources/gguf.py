@@ -45,9 +45,9 @@ def _loaded(name: str, device: str, max_memory: int | None) -> LoadedModel:
 
 @lru_cache(maxsize=8)
 def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
-              max_memory: int | None = None) -> ModelRun:
+              max_memory: int | None = None, probe: tuple[str, int, int] | None = None) -> ModelRun:
     """One forward pass of a built-in GGUF model over `text`: every layer and head from it."""
-    return run(_loaded(name, device, max_memory), text, pad_to, max_memory)
+    return run(_loaded(name, device, max_memory), text, pad_to, max_memory, probe)
 
 
 class GgufSource:
@@ -58,4 +58,5 @@ class GgufSource:
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)
-        return trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory), ask.layer, ask.head)
+        return trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory, ask.probed),
+                     ask.layer, ask.head)

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -160,12 +161,22 @@ def run_estimate(loaded: LoadedModel, tokens: int) -> Estimate:
     return run_parts(loaded.layers, loaded.heads, loaded.width, tokens)
 
 
-def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: int | None = None) -> ModelRun:
+def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: int | None = None,
+        probe: tuple[str, int, int] | None = None) -> ModelRun:
     """Tokenise (optionally padded to `pad_to` tokens) and run the model once.
 
     A text longer than the model's positions is cut to fit, with a warning; the run's
-    memory is checked against the budget before the forward pass.
+    memory is checked against the budget before the forward pass. `probe` (kind, length, seed):
+    feed a built-in probe's ids (sources/probe.py) instead of the text.
     """
+    if probe is not None:
+        from attn_tui.sources.probe import probe_ids
+
+        vocab = int(getattr(loaded.model.config, "vocab_size", 0) or len(loaded.tokenizer))
+        drawn = probe_ids(probe[0], loaded.tokenizer, vocab, probe[1], probe[2], loaded.positions)
+        ids = torch.tensor([drawn], dtype=torch.long)  # (1, N)
+        forward = _forward(loaded, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, "", [], max_memory)
+        return replace(forward, probe=probe[0], scored_from=len(drawn) - probe[1])  # the roles read the repeat
     check_text(text, Msg("the text"))
     if not text.strip():
         raise ConfigError(Msg("the sentence is empty: type at least one word"))
@@ -189,6 +200,13 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     except Exception as exc:
         raise InputError(Msg("{model}'s tokenizer cannot read this text: {reason}", model=loaded.name,
                              reason=str(exc).splitlines()[0][:80])) from None
+    return _forward(loaded, dict(enc), text, warnings, max_memory)
+
+
+def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warnings: list[Msg],
+             max_memory: int | None) -> ModelRun:
+    """One forward pass over `enc` (input_ids, attention_mask: (1, N) each) with every attention returned."""
+    tok = loaded.tokenizer
     n = int(enc["input_ids"].shape[1])
     run_estimate(loaded, n).check(memory_limit(max_memory), Msg("running {model} on {n} tokens", model=loaded.name,
                                                                 n=n))
@@ -219,7 +237,7 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
                             "ㄱ): its tokens are pieces of letters, not words, so read its Korean attention with care",
                             model=loaded.name))
     return ModelRun(loaded, tokens, special, tuple(h[0] for h in out.hidden_states),
-                    tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings))
+                    tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings), tuple(ids))
 
 
 def _readable(tok: Any, token: str) -> str:

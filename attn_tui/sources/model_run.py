@@ -44,3 +44,7 @@ class ModelRun:
     mask: torch.Tensor  # (N, N) bool, True = may attend
     padding: torch.Tensor | None  # (N,) bool, True = a padding key; None when there is none
     warnings: tuple[Msg, ...] = ()
+    ids: tuple[int, ...] = ()  # the token ids fed, one per position: what the head roles compare (two ids can
+    # print as the same string)
+    probe: str = ""  # the built-in probe fed instead of a text ("" for a text)
+    scored_from: int = 0  # the first query row the head roles score (a probe's repeated half)

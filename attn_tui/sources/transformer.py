@@ -18,9 +18,9 @@ def _loaded(name: str, device: str, max_memory: int | None) -> hf.LoadedModel:
 
 @lru_cache(maxsize=8)
 def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
-              max_memory: int | None = None) -> hf.ModelRun:
+              max_memory: int | None = None, probe: tuple[str, int, int] | None = None) -> hf.ModelRun:
     """A transformer's forward pass over `text`: every layer and head from one run."""
-    return hf.run(_loaded(name, device, max_memory), text, pad_to, max_memory)
+    return hf.run(_loaded(name, device, max_memory), text, pad_to, max_memory, probe)
 
 
 class TransformerSource:
@@ -29,4 +29,5 @@ class TransformerSource:
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         assert isinstance(ask, ModelInput)
-        return hf.trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory), ask.layer, ask.head)
+        return hf.trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory, ask.probed),
+                        ask.layer, ask.head)

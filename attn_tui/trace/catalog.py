@@ -267,6 +267,12 @@ _KINDS = (
         "An ordinary softmax map of this head, as transformers' output_attentions returns it. DiffLlama's heads "
         "come in pairs, h and h + H/2: at the pair's first head, the next stages subtract the second map from "
         "the first.")}),
+    StageKind("moved", "M", NP_("stage", "moved"), N_(
+        "How much each key actually moves the query's output through this head: the length of the weight "
+        "times the key's value after the output projection, ‖A[i,j] · v_j·W_O,hᵀ‖ (Kobayashi et al. 2020, "
+        "\"Attention is not only a weight\"). A large weight on a key whose value W_O maps to almost nothing "
+        "moves almost nothing; the first token often takes much weight and moves little."),
+        scale="sequential"),
     StageKind("sink_mass", "p_sink", NP_("stage", "sink_mass"), N_(
         "How much of each query's softmax went to the sink. A query with high sink mass mostly ignored the "
         "keys; trained models without a sink use the first token for this."),

@@ -120,6 +120,9 @@ class TransformerRun(_Answers):
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
     rope_base: float = 0.0  # rotary models: θ_i = base^(−2i/d) (0: no rotation)
     offloaded: tuple[str, ...] = ()  # where each layer's weights were offloaded: "" (not), "cpu" or "disk"; ()
+    token_ids: tuple[int, ...] = ()  # the ids fed, one per position (the head roles compare ids, not strings)
+    probe: str = ""  # the built-in probe fed instead of a text ("" for a text)
+    scored_from: int = 0  # the first query row the head roles score: the induction probe's repeated half
 
     @property
     def title(self) -> str:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import torch
 
 ROLLOUT_FORMULA = "R = Π_l (½·mean_h A_l + ½·I), rows renormalised  (attention rollout, Abnar & Zuidema 2020)"
+ROLLOUT_MOVED_FORMULA = ("the same rollout with each head's A replaced by Ã[i,j] = M[i,j] / Σ_k M[i,k], "
+                         "M[i,j] = ‖A[i,j] · v_j·W_O,hᵀ‖  (value-weighted: Kobayashi et al. 2020's norms)")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class HeadRoles:
     head: int
     scores: dict[str, float]
     breadth: float
+    moved: float | None = None  # mean over query rows of Σ_j ‖A[i,j] · v_j·W_O,hᵀ‖ (the `moved` stage); None without
 
 
 @dataclass(frozen=True)
@@ -50,3 +53,4 @@ class ModelStats:
     rollout: torch.Tensor  # (N, N)
     blocked: torch.Tensor | None  # (layers, N, N) bool: cells each layer's own mask hides; None: nothing masked
     roles: tuple[HeadRoles, ...] = ()  # layer-major; () where the rows are not the keys (a generation's steps)
+    rollout_moved: torch.Tensor | None = None  # (N, N) the value-weighted rollout; None without `moved` stages

@@ -304,6 +304,18 @@ class SinkMass:
 
 
 @dataclass(frozen=True)
+class MovedNorm:
+    """out[i, j] = ‖A[i, j] · v_j · W_Oᵀ[column : column + d_h]‖: how much key j moves query i's output through this
+    head after the output projection (Kobayashi et al. 2020). `weights` and `value` are the head's stages, `w_o` the
+    parameter (d, heads·d_h) in nn.Linear's layout, `column` the head's first column in it."""
+
+    weights: Place
+    value: Place
+    w_o: str
+    column: int
+
+
+@dataclass(frozen=True)
 class TileScores:
     """out[i, c] = (q_i·k_{offset+c})·factor / T where `mask` (the tile's part) allows, the fill where not."""
 
@@ -567,4 +579,5 @@ Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, 
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
            VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm, L2Norm, Decay,
-           WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, GateProduct, GatedNorm, CausalConv]
+           WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, GateProduct, GatedNorm, CausalConv,
+           MovedNorm]

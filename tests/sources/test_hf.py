@@ -43,7 +43,7 @@ def test_minilm_weights_equal_output_attentions_batched_with_padding(minilm: hf.
 
 def test_minilm_trace_has_scaled_dot_stages_and_marks_specials(minilm: hf.LoadedModel) -> None:
     trace = hf.trace_run(hf.run(minilm, "나는 학교에 간다", pad_to=20), 3, 7)
-    assert trace.names() == ["query", "key", "value", "scores", "scaled", "masked", "weights", "output"]
+    assert trace.names() == ["query", "key", "value", "scores", "scaled", "masked", "weights", "output", "moved"]
     assert trace.query_tokens[0] == "[CLS]"
     special = trace.meta.special_tokens
     assert 0 in special and trace.query_tokens.index("[SEP]") in special

@@ -54,7 +54,7 @@ def test_stages_are_rope_and_gqa_on_the_models_own_tensors(smollm2) -> None:
     run = gguf.run(smollm2, TEXT)
     trace = hf.trace_run(run, 7, 5)
     assert trace.names() == ["query", "key", "value", "query_rot", "key_rot", "scores", "scaled", "masked",
-                             "weights", "output"]
+                             "weights", "output", "moved"]
     meta = trace.meta
     assert (meta.kv_heads, meta.kv_map, meta.rope_base, meta.scale) == (3, (0, 0, 0, 1, 1, 1, 2, 2, 2), 100000.0,
                                                                         0.125)

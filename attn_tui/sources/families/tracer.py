@@ -23,6 +23,7 @@ from attn_tui.attention.variants.rope import angles, record_rotation, rotate, ro
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
+from attn_tui.sources.families.output_proj import output_weight
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.model_run import ModelRun
 from attn_tui.sources.offload import materialised
@@ -30,7 +31,7 @@ from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import TransformerRun
-from attn_tui.trace.ops import Dot, HeadNorm, Linear, PartialRotary, Place, SoftCap
+from attn_tui.trace.ops import Dot, HeadNorm, Linear, MovedNorm, PartialRotary, Place, SoftCap
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 Fill = Callable[[ModelRun, Trace, "int | None"], None]
@@ -43,7 +44,7 @@ def trace_run(run_: ModelRun, layer: int, head: int, family: Family) -> Trace:
     kv_heads = family.kv_heads(cfg)
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special,
                           kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
-                          loaded.offloaded)
+                          loaded.offloaded, run_.ids, run_.probe, run_.scored_from)
     return layered_trace(run_, meta, layer, head, lambda r, t, lay: fill_layer(r, t, lay, family))
 
 
@@ -81,6 +82,9 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
             scale = family.record(run_, trace, layer)
         else:
             spec = family.layer(run_, layer)
+            w_o = output_weight(run_.loaded.model, run_.loaded.blocks, layer, spec.x.shape[-1])
+            if w_o is not None and w_o.shape[1] == spec.heads * spec.head_dim:  # the `moved` stage reads it
+                spec = replace(spec, weights={**spec.weights, "W_o": w_o})
             record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
             if family.after is not None:
                 family.after(trace, spec, layer, run_)
@@ -186,6 +190,31 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
     values = projected["v"][torch.tensor(groups, device=spec.x.device)]  # (H, N, d_h): each head's group's
     score_family(trace, tail, pre, stages, last, values, [Place("scores", layer, h, step) for h in range(heads)],
                  [Place("value", layer, h, step) for h in range(heads)], lazy=False)
+    if "W_o" in spec.weights:
+        record_moved(trace, spec.weights["W_o"], values, layer, (tokens, keys), step)
+
+
+def record_moved(trace: Trace, w_o: torch.Tensor, values: torch.Tensor, layer: int, qk_axes: tuple[Axis, Axis],
+                 step: int | None = None) -> None:
+    """Stage `moved` of every head: ‖A[i, j] · v_j·W_O,hᵀ‖ (Kobayashi et al. 2020, "Attention is not only a weight").
+
+    The weights alone say where a head looks; a key whose value W_O maps to almost nothing moves almost nothing
+    however large its weight. α ≥ 0, so the norm is α_ij · ‖v_j·W_O,hᵀ‖: one norm per key, times the weights.
+    w_o (d, H·d_h) in nn.Linear's layout; values (H, S, d_h): each query head's value rows.
+    """
+    heads, _, d_h = values.shape
+    w = w_o.to(values.device, torch.float32)
+    for h in range(heads):
+        at = Place("weights", layer, h, step)
+        weights = trace.stages[at].data  # (L, S): whole, as a model's layer is traced (never lazy)
+        assert isinstance(weights, torch.Tensor)
+        weights = weights.float()
+        moved_by = values[h].float() @ w[:, h * d_h:(h + 1) * d_h].T  # (S, d): what each key adds, unweighted
+        moved = weights * moved_by.norm(dim=-1)[None, :]  # (L, S)
+        trace.add(Stage(at.at("moved"), moved, Msg("M[i,j] = ‖A[i,j] · v_j·W_O,{h}ᵀ‖   (the size of what key j adds "
+                                                   "to query i's output through head {h}, after W_O; Kobayashi et "
+                                                   "al. 2020)", h=h), qk_axes,
+                        MovedNorm(at, at.at("value"), f"blocks.{layer}.W_o", h * d_h)))
 
 
 def _projection_formula(part: str, h: int, g: int, groups: tuple[int, ...], d_h: int, spec: LayerSpec,
