@@ -53,17 +53,26 @@ def _cell_text(cell: ShownCell, current: bool, width: int) -> Text:
     return Text.assemble((body + pad, CURRENT if current else cell_style(cell)), " ")
 
 
-def atlas_grid(atlas: Atlas, position: AtlasPosition, show_cursor: bool = True) -> Table:
-    """Layers down, heads across; each cell its role's code and score."""
+def grid_header(atlas: Atlas, position: AtlasPosition, show_cursor: bool = True) -> Text:
+    """The heads' names over the grid's columns, drawn apart so that it stays put while the rows scroll."""
     width = cell_width()
-    table = Table(box=None, padding=0, show_edge=False, pad_edge=False)
-    table.add_column("", justify="right", no_wrap=True, width=LABEL_WIDTH)
+    text = Text(" " * LABEL_WIDTH, no_wrap=True)
     for h in range(atlas.heads):
-        bold = "bold yellow" if show_cursor and h == position.head else "bold"
-        table.add_column(Text(f"h{h}", style=bold), width=width, no_wrap=True)
+        name = f"h{h}"
+        text.append(name.ljust(width), "bold yellow" if show_cursor and h == position.head else "bold")
+    return text
+
+
+def atlas_grid(atlas: Atlas, position: AtlasPosition, show_cursor: bool = True) -> Table:
+    """Layers down, heads across (their names: `grid_header`); each cell its role's code and score."""
+    width = cell_width()
+    table = Table(box=None, padding=0, show_edge=False, pad_edge=False, show_header=False)
+    table.add_column("", no_wrap=True, width=LABEL_WIDTH)
+    for _h in range(atlas.heads):
+        table.add_column("", width=width, no_wrap=True)
     for layer in range(atlas.layers):
         here = show_cursor and layer == position.layer
-        row: list[Text] = [Text(f"L{layer} ", style="bold yellow" if here else "bold")]
+        row: list[Text] = [Text(f"L{layer}", style="bold yellow" if here else "bold")]
         for h in range(atlas.heads):
             shown = atlas.cell(layer, h).shown(position.role)
             row.append(_cell_text(shown, here and h == position.head, width))
@@ -79,8 +88,7 @@ def ranking_table(atlas: Atlas, position: AtlasPosition, show_cursor: bool = Tru
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column(_("head"), no_wrap=True)
     table.add_column(_("its role"), no_wrap=True)
-    table.add_column(_("{role} score").format(role=title(role)) if role else _("score"), justify="right",
-                     no_wrap=True)
+    table.add_column(_("score"), justify="right", no_wrap=True)
     table.add_column("", no_wrap=True, width=10)
     for rank, cell in enumerate(atlas.ranking(role), start=1):
         shown = cell.shown(None)
@@ -88,9 +96,9 @@ def ranking_table(atlas: Atlas, position: AtlasPosition, show_cursor: bool = Tru
         current = show_cursor and (cell.layer, cell.head) == (position.layer, position.head)
         style = CURRENT if current else Style()
         bar = "█" * round(min(1.0, max(0.0, value)) * 10)
-        table.add_row(Text(str(rank), style=style), Text(f"L{cell.layer} h{cell.head}", style=style),
+        table.add_row(Text(str(rank), style=style, justify="right"), Text(f"L{cell.layer} h{cell.head}", style=style),
                       Text(f"{shown.code} {title(cell.role)}", style=cell_style(shown)),
-                      Text(f"{value:.3f}", style=style),
+                      Text(f"{value:.3f}", style=style, justify="right"),
                       Text(bar, style=Style(color=Color.from_rgb(*ROLE_RGB[role or cell.leaning]))))
     return table
 

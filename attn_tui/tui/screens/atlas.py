@@ -24,7 +24,7 @@ from textual.widgets import Static
 from attn_tui.i18n import N_, _
 from attn_tui.present.atlas import Atlas, AtlasPosition, atlas_for, detail, legend_note, title
 from attn_tui.present.text import printable
-from attn_tui.render.atlas import atlas_grid, legend, ranking_table
+from attn_tui.render.atlas import atlas_grid, grid_header, legend, ranking_table
 
 if TYPE_CHECKING:
     from attn_tui.trace.shown import Shown
@@ -39,8 +39,10 @@ class AtlasSide(Vertical):
     AtlasSide { width: 1fr; height: 1fr; }
     AtlasSide .atlas-heading { height: 1; text-style: bold; color: $accent; display: none; }
     AtlasSide .atlas-heading.-named { display: block; }
-    AtlasSide ScrollableContainer { height: 1fr; overflow: auto auto; scrollbar-size: 1 1; }
-    AtlasSide .atlas-body { width: auto; }
+    AtlasSide .atlas-rows { height: 1fr; overflow: auto auto; scrollbar-size: 1 1; }
+    AtlasSide .atlas-top { height: 1; overflow: hidden hidden; }
+    AtlasSide.-ranked .atlas-top { display: none; }
+    AtlasSide .atlas-body, AtlasSide .atlas-columns { width: auto; }
     """
 
     def __init__(self, side: str) -> None:
@@ -50,8 +52,17 @@ class AtlasSide(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="atlas-heading", id=f"atlas-{self.side}-heading")
-        with ScrollableContainer(id=f"atlas-{self.side}-scroll", can_focus=False):
+        with ScrollableContainer(classes="atlas-top", can_focus=False):
+            yield Static("", classes="atlas-columns", id=f"atlas-{self.side}-columns")
+        with ScrollableContainer(id=f"atlas-{self.side}-scroll", classes="atlas-rows", can_focus=False):
             yield Static("", classes="atlas-body", id=f"atlas-{self.side}-body")
+
+    def on_mount(self) -> None:
+        self.watch(self.query_one(".atlas-rows"), "scroll_x", self._scroll_columns)
+
+    def _scroll_columns(self, x: float) -> None:
+        """The heads' names follow the rows sideways (a model with many heads is wider than the screen)."""
+        self.query_one(".atlas-top", ScrollableContainer).scroll_to(x=x, animate=False)
 
     def draw(self, heading: str, atlas: Atlas | None, position: AtlasPosition, waiting: str = "") -> None:
         self.atlas = atlas
@@ -63,13 +74,15 @@ class AtlasSide(Vertical):
             body.update(waiting)
             return
         cursor = self.side == "a"  # one cursor: B shows the same head without it
+        self.set_class(position.ranked, "-ranked")
+        self.query_one(".atlas-columns", Static).update(grid_header(atlas, position, cursor))
         body.update(ranking_table(atlas, position, cursor) if position.ranked else atlas_grid(atlas, position, cursor))
         self.call_after_refresh(self._follow, atlas, position)
 
     def _follow(self, atlas: Atlas, position: AtlasPosition) -> None:
-        """Keep the cursor's row in view (the grid's header takes two lines)."""
-        scroll = self.query_one(ScrollableContainer)
-        row = (position.rank_of(atlas) if position.ranked else min(position.layer, atlas.layers - 1)) + 2
+        """Keep the cursor's row in view (the ranking's header takes two lines)."""
+        scroll = self.query_one(".atlas-rows", ScrollableContainer)
+        row = position.rank_of(atlas) + 2 if position.ranked else min(position.layer, atlas.layers - 1)
         if row < scroll.scroll_y + 2 or row >= scroll.scroll_y + scroll.size.height:
             scroll.scroll_to(y=max(0, row - scroll.size.height // 2), animate=False)
 
