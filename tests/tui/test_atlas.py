@@ -172,10 +172,13 @@ async def test_c_puts_another_models_atlas_beside_as(tmp_path: Path) -> None:
         assert screen.has_class("-comparing")
 
 
-@pytest.mark.models
 async def test_c_with_nothing_to_compare_says_how_to_get_b() -> None:
-    pytest.importorskip("transformers")
-    app = model_app("minilm", "the cat sat")
+    """The user's own recorded code: no setting of attn-tui's to change, no other model opened."""
+    from attn_tui.ask.settings import RecordAsk
+    from tests.tui.helpers import RecordingApp
+    from tests.tui.test_recorded import recorded_multihead
+
+    app = RecordingApp(record=RecordAsk().keeping(recorded_multihead()))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await _open(pilot)
@@ -225,3 +228,37 @@ async def test_t_in_the_atlas_switches_the_language() -> None:
         assert isinstance(screen.query_one("#atlas-a"), AtlasSide)
         await pilot.press("t")
         assert app.language == "en"
+
+
+@pytest.mark.models
+async def test_c_puts_the_same_model_on_its_sentence_twice_beside_it() -> None:
+    """The same model on two inputs: B is A's sentence repeated (the induction probe's shape)."""
+    pytest.importorskip("transformers")
+    from attn_tui.ask.settings import ModelInput
+    from attn_tui.sources import run
+
+    app = model_app("minilm", "the cat sat")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        chooser = app.screen
+        assert isinstance(chooser, ChoiceScreen)
+        chooser.query_one(OptionList).highlighted = next(n for n, (_label, c) in enumerate(chooser.options)
+                                                         if c.key == "repeat")
+        await pilot.press("enter")
+        for _ in range(100):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if screen.atlases.get("b") is not None:
+                break
+        b = screen.atlases["b"]
+        twice = run(ModelInput("minilm", "the cat sat the cat sat"), None)
+        assert b is not None and b.tokens == len(twice.trace.key_tokens) == 8  # [CLS] … [SEP]
+        for cell, scores in zip(b.cells, _roles_of(twice), strict=True):
+            assert all(cell.scores[r] == pytest.approx(scores[r], abs=1e-6) for r in ROLES)
+        assert "B: the sentence twice" in _text(screen, "#atlas-b-heading")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.explorer.panel == "compare"  # compare mode stays on in the main view, B as the atlas had it
