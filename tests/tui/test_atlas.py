@@ -228,6 +228,8 @@ async def test_t_in_the_atlas_switches_the_language() -> None:
         assert isinstance(screen.query_one("#atlas-a"), AtlasSide)
         await pilot.press("t")
         assert app.language == "en"
+        await pilot.press("right_square_bracket", "g")  # the app's keys do not reach the stages behind the atlas
+        assert app.explorer.head == 0 and app.explorer.panel == "heatmap" and app.screen is screen
 
 
 @pytest.mark.models

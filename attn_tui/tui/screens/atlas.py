@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from attn_tui.i18n import N_, _
@@ -87,8 +87,10 @@ class AtlasSide(Vertical):
             scroll.scroll_to(y=max(0, row - scroll.size.height // 2), animate=False)
 
 
-class AtlasScreen(Screen["tuple[int, int] | None"]):
-    """The atlas of A (and, comparing, B beside it); Enter leaves with A's (layer, head) under the cursor."""
+class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
+    """The atlas of A (and, comparing, B beside it); Enter leaves with A's (layer, head) under the cursor.
+
+    Modal, so the app's keys (a head, a layer, a token written) do not act on the stages hidden behind it."""
 
     DEFAULT_CSS = """
     AtlasScreen { layout: vertical; background: $surface; }
