@@ -103,16 +103,19 @@ def ranking_table(atlas: Atlas, position: AtlasPosition, show_cursor: bool = Tru
     return table
 
 
-def legend(atlas: Atlas | None = None) -> Columns:
-    """Each role's colour, code, name and threshold (and how many heads read as it), then mixed; laid out in
-    columns so no entry is split across lines."""
+def legend(atlas: Atlas | None = None, b: Atlas | None = None) -> Columns:
+    """Each role's colour, code, name and threshold (and how many heads read as it: A's, then B's when B stands
+    beside it), then mixed; laid out in columns so no entry is split across lines."""
     counts = atlas.counts() if atlas is not None else None
+    b_counts = b.counts() if b is not None else None
     entries = []
     for role, role_code, name, threshold in legend_rows():
         text = Text(no_wrap=True)
         text.append(f"{role_code}", _style(role, LEVELS, False))
         text.append(f" {name}" + (f" {threshold}" if threshold else ""))
-        if counts is not None:
+        if counts is not None and b_counts is not None:
+            text.append(f" (A {counts[role]} · B {b_counts[role]})", "dim")
+        elif counts is not None:
             text.append(f" ({counts[role]})", "dim")
         entries.append(text)
     return Columns(entries, padding=(0, 2))

@@ -166,6 +166,8 @@ async def test_c_puts_another_models_atlas_beside_as(tmp_path: Path) -> None:
             assert cell.scores["broad"] == pytest.approx(roles.breadth, abs=1e-5)
         assert "B: b-bert" in _text(screen, "#atlas-b-heading")
         assert "\nB: " in _text(screen, "#atlas-detail")
+        counts, b_counts = screen.atlas.counts(), b.counts()
+        assert f"broad ≥0.80 (A {counts['broad']} · B {b_counts['broad']})" in _text(screen, "#atlas-legend")
         await pilot.press("c")  # A's atlas alone; B is kept for the next c
         assert not screen.has_class("-comparing")
         await pilot.press("c")

@@ -201,7 +201,8 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
                 and position.head < b_atlas.heads:
             line += "\n" + "B: " + detail(b_atlas.cell(position.layer, position.head))
         self.query_one("#atlas-detail", Static).update(line)
-        self.query_one("#atlas-legend", Static).update(Group(legend(atlas), Text(legend_note(), style="dim")))
+        self.query_one("#atlas-legend", Static).update(Group(legend(atlas, b_atlas if self.comparing else None),
+                                                             Text(legend_note(), style="dim")))
 
     # ----- keys ----------------------------------------------------------------------------
     def action_close(self) -> None:
