@@ -266,3 +266,15 @@ async def test_c_puts_the_same_model_on_its_sentence_twice_beside_it() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.explorer.panel == "compare"  # compare mode stays on in the main view, B as the atlas had it
+
+
+async def test_the_palette_opens_the_atlas() -> None:
+    from tests.tui.helpers import run_from_palette
+
+    app = sample_app("korean", variant="multihead", heads=4)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await run_from_palette(pilot, "Head atlas")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, AtlasScreen) and app.screen.atlas is not None
