@@ -233,6 +233,6 @@ class AtlasPosition:
         self.layer, self.head = top.layer, top.head
 
     def rank_of(self, atlas: Atlas) -> int:
-        """The cursor's place in the ranking, from 0."""
+        """The cursor's place in `atlas`'s ranking, from 0 (0 where that atlas has no such head: B's, smaller)."""
         order = [(c.layer, c.head) for c in atlas.ranking(self.role)]
-        return order.index((self.layer, self.head))
+        return order.index((self.layer, self.head)) if (self.layer, self.head) in order else 0

@@ -141,6 +141,8 @@ def test_the_cursor_moves_in_the_grid_and_along_the_ranking() -> None:
     assert (position.layer, position.head) == order[1]
     position.move(atlas, -5, 0)
     assert (position.layer, position.head) == order[0]
+    position.place(atlas, 2, 4)
+    assert position.rank_of(_atlas()) == 0  # a smaller atlas (B's) has no layer 2: its ranking starts at the top
 
 
 def test_the_filter_cycles_through_every_role_and_back() -> None:

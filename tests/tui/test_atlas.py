@@ -168,6 +168,11 @@ async def test_c_puts_another_models_atlas_beside_as(tmp_path: Path) -> None:
         assert "\nB: " in _text(screen, "#atlas-detail")
         counts, b_counts = screen.atlas.counts(), b.counts()
         assert f"broad ≥0.80 (A {counts['broad']} · B {b_counts['broad']})" in _text(screen, "#atlas-legend")
+        await pilot.press("o")  # both ranked, each by its own scores
+        await pilot.pause()
+        b_top = b.ranking(None)[0]
+        assert f"L{b_top.layer} h{b_top.head}" in _text(screen, "#atlas-b-body").splitlines()[2]
+        await pilot.press("o")
         await pilot.press("c")  # A's atlas alone; B is kept for the next c
         assert not screen.has_class("-comparing")
         await pilot.press("c")
