@@ -30,7 +30,8 @@ class Comparison:
     """One changed setting: its key, what A and B are called, and (for a head) B's head."""
 
     key: str  # fill | scale | variant | head | layer | teacher | projection | positional | mask | model | other | cache
-    # | gate
+    # | gate | repeat (a transformer on its sentence said twice: the classic induction probe, as the head atlas
+    # compares)
     a_label: str | Msg
     b_label: str | Msg
     change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
@@ -66,6 +67,8 @@ class Comparison:
             return model is not None and model.generate > 0
         if self.key == "gate":  # A's gate is on, B's off
             return a.request is not None and a.request.settings.gate
+        if self.key == "repeat":
+            return model is not None and model.name not in DATE_MODELS and not model.generate
         return a.request is not None or self.key == "head"
 
     @property
@@ -74,6 +77,9 @@ class Comparison:
 
     def b_ask(self, a: Ask) -> Ask:
         """B's ask from A's: the same ask with the change applied (a head comparison: A itself)."""
+        model = a.model
+        if self.key == "repeat" and model is not None:
+            return model.changed({"text": repeated(model.text)})
         if self.same_trace or not self.change:
             return a
         return a.changed(dict(self.change))
@@ -136,7 +142,15 @@ def _transformer_comparisons(a: ModelInput, layers: int, layer: int, others: Seq
     found = [Comparison("layer", named(layer), named(other), layer=other) for other in range(layers) if other != layer]
     found += [Comparison("other", _short(a.name), _short(other), (("name", other), ("layer", 0), ("head", 0)))
               for other in others if other != a.name and other not in DATE_MODELS]
+    if not a.generate:
+        found.append(Comparison("repeat", Msg("the sentence"), Msg("the sentence twice")))
     return found
+
+
+def repeated(text: str) -> str:
+    """The sentence said twice: its second half repeats the first, so an induction head attends to the token after
+    each token's first copy (the repeated sequence TransformerLens's induction probes use)."""
+    return f"{text} {text}"
 
 
 def _short(name: str) -> str:

@@ -36,6 +36,7 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
 from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
+from attn_tui.tui.atlas_actions import AtlasActions
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import MIN_SIZE, screen_classes, set_classes
 from attn_tui.tui.comparing import CompareActions
@@ -79,7 +80,7 @@ def palette_commands() -> type[Provider]:
     return AttnCommands
 
 
-class AttnApp(EditingActions, WritingActions, CompareActions, ExportActions, App[int]):
+class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, ExportActions, App[int]):
     """Model and input panes on the left, the explorer on the right, around one ask and what is on show."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it

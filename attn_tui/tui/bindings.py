@@ -34,6 +34,8 @@ APP_BINDINGS: list[Binding] = [
             id="view.scale"),
     Binding("c", "compare", N_("Compare"), tooltip=N_("the same stage with one setting changed, and B − A"),
             id="view.compare"),
+    Binding("a", "atlas", N_("Head atlas"), tooltip=N_("every head by its role: previous-token, induction, sink…"),
+            show=False, id="view.atlas"),
     Binding("r", "toggle_rollout", N_("Attention rollout (real model)"), show=False, id="view.rollout"),
     Binding("p", "toggle_params", N_("Learned parameters"), show=False, id="view.params"),
     Binding("x", "toggle_mask", N_("Mask or unmask the cell (masked stage)"), show=False, id="mask.toggle"),

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from attn_tui.present.compare import Comparison
+    from attn_tui.trace.shown import Shown
     from attn_tui.trace.stage import Trace
     from attn_tui.tui.state import AppState
     from attn_tui.tui.widgets.explorer import Explorer
@@ -45,9 +46,12 @@ class CompareActions(_AppBase):
 
         def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
 
+        def atlas_b_arrived(self, comparison: Comparison, shown_b: Shown | None) -> None: ...
+
+        def atlas_b_dropped(self) -> None: ...
+
     def action_compare(self) -> None:
         """c: choose one setting to change and see A, B and B − A; c again leaves."""
-        from attn_tui.present.compare import comparisons
         from attn_tui.tui.screens.choose import ChoiceScreen
 
         if self.state.comparison is not None:
@@ -55,13 +59,20 @@ class CompareActions(_AppBase):
             return
         if self.trace is None:
             return
-        others = sorted(self.state.loaded_models)  # another model opened this session, on the same sentence
-        trace = self.trace
-        windows = [None if (g := trace.geometry.get(n)) is None else g.window for n in range(trace.layers)]
-        options = comparisons(self.state.wanted, trace.heads, self.explorer.head, trace.layers,
-                              self.explorer.layer_index, others, windows)  # the layers computed so far say theirs
         self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
-                                      [(str(c.title), c) for c in options]), self.start_compare)
+                                      [(str(c.title), c) for c in self.compare_options()]), self.start_compare)
+
+    def compare_options(self) -> list[Comparison]:
+        """What B can be for the trace on show (empty before the first trace)."""
+        from attn_tui.present.compare import comparisons
+
+        trace = self.trace
+        if trace is None:
+            return []
+        others = sorted(self.state.loaded_models)  # another model opened this session, on the same sentence
+        windows = [None if (g := trace.geometry.get(n)) is None else g.window for n in range(trace.layers)]
+        return comparisons(self.state.wanted, trace.heads, self.explorer.head, trace.layers,
+                           self.explorer.layer_index, others, windows)  # the layers computed so far say theirs
 
     def start_compare(self, comparison: Comparison | None) -> None:
         if comparison is None:
@@ -75,6 +86,7 @@ class CompareActions(_AppBase):
     def end_compare(self) -> None:
         self.state.end_compare()  # whatever B is in flight is no longer wanted
         self.explorer.end_compare()
+        self.atlas_b_dropped()
 
     def compute_b(self) -> None:
         comparison = self.state.comparison
@@ -107,6 +119,7 @@ class CompareActions(_AppBase):
         comparison = self.state.b_arrived(message.generation)
         if comparison is not None:
             self.explorer.show_b(comparison, message.shown)
+            self.atlas_b_arrived(comparison, message.shown)
 
     @while_running
     def on_compare_failed(self, message: CompareFailed) -> None:

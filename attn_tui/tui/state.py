@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.ask.settings import Ask, MatrixInput, ModelInput, RecordAsk, Request, SentenceInput, XInput
 from attn_tui.i18n import Msg
+from attn_tui.present.atlas import AtlasPosition
 
 if TYPE_CHECKING:
     from attn_tui.io.session import Session
@@ -90,6 +91,7 @@ class AppState:
         self.error_parts: list[str | Msg] = []  # the error line, kept as messages so `t` translates it
         self.error_joiner = " · "
         self.comparison: Comparison | None = None
+        self.atlas = AtlasPosition()  # where the head atlas (a) was left: cursor, role filter, ranking, compare
 
     # ----- what is asked ---------------------------------------------------------------------
     @property

@@ -31,3 +31,16 @@ def test_the_changes_fit_a_transformer_only_and_not_the_model_b_is() -> None:
     dates = ModelInput("seq2seq-dates", "Nov 22, 2026")
     assert not layer.fits(dates) and not other.fits(dates)
     assert not [c for c in comparisons(dates, 1, 0, 1, 0, ["minilm"]) if c.key in ("layer", "other")]
+
+
+def test_the_same_transformer_on_its_sentence_twice() -> None:
+    """The head atlas's second input: B is A's model on A's sentence repeated, following A's edits."""
+    repeat = next(c for c in comparisons(A, 1, 0, 2, 1) if c.key == "repeat")
+    assert not repeat.same_trace and repeat.fits(A)
+    assert repeat.b_ask(A) == ModelInput("/models/llama-tiny", "the cat sat the cat sat", layer=1, head=2)
+    edited = ModelInput("/models/llama-tiny", "a b")
+    assert repeat.b_ask(edited).text == "a b a b"
+    assert str(repeat.title) == "A: the sentence   B: the sentence twice"
+    assert not repeat.fits(ModelInput("seq2seq-dates", "Nov 22, 2026"))
+    writing = ModelInput("/models/llama-tiny", "a b", generate=3)
+    assert not repeat.fits(writing) and not [c for c in comparisons(writing, 1, 0, 2, 1) if c.key == "repeat"]

@@ -24,6 +24,13 @@ NOTES = (
        "for the next start (attn-tui --fresh ignores them)."),
     N_("Real models (model pane, or --model): [ ] change the head, { } the layer, g shows every head, r the "
        "attention rollout. The seq2seq date model: → steps through each decoder step's stages."),
+    N_("a opens the head atlas: every head (layers × heads) coloured by its strongest role. previous-token, "
+       "duplicate-token and induction are scored as TransformerLens's detect_head does (the share of a head's "
+       "attention on the cells its token pattern names: the key just before; earlier copies of the query's token; "
+       "the key after such a copy); sink is the mean weight on the first token, local the share within ±2 "
+       "positions, broad each row's entropy over its most. Grey: mixed, no role at its threshold. There: arrows "
+       "move, f / F filter by a role, o ranks the heads, c puts B's atlas beside A's, Enter opens the head's "
+       "weights, Esc goes back."),
     N_("Heads, layers, decoder steps and flash's key tiles are counted from 0, as torch indexes them and as "
        "the command line's --layer and --head take them: 'head 0 of 2' is the first of two. The digits reach "
        "the stage bar's first ten stages; / lists every stage, step and tile."),

@@ -1,0 +1,108 @@
+"""`a`: the head atlas of what is on show; Enter there jumps to a head's weights; `c` there picks B.
+
+A mixin of AttnApp. The atlas screen keeps its place in `AppState.atlas`; B's atlas reads the
+computation compare mode makes (comparing.py), so the main view's compare and the atlas's agree.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from attn_tui.i18n import Msg, _
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from attn_tui.present.compare import Comparison
+    from attn_tui.trace.shown import Shown
+    from attn_tui.tui.screens.atlas import AtlasScreen
+    from attn_tui.tui.state import AppState
+    from attn_tui.tui.widgets.explorer import Explorer
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
+
+
+class AtlasActions(_AppBase):
+    """Opening the atlas, the jump it ends with, and B for its compare."""
+
+    state: AppState
+    shown: Shown | None
+
+    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
+        @property
+        def explorer(self) -> Explorer: ...
+
+        def _show_pane_view(self) -> None: ...
+
+        def compare_options(self) -> list[Comparison]: ...
+
+        def start_compare(self, comparison: Comparison | None) -> None: ...
+
+        def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
+
+    def action_atlas(self) -> None:
+        """a: every head of the run on show by its role (layers × heads), starting at the head on show."""
+        from attn_tui.tui.screens.atlas import AtlasScreen
+
+        shown = self.shown
+        if shown is None:
+            self.notify(_("no trace yet: the atlas appears once it is computed"), timeout=3)
+            return
+        explorer = self.explorer
+        self.push_screen(AtlasScreen(shown, self.state.atlas, (explorer.layer_index, explorer.head), self.atlas_b()),
+                         self.jump_to_head)
+
+    def atlas_b(self) -> tuple[Shown, str, str] | None:
+        """B's computation while compare mode has one (not a head or layer of A's own trace), with the labels."""
+        comparison, shown_b = self.state.comparison, self.explorer.shown_b
+        if comparison is None or comparison.same_trace or shown_b is None:
+            return None
+        return shown_b, str(comparison.a_label), str(comparison.b_label)
+
+    def jump_to_head(self, head: tuple[int, int] | None) -> None:
+        """Enter in the atlas: that layer and head, at its weights stage."""
+        if head is None:
+            return
+        explorer = self.explorer
+        explorer.layer_index, explorer.head = head
+        if explorer.panel not in ("heatmap", "compare"):
+            explorer.switch_panel("heatmap")
+        weights = [n for n, place in enumerate(explorer.places) if place.name == "weights"]
+        explorer.go_to_place(weights[0] if weights else explorer.stage_index)
+        self._show_pane_view()
+
+    def choose_atlas_b(self, screen: AtlasScreen) -> None:
+        """c in the atlas with no B: pick another model opened or one changed setting; B is computed as compare
+        mode computes it, and the atlas is told when it arrives (`atlas_b_arrived`)."""
+        from attn_tui.tui.screens.choose import ChoiceScreen
+
+        options = [c for c in self.compare_options() if not c.same_trace]
+        if not options:
+            self.notify(_("nothing to compare this atlas with: open another model (model pane) first, then press "
+                          "a and c again"), timeout=6)
+            return
+
+        def picked(comparison: Comparison | None) -> None:
+            if comparison is not None:
+                screen.waiting_for_b()
+                self.start_compare(comparison)
+
+        self.push_screen(ChoiceScreen(_("Compare this atlas with B's:"), [(str(c.title), c) for c in options]),
+                         picked)
+
+    def atlas_b_arrived(self, comparison: Comparison, shown_b: Shown | None) -> None:
+        """Compare mode's B came back: an atlas on show draws its atlas beside A's."""
+        from attn_tui.tui.screens.atlas import AtlasScreen
+
+        screen = self.screen
+        if isinstance(screen, AtlasScreen) and shown_b is not None:
+            screen.show_b(shown_b, str(comparison.a_label), str(comparison.b_label))
+
+    def atlas_b_dropped(self) -> None:
+        from attn_tui.tui.screens.atlas import AtlasScreen
+
+        screen = self.screen
+        if isinstance(screen, AtlasScreen):
+            screen.drop_b()

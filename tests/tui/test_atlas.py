@@ -1,0 +1,285 @@
+"""Pilot tests of the head atlas (a): every binding of its screen, the jump to a head's weights, the role filter,
+the ranking, compare (another model's atlas beside A's), a variant's atlas and a run without one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from textual.widgets import OptionList, Static
+
+from attn_tui.attention.head_roles import head_roles
+from attn_tui.attention.summary import real_keys, stack
+from attn_tui.present.atlas import ROLES, atlas_of
+from attn_tui.tui.screens.atlas import AtlasScreen, AtlasSide
+from attn_tui.tui.screens.choose import ChoiceScreen
+from tests.tui.helpers import model_app, sample_app, settle
+
+SIZE = (80, 24)
+TEXT = "the cat sat on the mat because the cat was tired"
+
+
+async def _open(pilot) -> AtlasScreen:
+    await pilot.press("a")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, AtlasScreen)
+    await pilot.pause()
+    return screen
+
+
+def _text(screen: AtlasScreen, selector: str) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=StringIO(), color_system=None)
+    console.print(screen.query_one(selector, Static).content)
+    return console.export_text()
+
+
+def _roles_of(shown) -> list[dict[str, float]]:
+    """The scores the door computed, by head, with breadth as `broad` (what the atlas must show)."""
+    return [{**r.scores, "broad": r.breadth} for r in shown.stats.roles]
+
+
+@pytest.mark.models
+async def test_a_opens_the_atlas_at_the_head_on_show_and_escape_or_a_closes_it() -> None:
+    pytest.importorskip("transformers")
+    app = model_app("minilm", TEXT, layer=2, head=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        atlas = screen.atlas
+        assert atlas is not None and (atlas.layers, atlas.heads) == (6, 12)
+        assert (app.state.atlas.layer, app.state.atlas.head) == (2, 5)
+        for cell, scores in zip(atlas.cells, _roles_of(app.shown), strict=True):
+            assert all(cell.scores[r] == scores[r] for r in ROLES) and cell.entropy == scores["entropy"]
+        body = _text(screen, "#atlas-a-body")
+        assert "L5" in body and "h11" in _text(screen, "#atlas-a-columns")
+        assert "atlas of minilm: 6×12 heads" in _text(screen, "#atlas-title")
+        assert "layer 2 head 5" in _text(screen, "#atlas-detail")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, AtlasScreen)
+        await _open(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, AtlasScreen)
+
+
+@pytest.mark.models
+async def test_enter_jumps_to_the_heads_weights_on_the_current_input() -> None:
+    pytest.importorskip("transformers")
+    from attn_tui.sources.transformer import model_run
+
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _open(pilot)
+        await pilot.press("down", "down", "right", "right", "right", "up", "left")
+        await pilot.pause()
+        assert (app.state.atlas.layer, app.state.atlas.head) == (1, 2)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, AtlasScreen)
+        assert (app.explorer.layer_index, app.explorer.head) == (1, 2) and app.view.name == "weights"
+        expected = model_run("minilm", TEXT).attentions[1][2]
+        assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
+        assert "layer 1 head 2" in str(app.query_one("#stage-bar").render())
+
+
+@pytest.mark.models
+async def test_f_filters_by_a_role_and_o_ranks_the_heads_by_it() -> None:
+    pytest.importorskip("transformers")
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        atlas = screen.atlas
+        await pilot.press("f")
+        assert app.state.atlas.role == "previous_token"
+        assert "filter: previous-token scores" in _text(screen, "#atlas-title")
+        body = _text(screen, "#atlas-a-body")
+        best = max(atlas.cells, key=lambda c: c.scores["previous_token"])
+        assert best.shown("previous_token").text in body
+        await pilot.press("F", "F")
+        assert app.state.atlas.role == "broad"
+        await pilot.press("f", "f", "f", "f")  # none, previous-token, duplicate-token, induction
+        assert app.state.atlas.role == "induction"
+        await pilot.press("o")
+        await pilot.pause()
+        order = atlas.ranking("induction")
+        assert app.state.atlas.ranked and (app.state.atlas.layer, app.state.atlas.head) == (order[0].layer,
+                                                                                          order[0].head)
+        lines = [line for line in _text(screen, "#atlas-a-body").splitlines() if line.strip()[:1].isdigit()]
+        assert [line.split()[1:3] for line in lines[:3]] == [[f"L{c.layer}", f"h{c.head}"] for c in order[:3]]
+        assert f"{order[0].scores['induction']:.3f}" in lines[0]
+        await pilot.press("down", "down")
+        assert (app.state.atlas.layer, app.state.atlas.head) == (order[2].layer, order[2].head)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert (app.explorer.layer_index, app.explorer.head) == (order[2].layer, order[2].head)
+        await _open(pilot)  # the atlas opens as it was left
+        assert app.state.atlas.ranked and app.state.atlas.role == "induction"
+        await pilot.press("o")
+        assert not app.state.atlas.ranked
+
+
+@pytest.mark.models
+async def test_c_puts_another_models_atlas_beside_as(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    from tests.sources.test_families import CONFIGS
+    from tests.sources.tiny_models import TEXT as TINY_TEXT
+    from tests.sources.tiny_models import reference, tiny
+
+    a_path = tiny(tmp_path, "llama", CONFIGS["llama"], name="a-llama")
+    b_path = tiny(tmp_path, "bert", CONFIGS["bert"], name="b-bert")
+    app = model_app(str(b_path), TINY_TEXT)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        b_tokens = app.trace.key_tokens
+        app.choose_model(str(a_path))
+        await settle(pilot)
+        screen = await _open(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        chooser = app.screen
+        assert isinstance(chooser, ChoiceScreen) and all(not c.same_trace for _label, c in chooser.options)
+        chooser.query_one(OptionList).highlighted = next(n for n, (_label, c) in enumerate(chooser.options)
+                                                         if c.key == "other")
+        await pilot.press("enter")
+        for _ in range(100):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if screen.atlases.get("b") is not None:
+                break
+        assert app.screen is screen and screen.has_class("-comparing") and screen.query_one("#atlas-b").display
+        expected = head_roles(torch.stack(reference(b_path, TINY_TEXT)).float(), b_tokens)  # transformers' own
+        b = screen.atlases["b"]
+        assert b is not None
+        for cell, roles in zip(b.cells, expected, strict=True):
+            assert cell.scores["induction"] == pytest.approx(roles.scores["induction"], abs=1e-5)
+            assert cell.scores["sink"] == pytest.approx(roles.scores["sink"], abs=1e-5)
+            assert cell.scores["broad"] == pytest.approx(roles.breadth, abs=1e-5)
+        assert "B: b-bert" in _text(screen, "#atlas-b-heading")
+        assert "\nB: " in _text(screen, "#atlas-detail")
+        counts, b_counts = screen.atlas.counts(), b.counts()
+        assert f"broad ≥0.80 (A {counts['broad']} · B {b_counts['broad']})" in _text(screen, "#atlas-legend")
+        await pilot.press("o")  # both ranked, each by its own scores
+        await pilot.pause()
+        b_top = b.ranking(None)[0]
+        assert f"L{b_top.layer} h{b_top.head}" in _text(screen, "#atlas-b-body").splitlines()[2]
+        await pilot.press("o")
+        await pilot.press("c")  # A's atlas alone; B is kept for the next c
+        assert not screen.has_class("-comparing")
+        await pilot.press("c")
+        assert screen.has_class("-comparing")
+
+
+async def test_c_with_nothing_to_compare_says_how_to_get_b() -> None:
+    """The user's own recorded code: no setting of attn-tui's to change, no other model opened."""
+    from attn_tui.ask.settings import RecordAsk
+    from tests.tui.helpers import RecordingApp
+    from tests.tui.test_recorded import recorded_multihead
+
+    app = RecordingApp(record=RecordAsk().keeping(recorded_multihead()))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await _open(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, AtlasScreen)
+        assert any("open another model" in n.message for n in app.notices)
+
+
+@pytest.mark.parametrize(("variant", "extra"), [("multihead", {}), ("gqa", {"kv_heads": 2}), ("alibi", {}),
+                                                ("sink", {})])
+async def test_a_variant_with_heads_has_its_atlas(variant: str, extra: dict[str, int]) -> None:
+    app = sample_app("korean", variant=variant, heads=4, **extra)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        trace = app.trace
+        expected = atlas_of(trace.meta.title, head_roles(stack(trace), trace.key_tokens, real_keys(trace)), 1, 4,
+                            len(trace.key_tokens))
+        assert screen.atlas == expected
+        await pilot.press("right", "right", "enter")
+        await settle(pilot)
+        assert app.explorer.head == 2 and app.view.name == "weights"
+
+
+async def test_a_run_without_head_roles_says_so() -> None:
+    app = sample_app("korean", variant="flash")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        assert screen.atlas is None and "no head atlas here" in _text(screen, "#atlas-title")
+        await pilot.press("enter")
+        assert any("atlas is empty" in n.message for n in app.notices)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, AtlasScreen)
+
+
+async def test_t_in_the_atlas_switches_the_language() -> None:
+    app = sample_app("korean", variant="multihead", heads=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.language == "ko" and "지도" in _text(screen, "#atlas-title")
+        assert "국소" in _text(screen, "#atlas-legend")
+        assert isinstance(screen.query_one("#atlas-a"), AtlasSide)
+        await pilot.press("t")
+        assert app.language == "en"
+        await pilot.press("right_square_bracket", "g")  # the app's keys do not reach the stages behind the atlas
+        assert app.explorer.head == 0 and app.explorer.panel == "heatmap" and app.screen is screen
+
+
+@pytest.mark.models
+async def test_c_puts_the_same_model_on_its_sentence_twice_beside_it() -> None:
+    """The same model on two inputs: B is A's sentence repeated (the induction probe's shape)."""
+    pytest.importorskip("transformers")
+    from attn_tui.ask.settings import ModelInput
+    from attn_tui.sources import run
+
+    app = model_app("minilm", "the cat sat")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        chooser = app.screen
+        assert isinstance(chooser, ChoiceScreen)
+        chooser.query_one(OptionList).highlighted = next(n for n, (_label, c) in enumerate(chooser.options)
+                                                         if c.key == "repeat")
+        await pilot.press("enter")
+        for _ in range(100):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if screen.atlases.get("b") is not None:
+                break
+        b = screen.atlases["b"]
+        twice = run(ModelInput("minilm", "the cat sat the cat sat"), None)
+        assert b is not None and b.tokens == len(twice.trace.key_tokens) == 8  # [CLS] … [SEP]
+        for cell, scores in zip(b.cells, _roles_of(twice), strict=True):
+            assert all(cell.scores[r] == pytest.approx(scores[r], abs=1e-6) for r in ROLES)
+        assert "B: the sentence twice" in _text(screen, "#atlas-b-heading")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.explorer.panel == "compare"  # compare mode stays on in the main view, B as the atlas had it
+
+
+async def test_the_palette_opens_the_atlas() -> None:
+    from tests.tui.helpers import run_from_palette
+
+    app = sample_app("korean", variant="multihead", heads=4)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await settle(pilot)
+        await run_from_palette(pilot, "Head atlas")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, AtlasScreen) and app.screen.atlas is not None
