@@ -32,7 +32,7 @@ from attn_tui.sources.families import family_named
 from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.folder import ModelError
-from attn_tui.sources.lazy_steps import StepStages
+from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.sources.step_rows import LayerRows, rotary_table
@@ -234,6 +234,7 @@ class Writer:
             for layer in range(loaded.layers):
                 spec = self.family.layer(view, layer)
                 record_layer(trace, spec, layer, view, self.grouped, step=0)
+                record_prompt_rows(trace, layer, loaded.heads)
                 labels = tuple(f"{p}:{token}" for p, token in enumerate(tokens))
                 record_cache(trace, self.later.held[0][layer], layer, 0, spec.window, labels, loaded.heads)
             self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attn_tui.i18n import Msg
 from attn_tui.sources.cache_stage import record_cache
 from attn_tui.sources.families.spec import Family
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import LoadedModel, ModelRun
-from attn_tui.trace.ops import Place
-from attn_tui.trace.stage import Trace
+from attn_tui.trace.ops import Place, Written
+from attn_tui.trace.stage import Axis, Stage, Trace
 
 
 @dataclass
@@ -42,11 +43,17 @@ class StepStages:
         self.held.append(held)
         self.sizes.append((positions, queries))
 
-    def __call__(self, trace: Trace, layer: int, step: int) -> None:
-        """Trace `layer` at `step` into `trace`, unless it is there already or `trace` has no such step."""
+    def __call__(self, trace: Trace, layer: int, step: int, name: str | None = None) -> None:
+        """Trace `layer` at `step` into `trace` (only its rows written so far when `name` asks for those), unless
+        it is there already or `trace` has no such step."""
         if not 0 <= layer < self.loaded.layers or not 0 <= step < len(self.sizes):
             return
-        if Place("query", layer, 0, step) in trace.stages or Place("weights", layer, 0, step) not in trace.stages:
+        if Place("weights", layer, 0, step) not in trace.stages:
+            return
+        if name == "written":
+            self.written(trace, layer, step)
+            return
+        if Place("query", layer, 0, step) in trace.stages:
             return
         with self.lock, torch.no_grad():
             if Place("query", layer, 0, step) in trace.stages:  # another thread traced it meanwhile
@@ -67,3 +74,37 @@ class StepStages:
             if geometry is not None:
                 trace.geometry[layer] = geometry
             trace.layer_masks[layer] = mask
+
+    def written(self, trace: Trace, layer: int, step: int) -> None:
+        """Stage `written` of every head of `layer` at `step` ≥ 1: the one weights row of each step 1…step, one
+        under the other (query: the token each step fed; keys: every position so far, 0 right of a row's last)."""
+        if step < 1 or Place("written", layer, 0, step) in trace.stages:
+            return
+        n, prompt = self.sizes[step][0], self.sizes[0][0]
+        axes = (Axis("query", tuple(self.tokens[prompt - 1 + s] for s in range(1, step + 1))),
+                Axis("key", tuple(self.tokens[:n])))
+        for head in range(self.loaded.heads):
+            places = [Place("weights", layer, head, s) for s in range(1, step + 1)]
+            parts = [trace.stages[place].tensor[-1] for place in places]  # (keys of step s,) each
+            rows = torch.zeros(step, n, dtype=parts[0].dtype, device=parts[0].device)  # (step, n)
+            for r, part in enumerate(parts):
+                rows[r, :part.shape[0]] = part
+            at = Place("written", layer, head, step)
+            trace.stages[at] = Stage(at, rows, written_formula(step, n), axes,
+                                     Written(tuple((place, 0) for place in places)))
+
+
+def written_formula(rows: int, keys: int) -> Msg:
+    return Msg("A_≤t: the weights rows written so far, one under the other ({rows} generated tokens × {keys} keys); "
+               "row r is step r + 1's one row, 0 right of the keys it had", rows=rows, keys=keys)
+
+
+def record_prompt_rows(trace: Trace, layer: int, heads: int) -> None:
+    """Stage `written` at step 0: the prompt's rows, as the prefill wrote them."""
+    for head in range(heads):
+        weights = trace.stages[Place("weights", layer, head, 0)]
+        rows = weights.shape[0]
+        trace.stages[weights.place.at("written")] = Stage(
+            weights.place.at("written"), weights.tensor, Msg(
+                "A_≤t: the weights rows written so far: at the first step the prompt's {rows} rows over its own "
+                "keys", rows=rows), weights.axes, Written(tuple((weights.place, r) for r in range(rows))))

@@ -402,7 +402,15 @@ class Chosen:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class Written:
+    """out[r, j] = row `rows[r][1]` of stage `rows[r][0]` at key j (0 right of the keys that row read): the
+    weights rows a model wrote so far, one under the other, each from its own step."""
+
+    rows: tuple[tuple[Place, int], ...]
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
-           VocabCut, VocabSoftmax, Chosen]
+           VocabCut, VocabSoftmax, Chosen, Written]

@@ -91,7 +91,8 @@ class Stage:
 
 
 Filler = Callable[["Trace", "int | None", "int | None"], None]
-StepFiller = Callable[["Trace", int, int], None]  # (trace, layer, step): that layer's stages at a written step
+# (trace, layer, step, name): that layer's stages at a written step (only the stage `name` where that is enough)
+StepFiller = Callable[["Trace", int, int, "str | None"], None]
 
 
 @dataclass(eq=False)
@@ -192,11 +193,11 @@ class Trace:
         if self.filler is not None and not any(p.layer == layer and p.head == head for p in self.stages):
             self.filler(self, layer, head)
 
-    def fill_step(self, layer: int | None, step: int | None) -> None:
-        """Make sure every stage of `layer` at `step` exists (a written step traces the rest of a layer when
-        asked); nothing to do for a trace whose stages are all there."""
+    def fill_step(self, layer: int | None, step: int | None, name: str | None = None) -> None:
+        """Make sure the stages of `layer` at `step` exist (`name`'s, or every one): a written step traces the
+        rest of a layer when asked; nothing to do for a trace whose stages are all there."""
         if self.step_filler is not None and layer is not None and step is not None:
-            self.step_filler(self, layer, step)
+            self.step_filler(self, layer, step, name)
 
     def fill_steps(self, layer: int | None = None) -> None:
         """Every stage of every step of `layer` (of every layer when None): what an export writes."""
@@ -204,13 +205,13 @@ class Trace:
             return
         for step in range(self.steps()):
             for at in range(self.layers) if layer is None else (layer,):
-                self.step_filler(self, at, step)
+                self.step_filler(self, at, step, None)
 
     def at(self, place: Place) -> Stage:
         """The stage at `place`, tracing its layer's step first where it was left to be asked for."""
         found = self.stages.get(place)
         if found is None:
-            self.fill_step(place.layer, place.step)
+            self.fill_step(place.layer, place.step, place.name)
             found = self.stages[place]
         return found
 
@@ -219,7 +220,7 @@ class Trace:
         """The stage `name` at the given place; an axis left None means "the first there is"."""
         found = self._find(name, layer, head, step, module)
         if found is None and self.step_filler is not None and layer is not None and step is not None:
-            self.fill_step(layer, step)
+            self.fill_step(layer, step, name)
             found = self._find(name, layer, head, step, module)
         return found
 
@@ -266,7 +267,7 @@ class Trace:
                 break
             source = self.stages.get(op.source)
             if source is None and self.step_filler is not None:
-                self.fill_step(op.source.layer, op.source.step)
+                self.fill_step(op.source.layer, op.source.step, op.source.name)
                 source = self.stages.get(op.source)
             if source is None:
                 break

@@ -110,7 +110,7 @@ def test_the_catalog_is_the_one_table() -> None:
         assert stage.symbol == kind.symbol
     assert explanation("scores", ("additive",)) == KINDS["scores"].by_run["additive"] != KINDS["scores"].explanation
     probabilities = {name for name, kind in KINDS.items() if kind.probability}
-    assert probabilities == {"weights", "alignment", "alignment_mean", "mean_weights", "rollout"}
+    assert probabilities == {"weights", "alignment", "alignment_mean", "mean_weights", "rollout", "written"}
 
 
 def test_korean_titles_come_from_the_catalog() -> None:
