@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
-from attn_tui.ask.model_request import cache_window, check_generation
+from attn_tui.ask.model_request import cache_window, check_generation, kept_positions
 from attn_tui.ask.settings import ModelInput
 from attn_tui.attention.attend import WEIGHTS_FORMULA
 from attn_tui.attention.variants.gqa import kv_map
@@ -192,10 +192,7 @@ class Writer:
 
     def _kept(self, n: int) -> list[int]:
         """The positions a step sees: all of them, or StreamingLLM's first S and last W (the newest among them)."""
-        if self.window is None or n <= sum(self.window):
-            return list(range(n))
-        window, sinks = self.window
-        return list(range(sinks)) + list(range(n - window, n))
+        return kept_positions(n, self.window)
 
     def _step(self, publisher: Publisher) -> None:
         if self.window is None:

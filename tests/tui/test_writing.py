@@ -164,7 +164,14 @@ async def test_compare_puts_the_whole_cache_against_streamingllms_window(folder:
         assert float(np.abs(diff.values).max()) < 1e-5
         app.explorer.go_to_place(next(n for n, p in enumerate(places) if (p.name, p.step) == ("weights", 5)))
         await settle(pilot)
-        a, b = (view.heatmap(side).grid for side in ("a", "b"))
+        a, b, diff = (view.heatmap(side).grid for side in ("a", "b", "diff"))
         assert a.values.shape == (1, 13) and b is not None and b.values.shape == (1, 12)  # one position evicted
+        # B − A after the eviction: B's row laid on A's keys (it kept 0…3 and 5…12), −A on the evicted key 4
+        assert diff is not None and diff.values.shape == (1, 13)
+        kept = [0, 1, 2, 3, *range(5, 13)]
+        np.testing.assert_allclose(diff.values[0, kept], b.values[0] - a.values[0, kept], atol=1e-6)
+        assert abs(diff.values[0, 4] + a.values[0, 4]) < 1e-6
+        title = view.query_one("#compare-b").query_one(".compare-title").render()
+        assert "“" in str(title)  # the text B wrote is shown beside its title
         shown_b = app.explorer.shown_b
         assert shown_b is not None and len(shown_b.trace.meta.generated_ids) == 6  # type: ignore[union-attr]
