@@ -169,6 +169,8 @@ class Writer:
         self.later = StepStages(loaded, self.family, self.grouped, self.tokens, self.special, self.inputs)
         if self.window is None:  # StreamingLLM's steps read moved keys: they are traced whole as they are made
             self.trace.step_filler = self.later
+        else:
+            self._check_streaming()
 
     @property
     def steps(self) -> int:
@@ -307,6 +309,19 @@ class Writer:
         keys, values = self.raw[layer]
         keys.append(torch.stack([self.trace.stages[Place(name, layer, h, t)].tensor[-queries:] for h in first]))
         values.append(torch.stack([self.trace.stages[Place("value", layer, h, t)].tensor[-queries:] for h in first]))
+
+    def _check_streaming(self) -> None:
+        """StreamingLLM turns each kept key again at its place in the cache: refused at once, in one line, for a
+        model whose layers do not all turn every dimension of a head rotate-half (a partial or interleaved
+        rotation, or absolute positions added to the input)."""
+        blank = torch.zeros(2, self.loaded.width, device=self.device)
+        run = ModelRun(self.loaded, ("", ""), (), (blank,) * self.loaded.layers, (), torch.ones(1, 1), None)
+        for layer in range(self.loaded.layers):
+            rotary = self.family.layer(run, layer).rotary
+            if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
+                    or rotary.interleaved:
+                raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} "
+                                      "has no rotate-half rotary embedding to re-apply", model=self.loaded.name))
 
     def _window_cache(self, held: list[int]) -> Any:
         """A DynamicCache holding the positions `held` (original positions), each key turned at the position it

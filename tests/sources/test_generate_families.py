@@ -49,3 +49,15 @@ def test_every_family_writes_rows_of_one_full_forward_and_traces_the_rest_when_a
             again = torch.softmax(masked, dim=-1)
             torch.testing.assert_close(again, trace.tensor("weights", layer, trace.heads - 1, t), atol=1e-6, rtol=0)
             assert trace.stage("cache_keys", layer, 0, t).shape[1] == trace.stage("key", layer, 0, t).shape[1]
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "phi3", "gpt_neox"])
+def test_streamingllm_is_refused_in_one_line_before_writing_where_keys_do_not_turn_rotate_half(
+        tmp_path: Path, model_type: str) -> None:
+    from attn_tui.errors import ConfigError
+
+    path = tiny(tmp_path, model_type, CAUSAL[model_type])  # absolute positions; half of each head turned
+    with pytest.raises(ConfigError) as refused:
+        run(ModelInput(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
+    message = str(refused.value)
+    assert "no rotate-half rotary embedding" in message and "\n" not in message
