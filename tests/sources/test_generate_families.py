@@ -61,3 +61,16 @@ def test_streamingllm_is_refused_in_one_line_before_writing_where_keys_do_not_tu
         run(ModelInput(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
     message = str(refused.value)
     assert "no rotate-half rotary embedding" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("model_type", sorted(set(CAUSAL) - {"gpt2", "phi3", "gpt_neox"}))
+def test_streamingllm_writes_with_every_rotate_half_family(tmp_path: Path, model_type: str) -> None:
+    path = tiny(tmp_path, model_type, CAUSAL[model_type])
+    whole = run(ModelInput(str(path), TEXT, generate=3)).trace
+    window = run(ModelInput(str(path), TEXT, generate=3, cache="window:4,sinks:1")).trace
+    # the prefill reads the prompt whole either way: the first token is the same
+    assert window.meta.generated_ids[0] == whole.meta.generated_ids[0]  # type: ignore[union-attr]
+    for t in (1, 2):
+        for layer in range(window.layers):
+            row = window.tensor("weights", layer, 0, t)  # the sink and the last 4: five keys
+            assert row.shape == (1, 5) and abs(float(row.sum()) - 1) < 1e-5
