@@ -105,6 +105,14 @@ def cache_window(text: str) -> tuple[int, int] | None:
     return window, sinks
 
 
+def kept_positions(n: int, window: tuple[int, int] | None) -> list[int]:
+    """The positions a step over `n` keys sees: all of them, or StreamingLLM's first S and last W (W, S)."""
+    if window is None or n <= sum(window):
+        return list(range(n))
+    last, sinks = window
+    return list(range(sinks)) + list(range(n - last, n))
+
+
 def check_generation(model: ModelInput) -> None:
     """A model's writing settings as the command line would take them (a session file or an API caller may hand
     anything): each of the right kind and in its declared range, the cache in its one form."""

@@ -40,6 +40,7 @@ EXPLAINERS: dict[type[Op], Explainer] = _registry(MODULES)
 
 def explain(trace: Trace, place: Place, index: tuple[int, ...]) -> Arithmetic:
     """The arithmetic behind `stage[index]` for the stage at `place`; one index per axis of the stage."""
-    stage = trace.stages[place]
+    stage = trace.at(place)
+    trace.fill_step(place.layer, place.step)  # its operands: the same layer's stages at the same step
     title, lines, total = EXPLAINERS[type(stage.op)](trace, stage, index)
     return Arithmetic(title, lines, total, float(stage.data[index].double()), tolerance_of(stage.data.dtype))

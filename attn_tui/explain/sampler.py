@@ -1,4 +1,5 @@
-"""The arithmetic of the sampler's stages after a model's last layer: the cut, the probabilities, the choice.
+"""The arithmetic of a writing's own stages: the sampler's after a model's last layer (the cut, the
+probabilities, the choice) and the weights rows written so far.
 
 The logits are a `Linear` (the last hidden state times the output embedding) and the temperature a `Scale`,
 explained by `classic`; these three are the sampler's own. Each recomputes its cell in float64 from the
@@ -67,5 +68,22 @@ def _chosen(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     return f"{stage.symbol}[{i},{j}] = [j = {op.column}]", [why, f"= {fmt(total)}"], total
 
 
+def _written(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.Written)
+    r, j = index
+    place, row = op.rows[r]
+    source = trace.at(place)
+    step = "" if place.step is None else str(place.step)
+    lines = [_("row {r} is row {row} of the weights of step {step} (query {token})").format(
+        r=r, row=row, step=step, token=repr(source.axes[0].labels[row]))]
+    if j >= source.shape[1]:
+        lines.append(_("key {j} came after that step: nothing to weigh yet, 0").format(j=j))
+        return f"{stage.symbol}[{r},{j}] = 0", lines, 0.0
+    value = float(source.data[row, j].double())
+    lines.append(f"= {fmt(value)}")
+    return f"{stage.symbol}[{r},{j}] = A@t{step}[{row},{j}]", lines, value
+
+
 EXPLAINERS: dict[type[ops.Op], Explainer] = {ops.VocabCut: _cut, ops.VocabSoftmax: _vocab_softmax,
-                                              ops.Chosen: _chosen}
+                                              ops.Chosen: _chosen, ops.Written: _written}

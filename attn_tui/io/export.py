@@ -54,6 +54,7 @@ def select_stages(trace: Trace, name: str | None = None, layer: int | None = Non
                               n=trace.heads, last=trace.heads - 1))
     if layer is not None or head is not None:
         trace.fill(layer, head)
+    trace.fill_steps(layer)  # a written step's stages beyond its weights are traced when asked: here, to write them
     stages = [s for s in trace
               if (layer is None or s.layer in (None, layer)) and (head is None or s.head in (None, head))]
     if name is not None:

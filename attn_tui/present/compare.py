@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from attn_tui.ask.model_request import cache_window, kept_positions
 from attn_tui.ask.models import DATE_MODELS, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.settings import ModelInput, Request
 from attn_tui.i18n import Msg
@@ -242,3 +243,27 @@ def diff_grid(a: Grid, b: Grid) -> Grid | None:
         bound = max(abs(x) for x in (*a.finite_range(), *b.finite_range()) if math.isfinite(x)) * 2
         stats = GridStats(-bound, bound, frozenset())
     return Grid(cells, a.row_labels, a.col_labels, a.row_axis, a.col_axis, masked, stats=stats)
+
+
+def evicted_diff(a: Grid, b: Grid, a_cache: str, b_cache: str) -> Grid | None:
+    """B − A of a step's weights once StreamingLLM has evicted keys: the windowed side's row laid on the whole
+    cache's keys, 0 on the keys it evicted, so B − A shows the weight the eviction moved (−A where it evicted).
+    None when neither side is a window that evicted here."""
+    if a.rows != b.rows:
+        return None
+    if b.cols < a.cols and b_cache:
+        return diff_grid(a, _spread(b, a, kept_positions(a.cols, cache_window(b_cache))))
+    if a.cols < b.cols and a_cache:
+        return diff_grid(_spread(a, b, kept_positions(b.cols, cache_window(a_cache))), b)
+    return None
+
+
+def _spread(window: Grid, whole: Grid, kept: list[int]) -> Grid:
+    """`window`'s columns (the kept positions, in order) on `whole`'s keys, 0 on the evicted ones."""
+    import numpy as np
+
+    values = np.zeros((whole.rows, whole.cols))
+    if len(kept) == window.cols:
+        values[:, kept] = window.block(0, window.rows, 0, window.cols)
+    return replace(window, data=values, col_labels=whole.col_labels, masked=None, stats=None,
+                   special_cols=whole.special_cols, pad_cols=frozenset())

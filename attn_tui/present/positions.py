@@ -36,6 +36,8 @@ def positions(trace: Trace) -> list[Position]:
     per_step = list(dict.fromkeys((p.name, p.module) for p in distinct if p.step == 0))
     after = [p for p in distinct[first_step:] if p.step is None]
     stepped = [Position(name, t, module) for t in range(steps) for name, module in per_step]
+    if trace.step_filler is not None:  # a written step's stages beyond its weights are traced when asked
+        return before + stepped + after
     present = set(distinct)  # modules with fewer steps (recorded code) have no place at the later steps
     return before + [p for p in stepped if p in present] + after
 

@@ -20,23 +20,27 @@ from typing import Any
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
-from attn_tui.ask.model_request import cache_window, check_generation
+from attn_tui.ask.model_request import cache_window, check_generation, kept_positions
 from attn_tui.ask.settings import ModelInput
+from attn_tui.attention.attend import WEIGHTS_FORMULA
 from attn_tui.attention.variants.gqa import kv_map
 from attn_tui.attention.variants.rope import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
-from attn_tui.sources.cache_stage import record_cache
+from attn_tui.sources.cache_stage import held, record_cache
 from attn_tui.sources.families import family_named
 from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.folder import ModelError
+from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
+from attn_tui.sources.step_rows import LayerRows, rotary_table
 from attn_tui.trace.growing import Publisher
+from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import GenerationRun
-from attn_tui.trace.ops import Place
-from attn_tui.trace.stage import Trace
+from attn_tui.trace.ops import Place, Softmax
+from attn_tui.trace.stage import Axis, Stage, Trace
 from attn_tui.trace.steps import generated_token
 
 OnStep = Callable[[Trace], None]
@@ -44,6 +48,9 @@ OnStep = Callable[[Trace], None]
 
 def draw_of(ask: ModelInput) -> Draw:
     return Draw(ask.do_sample, ask.temperature, ask.top_k, ask.top_p, ask.seed)
+
+
+OUTPUT_NAMES = ("lm_head.weight", "embed_out.weight")  # what a causal LM's checkpoint calls it (GPT-NeoX: embed_out)
 
 
 def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
@@ -58,9 +65,11 @@ def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
 
     for file in sorted(folder.glob("*.safetensors")):
         with safe_open(str(file), framework="pt") as weights:
-            if "lm_head.weight" in weights.keys():  # noqa: SIM118 (a safe_open is no dict)
-                found: torch.Tensor = weights.get_tensor("lm_head.weight")
-                return found.to(embedding.device, embedding.dtype)
+            names = set(weights.keys())
+            for name in OUTPUT_NAMES:
+                if name in names:
+                    found: torch.Tensor = weights.get_tensor(name)
+                    return found.to(embedding.device, embedding.dtype)
     raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
                          "write", model=loaded.name))
 
@@ -155,6 +164,13 @@ class Writer:
         self.lock = threading.Lock()
         self.window = cache_window(ask.cache)  # StreamingLLM's (W, S), or None: every token stays
         self.raw: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in range(loaded.layers)]
+        self.rows = [LayerRows() for _ in range(loaded.layers)]  # each layer's keys so far, for a step's weights
+        self.tables: dict[int, tuple[torch.Tensor, torch.Tensor, int] | None] = {}  # per layer: rotary cos, sin
+        self.later = StepStages(loaded, self.family, self.grouped, self.tokens, self.special, self.inputs)
+        if self.window is None:  # StreamingLLM's steps read moved keys: they are traced whole as they are made
+            self.trace.step_filler = self.later
+        else:
+            self._check_streaming()
 
     @property
     def steps(self) -> int:
@@ -178,17 +194,73 @@ class Writer:
 
     def _kept(self, n: int) -> list[int]:
         """The positions a step sees: all of them, or StreamingLLM's first S and last W (the newest among them)."""
-        if self.window is None or n <= sum(self.window):
-            return list(range(n))
-        window, sinks = self.window
-        return list(range(sinks)) + list(range(n - window, n))
+        return kept_positions(n, self.window)
 
     def _step(self, publisher: Publisher) -> None:
+        if self.window is None:
+            self._step_lazily(publisher)
+        else:
+            self._step_whole(publisher)
+
+    def _step_lazily(self, publisher: Publisher) -> None:
+        """One step with the whole cache: the model's step, then every layer's weights rows at once (step_rows.py);
+        the prefill traces every stage, a later step the rest of a layer only when a view asks (lazy_steps.py)."""
+        loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
+        queries, n = self.fed.shape[1], len(self.ids)
+        out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+        states = tuple(out.hidden_states[layer][0] for layer in range(loaded.layers))  # each (q, d): a layer's input
+        for layer in range(loaded.layers):
+            self.inputs[layer].append(states[layer])
+        new = ModelRun(loaded, tuple(tokens[n - queries:n]), (), states, (), torch.ones(1, 1), None)
+        axes = (Axis("query", tuple(tokens[n - queries:n])), Axis("key", tuple(tokens[:n])))
+        masks: dict[int | None, MaskSpec] = {}
+        for layer in range(loaded.layers):
+            spec = self.family.layer(new, layer)  # the new rows, normed as the layer norms them
+            weights = self.rows[layer].weights(spec, n - queries, self._table(layer, n))  # (H, q, n)
+            if t == 0:
+                continue
+            for h in range(loaded.heads):
+                at = Place("weights", layer, h, t)
+                trace.stages[at] = Stage(at, weights[h], WEIGHTS_FORMULA, axes, Softmax(at.at("masked")))
+            window = trace.geometry[layer].window
+            if window not in masks:
+                masks[window] = MaskSpec((n, n), True, window=window)  # every query so far, as the rows stack
+            trace.layer_masks[layer] = masks[window]
+        self.later.kept([held(self.cache, layer) for layer in range(loaded.layers)], n, queries)
+        if t == 0:  # the prompt: every stage of every layer now, as a forward pass's trace holds them
+            view = ModelRun(loaded, tuple(tokens), self.special, states, (),
+                            torch.ones(n, n, dtype=torch.bool, device=self.device).tril(), None)
+            for layer in range(loaded.layers):
+                spec = self.family.layer(view, layer)
+                record_layer(trace, spec, layer, view, self.grouped, step=0)
+                record_prompt_rows(trace, layer, loaded.heads)
+                labels = tuple(f"{p}:{token}" for p, token in enumerate(tokens))
+                record_cache(trace, self.later.held[0][layer], layer, 0, spec.window, labels, loaded.heads)
+            self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
+        self._choose(publisher, out, t, n, queries)
+
+    def _table(self, layer: int, n: int) -> tuple[torch.Tensor, torch.Tensor, int] | None:
+        """The layer's rotary cos and sin over positions 0… (at least n of them), from the family's own spec of
+        the layer over that many positions; None where the layer does not rotate."""
+        table = self.tables.get(layer)
+        if layer not in self.tables or (table is not None and table[0].shape[0] < n):
+            length = min(max(2 * n, 64), max(self.loaded.positions, n))
+            blank = torch.zeros(length, self.loaded.width, device=self.device, dtype=self.inputs[layer][0].dtype)
+            run = ModelRun(self.loaded, ("",) * length, (), (blank,) * self.loaded.layers, (), torch.ones(1, 1),
+                           None)
+            spec = self.family.layer(run, layer)
+            table = None if spec.rotary is None else rotary_table(spec.rotary, length, spec.head_dim, blank.dtype,
+                                                                  blank.device)
+            self.tables[layer] = table
+        return table
+
+    def _step_whole(self, publisher: Publisher) -> None:
+        """One step of a StreamingLLM writing: its keys move in the cache each step, so every stage is traced now."""
         loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
         queries, n = self.fed.shape[1], len(self.ids)
         kept = self._kept(n) if t else list(range(n))  # the prompt is read whole; the window holds from step 1
         m = len(kept)
-        if self.window is not None and t:
+        if t:
             self.cache = self._window_cache(kept[:-1])
             at = torch.tensor([m - 1], device=self.device)  # the new token's position in the cache
             out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
@@ -207,9 +279,14 @@ class Writer:
             record_layer(trace, spec, layer, view, self.grouped, step=t, queries=queries)
             if self.window is not None:
                 self._keep_raw(layer, t, queries, spec)
-            record_cache(trace, self.cache, layer, t, spec, labels, loaded.heads, n - m)
+            record_cache(trace, held(self.cache, layer), layer, t, spec.window, labels, loaded.heads, n - m)
         if t == 0:
             self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
+        self._choose(publisher, out, t, n, queries)
+
+    def _choose(self, publisher: Publisher, out: Any, t: int, n: int, queries: int) -> None:
+        """The sampler's stages and the step's token; the step published."""
+        loaded, trace, tokens = self.loaded, self.trace, self.tokens
         token = self.sampler.step(trace, t, out.last_hidden_state[0, -1], torch.tensor([self.ids], device=self.device),
                                   tokens[-1])
         self.written.append(token)
@@ -232,6 +309,19 @@ class Writer:
         keys, values = self.raw[layer]
         keys.append(torch.stack([self.trace.stages[Place(name, layer, h, t)].tensor[-queries:] for h in first]))
         values.append(torch.stack([self.trace.stages[Place("value", layer, h, t)].tensor[-queries:] for h in first]))
+
+    def _check_streaming(self) -> None:
+        """StreamingLLM turns each kept key again at its place in the cache: refused at once, in one line, for a
+        model whose layers do not all turn every dimension of a head rotate-half (a partial or interleaved
+        rotation, or absolute positions added to the input)."""
+        blank = torch.zeros(2, self.loaded.width, device=self.device)
+        run = ModelRun(self.loaded, ("", ""), (), (blank,) * self.loaded.layers, (), torch.ones(1, 1), None)
+        for layer in range(self.loaded.layers):
+            rotary = self.family.layer(run, layer).rotary
+            if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
+                    or rotary.interleaved:
+                raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} "
+                                      "has no rotate-half rotary embedding to re-apply", model=self.loaded.name))
 
     def _window_cache(self, held: list[int]) -> Any:
         """A DynamicCache holding the positions `held` (original positions), each key turned at the position it

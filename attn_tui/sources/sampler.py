@@ -82,7 +82,8 @@ class Sampler:
             token = int(torch.multinomial(probs, 1, generator=self.generator))
         else:
             token = int(torch.argmax(logits))
-        order = torch.argsort(logits, descending=True)  # (V,): ranks of the whole vocabulary
+        # (V,): ranks of the whole vocabulary, where a cut names them; else the likeliest few are all it shows
+        order = torch.argsort(logits, descending=True) if draw.cuts else torch.topk(logits, SHOWN).indices
         shown = order[:SHOWN].tolist()
         if token not in shown:  # a draw may leave the likeliest 20: the written token is always shown
             shown[-1] = token

@@ -427,6 +427,10 @@ _KINDS = (
         "sliding-window layer drops the rows that left its window.")),
     StageKind("cache_values", "V_cache", NP_("stage", "cache_values"), N_(
         "The values kept beside the cached keys, one row a position: what a new token's weights mix.")),
+    StageKind("written", "A_≤t", NP_("stage", "written"), N_(
+        "The weights rows the model wrote so far, one under the other: each generated token's one row over "
+        "the keys it had (the prompt's rows at the first step). A row is added each step; right of a row's "
+        "last key nothing was there yet."), scale="probability"),
     StageKind("logits", "z", NP_("stage", "logits"), N_(
         "The last layer's output at the newest position times the output embedding of each token of the "
         "vocabulary: one score per token. Shown are the likeliest 20.")),

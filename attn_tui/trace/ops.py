@@ -575,9 +575,17 @@ class DiffNorm:
     eps: float
 
 
+@dataclass(frozen=True)
+class Written:
+    """out[r, j] = row `rows[r][1]` of stage `rows[r][0]` at key j (0 right of the keys that row read): the
+    weights rows a model wrote so far, one under the other, each from its own step."""
+
+    rows: tuple[tuple[Place, int], ...]
+
+
 Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
            TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
            VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm, L2Norm, Decay,
            WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, GateProduct, GatedNorm, CausalConv,
-           MovedNorm]
+           MovedNorm, Written]

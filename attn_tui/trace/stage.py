@@ -91,6 +91,8 @@ class Stage:
 
 
 Filler = Callable[["Trace", "int | None", "int | None"], None]
+# (trace, layer, step, name): that layer's stages at a written step (only the stage `name` where that is enough)
+StepFiller = Callable[["Trace", int, int, "str | None"], None]
 
 
 @dataclass(eq=False)
@@ -119,6 +121,8 @@ class Trace:
     layer_masks: dict[int, MaskSpec | None] = field(default_factory=dict)  # a layer's own mask, where it has one
     step_axis: Steps | None = None  # what the steps of its places are (trace.steps), when it has steps
     version: int = 0  # how many times it grew: a grown trace is a new object with the next version
+    # a model writing keeps each step's weights and traces the rest of a layer's step when it is asked for
+    step_filler: StepFiller | None = field(default=None, repr=False)
 
     def add(self, stage: Stage) -> torch.Tensor:
         """Record a whole stage and hand its tensor back, so sources read as a chain."""
@@ -189,11 +193,44 @@ class Trace:
         if self.filler is not None and not any(p.layer == layer and p.head == head for p in self.stages):
             self.filler(self, layer, head)
 
+    def fill_step(self, layer: int | None, step: int | None, name: str | None = None) -> None:
+        """Make sure the stages of `layer` at `step` exist (`name`'s, or every one): a written step traces the
+        rest of a layer when asked; nothing to do for a trace whose stages are all there."""
+        if self.step_filler is not None and layer is not None and step is not None:
+            self.step_filler(self, layer, step, name)
+
+    def fill_steps(self, layer: int | None = None) -> None:
+        """Every stage of every step of `layer` (of every layer when None): what an export writes."""
+        if self.step_filler is None:
+            return
+        for step in range(self.steps()):
+            for at in range(self.layers) if layer is None else (layer,):
+                self.step_filler(self, at, step, None)
+
+    def at(self, place: Place) -> Stage:
+        """The stage at `place`, tracing its layer's step first where it was left to be asked for."""
+        found = self.stages.get(place)
+        if found is None:
+            self.fill_step(place.layer, place.step, place.name)
+            found = self.stages[place]
+        return found
+
     def find(self, name: str, layer: int | None = None, head: int | None = None,
              step: int | None = None, module: str | None = None) -> Stage | None:
         """The stage `name` at the given place; an axis left None means "the first there is"."""
+        found = self._find(name, layer, head, step, module)
+        if found is None and self.step_filler is not None and layer is not None and step is not None:
+            self.fill_step(layer, step, name)
+            found = self._find(name, layer, head, step, module)
+        return found
+
+    def _find(self, name: str, layer: int | None, head: int | None, step: int | None,
+              module: str | None) -> Stage | None:
         if layer is not None or head is not None:
             self.fill(layer if layer is not None else 0 if self.layers > 1 else None, head)
+        exact = self.stages.get(Place(name, layer, head, step, module))
+        if exact is not None:
+            return exact
         for place, stage in self.stages.items():
             if place.name != name:
                 continue
@@ -229,6 +266,9 @@ class Trace:
             if not isinstance(op, (Softmax, Scale)):
                 break
             source = self.stages.get(op.source)
+            if source is None and self.step_filler is not None:
+                self.fill_step(op.source.layer, op.source.step, op.source.name)
+                source = self.stages.get(op.source)
             if source is None:
                 break
             op = source.op
@@ -252,7 +292,7 @@ class Trace:
 
     def operand(self, ref: Place | str) -> torch.Tensor:
         """The tensor an op refers to: a stage by place, or an input by name."""
-        return self.inputs[ref] if isinstance(ref, str) else self.stages[ref].tensor
+        return self.inputs[ref] if isinstance(ref, str) else self.at(ref).tensor
 
     @property
     def lazy(self) -> bool:

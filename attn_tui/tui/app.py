@@ -327,6 +327,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         if self.comparison is not None:
             self.compute_b()
         self.save_soon()
+        self.keep_writing(shown)  # `N`: one more token
 
     @while_running
     def on_compute_failed(self, message: ComputeFailed) -> None:

@@ -90,6 +90,7 @@ class ExportActions(_AppBase):
             if ask.what == "trace":
                 for layer in range(trace.layers if trace.layers > 1 else 0):
                     trace.fill(layer, None)
+                trace.fill_steps()  # a writing's every step, its stages beyond the weights traced now
                 stages = list(trace)
             else:
                 stages = [trace.stages[view.place]]

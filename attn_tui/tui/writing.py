@@ -1,5 +1,7 @@
-"""The app's writing keys: `n` writes the next token of a causal model (a count typed just before, `5n`, writes
-that many), `b` stops a writing in flight and keeps what it wrote.
+"""The app's writing keys: `n` writes the next token of a causal model (a count typed just before, `5n` or `12n`,
+writes that many: the digits were a count, so the view stays where it was), `N` keeps writing a token at a time
+until the model ends its text, the model's length or HOLD_MOST tokens, and `b` stops a writing in flight (or a
+hold) and keeps what it wrote.
 
 Each press asks the one door for the same model with more tokens; the source keeps the text being written
 (sources/generate.py), so a press costs one step of the model, and the steps show as they are made.
@@ -17,43 +19,79 @@ from attn_tui.tui.actions import NavigationActions
 
 if TYPE_CHECKING:
     from attn_tui.ask.settings import Ask
+    from attn_tui.trace.shown import Shown
     from attn_tui.tui.state import AppState
 
-COUNT_WINDOW = 2.0  # seconds a digit waits for `n` to take it as a count
+COUNT_WINDOW = 2.0  # seconds a digit waits for `n` (or the next digit) to take it as a count
+COUNT_MOST = 999  # the largest count digits make
+HOLD_MOST = 256  # tokens one `N` writes at most
 
 
 class WritingActions(NavigationActions):
-    """`n` and `b`; a digit typed before `n` is its count (the digit still jumps to its stage, as it always did)."""
+    """`n`, `N` and `b`; digits typed before `n` are its count (each digit still jumps to its stage as it always
+    did, and `n` takes the view back to where the first digit found it)."""
 
     state: AppState
-    _count: tuple[int, float] | None = None  # the digit last typed and when
+    _count: tuple[int, float, int] | None = None  # the count typed so far, when its last digit came, the place before
+    _holding: int = 0  # tokens an `N` may still write (0: not holding)
+    _hold_at: int = 0  # the tokens written that the result a hold waits for has
 
     if TYPE_CHECKING:
         def ask(self, ask: Ask) -> None: ...
 
     def action_stage(self, index: int) -> None:
-        self._count = ((index + 1) % 10, time.monotonic())
+        digit, now, count = (index + 1) % 10, time.monotonic(), self._count
+        if count is not None and now - count[1] <= COUNT_WINDOW and count[0] * 10 + digit <= COUNT_MOST:
+            self._count = (count[0] * 10 + digit, now, count[2])
+        else:
+            self._count = (digit, now, self.explorer.stage_index)
         super().action_stage(index)
 
     def _typed_count(self) -> int:
         count, self._count = self._count, None
         if count is None or count[0] == 0 or time.monotonic() - count[1] > COUNT_WINDOW:
             return 1
+        self.explorer.go_to_place(count[2])  # the digits were a count, not a jump
         return count[0]
+
+    def action_write_on(self) -> None:
+        """Keep writing, a token a step, until the model ends its text, reaches its length or HOLD_MOST tokens, or
+        `b` stops it."""
+        self._holding = HOLD_MOST
+        self.action_write()
+
+    def keep_writing(self, shown: Shown) -> None:
+        """A result is on show: while holding, ask for one more token, unless the text ended."""
+        if not self._holding:
+            return
+        model, meta = shown.ask.model, shown.trace.meta
+        if model is None or model.generate != self._hold_at or getattr(meta, "stopped", False):
+            self._holding = 0  # the text ended, or something else is on show now (the hold's ask was refused)
+            return
+        self._holding -= 1
+        if self._holding:
+            self._hold_at = model.generate + 1
+            self.ask(replace(model, generate=self._hold_at))
 
     def action_write(self) -> None:
         """Write the next token (or as many as the digit typed before): the model on show, asked for more."""
         count = self._typed_count()
         model = self.state.wanted.model
         if model is None or model.name in DATE_MODELS:
+            self._holding = 0
             self.notify(_("n writes with a causal language model: open one in the model pane (smollm2, or a "
                           "folder of a Llama, Qwen2 or Gemma model)"), timeout=4)
             return
-        self.ask(replace(model, generate=model.generate + count))
+        self._hold_at = model.generate + count
+        self.ask(replace(model, generate=self._hold_at))
 
     def action_stop_writing(self) -> None:
         """Stop the writing in flight; the tokens written so far stay on show."""
+        holding, self._holding = self._holding, 0
         kept = self.state.stop_growing()
+        if kept is None and holding:
+            self.notify(_("stopped: n goes on from there"), timeout=3)
+            return
         if kept is None:
             self.notify(_("nothing is being written: n writes the next token"), timeout=3)
             return

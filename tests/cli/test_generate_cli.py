@@ -39,6 +39,9 @@ def test_json_holds_the_prompt_the_ids_written_the_text_and_every_stage_of_every
             for head in range(4):
                 assert ("weights", layer, head, step) in places
         assert {("logits", None, None, step), ("probs", None, None, step), ("chosen", None, None, step)} <= places
+        # a step's other stages, traced when asked for, are written too
+        assert {("query_rot", 1, 3, step), ("scores", 1, 3, step), ("output", 0, 0, step),
+                ("cache_keys", 1, 0, step)} <= places
     rows = {s["step"]: s["shape"] for s in document["stages"] if s["name"] == "weights" and s["layer"] == 1
             and s["head"] == 3}
     assert rows == {0: [5, 5], 1: [1, 6], 2: [1, 7]}  # the prefill, then one row a step over a growing cache

@@ -238,3 +238,24 @@ def test_asking_for_more_tokens_writes_only_the_new_steps_and_equals_writing_the
         torch.testing.assert_close(more.stages[place].tensor, stage.tensor, atol=1e-6, rtol=0)
     fewer = run(ModelInput(folder, "the cat", generate=3)).trace  # fewer than written: written afresh
     assert fewer.steps() == 3 and fewer.meta.generated_ids == at_once.meta.generated_ids[:3]  # type: ignore[union-attr]
+
+
+def test_the_rows_written_so_far_are_a_stage_that_gains_a_row_a_step_and_explains_each_cell(root: Path) -> None:
+    from attn_tui.trace.ops import Place
+
+    trace = _written(root, "qwen2")
+    _, model = _hf(_folder(root, "qwen2"))
+    p = len(trace.meta.prompt_ids)  # type: ignore[union-attr]
+    ids = list(trace.meta.prompt_ids) + list(trace.meta.generated_ids)  # type: ignore[union-attr]
+    with torch.no_grad():
+        full = model(torch.tensor([ids]), output_attentions=True).attentions  # each (1, heads, N, N)
+    torch.testing.assert_close(trace.tensor("written", 1, 2, 0), full[1][0, 2, :p, :p], atol=1e-5, rtol=0)
+    for t in range(1, WRITE):
+        assert Place("written", 1, 2, t) not in trace.stages  # made when a view asks for it
+        rows = trace.stage("written", 1, 2, t)
+        assert rows.shape == (t, p + t) and rows.axes[0].labels == trace.key_tokens[p:p + t]
+        torch.testing.assert_close(rows.tensor, full[1][0, 2, p:p + t, :p + t], atol=1e-5, rtol=0)
+    last = trace.stage("written", 1, 2, WRITE - 1)
+    _explains(trace, last.place, (0, 0))  # the first generated token's row, over the first key
+    _explains(trace, last.place, (0, p + WRITE - 2))  # a key that came after that row's step: 0
+    _explains(trace, last.place, (WRITE - 2, p + WRITE - 2))

@@ -111,7 +111,7 @@ def test_the_catalog_is_the_one_table() -> None:
     assert explanation("scores", ("additive",)) == KINDS["scores"].by_run["additive"] != KINDS["scores"].explanation
     probabilities = {name for name, kind in KINDS.items() if kind.probability}
     assert probabilities == {"weights", "alignment", "alignment_mean", "mean_weights", "rollout", "weights_1",
-                             "weights_2"}
+                             "weights_2", "written"}
 
 
 def test_korean_titles_come_from_the_catalog() -> None:

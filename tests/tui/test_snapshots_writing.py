@@ -1,5 +1,5 @@
 """Snapshots of a model writing (reviewed by eye before being accepted): a generated token's one row of weights
-over the cache, the cache of a layer, and the sampler's probabilities."""
+over the cache, the cache of a layer, the sampler's probabilities, and the rows written so far."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _at(name: str, step: int):
     return run_before
 
 
-@pytest.mark.parametrize(("stage", "step"), [("weights", 3), ("cache_keys", 3), ("probs", 2)])
+@pytest.mark.parametrize(("stage", "step"), [("weights", 3), ("cache_keys", 3), ("probs", 2), ("written", 3)])
 def test_a_writing_stage(snap_compare, stage: str, step: int) -> None:
     folder = FOLDER / "llama"
     if not (folder / "config.json").is_file():  # made aside, then moved into place whole: workers may race

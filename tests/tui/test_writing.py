@@ -1,5 +1,5 @@
-"""The app writes: `n` asks the model on show for one more token (`5n` five), each step shows as it is made,
-and `b` stops a writing in flight, keeping the tokens written."""
+"""The app writes: `n` asks the model on show for one more token (`5n` five, `12n` twelve), `N` keeps writing,
+each step shows as it is made, and `b` stops a writing in flight or a hold, keeping the tokens written."""
 
 from __future__ import annotations
 
@@ -56,13 +56,44 @@ async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> N
         assert "token 1 of 2: fed" in str(app.query_one(StageBar).render())
 
 
-async def test_a_digit_then_n_writes_that_many(folder: Path) -> None:
+async def test_a_digit_then_n_writes_that_many_and_the_view_stays_where_it_was(folder: Path) -> None:
     app = model_app(str(folder), TEXT)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("3", "n")
+        app.explorer.go_to_place(1)
+        await pilot.press("5")
+        assert app.explorer.stage_index == 4  # a digit alone still jumps to its stage
+        await pilot.press("n")
         await settle(pilot)
-        assert app.trace.steps() == 3 and app.shown.ask.model.generate == 3  # type: ignore[union-attr]
+        assert app.trace.steps() == 5 and app.shown.ask.model.generate == 5  # type: ignore[union-attr]
+        assert app.view.place.name == "key"  # the digit was a count: the view is back on the stage it was on
+        await pilot.press("1", "2", "n")  # two digits are one count
+        await settle(pilot)
+        assert app.trace.steps() == 17 and app.shown.ask.model.generate == 17  # type: ignore[union-attr]
+
+
+async def test_shift_n_keeps_writing_until_b_stops_it_or_its_most(folder: Path, monkeypatch) -> None:
+    import attn_tui.tui.writing as writing
+
+    monkeypatch.setattr(writing, "HOLD_MOST", 4)
+    app = model_app(str(folder), TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("N")
+        await _until(pilot, lambda: app.shown is not None and app.shown.ask.model.generate == 4  # type: ignore[union-attr]
+                     and app.trace.steps() == 4)
+        await settle(pilot)
+        assert app.trace.steps() == 4 and not app._holding  # a token a step, then it stops at its most
+        monkeypatch.setattr(writing, "HOLD_MOST", 200)
+        await pilot.press("N")
+        await _until(pilot, lambda: app.trace.steps() >= 6)
+        await pilot.press("b")
+        await settle(pilot)
+        held = app.trace.steps()
+        assert not app._holding and held >= 6
+        await pilot.pause(0.3)
+        await settle(pilot)
+        assert app.trace.steps() == held  # nothing more after b
 
 
 async def test_b_stops_a_writing_and_keeps_what_it_wrote_then_n_goes_on(folder: Path, monkeypatch) -> None:
@@ -133,7 +164,14 @@ async def test_compare_puts_the_whole_cache_against_streamingllms_window(folder:
         assert float(np.abs(diff.values).max()) < 1e-5
         app.explorer.go_to_place(next(n for n, p in enumerate(places) if (p.name, p.step) == ("weights", 5)))
         await settle(pilot)
-        a, b = (view.heatmap(side).grid for side in ("a", "b"))
+        a, b, diff = (view.heatmap(side).grid for side in ("a", "b", "diff"))
         assert a.values.shape == (1, 13) and b is not None and b.values.shape == (1, 12)  # one position evicted
+        # B − A after the eviction: B's row laid on A's keys (it kept 0…3 and 5…12), −A on the evicted key 4
+        assert diff is not None and diff.values.shape == (1, 13)
+        kept = [0, 1, 2, 3, *range(5, 13)]
+        np.testing.assert_allclose(diff.values[0, kept], b.values[0] - a.values[0, kept], atol=1e-6)
+        assert abs(diff.values[0, 4] + a.values[0, 4]) < 1e-6
+        title = view.query_one("#compare-b").query_one(".compare-title").render()
+        assert "“" in str(title)  # the text B wrote is shown beside its title
         shown_b = app.explorer.shown_b
         assert shown_b is not None and len(shown_b.trace.meta.generated_ids) == 6  # type: ignore[union-attr]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, overload
 from rich.text import Text
 
 from attn_tui.i18n import _
-from attn_tui.present.compare import diff_grid
+from attn_tui.present.compare import diff_grid, evicted_diff
 from attn_tui.present.grid import one_scale
 from attn_tui.present.kv_sharing import kv_sharing
 from attn_tui.present.model_view import alignment_so_far, summary_of
@@ -99,6 +99,15 @@ def draw_panel(explorer: PanelHost, view: StageView) -> None:
             None if sharing is None else sharing_block(sharing))
 
 
+def written_text(trace: Trace) -> str:
+    """`: "…the text a model wrote"` after a compare side's title, where its trace is a writing; else ""."""
+    output = getattr(trace.meta, "output", None)
+    if not isinstance(output, str) or not getattr(trace.meta, "generated_ids", ()):
+        return ""
+    flat = " ".join(output.split())
+    return f": “{'…' + flat[-40:] if len(flat) > 40 else flat}”"
+
+
 def draw_compare(explorer: PanelHost, view: StageView) -> StageView | None:
     """A, B and B − A for the stage at the current place; B's view (None when B lacks the stage)."""
     comparison, trace = explorer.comparison, explorer.trace
@@ -121,12 +130,16 @@ def draw_compare(explorer: PanelHost, view: StageView) -> StageView | None:
     else:
         b_view = stage_view(b_trace, name, layer, head, explorer.energy_query, place.step, place.module)
     diff = None if b_view is None else diff_grid(view.grid, b_view.grid)
+    if diff is None and b_view is not None and comparison.key == "cache":  # StreamingLLM evicted keys here
+        diff = evicted_diff(view.grid, b_view.grid, getattr(trace.meta, "cache", ""),
+                            getattr(b_trace.meta, "cache", ""))
     a_grid, b_grid = view.grid, None if b_view is None else b_view.grid
     if b_grid is not None and explorer.shared_scale:
         a_grid, b_grid = one_scale(a_grid, b_grid)
     grids = {"a": a_grid, "b": b_grid, "diff": diff}
-    titles: dict[str, Text | str] = {"a": Text.assemble(("A  ", "bold yellow"), str(comparison.a_label)),
-              "b": Text.assemble(("B  ", "bold magenta"), str(comparison.b_label)),
+    titles: dict[str, Text | str] = {"a": Text.assemble(("A  ", "bold yellow"), str(comparison.a_label),
+                                                        written_text(trace)),
+              "b": Text.assemble(("B  ", "bold magenta"), str(comparison.b_label), written_text(b_trace)),
               "diff": Text(_("B − A"), style="bold")}
     messages = {"b": message, "diff": message or _("A and B have different shapes here")}
     explorer.query_one(CompareView).show(titles, grids, messages, shared=explorer.shared_scale)
