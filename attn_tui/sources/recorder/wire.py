@@ -35,13 +35,16 @@ class WireError(AttnError):
     """The recording that came back from the child could not be read."""
 
 
+TRACE = "attn_tui.trace."
+
+
 def _allowed() -> dict[str, type]:
     from attn_tui.trace import ops
 
     kinds: dict[str, type] = {cls.__name__: cls for cls in (Axis, Stage, MaskSpec, RecordedRun, StageStats,
                                                             SdpaRecipe, TiledSdpaMask)}
-    for value in vars(ops).values():
-        if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == ops.__name__:
+    for value in vars(ops).values():  # the Op vocabulary and Place, wherever in trace/ each is defined
+        if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__.startswith(TRACE):
             kinds[value.__name__] = value
     return kinds
 
