@@ -27,7 +27,8 @@ class Position(NamedTuple):
 
 def positions(trace: Trace) -> list[Position]:
     """Every place the arrows can go, in order (layer and head are chosen apart from these)."""
-    distinct = list(dict.fromkeys(Position(p.name, p.step, p.module) for p in trace.stages))
+    # plain tuples while walking every stage (a model writing has thousands), a Position for each distinct one
+    distinct = [Position(*key) for key in dict.fromkeys((p.name, p.step, p.module) for p in trace.stages)]
     steps = trace.steps()
     if not steps:
         return distinct
