@@ -122,10 +122,21 @@ async def test_f_filters_by_a_role_and_o_ranks_the_heads_by_it() -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert (app.explorer.layer_index, app.explorer.head) == (order[2].layer, order[2].head)
-        await _open(pilot)  # the atlas opens as it was left
+        screen = await _open(pilot)  # the atlas opens as it was left
         assert app.state.atlas.ranked and app.state.atlas.role == "induction"
+        await pilot.press("o")  # the ranking by what each head moved (minilm's run traces `moved`)
+        await pilot.pause()
+        by_moved = atlas.ranking("moved")
+        assert app.state.atlas.by_moved and (app.state.atlas.layer, app.state.atlas.head) == (by_moved[0].layer,
+                                                                                            by_moved[0].head)
+        assert "ranked by moved" in _text(screen, "#atlas-title")
+        lines = [line for line in _text(screen, "#atlas-a-body").splitlines() if line.strip()[:1].isdigit()]
+        assert lines[0].split()[1:3] == [f"L{by_moved[0].layer}", f"h{by_moved[0].head}"]
+        roles = {(r.layer, r.head): r.moved for r in app.shown.stats.roles}  # the door's own numbers
+        assert f"{roles[by_moved[0].layer, by_moved[0].head]:.3g}" in lines[0]
+        assert max(v or 0.0 for v in roles.values()) == by_moved[0].moved
         await pilot.press("o")
-        assert not app.state.atlas.ranked
+        assert not app.state.atlas.ranked and not app.state.atlas.by_moved
 
 
 @pytest.mark.models

@@ -112,7 +112,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         Binding("right", "move(0, 1)", N_("Cursor right"), show=False, id="atlas.right"),
         Binding("f", "filter(1)", N_("Filter by the next role"), id="atlas.filter"),
         Binding("F", "filter(-1)", N_("Filter by the previous role"), show=False, id="atlas.filter_back"),
-        Binding("o", "rank", N_("Rank the heads by the role's score"), id="atlas.rank"),
+        Binding("o", "rank", N_("Rank the heads by the role's score, then by what they moved"), id="atlas.rank"),
         Binding("c", "compare", N_("B's atlas beside A's"), id="atlas.compare"),
         Binding("t", "language", "한/En", id="atlas.language"),
     ]
@@ -182,7 +182,8 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
             return
         shown = _("filter: {role} scores").format(role=title(position.role)) if position.role \
             else _("strongest roles")
-        order = _("ranked") if position.ranked else ""
+        order = (_("ranked by moved") if position.by_moved and atlas.has_moved else _("ranked")) \
+            if position.ranked else ""
         title_line.update(printable(" · ".join(part for part in (_("atlas of {name}: {layers}×{heads} heads, {n} "
                                                                    "tokens").format(name=atlas.name,
                                                                                     layers=atlas.layers,
@@ -226,9 +227,12 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         self.draw()
 
     def action_rank(self) -> None:
-        """o: the ranking (top heads first, the cursor on the first) or back to the grid (the cursor stays)."""
-        self.position.ranked = not self.position.ranked
-        if self.position.ranked and self.atlas is not None:
+        """o: the ranking by score (top heads first, the cursor on the first), then by what each head moved (a
+        model's run), then back to the grid (the cursor stays)."""
+        if self.atlas is None:
+            return
+        self.position.cycle_rank(self.atlas)
+        if self.position.ranked:
             self.position.to_top(self.atlas)
         self.draw()
 
