@@ -101,7 +101,7 @@ def ranking_table(atlas: Atlas, position: AtlasPosition, show_cursor: bool = Tru
         bar = "█" * round(min(1.0, max(0.0, value / most if by_moved else value)) * 10)
         table.add_row(Text(str(rank), style=style, justify="right"), Text(f"L{cell.layer} h{cell.head}", style=style),
                       Text(f"{shown.code} {title(cell.role)}", style=cell_style(shown)),
-                      Text(f"{value:.3g}" if by_moved else f"{value:.3f}", style=style, justify="right"),
+                      Text(f"{value:.2f}" if by_moved else f"{value:.3f}", style=style, justify="right"),
                       Text(bar, style=Style(color=Color.from_rgb(*ROLE_RGB[role or cell.leaning]))))
     return table
 

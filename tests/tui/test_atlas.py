@@ -133,7 +133,7 @@ async def test_f_filters_by_a_role_and_o_ranks_the_heads_by_it() -> None:
         lines = [line for line in _text(screen, "#atlas-a-body").splitlines() if line.strip()[:1].isdigit()]
         assert lines[0].split()[1:3] == [f"L{by_moved[0].layer}", f"h{by_moved[0].head}"]
         roles = {(r.layer, r.head): r.moved for r in app.shown.stats.roles}  # the door's own numbers
-        assert f"{roles[by_moved[0].layer, by_moved[0].head]:.3g}" in lines[0]
+        assert f"{roles[by_moved[0].layer, by_moved[0].head]:.2f}" in lines[0]
         assert max(v or 0.0 for v in roles.values()) == by_moved[0].moved
         await pilot.press("o")
         assert not app.state.atlas.ranked and not app.state.atlas.by_moved

@@ -47,6 +47,11 @@ def test_the_heads_ranked_by_induction(snap_compare) -> None:
     assert snap_compare(model_app("minilm", TEXT), terminal_size=SIZE, run_before=_atlas("f", "f", "f", "o", "down"))
 
 
+def test_the_heads_ranked_by_what_they_moved(snap_compare) -> None:
+    pytest.importorskip("transformers")
+    assert snap_compare(model_app("minilm", TEXT), terminal_size=SIZE, run_before=_atlas("o", "o"))
+
+
 def test_the_atlas_of_smollm2_fits_80_by_24(snap_compare) -> None:
     pytest.importorskip("transformers")
     assert snap_compare(model_app("smollm2", TEXT, layer=14, head=4), terminal_size=SIZE, run_before=_atlas())
