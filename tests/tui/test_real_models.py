@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 from rich.console import Console
-from textual.widgets import Input, Select
+from textual.widgets import Input, Select, Static
 
 from attn_tui.ask.settings import ModelInput
 from attn_tui.present.model_view import summary_of
@@ -134,8 +134,34 @@ async def test_r_shows_the_attention_rollout() -> None:
         run = model_run("minilm", TEXT)
         expected = rollout(own_attentions(TEXT), run.mask.any(dim=0))
         assert torch.allclose(torch.from_numpy(panel.grid.values).float(), expected, atol=1e-6)
-        await pilot.press("r")
+        await pilot.press("r", "r")  # the value-weighted rollout, then back
         assert app.explorer.panel == "heatmap"
+
+
+async def test_r_again_shows_the_value_weighted_rollout_and_says_which() -> None:
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        stats = app.shown.stats
+        assert stats is not None and stats.rollout_moved is not None
+        panel = app.query_one("#rollout", MatrixPanel)
+        await pilot.press("r")
+        await pilot.pause()
+        assert "attention rollout" in str(panel.query_one(".panel-title", Static).render())
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.explorer.panel == "rollout" and app.explorer.value_weighted
+        assert "value-weighted rollout" in str(panel.query_one(".panel-title", Static).render())
+        values = torch.from_numpy(panel.grid.values).float()
+        assert torch.allclose(values, stats.rollout_moved, atol=1e-6)
+        assert not torch.allclose(values, stats.rollout, atol=1e-3)  # not the plain rollout drawn again
+        await pilot.press("t")  # Korean: the title says which rollout in the other language too
+        await pilot.pause()
+        assert "값 가중 롤아웃" in str(panel.query_one(".panel-title", Static).render())
+        await pilot.press("t", "r")
+        assert app.explorer.panel == "heatmap" and not app.explorer.value_weighted
+        await pilot.press("r")  # the rollout opens plain again
+        assert app.explorer.panel == "rollout" and not app.explorer.value_weighted
 
 
 async def test_r_without_a_transformer_says_why() -> None:
