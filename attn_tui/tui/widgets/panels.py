@@ -48,6 +48,7 @@ class PanelHost(Protocol):
     energy_query: int
     panel: str
     shared_scale: bool
+    value_weighted: bool
     comparison: Comparison | None
     pair: SideBySide | None
 
