@@ -294,3 +294,63 @@ async def test_the_palette_opens_the_atlas() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert isinstance(app.screen, AtlasScreen) and app.screen.atlas is not None
+
+
+def _probe_attentions(length: int, seed: int) -> tuple[list[int], torch.Tensor]:
+    """The induction probe's ids drawn with minilm's own tokenizer, and transformers' own attentions on them:
+    (layers, heads, N, N), the reference the app's probe run is checked against."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from attn_tui.sources.folder import known_model
+    from attn_tui.sources.probe import induction_ids
+
+    folder = known_model("minilm")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    ids = induction_ids(tokenizer, model.config.vocab_size, length, seed, model.config.max_position_embeddings)
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+    return ids, torch.stack([a[0] for a in out.attentions]).float()
+
+
+@pytest.mark.slow
+@pytest.mark.app
+async def test_p_runs_the_model_on_the_induction_probe_and_enter_opens_a_heads_weights_on_it() -> None:
+    pytest.importorskip("transformers")
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen is screen and app.shown is not None
+        model = app.shown.ask.model
+        assert model is not None and model.probe == "induction" and model.text == TEXT  # the sentence is kept
+        ids, attentions = _probe_attentions(model.probe_length, model.probe_seed)
+        assert list(app.shown.trace.meta.token_ids) == ids
+        atlas = screen.atlas
+        assert atlas is not None and atlas.tokens == len(ids) == 1 + 2 * model.probe_length
+        assert "on the induction probe" in _text(screen, "#atlas-title")
+        scored = torch.arange(len(ids)) >= len(ids) - model.probe_length  # the repeated half, as the door scores
+        expected = head_roles(attentions, ids, rows=scored)
+        for cell, roles in zip(atlas.cells, expected, strict=True):
+            assert cell.scores["induction"] == pytest.approx(roles.scores["induction"], abs=1e-4)
+        top = atlas.ranking("induction")[0]  # the head most like an induction head on the probe
+        screen.position.place(atlas, top.layer, top.head)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert (app.explorer.layer_index, app.explorer.head) == (top.layer, top.head)
+        view = app.explorer.view
+        assert view is not None and view.place.name == "weights"
+        torch.testing.assert_close(torch.from_numpy(view.grid.values).float(), attentions[top.layer, top.head],
+                                   atol=1e-5, rtol=1e-4)
+        screen = await _open(pilot)  # p again: back on the sentence
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.shown.ask.model is not None and not app.shown.ask.model.probe
+        assert screen.atlas is not None and screen.atlas.tokens == len(app.shown.trace.key_tokens)
+        assert "on the induction probe" not in _text(screen, "#atlas-title")

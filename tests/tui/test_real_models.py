@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 from rich.console import Console
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Label, Select, Static
 
 from attn_tui.ask.settings import ModelInput
 from attn_tui.present.model_view import summary_of
@@ -243,3 +243,29 @@ def test_the_command_line_opens_the_app_on_a_model(monkeypatch) -> None:
     assert seen["model"].name == "seq2seq-dates" and seen["model"].text.startswith("26년")
     cli.main(["--sample", "korean"])
     assert seen["model"] is None
+
+
+def test_the_command_line_opens_the_app_on_the_induction_probe(monkeypatch, capsys) -> None:
+    from attn_tui import cli
+
+    seen = {}
+    monkeypatch.setattr("attn_tui.tui.app.run_app",
+                        lambda request, model, max_memory=None, **_options: seen.update(model=model) or 0)
+    assert cli.main(["--model", "minilm", "--probe", "induction", "--probe-length", "12", "--probe-seed", "5"]) == 0
+    model = seen["model"]
+    assert (model.name, model.probed) == ("minilm", ("induction", 12, 5))
+    with pytest.raises(SystemExit) as stopped:  # one of the two, said in one line
+        cli.main(["--model", "minilm", "--probe", "induction", "--text", TEXT])
+    assert stopped.value.code == 2
+    assert "--probe replaces --text" in capsys.readouterr().err
+
+
+async def test_the_app_opened_on_the_probe_says_so_in_the_model_pane() -> None:
+    app = model_app("minilm", "", probe="induction", probe_length=6, probe_seed=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.shown is not None and app.shown.trace.meta.probe == "induction"
+        assert len(app.trace.query_tokens) == 1 + 2 * 6  # [CLS], then six tokens said twice
+        assert app.trace.query_tokens[1:7] == app.trace.query_tokens[7:]
+        status = str(app.query_one("#model-status", Label).render())
+        assert "induction probe: 6 random tokens said twice (seed 1)" in status

@@ -29,7 +29,7 @@ from attn_tui.render.atlas import atlas_grid, grid_header, legend, ranking_table
 if TYPE_CHECKING:
     from attn_tui.trace.shown import Shown
 
-KEYS = N_("←↑↓→ · Enter: weights · f/F: filter · o: rank · c: compare · Esc: back")
+KEYS = N_("Enter: weights · f/F: filter · o: rank · c: compare · p: probe · Esc: back")
 
 
 class AtlasSide(Vertical):
@@ -114,6 +114,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         Binding("F", "filter(-1)", N_("Filter by the previous role"), show=False, id="atlas.filter_back"),
         Binding("o", "rank", N_("Rank the heads by the role's score, then by what they moved"), id="atlas.rank"),
         Binding("c", "compare", N_("B's atlas beside A's"), id="atlas.compare"),
+        Binding("p", "probe", N_("The model on the induction probe, or back on the sentence"), id="atlas.probe"),
         Binding("t", "language", "한/En", id="atlas.language"),
     ]
 
@@ -182,13 +183,14 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
             return
         shown = _("filter: {role} scores").format(role=title(position.role)) if position.role \
             else _("strongest roles")
+        probe = _("on the induction probe") if getattr(self.shown_a.trace.meta, "probe", "") else ""
         order = (_("ranked by moved") if position.by_moved and atlas.has_moved else _("ranked")) \
             if position.ranked else ""
         title_line.update(printable(" · ".join(part for part in (_("atlas of {name}: {layers}×{heads} heads, {n} "
                                                                    "tokens").format(name=atlas.name,
                                                                                     layers=atlas.layers,
                                                                                     heads=atlas.heads, n=atlas.tokens),
-                                                                 shown, order) if part)))
+                                                                 probe, shown, order) if part)))
         a_label, b_label = (self.b[1], self.b[2]) if self.b is not None else ("", "")
         self.query_one("#atlas-a", AtlasSide).draw(f"A: {a_label}" if self.comparing else "", atlas, position)
         if self.comparing:
@@ -267,6 +269,22 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         self.b, self.waiting_b = None, False
         self.atlases.pop("b", None)
         self.position.comparing = False
+        self.draw()
+
+    def action_probe(self) -> None:
+        """p: the model again on the induction probe, or back on the sentence; the atlas waits for the run."""
+        self.app.atlas_probe(self)  # type: ignore[attr-defined]
+
+    def waiting_for_a(self) -> None:
+        """A new run of A was asked for (p): its atlas is computed when it arrives."""
+        self.atlases.pop("a", None)
+        self.draw()
+
+    def show_a(self, shown: Shown) -> None:
+        """A's new run arrived: its atlas is built, the cursor where it was."""
+        self.shown_a, self.start = shown, (self.position.layer, self.position.head)
+        self.atlases.pop("a", None)
+        self._build("a", shown)
         self.draw()
 
     def action_language(self) -> None:
