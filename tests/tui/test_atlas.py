@@ -313,8 +313,7 @@ def _probe_attentions(length: int, seed: int) -> tuple[list[int], torch.Tensor]:
     return ids, torch.stack([a[0] for a in out.attentions]).float()
 
 
-@pytest.mark.slow
-@pytest.mark.app
+@pytest.mark.models
 async def test_p_runs_the_model_on_the_induction_probe_and_enter_opens_a_heads_weights_on_it() -> None:
     pytest.importorskip("transformers")
     app = model_app("minilm", TEXT)
@@ -354,3 +353,15 @@ async def test_p_runs_the_model_on_the_induction_probe_and_enter_opens_a_heads_w
         assert app.shown.ask.model is not None and not app.shown.ask.model.probe
         assert screen.atlas is not None and screen.atlas.tokens == len(app.shown.trace.key_tokens)
         assert "on the induction probe" not in _text(screen, "#atlas-title")
+
+
+async def test_p_on_a_variant_says_the_probe_needs_a_transformer() -> None:
+    app = sample_app("korean", variant="multihead", heads=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        shown = app.shown
+        await pilot.press("p")
+        await settle(pilot)
+        assert app.screen is screen and app.shown is shown and screen.atlas is not None  # nothing re-run
+        assert any("induction probe" in n.message for n in app.notices)
