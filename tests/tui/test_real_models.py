@@ -269,3 +269,8 @@ async def test_the_app_opened_on_the_probe_says_so_in_the_model_pane() -> None:
         assert app.trace.query_tokens[1:7] == app.trace.query_tokens[7:]
         status = str(app.query_one("#model-status", Label).render())
         assert "induction probe: 6 random tokens said twice (seed 1)" in status
+        app.query_one("#sentence", Input).value = "dogs bark"  # a sentence typed takes the probe's place
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.query_tokens == ("[CLS]", "dogs", "bark", "[SEP]") and not app.shown.trace.meta.probe
+        assert "induction probe" not in str(app.query_one("#model-status", Label).render())
