@@ -218,8 +218,6 @@ def train(args: argparse.Namespace) -> int:
 
 def app(args: argparse.Namespace) -> int:
     model = model_input(args)
-    if model is not None and model.probe:  # the app's panes hold a sentence, which an edit would ask for again
-        raise ConfigError(Msg("--probe is for `attn-tui heads` and `attn-tui stages`; the app reads a sentence"))
     if model is not None and model.name in GGUF_MODELS:
         from attn_tui.sources.gguf import find_gguf
 

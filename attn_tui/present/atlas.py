@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 ROLES = ("previous_token", "duplicate_token", "induction", "sink", "local", "broad")
 MIXED = "mixed"
+MOVED = "moved"  # the ranking by what each head moved into the residual stream (HeadRoles.moved), not a role
 THRESHOLDS = {"previous_token": 0.4, "duplicate_token": 0.25, "induction": 0.25, "sink": 0.6, "local": 0.7,
               "broad": 0.8}
 TITLES = {"previous_token": NP_("role", "previous-token"), "duplicate_token": NP_("role", "duplicate-token"),
@@ -73,6 +74,7 @@ class AtlasCell:
     role: str  # one of ROLES, or MIXED
     scores: dict[str, float]  # every ROLES score, 0…1
     entropy: float  # mean row entropy, nats
+    moved: float | None = None  # mean ‖Σ_j A[i,j] v_j W_O‖ per query row; None where no `moved` stage was traced
 
     @property
     def leaning(self) -> str:
@@ -122,9 +124,17 @@ class Atlas:
     def cell(self, layer: int, head: int) -> AtlasCell:
         return self.cells[layer * self.heads + head]
 
+    @property
+    def has_moved(self) -> bool:
+        """Whether every head knows what it moved (a model's run with `moved` stages), so MOVED can rank them."""
+        return all(c.moved is not None for c in self.cells)
+
     def ranking(self, role: str | None) -> list[AtlasCell]:
-        """Heads by `role`'s score, highest first; None: by how far each head's strongest role stands above
-        its threshold (score / threshold), so mixed heads come last."""
+        """Heads by `role`'s score, highest first; MOVED: by what each head moved (the size of its output, which
+        a weight pattern alone does not tell); None: by how far each head's strongest role stands above its
+        threshold (score / threshold), so mixed heads come last."""
+        if role == MOVED:
+            return sorted(self.cells, key=lambda c: (-(c.moved or 0.0), c.layer, c.head))
         if role is not None:
             return sorted(self.cells, key=lambda c: (-c.scores[role], c.layer, c.head))
         return sorted(self.cells, key=lambda c: (-c.score / THRESHOLDS[c.leaning], c.layer, c.head))
@@ -144,7 +154,7 @@ def atlas_of(name: str, roles: Sequence[HeadRoles], layers: int, heads: int, tok
     cells = []
     for r in roles:
         scores = {role: role_score(r, role) for role in ROLES}
-        cells.append(AtlasCell(r.layer, r.head, strongest(scores), scores, r.scores["entropy"]))
+        cells.append(AtlasCell(r.layer, r.head, strongest(scores), scores, r.scores["entropy"], r.moved))
     return Atlas(name, layers, heads, tokens, tuple(cells))
 
 
@@ -176,6 +186,8 @@ def atlas_for(shown: Shown) -> Atlas | None:
 def detail(cell: AtlasCell) -> str:
     """The line under the grid: the head under the cursor, every score, its entropy."""
     parts = [f"{title(r)} {cell.scores[r]:.2f}" for r in ROLES]
+    if cell.moved is not None:
+        parts.append(_("moved {value}").format(value=f"{cell.moved:.3g}"))
     return _("layer {layer} head {head}: {role} · {scores} · entropy {entropy} nats").format(
         layer=cell.layer, head=cell.head, role=title(cell.role), scores=" · ".join(parts),
         entropy=f"{cell.entropy:.2f}")
@@ -205,6 +217,7 @@ class AtlasPosition:
     head: int = 0
     role: str | None = None  # the filter: None shows each head's own role
     ranked: bool = False  # the ranking list instead of the grid
+    by_moved: bool = False  # the ranking by what each head moved, not by the filtered role's score
     comparing: bool = False
 
     def place(self, atlas: Atlas, layer: int, head: int) -> None:
@@ -215,7 +228,7 @@ class AtlasPosition:
     def move(self, atlas: Atlas, d_layer: int, d_head: int) -> None:
         """Arrows: in the grid, a layer or a head over; in the ranking, the next or previous head listed."""
         if self.ranked:
-            order = [(c.layer, c.head) for c in atlas.ranking(self.role)]
+            order = [(c.layer, c.head) for c in self.ranking(atlas)]
             at = order.index((self.layer, self.head)) if (self.layer, self.head) in order else 0
             self.layer, self.head = order[max(0, min(len(order) - 1, at + d_layer + d_head))]
             return
@@ -227,12 +240,30 @@ class AtlasPosition:
         self.role = choices[(choices.index(self.role) + step) % len(choices)]
         return self.role
 
+    @property
+    def order(self) -> str | None:
+        """What the ranking sorts by: MOVED, the filtered role, or None (each head's strongest role)."""
+        return MOVED if self.by_moved else self.role
+
+    def ranking(self, atlas: Atlas) -> list[AtlasCell]:
+        return atlas.ranking(self.order)
+
+    def cycle_rank(self, atlas: Atlas) -> None:
+        """o: the grid, then the ranking by the role's score, then (where the heads know it) by what they moved,
+        then the grid again."""
+        if not self.ranked:
+            self.ranked, self.by_moved = True, False
+        elif not self.by_moved and atlas.has_moved:
+            self.by_moved = True
+        else:
+            self.ranked = self.by_moved = False
+
     def to_top(self, atlas: Atlas) -> None:
         """The ranking opens (or its role changes) on its first head."""
-        top = atlas.ranking(self.role)[0]
+        top = self.ranking(atlas)[0]
         self.layer, self.head = top.layer, top.head
 
     def rank_of(self, atlas: Atlas) -> int:
         """The cursor's place in `atlas`'s ranking, from 0 (0 where that atlas has no such head: B's, smaller)."""
-        order = [(c.layer, c.head) for c in atlas.ranking(self.role)]
+        order = [(c.layer, c.head) for c in self.ranking(atlas)]
         return order.index((self.layer, self.head)) if (self.layer, self.head) in order else 0

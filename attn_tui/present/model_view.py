@@ -48,6 +48,7 @@ class ModelSummary:
     kv_map: tuple[int, ...] = ()  # grouped-query models: the key/value head of each query head
     windows: tuple[int | None, ...] = ()  # each layer's sliding window, None where it is global
     offload: str = ""  # which layers were offloaded and where ("" when none): offload_note
+    rollout_moved: Grid | None = None  # the value-weighted rollout; None where no `moved` stage was traced
 
     def cell(self, layer: int, head: int) -> HeadCell:
         return self.cells[layer * self.heads + head]
@@ -90,7 +91,8 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
     return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
                         grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()), windows_of(trace),
-                        offload_note(getattr(trace.meta, "offloaded", ())))
+                        offload_note(getattr(trace.meta, "offloaded", ())),
+                        None if stats.rollout_moved is None else grid("rollout", as_array(stats.rollout_moved)))
 
 
 def offload_note(offloaded: tuple[str, ...]) -> str:

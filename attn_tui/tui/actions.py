@@ -134,10 +134,21 @@ class NavigationActions(_AppBase):
                         timeout=3)
 
     def action_toggle_rollout(self) -> None:
+        """r: the attention rollout, r again the value-weighted rollout (where the run traced `moved`), r again
+        the stages."""
         if self.shown is None or self.shown.stats is None:
             self.notify(_("attention rollout needs a real transformer: pick minilm in the model pane"), timeout=3)
             return
-        self.explorer.toggle_panel("rollout")
+        explorer = self.explorer
+        if explorer.panel != "rollout":
+            explorer.value_weighted = False
+            explorer.toggle_panel("rollout")
+        elif not explorer.value_weighted and self.shown.stats.rollout_moved is not None:
+            explorer.value_weighted = True  # r again: the value-weighted rollout, then r returns to the stages
+            explorer.render_place()
+        else:
+            explorer.value_weighted = False
+            explorer.toggle_panel("rollout")
 
     def action_toggle_params(self) -> None:
         self.explorer.toggle_panel("params")

@@ -36,7 +36,7 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
 from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
-from attn_tui.tui.atlas_actions import AtlasActions
+from attn_tui.tui.atlas_actions import AtlasActions, probe_note
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import MIN_SIZE, screen_classes, set_classes
 from attn_tui.tui.comparing import CompareActions
@@ -305,9 +305,9 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         trace, model = shown.trace, shown.ask.model
         if model is not None:
             self.query_one(ModelPane).show_status(
-                _("✓ {model}, {layers}×{heads} heads").format(model=trace.meta.title, layers=trace.layers,
-                                                              heads=trace.heads) if trace.layers > 1
-                else _("✓ {n} decoder steps").format(n=trace.steps()))
+                (_("✓ {model}, {layers}×{heads} heads").format(model=trace.meta.title, layers=trace.layers,
+                                                               heads=trace.heads) if trace.layers > 1
+                 else _("✓ {n} decoder steps").format(n=trace.steps())) + probe_note(model))
         explorer = self.explorer
         if model is not None and (old is None or source_key(old.ask) != model.name) \
                 and self.state.grew != self.state.shown_generation:  # its first steps took the model's place already
@@ -328,6 +328,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
             self.compute_b()
         self.save_soon()
         self.keep_writing(shown)  # `N`: one more token
+        self.atlas_a_arrived(shown)  # an atlas open on the probe (or back on the sentence) reads the new run
 
     @while_running
     def on_compute_failed(self, message: ComputeFailed) -> None:

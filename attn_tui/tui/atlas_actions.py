@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from attn_tui.ask.models import DATE_MODELS
 from attn_tui.i18n import Msg, _
+
+if TYPE_CHECKING:
+    from attn_tui.ask.settings import Ask, ModelInput
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -41,6 +45,8 @@ class AtlasActions(_AppBase):
         def start_compare(self, comparison: Comparison | None) -> None: ...
 
         def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
+
+        def ask(self, ask: Ask) -> None: ...
 
     def action_atlas(self) -> None:
         """a: every head of the run on show by its role (layers × heads), starting at the head on show."""
@@ -106,3 +112,32 @@ class AtlasActions(_AppBase):
         screen = self.screen
         if isinstance(screen, AtlasScreen):
             screen.drop_b()
+
+    def atlas_probe(self, screen: AtlasScreen) -> None:
+        """p in the atlas: run the model on the induction probe (a seeded random sequence said twice, where
+        induction heads show), or back on the sentence; the atlas waits for the run and Enter then opens a
+        head's weights on what was run."""
+        from dataclasses import replace
+
+        model = self.shown.ask.model if self.shown is not None else None
+        if model is None or model.name in DATE_MODELS:
+            self.notify(_("the induction probe is fed to a transformer: open one in the model pane first"), timeout=4)
+            return
+        screen.waiting_for_a()
+        self.ask(replace(model, probe="" if model.probe else "induction"))
+
+    def atlas_a_arrived(self, shown: Shown) -> None:
+        """A new run is on show: an atlas waiting for it (p) reads its heads."""
+        from attn_tui.tui.screens.atlas import AtlasScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, AtlasScreen) and screen.shown_a is not shown:
+                screen.show_a(shown)
+
+
+def probe_note(model: ModelInput) -> str:
+    """The model pane's status on a probe run: which probe stands in for the sentence (kept for `p`)."""
+    if not model.probe:
+        return ""
+    return " · " + _("on the induction probe: {n} random tokens said twice (seed {seed}); the sentence is kept").format(
+        n=model.probe_length, seed=model.probe_seed)

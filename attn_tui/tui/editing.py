@@ -163,7 +163,7 @@ class EditingActions(_AppBase):
                                            "'variants' in the model pane for typed matrices)", model=model.name)],
                                 "")
                 return
-            self.ask(replace(model, text=sentence))
+            self.ask(replace(model, text=sentence, probe=""))  # a sentence typed is read in the probe's place
             return
         settings = self._fresh_settings(message.source)
         mask = self._kept_mask(message.source)

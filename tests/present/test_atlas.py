@@ -15,6 +15,7 @@ from attn_tui import i18n
 from attn_tui.attention.head_roles import head_roles
 from attn_tui.present.atlas import (
     MIXED,
+    MOVED,
     ROLES,
     THRESHOLDS,
     Atlas,
@@ -249,3 +250,50 @@ def test_the_legend_names_every_role_and_its_threshold(language: str) -> None:
         assert all(title(r) in line for r in ROLES)
     finally:
         i18n.set_language(before)
+
+
+def _moved_atlas() -> Atlas:
+    """The hand-built heads with what each moved: the size of its output, A·V, over random values of its own."""
+    weights = _heads()[0]  # (5, N, N)
+    values = torch.randn(5, N, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    values[1] *= 10  # the induction head writes big values
+    moved = (weights @ values).norm(dim=-1).mean(-1)  # (5,) mean over query rows of ‖Σ_j A[i,j] v_j‖
+    roles = [replace(r, moved=float(m)) for r, m in zip(head_roles(_heads(), TOKENS), moved, strict=True)]
+    return atlas_of("moved", roles, 1, 5, N)
+
+
+def test_the_ranking_by_moved_puts_the_head_that_moved_most_first() -> None:
+    atlas = _moved_atlas()
+    assert atlas.has_moved and not _atlas().has_moved
+    by_moved = atlas.ranking(MOVED)
+    assert by_moved[0].head == 1
+    assert [c.moved for c in by_moved] == sorted((c.moved or 0.0 for c in by_moved), reverse=True)
+    assert "moved" in detail(atlas.cell(0, 1)) and "moved" not in detail(_atlas().cell(0, 1))
+
+
+def test_o_cycles_grid_score_ranking_moved_ranking_and_back() -> None:
+    atlas, position = _moved_atlas(), AtlasPosition(role="sink")
+    seen = []
+    for _ in range(3):
+        position.cycle_rank(atlas)
+        if position.ranked:
+            position.to_top(atlas)
+        seen.append((position.ranked, position.order, (position.layer, position.head)))
+    assert seen[0] == (True, "sink", (0, 2))
+    assert seen[1] == (True, MOVED, (0, 1))
+    assert seen[2][:2] == (False, "sink")
+    plain = AtlasPosition()  # a variant's atlas knows no `moved`: o toggles grid ↔ ranking
+    plain.cycle_rank(_atlas())
+    plain.cycle_rank(_atlas())
+    assert not plain.ranked and not plain.by_moved
+
+
+def test_the_moved_ranking_table_says_moved_and_lists_the_biggest_first() -> None:
+    atlas = _moved_atlas()
+    position = AtlasPosition(ranked=True, by_moved=True)
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(ranking_table(atlas, position))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "moved" in text.splitlines()[0]
+    rows = [line for line in text.splitlines() if line.strip().startswith("1 ")]
+    assert rows and "L0 h1" in rows[0]

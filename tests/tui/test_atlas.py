@@ -122,10 +122,21 @@ async def test_f_filters_by_a_role_and_o_ranks_the_heads_by_it() -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert (app.explorer.layer_index, app.explorer.head) == (order[2].layer, order[2].head)
-        await _open(pilot)  # the atlas opens as it was left
+        screen = await _open(pilot)  # the atlas opens as it was left
         assert app.state.atlas.ranked and app.state.atlas.role == "induction"
+        await pilot.press("o")  # the ranking by what each head moved (minilm's run traces `moved`)
+        await pilot.pause()
+        by_moved = atlas.ranking("moved")
+        assert app.state.atlas.by_moved and (app.state.atlas.layer, app.state.atlas.head) == (by_moved[0].layer,
+                                                                                            by_moved[0].head)
+        assert "ranked by moved" in _text(screen, "#atlas-title")
+        lines = [line for line in _text(screen, "#atlas-a-body").splitlines() if line.strip()[:1].isdigit()]
+        assert lines[0].split()[1:3] == [f"L{by_moved[0].layer}", f"h{by_moved[0].head}"]
+        roles = {(r.layer, r.head): r.moved for r in app.shown.stats.roles}  # the door's own numbers
+        assert f"{roles[by_moved[0].layer, by_moved[0].head]:.2f}" in lines[0]
+        assert max(v or 0.0 for v in roles.values()) == by_moved[0].moved
         await pilot.press("o")
-        assert not app.state.atlas.ranked
+        assert not app.state.atlas.ranked and not app.state.atlas.by_moved
 
 
 @pytest.mark.models
@@ -283,3 +294,74 @@ async def test_the_palette_opens_the_atlas() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert isinstance(app.screen, AtlasScreen) and app.screen.atlas is not None
+
+
+def _probe_attentions(length: int, seed: int) -> tuple[list[int], torch.Tensor]:
+    """The induction probe's ids drawn with minilm's own tokenizer, and transformers' own attentions on them:
+    (layers, heads, N, N), the reference the app's probe run is checked against."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from attn_tui.sources.folder import known_model
+    from attn_tui.sources.probe import induction_ids
+
+    folder = known_model("minilm")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    ids = induction_ids(tokenizer, model.config.vocab_size, length, seed, model.config.max_position_embeddings)
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+    return ids, torch.stack([a[0] for a in out.attentions]).float()
+
+
+@pytest.mark.models
+async def test_p_runs_the_model_on_the_induction_probe_and_enter_opens_a_heads_weights_on_it() -> None:
+    pytest.importorskip("transformers")
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen is screen and app.shown is not None
+        model = app.shown.ask.model
+        assert model is not None and model.probe == "induction" and model.text == TEXT  # the sentence is kept
+        ids, attentions = _probe_attentions(model.probe_length, model.probe_seed)
+        assert list(app.shown.trace.meta.token_ids) == ids
+        atlas = screen.atlas
+        assert atlas is not None and atlas.tokens == len(ids) == 1 + 2 * model.probe_length
+        assert "on the induction probe" in _text(screen, "#atlas-title")
+        scored = torch.arange(len(ids)) >= len(ids) - model.probe_length  # the repeated half, as the door scores
+        expected = head_roles(attentions, ids, rows=scored)
+        for cell, roles in zip(atlas.cells, expected, strict=True):
+            assert cell.scores["induction"] == pytest.approx(roles.scores["induction"], abs=1e-4)
+        top = atlas.ranking("induction")[0]  # the head most like an induction head on the probe
+        screen.position.place(atlas, top.layer, top.head)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert (app.explorer.layer_index, app.explorer.head) == (top.layer, top.head)
+        view = app.explorer.view
+        assert view is not None and view.place.name == "weights"
+        torch.testing.assert_close(torch.from_numpy(view.grid.values).float(), attentions[top.layer, top.head],
+                                   atol=1e-5, rtol=1e-4)
+        screen = await _open(pilot)  # p again: back on the sentence
+        await pilot.press("p")
+        await settle(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.shown.ask.model is not None and not app.shown.ask.model.probe
+        assert screen.atlas is not None and screen.atlas.tokens == len(app.shown.trace.key_tokens)
+        assert "on the induction probe" not in _text(screen, "#atlas-title")
+
+
+async def test_p_on_a_variant_says_the_probe_needs_a_transformer() -> None:
+    app = sample_app("korean", variant="multihead", heads=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = await _open(pilot)
+        shown = app.shown
+        await pilot.press("p")
+        await settle(pilot)
+        assert app.screen is screen and app.shown is shown and screen.atlas is not None  # nothing re-run
+        assert any("induction probe" in n.message for n in app.notices)

@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 from rich.console import Console
-from textual.widgets import Input, Select
+from textual.widgets import Input, Label, Select, Static
 
 from attn_tui.ask.settings import ModelInput
 from attn_tui.present.model_view import summary_of
@@ -134,8 +134,34 @@ async def test_r_shows_the_attention_rollout() -> None:
         run = model_run("minilm", TEXT)
         expected = rollout(own_attentions(TEXT), run.mask.any(dim=0))
         assert torch.allclose(torch.from_numpy(panel.grid.values).float(), expected, atol=1e-6)
-        await pilot.press("r")
+        await pilot.press("r", "r")  # the value-weighted rollout, then back
         assert app.explorer.panel == "heatmap"
+
+
+async def test_r_again_shows_the_value_weighted_rollout_and_says_which() -> None:
+    app = model_app("minilm", TEXT)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        stats = app.shown.stats
+        assert stats is not None and stats.rollout_moved is not None
+        panel = app.query_one("#rollout", MatrixPanel)
+        await pilot.press("r")
+        await pilot.pause()
+        assert "attention rollout" in str(panel.query_one(".panel-title", Static).render())
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.explorer.panel == "rollout" and app.explorer.value_weighted
+        assert "value-weighted rollout" in str(panel.query_one(".panel-title", Static).render())
+        values = torch.from_numpy(panel.grid.values).float()
+        assert torch.allclose(values, stats.rollout_moved, atol=1e-6)
+        assert not torch.allclose(values, stats.rollout, atol=1e-3)  # not the plain rollout drawn again
+        await pilot.press("t")  # Korean: the title says which rollout in the other language too
+        await pilot.pause()
+        assert "값 가중 롤아웃" in str(panel.query_one(".panel-title", Static).render())
+        await pilot.press("t", "r")
+        assert app.explorer.panel == "heatmap" and not app.explorer.value_weighted
+        await pilot.press("r")  # the rollout opens plain again
+        assert app.explorer.panel == "rollout" and not app.explorer.value_weighted
 
 
 async def test_r_without_a_transformer_says_why() -> None:
@@ -217,3 +243,34 @@ def test_the_command_line_opens_the_app_on_a_model(monkeypatch) -> None:
     assert seen["model"].name == "seq2seq-dates" and seen["model"].text.startswith("26년")
     cli.main(["--sample", "korean"])
     assert seen["model"] is None
+
+
+def test_the_command_line_opens_the_app_on_the_induction_probe(monkeypatch, capsys) -> None:
+    from attn_tui import cli
+
+    seen = {}
+    monkeypatch.setattr("attn_tui.tui.app.run_app",
+                        lambda request, model, max_memory=None, **_options: seen.update(model=model) or 0)
+    assert cli.main(["--model", "minilm", "--probe", "induction", "--probe-length", "12", "--probe-seed", "5"]) == 0
+    model = seen["model"]
+    assert (model.name, model.probed) == ("minilm", ("induction", 12, 5))
+    with pytest.raises(SystemExit) as stopped:  # one of the two, said in one line
+        cli.main(["--model", "minilm", "--probe", "induction", "--text", TEXT])
+    assert stopped.value.code == 2
+    assert "--probe replaces --text" in capsys.readouterr().err
+
+
+async def test_the_app_opened_on_the_probe_says_so_in_the_model_pane() -> None:
+    app = model_app("minilm", "", probe="induction", probe_length=6, probe_seed=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.shown is not None and app.shown.trace.meta.probe == "induction"
+        assert len(app.trace.query_tokens) == 1 + 2 * 6  # [CLS], then six tokens said twice
+        assert app.trace.query_tokens[1:7] == app.trace.query_tokens[7:]
+        status = str(app.query_one("#model-status", Label).render())
+        assert "induction probe: 6 random tokens said twice (seed 1)" in status
+        app.query_one("#sentence", Input).value = "dogs bark"  # a sentence typed takes the probe's place
+        await pilot.pause()
+        await settle(pilot)
+        assert app.trace.query_tokens == ("[CLS]", "dogs", "bark", "[SEP]") and not app.shown.trace.meta.probe
+        assert "induction probe" not in str(app.query_one("#model-status", Label).render())

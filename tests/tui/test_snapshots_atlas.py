@@ -47,6 +47,23 @@ def test_the_heads_ranked_by_induction(snap_compare) -> None:
     assert snap_compare(model_app("minilm", TEXT), terminal_size=SIZE, run_before=_atlas("f", "f", "f", "o", "down"))
 
 
+def test_the_heads_ranked_by_what_they_moved(snap_compare) -> None:
+    pytest.importorskip("transformers")
+    assert snap_compare(model_app("minilm", TEXT), terminal_size=SIZE, run_before=_atlas("o", "o"))
+
+
+def test_the_atlas_on_the_induction_probe(snap_compare) -> None:
+    pytest.importorskip("transformers")
+
+    async def run_before(pilot: Any) -> None:
+        await _atlas("p")(pilot)
+        await settle(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(model_app("minilm", TEXT, probe_length=8), terminal_size=SIZE, run_before=run_before)
+
+
 def test_the_atlas_of_smollm2_fits_80_by_24(snap_compare) -> None:
     pytest.importorskip("transformers")
     assert snap_compare(model_app("smollm2", TEXT, layer=14, head=4), terminal_size=SIZE, run_before=_atlas())

@@ -24,3 +24,14 @@ def test_minilm_moved_stage_and_its_cell(snap_compare, keys: tuple[str, ...]) ->
 
     assert snap_compare(model_app("minilm", "the cat sat on the mat", layer=2, head=5), terminal_size=(120, 40),
                         run_before=run_before)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs attn-tui[models]")
+@pytest.mark.parametrize("keys", [(), ("t",)], ids=["english", "korean"])
+def test_minilm_value_weighted_rollout(snap_compare, keys: tuple[str, ...]) -> None:
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("r", "r", *keys)
+        await pilot.pause()
+
+    assert snap_compare(model_app("minilm", "the cat sat on the mat"), terminal_size=(120, 40), run_before=run_before)

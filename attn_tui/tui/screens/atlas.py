@@ -29,7 +29,7 @@ from attn_tui.render.atlas import atlas_grid, grid_header, legend, ranking_table
 if TYPE_CHECKING:
     from attn_tui.trace.shown import Shown
 
-KEYS = N_("←↑↓→ · Enter: weights · f/F: filter · o: rank · c: compare · Esc: back")
+KEYS = N_("Enter: weights · f/F: filter · o: rank · c: compare · p: probe · Esc: back")
 
 
 class AtlasSide(Vertical):
@@ -112,8 +112,9 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         Binding("right", "move(0, 1)", N_("Cursor right"), show=False, id="atlas.right"),
         Binding("f", "filter(1)", N_("Filter by the next role"), id="atlas.filter"),
         Binding("F", "filter(-1)", N_("Filter by the previous role"), show=False, id="atlas.filter_back"),
-        Binding("o", "rank", N_("Rank the heads by the role's score"), id="atlas.rank"),
+        Binding("o", "rank", N_("Rank the heads by the role's score, then by what they moved"), id="atlas.rank"),
         Binding("c", "compare", N_("B's atlas beside A's"), id="atlas.compare"),
+        Binding("p", "probe", N_("The model on the induction probe, or back on the sentence"), id="atlas.probe"),
         Binding("t", "language", "한/En", id="atlas.language"),
     ]
 
@@ -182,12 +183,14 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
             return
         shown = _("filter: {role} scores").format(role=title(position.role)) if position.role \
             else _("strongest roles")
-        order = _("ranked") if position.ranked else ""
+        probe = _("on the induction probe") if getattr(self.shown_a.trace.meta, "probe", "") else ""
+        order = (_("ranked by moved") if position.by_moved and atlas.has_moved else _("ranked")) \
+            if position.ranked else ""
         title_line.update(printable(" · ".join(part for part in (_("atlas of {name}: {layers}×{heads} heads, {n} "
                                                                    "tokens").format(name=atlas.name,
                                                                                     layers=atlas.layers,
                                                                                     heads=atlas.heads, n=atlas.tokens),
-                                                                 shown, order) if part)))
+                                                                 probe, shown, order) if part)))
         a_label, b_label = (self.b[1], self.b[2]) if self.b is not None else ("", "")
         self.query_one("#atlas-a", AtlasSide).draw(f"A: {a_label}" if self.comparing else "", atlas, position)
         if self.comparing:
@@ -226,9 +229,12 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         self.draw()
 
     def action_rank(self) -> None:
-        """o: the ranking (top heads first, the cursor on the first) or back to the grid (the cursor stays)."""
-        self.position.ranked = not self.position.ranked
-        if self.position.ranked and self.atlas is not None:
+        """o: the ranking by score (top heads first, the cursor on the first), then by what each head moved (a
+        model's run), then back to the grid (the cursor stays)."""
+        if self.atlas is None:
+            return
+        self.position.cycle_rank(self.atlas)
+        if self.position.ranked:
             self.position.to_top(self.atlas)
         self.draw()
 
@@ -263,6 +269,22 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         self.b, self.waiting_b = None, False
         self.atlases.pop("b", None)
         self.position.comparing = False
+        self.draw()
+
+    def action_probe(self) -> None:
+        """p: the model again on the induction probe, or back on the sentence; the atlas waits for the run."""
+        self.app.atlas_probe(self)  # type: ignore[attr-defined]
+
+    def waiting_for_a(self) -> None:
+        """A new run of A was asked for (p): its atlas is computed when it arrives."""
+        self.atlases.pop("a", None)
+        self.draw()
+
+    def show_a(self, shown: Shown) -> None:
+        """A's new run arrived: its atlas is built, the cursor where it was."""
+        self.shown_a, self.start = shown, (self.position.layer, self.position.head)
+        self.atlases.pop("a", None)
+        self._build("a", shown)
         self.draw()
 
     def action_language(self) -> None:

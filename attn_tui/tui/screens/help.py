@@ -23,7 +23,8 @@ NOTES = (
        "trace or the screen; ctrl+z undoes loading a sample or a mask edit. Your settings and typing are kept "
        "for the next start (attn-tui --fresh ignores them)."),
     N_("Real models (model pane, or --model): [ ] change the head, { } the layer, g shows every head, r the "
-       "attention rollout. The seq2seq date model: → steps through each decoder step's stages."),
+       "attention rollout (r again: value-weighted by what each head moved). The seq2seq date model: → steps "
+       "through each decoder step's stages."),
     N_("a opens the head atlas: every head (layers × heads) coloured by its strongest role. previous-token, "
        "duplicate-token and induction are scored as TransformerLens's detect_head does (the share of a head's "
        "attention on the cells its token pattern names: the key just before; earlier copies of the query's token; "

@@ -79,6 +79,7 @@ class Explorer(Vertical):
         self.panel = STAGES
         self.view: StageView | None = None
         self.shared_scale = True  # one colour scale for every head (heads panel), for A and B (compare)
+        self.value_weighted = False  # the rollout panel shows the value-weighted rollout (r again)
         self.comparison: Comparison | None = None
         self.shown_b: Shown | None = None  # B's computation (a head comparison reads A's trace)
         self.view_b: StageView | None = None

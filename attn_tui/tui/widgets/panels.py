@@ -48,6 +48,7 @@ class PanelHost(Protocol):
     energy_query: int
     panel: str
     shared_scale: bool
+    value_weighted: bool
     comparison: Comparison | None
     pair: SideBySide | None
 
@@ -71,12 +72,16 @@ def draw_panel(explorer: PanelHost, view: StageView) -> None:
     if panel == "model_grid" and summary is not None:
         explorer.query_one(ModelGrid).show(summary, explorer.layer_index, explorer.head)
     elif panel == "rollout" and summary is not None:
-        from attn_tui.trace.model_stats import ROLLOUT_FORMULA
+        from attn_tui.trace.model_stats import ROLLOUT_FORMULA, ROLLOUT_MOVED_FORMULA
 
+        weighted = explorer.value_weighted and summary.rollout_moved is not None
+        title = (_("value-weighted rollout") + " · " + ROLLOUT_MOVED_FORMULA) if weighted \
+            else (_("attention rollout") + " · " + ROLLOUT_FORMULA)
+        back = _("r returns") if weighted or summary.rollout_moved is None else _("r: the value-weighted rollout")
         explorer.query_one("#rollout", MatrixPanel).show(
-            ROLLOUT_FORMULA, summary.rollout,
+            title, summary.rollout_moved if weighted and summary.rollout_moved is not None else summary.rollout,
             _("how much of each token's last-layer representation traces back to each input token, through every "
-              "layer and the residual path (r returns; click a cell for its value)"))
+              "layer and the residual path ({back}; click a cell for its value)").format(back=back))
     elif panel == "alignment":
         place = explorer.places[explorer.stage_index]
         head = None if place.name == "alignment_mean" else explorer.head  # a mean over heads, or the head's
