@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
-from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCallError, origin_at, walk
+from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCallError, forget_walks, origin_at, walk
 
 if TYPE_CHECKING:
     from attn_tui.sources.recorder.threads import ThreadCover
@@ -133,7 +133,7 @@ class Recorder(TorchFunctionMode):
         from attn_tui.sources.recorder import flex
 
         flex.uninstall(self)
-        _LAST[0] = None  # no frame of the code is held past the recording
+        forget_walks()  # no frame of the code is held past the recording
         self.recording = False  # a thread the code left running keeps the mode: it records nothing more
         super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
         if self.threads is not None:
@@ -168,23 +168,38 @@ class Recorder(TorchFunctionMode):
         known = self._names.get(id(tensor))
         if known is not None:
             return known
-        modules = [scope.module] if scope is not None and scope.module is not None else []
+        # The modules checked in order: the scope's, then each module whose code is running, innermost first;
+        # the walk up the frames stops at the first that holds the parameter (a Linear's own forward, mostly).
+        seen: list[torch.nn.Module] = []
+        first = scope.module if scope is not None else None
+        if isinstance(first, torch.nn.Module):
+            seen.append(first)
+            found = self._named_in(first, tensor)
+            if found is not None:
+                return found
         frame = sys._getframe(3)
-        while frame is not None and len(modules) < 8:
+        while frame is not None and len(seen) < 8:
             code = frame.f_code  # f_locals only where a `self` can be: it copies every local of the frame
-            if code not in PLUMBING and ("self" in code.co_varnames or "self" in code.co_cellvars):
+            if code not in PLUMBING and code.co_filename != __file__ and (
+                    "self" in code.co_varnames or "self" in code.co_cellvars):
                 owner = frame.f_locals.get("self")
-                if isinstance(owner, torch.nn.Module) and owner not in modules:
-                    modules.append(owner)
+                if isinstance(owner, torch.nn.Module) and owner not in seen:
+                    seen.append(owner)
+                    found = self._named_in(owner, tensor)
+                    if found is not None:
+                        return found
             frame = frame.f_back  # type: ignore[assignment]
-        for module in modules:
-            names = self._params_of.get(id(module))
-            if names is None:  # each module's parameters listed once: a model has hundreds, met one by one
-                names = self._params_of[id(module)] = {id(p): (p, str(n)) for n, p in module.named_parameters()}
-            found = names.get(id(tensor))
-            if found is not None and found[0] is tensor:
-                self._names[id(tensor)] = found[1]
-                return found[1]
+        return None
+
+    def _named_in(self, module: torch.nn.Module, tensor: torch.Tensor) -> str | None:
+        """The name `module` gives the parameter (kept for the rest of the recording), or None."""
+        names = self._params_of.get(id(module))
+        if names is None:  # each module's parameters listed once: a model has hundreds, met one by one
+            names = self._params_of[id(module)] = {id(p): (p, str(n)) for n, p in module.named_parameters()}
+        found = names.get(id(tensor))
+        if found is not None and found[0] is tensor:
+            self._names[id(tensor)] = found[1]
+            return found[1]
         return None
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:
@@ -211,7 +226,7 @@ class Recorder(TorchFunctionMode):
         last = _LAST[0]
         if last is not None and last[0] is here:
             return origin_at(last[1]), last[2]
-        user_frame, scope = walk(sys._getframe(2))
+        user_frame, scope = walk(here)
         if not here.f_code.co_flags & SUSPENDS:  # a generator's callers change between its resumptions
             _LAST[0] = (here, user_frame, scope)
         return origin_at(user_frame), scope

@@ -8,6 +8,7 @@ import inspect
 import linecache
 import os
 import sysconfig
+import threading
 from types import FrameType
 
 import torch
@@ -78,12 +79,98 @@ def origin_at(frame: FrameType | None) -> Origin | None:
     """The line a user's frame is at now."""
     if frame is None:
         return None
-    code = frame.f_code
-    return Origin(code.co_filename, frame.f_lineno, linecache.getline(code.co_filename, frame.f_lineno).strip())
+    return _origin(frame.f_code.co_filename, frame.f_lineno)
+
+
+@functools.lru_cache(maxsize=4096)
+def _origin(filename: str, line: int) -> Origin:
+    """One Origin per line: a model's forward asks for the same few lines on every call (linecache keeps a file
+    as first read as well)."""
+    return Origin(filename, line, linecache.getline(filename, line).strip())
+
+
+class _Chain:
+    """The frames the last walks passed before they found anything, outermost first, each with what a walk
+    from it finds: the frames above a frame never change while it runs, so a later walk that reaches one of
+    them stops there. Truncated to the frame a walk meets, it holds only frames of the stack now running
+    (no frame's locals are kept alive past its call); emptied when a recording ends."""
+
+    def __init__(self) -> None:
+        self.frames: list[FrameType] = []
+        self.found: list[tuple[FrameType | None, Scope | None] | None] = []  # None: attn-tui's own call
+        self.index: dict[int, int] = {}  # id(frame) → its place in `frames`
+
+    def at(self, frame: FrameType) -> int | None:
+        place = self.index.get(id(frame))
+        return place if place is not None and place < len(self.frames) and self.frames[place] is frame else None
+
+    def keep(self, place: int | None, fresh: list[FrameType],
+             found: tuple[FrameType | None, Scope | None] | None) -> None:
+        """Cut the chain after `place` (the frame this walk met; None: none) and add `fresh` (innermost first)."""
+        cut = 0 if place is None else place + 1
+        for frame in self.frames[cut:]:
+            self.index.pop(id(frame), None)
+        del self.frames[cut:], self.found[cut:]
+        for frame in reversed(fresh):
+            self.index[id(frame)] = len(self.frames)
+            self.frames.append(frame)
+            self.found.append(found)
+
+    def clear(self) -> None:
+        self.frames.clear()
+        self.found.clear()
+        self.index.clear()
+
+
+CHAINS: dict[int, _Chain] = {}  # one per thread (each walks its own stack); emptied when a recording ends
+
+
+def _chain() -> _Chain:
+    ident = threading.get_ident()
+    chain = CHAINS.get(ident)
+    if chain is None:
+        chain = CHAINS[ident] = _Chain()
+    return chain
 
 
 def walk(frame: FrameType | None) -> tuple[FrameType | None, Scope | None]:
-    """Up from `frame`: the user's frame that made the call, and the attention module (or function) it ran in."""
+    """Up from `frame`: the user's frame that made the call, and the attention module (or function) it ran in.
+
+    The frames passed before anything is found are remembered (`CHAINS`): a model's next torch call walks only
+    up to the first of them it meets (reading a frame's `self` copies all its locals: most of a walk's cost).
+    """
+    fresh: list[FrameType] = []  # frames passed while nothing was found yet: what a walk from each finds is known
+    place: int | None = None
+    chain = _chain()
+    found: tuple[FrameType | None, Scope | None] | None
+    try:
+        walked = _walk(frame, fresh, chain)
+    except OwnCallError:
+        chain.keep(None, fresh, None)
+        raise
+    if isinstance(walked, int):  # a frame of the chain was met before anything was found: the rest is known
+        place = walked
+        found = chain.found[place]
+    else:
+        found = walked
+    chain.keep(place, fresh, found)
+    if found is None:
+        raise OwnCallError
+    return found
+
+
+def forget_walks() -> None:
+    """Drop every frame the walks keep (the last walk, each thread's chain) and the lines read: a recording ended."""
+    LAST_WALK[0] = None
+    for chain in list(CHAINS.values()):
+        chain.clear()
+    CHAINS.clear()
+    _origin.cache_clear()  # the next recording reads its lines anew (a script edited between two runs)
+
+
+def _walk(frame: FrameType | None, fresh: list[FrameType],
+          chain: _Chain) -> tuple[FrameType | None, Scope | None] | int:
+    """What `walk` finds, or the place in `chain` of the first of its frames met before anything was found."""
     user_frame = module_frame = None
     budget = MODULE_SEARCH  # frames looked at past the user's line: a deep recursion must not cost its depth
     depth = 0
@@ -92,6 +179,12 @@ def walk(frame: FrameType | None) -> tuple[FrameType | None, Scope | None]:
         if user_frame is not None:
             budget -= 1
         code = frame.f_code
+        if user_frame is None and module_frame is None:
+            place = chain.at(frame)
+            if place is not None:
+                return place
+            if not code.co_flags & SUSPENDS:  # a generator's callers change between its resumptions
+                fresh.append(frame)
         # Only while the module is still looked for, and never in torch's own module plumbing (its `self` is the
         # module whose forward frame, just below, was looked at already): reading f_locals copies every local.
         owner = frame.f_locals.get("self") if module_frame is None and code not in PLUMBING and \
