@@ -43,6 +43,7 @@ from attn_tui.tui.comparing import CompareActions
 from attn_tui.tui.editing import EditingActions
 from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within, exit_code
 from attn_tui.tui.exporting import ExportActions
+from attn_tui.tui.language import LanguageActions
 from attn_tui.tui.messages import (
     ComputeFailed,
     LoadProgressed,
@@ -80,7 +81,8 @@ def palette_commands() -> type[Provider]:
     return AttnCommands
 
 
-class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, ExportActions, App[int]):
+class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, ExportActions, LanguageActions,
+              App[int]):
     """Model and input panes on the left, the explorer on the right, around one ask and what is on show."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
@@ -385,22 +387,6 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
 
     def on_panel_changed(self, message: PanelChanged) -> None:
         self.query_one("#main").set_class(message.full_width, "-full")
-
-    # ----- language ------------------------------------------------------------------------
-    def action_toggle_language(self) -> None:
-        self.language = "ko" if self.language == "en" else "en"
-
-    def watch_language(self, language: str) -> None:
-        i18n.set_language(language)
-        self.query_one(ModelPane).relabel()
-        self.query_one(InputPane).relabel()
-        if self.shown is not None and self.state.on_record:
-            self.query_one(InputPane).show_model_tokens(self.shown.trace)  # relabel drew the variants' tokens
-        self.query_one(LocalFooter).refresh(recompose=True)
-        self.query_one("#too-small", Static).update(self._too_small_text())
-        self.explorer.language = language
-        self.explorer.show_error(self.error)
-        self.save_soon()
 
 
 def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None,
