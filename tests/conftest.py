@@ -71,6 +71,20 @@ def _english(monkeypatch: pytest.MonkeyPatch, tmp_path):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _no_terminal_app() -> Iterator[None]:
+    """A test that reaches a real terminal app (`App.run`, not Pilot's `run_test`) fails at once: under pytest
+    such an app waits for keys that never come, and one stray case would hold the whole run until CI's limit."""
+    from textual.app import App
+
+    def refuse(self: App, *args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{type(self).__name__}.run() called in a test: drive the app with run_test()")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(App, "run", refuse)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _cache_folder(tmp_path_factory: pytest.TempPathFactory):
     """The user cache folder (joined GGUF files, converted model copies) is one pytest folder for the whole run,
     never the user's: a model is converted once per test session. Workers of one xdist run share it (the base

@@ -109,7 +109,8 @@ def test_heads_prints_every_heads_roles_in_json_and_a_table(tmp_path: Path, caps
     ["stages", "--text", "a b", "--probe", "induction"],
     ["stages", "--model", "minilm", "--text", "a b", "--probe", "induction"],
     ["stages", "--model", "smollm2", "--probe", "induction", "--generate", "2"],
-    ["--model", "minilm", "--probe", "induction"],
+    ["--model", "minilm", "--probe", "induction", "--text", "a b"],
+    ["--model", "minilm", "--probe", "induction", "--generate", "2"],
 ])
 def test_a_probe_asked_wrongly_is_one_line_and_exit_2(argv: list[str], capsys) -> None:
     with pytest.raises(SystemExit) as stopped:
