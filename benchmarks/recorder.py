@@ -9,12 +9,18 @@
 
 Times are CPU seconds of this process (`time.process_time`), the median of several runs, so that
 other work on the machine does not skew the ratios; torch runs on `--threads` threads (default 1).
+Each timed call runs once untimed first (the first recording and the first build import their modules
+and read the loaded modules once). The garbage collector is kept out of the figures: each run starts
+after a full collection, untimed, and each recording is dropped after its clock stops, so neither a
+collection of the whole heap nor the last run's garbage (a recording is a web of cycles, freed only by
+a collection) lands in a timed run; without this a 128-token figure swung by ±20 ms.
 Prints milliseconds and ratios; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -33,24 +39,31 @@ SIZES = (16, 128, 512)
 MODEL_SIZES = (128, 512)
 
 
+def _timed(fn: Callable[[], Any]) -> float:
+    gc.collect()  # the last run's garbage goes, and the next full collection is as far off as it can be
+    start = time.process_time()
+    kept = fn()
+    spent = time.process_time() - start
+    del kept  # a recording is dropped after the clock stops
+    return spent
+
+
 def median_ms(fn: Callable[[], Any], repeat: int = 5) -> float:
     fn()
-    runs = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        runs.append(time.process_time() - start)
-    return 1000 * statistics.median(runs)
+    return 1000 * statistics.median(_timed(fn) for _ in range(repeat))
 
 
 def build_ms(record: Callable[[], Any], repeat: int = 5) -> float:
-    """The median time of `rec.trace` alone, each on a fresh recording."""
+    """The median time of `rec.trace` alone, each on a fresh recording (one untimed build first)."""
+    _ = record().trace
     runs = []
     for _ in range(repeat):
         rec = record()
+        gc.collect()
         start = time.process_time()
         _ = rec.trace
         runs.append(time.process_time() - start)
+        del rec
     return 1000 * statistics.median(runs)
 
 

@@ -11,7 +11,6 @@ recorded values are the very numbers the code computed.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import weakref
 from collections import deque
@@ -94,6 +93,14 @@ def written_softmax(node: Node) -> bool:
     return written_parts(node) is not None
 
 
+class _Tracked(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows the id it is filed under: one callback serves every tracked tensor
+    (a closure per tensor cost a function and a cell each, hundreds per forward, all left to the collector)."""
+
+    __slots__ = ("key",)
+    key: int
+
+
 class Recorder(TorchFunctionMode):
     """Records the calls that can make attention while it is active (`with Recorder(): …`).
 
@@ -107,7 +114,8 @@ class Recorder(TorchFunctionMode):
         self.anchors: dict[Scope, deque[Node]] = {}
         self.order: list[Scope] = []  # scopes in the order their first attention ran
         self.seen: dict[Scope, int] = {}
-        self._nodes: dict[int, tuple[weakref.ref[torch.Tensor], Node]] = {}
+        self._nodes: dict[int, tuple[_Tracked, Node]] = {}
+        self._drop = self._forget  # the one bound method every weak reference calls back
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
         self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
@@ -119,7 +127,7 @@ class Recorder(TorchFunctionMode):
         self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
-        from attn_tui.sources.recorder import flex
+        from attn_tui.sources.recorder import flex, quiet_gc
         from attn_tui.sources.recorder.threads import ThreadCover
 
         self.threads = ThreadCover(self)
@@ -127,30 +135,37 @@ class Recorder(TorchFunctionMode):
         self.recording = True
         super().__enter__()  # type: ignore[no-untyped-call]
         flex.install(self)  # flex_attention hides its call from the mode: it is wrapped while this records
+        quiet_gc.hold()  # no full collection walks the program's old objects while this records
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        from attn_tui.sources.recorder import flex
+        from attn_tui.sources.recorder import flex, quiet_gc
 
-        flex.uninstall(self)
-        forget_walks()  # no frame of the code is held past the recording
-        self.recording = False  # a thread the code left running keeps the mode: it records nothing more
-        super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
-        if self.threads is not None:
-            self.threads.stop()
+        try:
+            flex.uninstall(self)
+            forget_walks()  # no frame of the code is held past the recording
+            self.recording = False  # a thread the code left running keeps the mode: it records nothing more
+            super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
+            if self.threads is not None:
+                self.threads.stop()
+        finally:
+            quiet_gc.release()
 
     # ----- the graph ----------------------------------------------------------------------
-    def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
-        def drop(ref: weakref.ref[torch.Tensor]) -> None:
-            entry = self._nodes.get(key)
-            if entry is not None and entry[0] is ref:
-                del self._nodes[key]
-        return drop
+    def _forget(self, ref: _Tracked) -> None:
+        """A tracked tensor died: its entry goes (unless the id was taken again by a newer tensor)."""
+        entry = self._nodes.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del self._nodes[ref.key]
 
     def _track(self, tensor: torch.Tensor, node: Node) -> None:
         key = id(tensor)
-        with contextlib.suppress(TypeError):  # a tensor that takes no weak reference is not tracked
-            self._nodes[key] = (weakref.ref(tensor, self._forget(key)), node)
+        try:
+            ref = _Tracked(tensor, self._drop)
+        except TypeError:  # a tensor that takes no weak reference is not tracked
+            return
+        ref.key = key
+        self._nodes[key] = (ref, node)
 
     def node_of(self, tensor: torch.Tensor, scope: Scope | None, origin: Origin | None = None) -> Node:
         """The node of a tensor; one the recorder has not seen made (or that changed since) becomes a leaf."""
