@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
@@ -29,30 +30,8 @@ from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCa
 if TYPE_CHECKING:
     from attn_tui.sources.recorder.threads import ThreadCover
 
-CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
-OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
-       "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
-       "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
-       "multi_head_attention_forward", "neg", "nan_to_num",
-       "eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: a mask written `mask == 0` is shown as `mask` holds it
-ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
-RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
-           "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
-           "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
-
-
-def func_name(func: Callable[..., Any]) -> str:
-    """`torch.matmul`, `Tensor.matmul`, `Tensor.__matmul__` and `Tensor.T` as one plain name each."""
-    name = getattr(func, "__name__", "")
-    if name == "__get__":  # a property: Tensor.T, Tensor.mT, Tensor.data
-        name = getattr(getattr(func, "__self__", None), "__name__", "")
-    if name.startswith("__") and name.endswith("__"):
-        name = name[2:-2]
-        if name in ("rdiv", "rtruediv"):
-            return "rdiv"
-    return RENAMED.get(name, name)
 
 
 def _learned(tensor: Any) -> bool:
@@ -61,36 +40,6 @@ def _learned(tensor: Any) -> bool:
                                                  or (tensor.requires_grad and tensor.is_leaf))
 
 
-
-
-def written_parts(node: Node) -> tuple[Node, Node] | None:
-    """A softmax written out by hand, as (what it reads, the node that says over which dimension):
-    `exp(x) / exp(x).sum(dim, keepdim=True)` (one exp or two), `log_softmax(x, dim).exp()`,
-    `exp(x - logsumexp(x, dim, keepdim=True))`. None for anything else."""
-    first = node.inputs[0] if node.inputs and isinstance(node.inputs[0], Node) else None
-    if first is None:
-        return None
-    if node.name == "div" and len(node.inputs) >= 2 and isinstance(node.inputs[1], Node):
-        bottom = node.inputs[1]
-        summed = bottom.inputs[0] if bottom.inputs and isinstance(bottom.inputs[0], Node) else None
-        if first.name != "exp" or bottom.name != "sum" or summed is None or not first.inputs:
-            return None
-        same = summed is first or (summed.name == "exp" and bool(summed.inputs) and summed.inputs[0] is first.inputs[0])
-        x = first.inputs[0]
-        return (x, bottom) if same and isinstance(x, Node) else None
-    if node.name != "exp":
-        return None
-    if first.name == "log_softmax" and first.inputs and isinstance(first.inputs[0], Node):
-        return first.inputs[0], first
-    if first.name == "sub" and len(first.inputs) >= 2 and isinstance(first.inputs[1], Node):
-        x, lse = first.inputs[0], first.inputs[1]
-        if lse.name == "logsumexp" and isinstance(x, Node) and lse.inputs and lse.inputs[0] is x:
-            return x, lse
-    return None
-
-
-def written_softmax(node: Node) -> bool:
-    return written_parts(node) is not None
 
 
 class _Tracked(weakref.ref):  # type: ignore[type-arg]
@@ -219,6 +168,9 @@ class Recorder(TorchFunctionMode):
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:
         if isinstance(value, torch.Tensor):
+            entry = self._nodes.get(id(value))  # the common case first, as node_of finds it: a tensor recorded
+            if entry is not None and entry[1].version == version_of(value) and entry[0]() is value:
+                return entry[1]
             return self.node_of(value, scope, origin)
         if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
             return tuple(self._wrap(v, scope, origin) for v in value)
@@ -270,8 +222,8 @@ class Recorder(TorchFunctionMode):
         kwargs = kwargs or {}
         if not self.recording:
             return func(*args, **kwargs)
-        name = func_name(func)
-        inplace = (name.endswith("_") and not name.endswith("__")) or name == "setitem" or "out" in kwargs
+        name, inplace = kind_of(func)
+        inplace = inplace or "out" in kwargs
         before = None
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
@@ -331,8 +283,8 @@ class Recorder(TorchFunctionMode):
                             for n, a in enumerate(args))
             result = target if isinstance(target, torch.Tensor) else result
         else:
-            wrapped = tuple(self._wrap(a, scope, origin) for a in args)
-        inputs_kwargs = {k: self._wrap(v, scope, origin) for k, v in kwargs.items() if k != "out"}
+            wrapped = tuple([self._wrap(a, scope, origin) for a in args])
+        inputs_kwargs = {k: self._wrap(v, scope, origin) for k, v in kwargs.items() if k != "out"} if kwargs else {}
         outputs = result if isinstance(result, (tuple, list)) else (result,)
         if name == "multi_head_attention_forward":
             outputs = (result[0],)
@@ -344,19 +296,25 @@ class Recorder(TorchFunctionMode):
                         part=part if len(outputs) > 1 else None)
             if name == "multi_head_attention_forward":
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)
-            self._link(node)
+            anchor = name in ANCHORS or written_softmax(node)
+            self._link(node, anchor)
             self._track(out, node)
-            if name in ANCHORS or written_softmax(node):
+            if anchor:
                 self._anchor(node, scope or Scope("attention", 0))
 
-    def _link(self, node: Node) -> None:
+    @staticmethod
+    def _link(node: Node, anchor: bool | None = None) -> None:
         """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
-        if node.name in ANCHORS or written_softmax(node):
+        if anchor if anchor is not None else (node.name in ANCHORS or written_softmax(node)):
             node.hops = 0
-        for source in node.tensors():
-            if source.hops is not None and source.hops < AFTER_HOPS:
-                source.consumers.append(node)
-                node.hops = source.hops + 1 if node.hops is None else min(node.hops, source.hops + 1)
+        for arg in (*node.inputs, *node.kwargs.values()) if node.kwargs else node.inputs:  # Node.tensors(), inline
+            for source in arg if isinstance(arg, (tuple, list)) else (arg,):
+                if not isinstance(source, Node):
+                    continue
+                hops = source.hops
+                if hops is not None and hops < AFTER_HOPS:
+                    source.consumers.append(node)
+                    node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
 
     def _root(self) -> None:
         """Keep the outermost module running now (a whole model), so each attention is named by its path in it."""
