@@ -11,9 +11,10 @@ Times are CPU seconds of this process (`time.process_time`), the median of sever
 other work on the machine does not skew the ratios; torch runs on `--threads` threads (default 1).
 Each timed call runs once untimed first (the first recording and the first build import their modules
 and read the loaded modules once), and plain and recorded runs are timed in turns. A recording keeps
-every value the code computed (a 12-layer forward at 128 tokens: some 45 MB), so a process's first
-recording, or one after the memory went back to the system, also pays for mapping it (11,000 page
-faults there, about 20 ms); the figures are for a process that recorded before.
+every value the code computed (a 12-layer forward at 128 tokens: some 45 MB), and memory that went back
+to the system in between is mapped afresh, page by page: `faults` is the median count of a recorded
+run's page faults (about 10,000 at 128 tokens cost some 20 ms; how many there are is up to the C
+library's allocator, and is most of what still makes the recorded figures swing from run to run).
 The garbage collector is kept out of the figures: each run starts
 after a full collection, untimed, and each recording is dropped after its clock stops, so neither a
 collection of the whole heap nor the last run's garbage (a recording is a web of cycles, freed only by
@@ -43,24 +44,39 @@ SIZES = (16, 128, 512)
 MODEL_SIZES = (128, 512)
 
 
-def _timed(fn: Callable[[], Any]) -> float:
+FAULTS: list[int] = []  # page faults of each timed recorded run (memory mapped afresh), for the table
+
+
+def _faults() -> int:
+    try:
+        import resource
+    except ImportError:  # not on Windows: the column reads 0
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
+def _timed(fn: Callable[[], Any], faults: list[int] | None = None) -> float:
     gc.collect()  # the last run's garbage goes, and the next full collection is as far off as it can be
+    mapped = _faults()
     start = time.process_time()
     kept = fn()
     spent = time.process_time() - start
+    if faults is not None:
+        faults.append(_faults() - mapped)
     del kept  # a recording is dropped after the clock stops
     return spent
 
 
 def paired_ms(plain: Callable[[], Any], recorded: Callable[[], Any], repeat: int = 7) -> tuple[float, float]:
     """Median times of the plain and the recorded run, taken in turns (each once untimed first), so that both
-    meet the same machine and the same heap: back to back, each recording would map its memory afresh."""
+    meet the same machine and the same heap. The recorded runs' page faults are left in FAULTS."""
     plain()
     recorded()
     times: tuple[list[float], list[float]] = ([], [])
+    FAULTS.clear()
     for _ in range(repeat):
         times[0].append(_timed(plain))
-        times[1].append(_timed(recorded))
+        times[1].append(_timed(recorded, FAULTS))
     return 1000 * statistics.median(times[0]), 1000 * statistics.median(times[1])
 
 
@@ -79,12 +95,14 @@ def build_ms(record: Callable[[], Any], repeat: int = 5) -> float:
 
 
 def row(label: object, base: float, recorded: float, build: float) -> None:
-    print(f"{label!s:>7} {base:>9.1f} {recorded:>12.1f} {recorded / base:>6.2f} {build:>9.1f} {build / base:>6.2f}")
+    faults = int(statistics.median(FAULTS)) if FAULTS else 0
+    print(f"{label!s:>7} {base:>9.1f} {recorded:>12.1f} {recorded / base:>6.2f} {faults:>7} {build:>9.1f} "
+          f"{build / base:>6.2f}")
 
 
 def header(title: str) -> None:
     print(title)
-    print(f"{'tokens':>7} {'plain ms':>9} {'recorded ms':>12} {'ratio':>6} {'build ms':>9} {'ratio':>6}")
+    print(f"{'tokens':>7} {'plain ms':>9} {'recorded ms':>12} {'ratio':>6} {'faults':>7} {'build ms':>9} {'ratio':>6}")
 
 
 def learner() -> None:
