@@ -85,14 +85,22 @@ def _namespaces() -> list[dict[str, Any]]:
     Listed anew only when a module was loaded or dropped since the last list (sys.modules keeps the
     order modules came in: its size and last entry tell): a recording asks twice, thousands are loaded.
     """
-    modules = sys.modules
-    last = next(reversed(modules), None)
-    stamp = (id(modules), len(modules), last, id(modules.get(last)) if last is not None else 0)
+    stamp = _stamp()
     if _LISTED and _LISTED[0][0] == stamp:
         return _LISTED[0][1]
-    found = _list_namespaces()
-    _LISTED[:] = [(stamp, found)]
+    for _ in range(3):  # deciding a module may import one (sysconfig's data, the first time): list again then
+        found = _list_namespaces()
+        listed, stamp = stamp, _stamp()
+        if listed == stamp:
+            _LISTED[:] = [(stamp, found)]
+            break
     return found
+
+
+def _stamp() -> tuple[int, int, str | None, int]:
+    modules = sys.modules
+    last = next(reversed(modules), None)
+    return id(modules), len(modules), last, id(modules.get(last)) if last is not None else 0
 
 
 def _list_namespaces() -> list[dict[str, Any]]:
