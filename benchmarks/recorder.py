@@ -2,6 +2,7 @@
 
     python benchmarks/recorder.py            # both tables
     python benchmarks/recorder.py --threads 1
+    python benchmarks/recorder.py --keep-memory   # no page faults: the recorder's own work alone
 
 1. A learner's multi-head module (8 heads, its own softmax) at 16, 128 and 512 tokens.
 2. A 12-layer Hugging Face model (random Llama weights, 8 heads) as it runs by default (sdpa),
@@ -14,7 +15,8 @@ and read the loaded modules once), and plain and recorded runs are timed in turn
 every value the code computed (a 12-layer forward at 128 tokens: some 45 MB), and memory that went back
 to the system in between is mapped afresh, page by page: `faults` is the median count of a recorded
 run's page faults (about 10,000 at 128 tokens cost some 20 ms; how many there are is up to the C
-library's allocator, and is most of what still makes the recorded figures swing from run to run).
+library's allocator, and is most of what still makes the recorded figures swing from run to run;
+`--keep-memory` asks glibc to keep what it mapped, leaving the recorder's own work alone).
 The garbage collector is kept out of the figures: each run starts
 after a full collection, untimed, and each recording is dropped after its clock stops, so neither a
 collection of the whole heap nor the last run's garbage (a recording is a web of cycles, freed only by
@@ -151,9 +153,26 @@ def twelve_layers() -> None:
         row(n, *paired_ms(plain, recorded), build_ms(recorded, 3))
 
 
-def main(threads: int = 1) -> None:
+def keep_memory() -> bool:
+    """Ask glibc's allocator to keep what it mapped (no trimming, no mmap per large block), so that a recording
+    reuses the last one's memory instead of faulting it in again: the figures then show the recorder's own
+    work. False where that cannot be asked (not glibc)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim, mmap = -1, -3  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD (malloc.h)
+        return bool(libc.mallopt(trim, 1 << 30)) and bool(libc.mallopt(mmap, 32 << 20))
+    except (OSError, AttributeError):
+        return False
+
+
+def main(threads: int = 1, keep: bool = False) -> None:
     """Both tables (`benchmarks/run.py --only recorder` calls this too)."""
     torch.set_num_threads(threads)
+    if keep and not keep_memory():
+        print("--keep-memory: this C library's allocator cannot be asked; figures as without it")
     learner()
     print()
     twelve_layers()
@@ -162,4 +181,7 @@ def main(threads: int = 1) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    main(parser.parse_args().threads)
+    parser.add_argument("--keep-memory", action="store_true",
+                        help="glibc keeps the memory it mapped: no page faults, the recorder's own work alone")
+    args = parser.parse_args()
+    main(args.threads, args.keep_memory)
