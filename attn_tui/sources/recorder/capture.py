@@ -11,7 +11,6 @@ recorded values are the very numbers the code computed.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import weakref
 from collections import deque
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
@@ -30,30 +30,8 @@ from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCa
 if TYPE_CHECKING:
     from attn_tui.sources.recorder.threads import ThreadCover
 
-CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
-OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
-       "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
-       "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
-       "multi_head_attention_forward", "neg", "nan_to_num",
-       "eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: a mask written `mask == 0` is shown as `mask` holds it
-ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
-RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
-           "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
-           "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
-
-
-def func_name(func: Callable[..., Any]) -> str:
-    """`torch.matmul`, `Tensor.matmul`, `Tensor.__matmul__` and `Tensor.T` as one plain name each."""
-    name = getattr(func, "__name__", "")
-    if name == "__get__":  # a property: Tensor.T, Tensor.mT, Tensor.data
-        name = getattr(getattr(func, "__self__", None), "__name__", "")
-    if name.startswith("__") and name.endswith("__"):
-        name = name[2:-2]
-        if name in ("rdiv", "rtruediv"):
-            return "rdiv"
-    return RENAMED.get(name, name)
 
 
 def _learned(tensor: Any) -> bool:
@@ -64,34 +42,12 @@ def _learned(tensor: Any) -> bool:
 
 
 
-def written_parts(node: Node) -> tuple[Node, Node] | None:
-    """A softmax written out by hand, as (what it reads, the node that says over which dimension):
-    `exp(x) / exp(x).sum(dim, keepdim=True)` (one exp or two), `log_softmax(x, dim).exp()`,
-    `exp(x - logsumexp(x, dim, keepdim=True))`. None for anything else."""
-    first = node.inputs[0] if node.inputs and isinstance(node.inputs[0], Node) else None
-    if first is None:
-        return None
-    if node.name == "div" and len(node.inputs) >= 2 and isinstance(node.inputs[1], Node):
-        bottom = node.inputs[1]
-        summed = bottom.inputs[0] if bottom.inputs and isinstance(bottom.inputs[0], Node) else None
-        if first.name != "exp" or bottom.name != "sum" or summed is None or not first.inputs:
-            return None
-        same = summed is first or (summed.name == "exp" and bool(summed.inputs) and summed.inputs[0] is first.inputs[0])
-        x = first.inputs[0]
-        return (x, bottom) if same and isinstance(x, Node) else None
-    if node.name != "exp":
-        return None
-    if first.name == "log_softmax" and first.inputs and isinstance(first.inputs[0], Node):
-        return first.inputs[0], first
-    if first.name == "sub" and len(first.inputs) >= 2 and isinstance(first.inputs[1], Node):
-        x, lse = first.inputs[0], first.inputs[1]
-        if lse.name == "logsumexp" and isinstance(x, Node) and lse.inputs and lse.inputs[0] is x:
-            return x, lse
-    return None
+class _Tracked(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows the id it is filed under: one callback serves every tracked tensor
+    (a closure per tensor cost a function and a cell each, hundreds per forward, all left to the collector)."""
 
-
-def written_softmax(node: Node) -> bool:
-    return written_parts(node) is not None
+    __slots__ = ("key",)
+    key: int
 
 
 class Recorder(TorchFunctionMode):
@@ -107,7 +63,8 @@ class Recorder(TorchFunctionMode):
         self.anchors: dict[Scope, deque[Node]] = {}
         self.order: list[Scope] = []  # scopes in the order their first attention ran
         self.seen: dict[Scope, int] = {}
-        self._nodes: dict[int, tuple[weakref.ref[torch.Tensor], Node]] = {}
+        self._nodes: dict[int, tuple[_Tracked, Node]] = {}
+        self._drop = self._forget  # the one bound method every weak reference calls back
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
         self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
@@ -119,7 +76,7 @@ class Recorder(TorchFunctionMode):
         self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
-        from attn_tui.sources.recorder import flex
+        from attn_tui.sources.recorder import flex, quiet_gc
         from attn_tui.sources.recorder.threads import ThreadCover
 
         self.threads = ThreadCover(self)
@@ -127,30 +84,37 @@ class Recorder(TorchFunctionMode):
         self.recording = True
         super().__enter__()  # type: ignore[no-untyped-call]
         flex.install(self)  # flex_attention hides its call from the mode: it is wrapped while this records
+        quiet_gc.hold()  # no full collection walks the program's old objects while this records
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        from attn_tui.sources.recorder import flex
+        from attn_tui.sources.recorder import flex, quiet_gc
 
-        flex.uninstall(self)
-        forget_walks()  # no frame of the code is held past the recording
-        self.recording = False  # a thread the code left running keeps the mode: it records nothing more
-        super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
-        if self.threads is not None:
-            self.threads.stop()
+        try:
+            flex.uninstall(self)
+            forget_walks()  # no frame of the code is held past the recording
+            self.recording = False  # a thread the code left running keeps the mode: it records nothing more
+            super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
+            if self.threads is not None:
+                self.threads.stop()
+        finally:
+            quiet_gc.release()
 
     # ----- the graph ----------------------------------------------------------------------
-    def _forget(self, key: int) -> Callable[[weakref.ref[torch.Tensor]], None]:
-        def drop(ref: weakref.ref[torch.Tensor]) -> None:
-            entry = self._nodes.get(key)
-            if entry is not None and entry[0] is ref:
-                del self._nodes[key]
-        return drop
+    def _forget(self, ref: _Tracked) -> None:
+        """A tracked tensor died: its entry goes (unless the id was taken again by a newer tensor)."""
+        entry = self._nodes.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del self._nodes[ref.key]
 
     def _track(self, tensor: torch.Tensor, node: Node) -> None:
         key = id(tensor)
-        with contextlib.suppress(TypeError):  # a tensor that takes no weak reference is not tracked
-            self._nodes[key] = (weakref.ref(tensor, self._forget(key)), node)
+        try:
+            ref = _Tracked(tensor, self._drop)
+        except TypeError:  # a tensor that takes no weak reference is not tracked
+            return
+        ref.key = key
+        self._nodes[key] = (ref, node)
 
     def node_of(self, tensor: torch.Tensor, scope: Scope | None, origin: Origin | None = None) -> Node:
         """The node of a tensor; one the recorder has not seen made (or that changed since) becomes a leaf."""
@@ -204,6 +168,9 @@ class Recorder(TorchFunctionMode):
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:
         if isinstance(value, torch.Tensor):
+            entry = self._nodes.get(id(value))  # the common case first, as node_of finds it: a tensor recorded
+            if entry is not None and entry[1].version == version_of(value) and entry[0]() is value:
+                return entry[1]
             return self.node_of(value, scope, origin)
         if isinstance(value, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in value):
             return tuple(self._wrap(v, scope, origin) for v in value)
@@ -255,8 +222,8 @@ class Recorder(TorchFunctionMode):
         kwargs = kwargs or {}
         if not self.recording:
             return func(*args, **kwargs)
-        name = func_name(func)
-        inplace = (name.endswith("_") and not name.endswith("__")) or name == "setitem" or "out" in kwargs
+        name, inplace = kind_of(func)
+        inplace = inplace or "out" in kwargs
         before = None
         if inplace:
             target = kwargs.get("out", args[0] if args else None)
@@ -316,8 +283,8 @@ class Recorder(TorchFunctionMode):
                             for n, a in enumerate(args))
             result = target if isinstance(target, torch.Tensor) else result
         else:
-            wrapped = tuple(self._wrap(a, scope, origin) for a in args)
-        inputs_kwargs = {k: self._wrap(v, scope, origin) for k, v in kwargs.items() if k != "out"}
+            wrapped = tuple([self._wrap(a, scope, origin) for a in args])
+        inputs_kwargs = {k: self._wrap(v, scope, origin) for k, v in kwargs.items() if k != "out"} if kwargs else {}
         outputs = result if isinstance(result, (tuple, list)) else (result,)
         if name == "multi_head_attention_forward":
             outputs = (result[0],)
@@ -329,19 +296,25 @@ class Recorder(TorchFunctionMode):
                         part=part if len(outputs) > 1 else None)
             if name == "multi_head_attention_forward":
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)
-            self._link(node)
+            anchor = name in ANCHORS or written_softmax(node)
+            self._link(node, anchor)
             self._track(out, node)
-            if name in ANCHORS or written_softmax(node):
+            if anchor:
                 self._anchor(node, scope or Scope("attention", 0))
 
-    def _link(self, node: Node) -> None:
+    @staticmethod
+    def _link(node: Node, anchor: bool | None = None) -> None:
         """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
-        if node.name in ANCHORS or written_softmax(node):
+        if anchor if anchor is not None else (node.name in ANCHORS or written_softmax(node)):
             node.hops = 0
-        for source in node.tensors():
-            if source.hops is not None and source.hops < AFTER_HOPS:
-                source.consumers.append(node)
-                node.hops = source.hops + 1 if node.hops is None else min(node.hops, source.hops + 1)
+        for arg in (*node.inputs, *node.kwargs.values()) if node.kwargs else node.inputs:  # Node.tensors(), inline
+            for source in arg if isinstance(arg, (tuple, list)) else (arg,):
+                if not isinstance(source, Node):
+                    continue
+                hops = source.hops
+                if hops is not None and hops < AFTER_HOPS:
+                    source.consumers.append(node)
+                    node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
 
     def _root(self) -> None:
         """Keep the outermost module running now (a whole model), so each attention is named by its path in it."""

@@ -33,6 +33,7 @@ _REPLACED: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, name, what 
 _CLASSES: dict[int, tuple[dict[str, Any], int, list[type]]] = {}  # namespace → its classes that keep `_instance`
 _CELLS: list[tuple[Any, Any]] = []  # (closure cell of a compiled flex_attention, what it held) to put back
 _WANTED: dict[tuple[str, int], bool] = {}  # (module name, id) → whether it may hold flex_attention by name
+_LISTED: list[tuple[tuple[int, int, str | None, int], list[dict[str, Any]]]] = []  # (sys.modules stamp, namespaces)
 
 
 def _original() -> Callable[..., Any] | None:
@@ -79,7 +80,30 @@ def _holds(value: Any, original: Callable[..., Any]) -> bool:
 
 
 def _namespaces() -> list[dict[str, Any]]:
-    """The module namespaces that may hold flex_attention by name: the user's files, __main__, transformers'."""
+    """The module namespaces that may hold flex_attention by name: the user's files, __main__, transformers'.
+
+    Listed anew only when a module was loaded or dropped since the last list (sys.modules keeps the
+    order modules came in: its size and last entry tell): a recording asks twice, thousands are loaded.
+    """
+    stamp = _stamp()
+    if _LISTED and _LISTED[0][0] == stamp:
+        return _LISTED[0][1]
+    for _ in range(3):  # deciding a module may import one (sysconfig's data, the first time): list again then
+        found = _list_namespaces()
+        listed, stamp = stamp, _stamp()
+        if listed == stamp:
+            _LISTED[:] = [(stamp, found)]
+            break
+    return found
+
+
+def _stamp() -> tuple[int, int, str | None, int]:
+    modules = sys.modules
+    last = next(reversed(modules), None)
+    return id(modules), len(modules), last, id(modules.get(last)) if last is not None else 0
+
+
+def _list_namespaces() -> list[dict[str, Any]]:
     from attn_tui.sources.recorder.whose import is_user_file
 
     found = []
@@ -148,7 +172,11 @@ def _swap_cells(code: CodeType, original: Callable[..., Any], wrapper: Callable[
     """Point the `fn` cell of each compile_wrapper of flex_attention at the recording wrapper."""
     import gc
 
-    for function in gc.get_referrers(code):
+    from attn_tui.sources.recorder import quiet_gc
+
+    with quiet_gc.thawed():  # a recording freezes the heap, and a frozen object is no referrer
+        referrers = gc.get_referrers(code)
+    for function in referrers:
         closure = getattr(function, "__closure__", None)
         if getattr(function, "__code__", None) is not code or not closure:
             continue

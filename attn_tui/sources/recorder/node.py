@@ -39,7 +39,7 @@ class Scope:
     module: Any = field(default=None, compare=False, repr=False)  # the nn.Module, to name its parameters
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: hundreds are made per forward, each without a __dict__
 class Node:
     """One recorded tensor: what made it, from what, where, and its value (kept as the code computed it).
 

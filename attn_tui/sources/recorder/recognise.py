@@ -18,7 +18,7 @@ import re
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.capture import written_parts
+from attn_tui.sources.recorder.calls import written_parts
 from attn_tui.sources.recorder.contract import UnrecognisedError, bilinear, is_product, transposed
 from attn_tui.sources.recorder.energy import learned_vector
 from attn_tui.sources.recorder.found import (

@@ -31,6 +31,7 @@ def _library_roots() -> tuple[str, ...]:
 
 _ROOTS: tuple[str, ...] | None = None
 _SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
+_REAL_SAMPLES = os.path.realpath(_SAMPLES) + os.sep
 
 
 @functools.lru_cache(maxsize=4096)
@@ -45,10 +46,24 @@ def is_user_file(filename: str) -> bool:
         _ROOTS = _library_roots()
     if filename.startswith("<"):  # <stdin>, <string>, <console>, <ipython-input-…> are typed code; <frozen …> is not
         return not filename.startswith("<frozen")
-    real = os.path.realpath(filename)
-    if real.startswith(os.path.realpath(_SAMPLES) + os.sep):
+    real = _realpath(filename)
+    if real.startswith(_REAL_SAMPLES):
         return True
     return not real.startswith(_ROOTS)
+
+
+def _realpath(filename: str) -> str:
+    """`os.path.realpath`, with each folder resolved once: the first recording asks about every loaded
+    module's file (thousands, in a few hundred folders), and realpath stats each part of each path."""
+    if os.path.islink(filename):
+        return os.path.realpath(filename)
+    folder, name = os.path.split(filename)
+    return os.path.join(_real_folder(folder), name) if name not in ("", ".", "..") else os.path.realpath(filename)
+
+
+@functools.lru_cache(maxsize=1024)
+def _real_folder(folder: str) -> str:
+    return os.path.realpath(folder)
 
 
 _CAPTURE = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture.py"))
@@ -58,7 +73,7 @@ _PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.p
 @functools.lru_cache(maxsize=4096)
 def is_own_file(filename: str) -> bool:
     """attn-tui's own code (its samples and this recorder excepted): what it computes is never the user's attention."""
-    real = os.path.realpath(filename)
+    real = _realpath(filename)
     return real.startswith(_PACKAGE) and not is_user_file(filename) and real != _CAPTURE
 
 
