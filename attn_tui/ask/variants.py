@@ -41,7 +41,7 @@ class Variant:
     `per_head`: splits Q, K, V into `--heads` heads by columns (alibi, sink).
     `options`: the settings only this variant reads (`heads`, `kv_heads`, `rope_base`, `tile`).
     `lazy`: its score family can be read by tiles, so it runs on inputs of any length.
-    `score_based`: takes a soft cap, a QK-norm and the output gate (not additive, concat, flash).
+    `score_based`: takes a soft cap, a QK-norm and the output gate (not additive, concat, flash, linear).
     `footprint`: the numbers each of its stages and parameters holds, by part.
     """
 
@@ -173,12 +173,12 @@ VARIANTS: dict[str, Variant] = {
                 ("q_latent", "q_latent_norm", "query", "query_nope", "query_rope", "query_rot", "kv_latent",
                  "kv_latent_norm", "key_rope", "key_rot", "latent_cache", "value", "key_nope", "key",
                  "query_absorbed", "scores", "scaled", "masked", "weights", "output", "concat", "projected"),
-                _mla, takes_x=True, options=("heads", "rope_base", "absorbed"), score_based=False),
+                _mla, takes_x=True, options=("heads", "rope_base", "absorbed")),
         Variant("diff", "Differential (two maps, one minus the other)",
                 ("query", "key", "value", "query_1", "query_2", "key_1", "key_2", "scores_1", "scaled_1", "masked_1",
                  "weights_1", "scores_2", "scaled_2", "masked_2", "weights_2", "lambda", "diff_weights",
                  "diff_output", "head_norm", "concat"), _diff, per_head=True, options=("heads", "depth"),
-                lazy=False, score_based=False),
+                lazy=False),
         Variant("linear", "Linear attention (recurrent state)",
                 ("query", "key", "value", "query_l2", "key_l2", "decay", "beta", "state", "implied", "output"),
                 _linear, options=("rule",), lazy=False, score_based=False),

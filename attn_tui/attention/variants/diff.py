@@ -22,6 +22,7 @@ import torch
 
 from attn_tui.attention.attend import warn_empty_rows
 from attn_tui.attention.variants.heads import heads_of
+from attn_tui.attention.variants.modifiers import gate, norm_qk
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace import masks
@@ -35,6 +36,7 @@ from attn_tui.trace.ops import (
     Masking,
     Place,
     Scale,
+    SoftCap,
     Softmax,
     WeightedSum,
 )
@@ -78,17 +80,22 @@ class Halves:
     key: tuple[str, str]
 
 
-def masked_formula(n: int, tail: Tail) -> Msg:
+def masked_formula(n: int, tail: Tail, capped: bool = False) -> Msg:
     sub = SUB[n]
-    scaled = f"S'{sub}" if tail.temperature == 1 else f"S'{sub} / T (T = {tail.temperature:g})"
+    read = f"S_cap{sub}" if capped else f"S'{sub}"
+    scaled = read if tail.temperature == 1 else f"{read} / T (T = {tail.temperature:g})"
     if tail.mask is None:
         return Msg("M{n} = {scaled}   (no mask)", n=sub, scaled=scaled)
     return Msg("M{n} = {scaled} where mask = 1, {fill} where mask = 0   (mask: {mask}; 1 = may attend)", n=sub,
                scaled=scaled, fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
 
 
-def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], factor: float) -> list[torch.Tensor]:
-    """scores_n, scaled_n, masked_n and weights_n (n = 1, 2) of every head at `at`; returns weights_1, weights_2."""
+def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], factor: float,
+                cap: float | None = None) -> list[torch.Tensor]:
+    """scores_n, scaled_n, masked_n and weights_n (n = 1, 2) of every head at `at`; returns weights_1, weights_2.
+
+    With a soft `cap` (--softcap) each map's scaled scores pass through capped_n = cap·tanh(S'_n / cap) before
+    its mask, so both softmaxes read capped scores."""
     qk = (tail.query_axis, tail.key_axis)
     allowed = None if tail.mask is None else tail.mask.allowed
     d = halves.q[0].shape[-1]
@@ -97,18 +104,28 @@ def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], facto
         scores = halves.q[n - 1] @ halves.k[n - 1].transpose(-2, -1)  # (heads, L, S)
         scaled = scores * factor
         promoted = scaled.to(masks.softmax_dtype(scaled.dtype))
-        divided = promoted / tail.temperature if tail.temperature != 1 else promoted
+        capped = None if cap is None else torch.tanh(promoted / cap) * cap  # (heads, L, S)
+        read = promoted if capped is None else capped
+        divided = read / tail.temperature if tail.temperature != 1 else read
         masked = masks.apply_mask(divided, allowed, tail.fill)  # (heads, L, S)
         weights = masks.masked_softmax(masked, allowed)  # (heads, L, S)
         for h, place in enumerate(at):
             query, key = place.at(halves.query[n - 1]), place.at(halves.key[n - 1])
-            trace.add(Stage(place.at(f"scores_{n}"), scores[h],
-                            Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]), qk, Dot(query, key)))
+            formula = (Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]) if query.name == f"query_{n}" else
+                       Msg("S{n} = Q{n},n·K{n},nᵀ: the normed halves, S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]))
+            trace.add(Stage(place.at(f"scores_{n}"), scores[h], formula, qk, Dot(query, key)))
             trace.add(Stage(place.at(f"scaled_{n}"), scaled[h],
                             f"S'{SUB[n]} = S{SUB[n]} / √d   (d = {d}, √d = {math.sqrt(d):.4g})", qk,
                             Scale(place.at(f"scores_{n}"), factor, HALF_REASON)))
-            trace.add(Stage(place.at(f"masked_{n}"), masked[h], masked_formula(n, tail), qk,
-                            Masking(place.at(f"scaled_{n}"), tail.mask, tail.fill, tail.temperature)))
+            before = f"scaled_{n}"
+            if capped is not None and cap is not None:
+                trace.add(Stage(place.at(f"capped_{n}"), capped[h],
+                                Msg("S_cap{n} = {cap}·tanh(S'{n} / {cap}): map {k}'s scores kept inside ±{cap} "
+                                    "before its mask", n=SUB[n], k=n, cap=f"{cap:g}"), qk,
+                                SoftCap(place.at(before), cap)))
+                before = f"capped_{n}"
+            trace.add(Stage(place.at(f"masked_{n}"), masked[h], masked_formula(n, tail, capped is not None), qk,
+                            Masking(place.at(before), tail.mask, tail.fill, tail.temperature)))
             trace.add(Stage(place.at(f"weights_{n}"), weights[h],
                             Msg("A{n} = softmax(M{n}) over keys: each row sums to 1", n=SUB[n]), qk,
                             Softmax(place.at(f"masked_{n}"))))
@@ -152,12 +169,14 @@ def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tupl
     return normed
 
 
-def record_concat(trace: Trace, normed: torch.Tensor, at: list[Place], axis: Axis, where: Place) -> None:
-    """The heads' normed outputs side by side (N, heads·2d): what W_o reads."""
+def record_concat(trace: Trace, normed: torch.Tensor, at: list[Place], axis: Axis, where: Place,
+                  name: str = "head_norm") -> None:
+    """The heads' normed outputs (`name`: gated where the gate is on) side by side (N, heads·2d): what W_o reads."""
     n, width = normed.shape[1], normed.shape[0] * normed.shape[2]
-    trace.add(Stage(where, normed.permute(1, 0, 2).reshape(n, width),
-                    Msg("C = [Y_0 | Y_1 | … ]: the heads' normed outputs side by side"), (axis, dim_axis(width)),
-                    Concat(tuple(place.at("head_norm") for place in at))))
+    formula = (Msg("C = [Y_0 | Y_1 | … ]: the heads' normed outputs side by side") if name == "head_norm" else
+               Msg("C = [O_g,0 | O_g,1 | … ]: the heads' gated outputs side by side"))
+    trace.add(Stage(where, normed.permute(1, 0, 2).reshape(n, width), formula, (axis, dim_axis(width)),
+                    Concat(tuple(place.at(name) for place in at))))
 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -176,15 +195,40 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
                                 Msg("{letter}{sub} = {letter}[:, {a}…{b}]: half {n} of the head's columns",
                                     letter=letter, sub=SUB[n], n=n, a=offset, b=offset + d - 1),
                                 (axis, dim_axis(d)), Columns(place.at(part), offset)))
-    halves = Halves((heads.q[..., :d], heads.q[..., d:]), (heads.k[..., :d], heads.k[..., d:]),
-                    ("query_1", "query_2"), ("key_1", "key_2"))
+    halves = _normed(ctx, Halves((heads.q[..., :d], heads.q[..., d:]), (heads.k[..., :d], heads.k[..., d:]),
+                                 ("query_1", "query_2"), ("key_1", "key_2")), at)
     factor = 1 / math.sqrt(d)
     ctx.record_geometry(factor)
-    first, second = record_maps(trace, ctx.tail, halves, at, factor)
+    cap = ctx.settings.softcap
+    if cap is not None and (not math.isfinite(cap) or cap <= 0):
+        raise ConfigError(Msg("--softcap must be a positive number, not {cap}", cap=f"{cap:g}"))
+    first, second = record_maps(trace, ctx.tail, halves, at, factor, cap)
     depth = ctx.settings.depth
     vectors = {name: ctx.params.normal(name, d, std=LAMBDA_STD) for name in LAMBDA_NAMES}  # (d,) each
     lam = lambda_terms(vectors, "", depth)
     normed = record_difference(trace, ctx.tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam,
                                LambdaTerms(*LAMBDA_NAMES, depth=depth), first, second, heads.v, heads.values_at)
+    gated, name = gate(ctx, normed, [p.at("head_norm") for p in at])  # (heads, L, 2d)
     if heads.several:
-        record_concat(trace, normed, at, ctx.query_axis, Place("concat"))
+        record_concat(trace, gated, at, ctx.query_axis, Place("concat"), "gated" if name == "gated" else "head_norm")
+
+
+def _normed(ctx: Context, halves: Halves, at: list[Place]) -> Halves:
+    """--qk-norm on each half's queries and keys (query_1_norm … key_2_norm), each half normed as a head of its
+    own width d (rms) or all of them together, the whole projection (rms-all); the halves as they are without."""
+    if ctx.settings.qk_norm == "none":
+        return halves
+    count, d = halves.q[0].shape[0], halves.q[0].shape[-1]
+    rows = [(h, n) for h in range(count) for n in (1, 2)]  # head-major, as the projection's columns run
+
+    def stacked(pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return torch.stack(pair, dim=1).reshape(2 * count, -1, d)  # (2·heads, N, d): h0 half 1, h0 half 2, …
+
+    def places(part: str, suffix: str = "") -> list[Place]:
+        return [at[h].at(f"{part}_{n}{suffix}") for h, n in rows]
+
+    q, k = norm_qk(ctx, stacked(halves.q), stacked(halves.k), places("query"), places("key"), range(2 * count),
+                   places("query", "_norm"), places("key", "_norm"))
+    q, k = q.view(count, 2, -1, d), k.view(count, 2, -1, d)  # (heads, 2, N, d)
+    return Halves((q[:, 0], q[:, 1]), (k[:, 0], k[:, 1]), ("query_1_norm", "query_2_norm"),
+                  ("key_1_norm", "key_2_norm"))

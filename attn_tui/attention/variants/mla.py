@@ -27,10 +27,12 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.attention.attend import PreStage, Tail, score_family
+from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.rope import angles, rotate
 from attn_tui.attention.variants.scaled_dot import SCALE_REASON
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
+from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.ops import Absorb, Columns, Concat, DotSum, HeadNorm, Linear, Op, Operand, Place, Rotary, Scale
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
@@ -113,11 +115,12 @@ def _stage(trace: Trace, at: Place, data: torch.Tensor, formula: str | Msg, axes
 
 
 def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail, turn: Turn, layer: int | None,
-           lazy: bool) -> torch.Tensor:
+           lazy: bool, ctx: Context | None = None) -> torch.Tensor:
     """Every stage of one MLA layer over x (N, d), from the query's path to each head's output (H, N, d_v).
 
     `source` names x for the projections' ops; `turn` rotates a rotary part; `layer` places the stages (None
-    for the variant)."""
+    for the variant). `ctx` is the variant's context, whose --qk-norm and --softcap act here (a model's layer
+    has neither: None)."""
     p = trace.params
     name = m.prefix.__add__
     n, heads = x.shape[0], m.heads
@@ -210,6 +213,9 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
         formula = Msg("S = q_nope·k_nopeᵀ + q_rot·k_rotᵀ: what the tokens say plus where they are")
     query_all = torch.cat([left, q_rope], dim=-1)  # (H, N, r or d_nope, + d_rope)
     key_all = torch.cat([right, k_rope[None].expand(heads, -1, -1)], dim=-1)
+    normed = ctx is not None and ctx.settings.qk_norm != "none"
+    if ctx is not None and normed:
+        query_all, key_all = _norm_heads(ctx, m, query_all, key_all, at)  # (H, N, d_qk) each
     factor = m.scale
 
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
@@ -230,8 +236,32 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
                   scale=f"{factor:.4g}", d=m.d_qk, usual=f"{usual:.4g}"))
     stages = [PreStage("scores", formula, qk, pairs),
               PreStage("scaled", scaled, qk, lambda s: Scale(s.at("scores"), factor, SCALE_REASON))]
-    return score_family(trace, tail, pre, stages, "scaled", values, [at("scores", h) for h in range(heads)],
+    read: PreTile = pre
+    last = "scaled"
+    if ctx is not None:
+        read, stages, last = soft_cap(ctx, pre, normed_scores(ctx, stages), last)
+    return score_family(trace, tail, read, stages, last, values, [at("scores", h) for h in range(heads)],
                         [at("value", h) for h in range(heads)], lazy)
+
+
+def _norm_heads(ctx: Context, m: Latent, query_all: torch.Tensor, key_all: torch.Tensor,
+                at: Callable[[str, int | None], Place]) -> tuple[torch.Tensor, torch.Tensor]:
+    """--qk-norm on every head's whole query and key, [no-position | rotary] as the scores read them.
+
+    query_all, key_all (H, N, d_qk). The query is first put back together as `query_full` (the key already is:
+    `key`), with weights q_head_norm and k_head_norm (q_norm is the query latent's). RMS is blind to the rotation
+    (it keeps each pair's length), so only where the weight meets each dimension depends on norming after the
+    turn. The absorbed form never builds the keys the norm needs."""
+    heads = m.heads
+    if m.absorbed:
+        raise ConfigError(Msg("--qk-norm does not go with --absorbed: the key's norm needs each head's key rebuilt "
+                              "from the latent, which the absorbed form never builds (drop one of the two)"))
+    for h in range(heads):
+        ctx.trace.add(Stage(at("query_full", h), query_all[h],
+                            Msg("q_{h} = [q_nope | q_rot]: head {h}'s whole query as the scores read it", h=h),
+                            (ctx.query_axis, dim_axis(m.d_qk)), Concat((at("query_nope", h), at("query_rot", h)))))
+    return norm_qk(ctx, query_all, key_all, [at("query_full", h) for h in range(heads)],
+                   [at("key", h) for h in range(heads)], range(heads), weights=("q_head_norm", "k_head_norm"))
 
 
 def _bias(params: dict[str, torch.Tensor], name: str) -> str | None:
@@ -254,11 +284,13 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     w_o = params.weight("W_o", d, heads * m.d_v)  # (d, H·d_v)
     cos, sin = angles(n, m.d_rope, m.base, x.dtype, x.device)  # (N, d_rope)
     ctx.record_geometry(m.scale)
-    outputs = record(ctx.trace, m, x, ctx.source, ctx.tail, rotate_half_turn(cos, sin, m.base), None, ctx.lazy)
+    outputs = record(ctx.trace, m, x, ctx.source, ctx.tail, rotate_half_turn(cos, sin, m.base), None, ctx.lazy,
+                     ctx)  # (H, N, d_v)
+    outputs, name = gate(ctx, outputs, [Place("output", head=h) for h in range(heads)])
     tokens = ctx.query_axis
     concat = ctx.trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, heads * m.d_v),
                                  Msg("C = [O_0 | O_1 | … ]: the heads' outputs side by side"),
                                  (tokens, dim_axis(heads * m.d_v)),
-                                 Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, H·d_v)
+                                 Concat(tuple(Place(name, head=h) for h in range(heads)))))  # (N, H·d_v)
     ctx.trace.add(Stage(Place("projected"), concat @ w_o.T, Msg("Y = C·W_oᵀ   (no biases, as in DeepSeek-V3)"),
                         (tokens, dim_axis(d)), Linear(Place("concat"), "W_o")))
