@@ -190,10 +190,13 @@ def modifier_parts(settings: Settings, z: Sizes) -> dict[str, int]:
     """What a soft cap, a QK-norm and the output gate add to a score-based variant's footprint, by part."""
     if not VARIANTS[settings.variant].score_based:
         return {}
-    found = {"score stages": z.heads * z.queries * z.keys} if settings.softcap is not None else {}
+    maps = 2 if settings.variant == "diff" else 1  # diff caps each of its two maps
+    found = {"score stages": maps * z.heads * z.queries * z.keys} if settings.softcap is not None else {}
     extra = 0
     if settings.qk_norm != "none":
         extra += z.heads * (z.queries + z.keys) * max(1, z.d_q // z.heads) + z.d_q + z.d_k  # q_n, k_n, weights
+        if settings.variant == "mla":  # and each head's whole query put back together before its norm
+            extra += z.heads * z.queries * max(1, z.d_q // z.heads)
     if settings.gate:
         extra += 2 * z.queries * z.d_v * max(1, z.heads) + z.d_q * z.d_v * max(1, z.heads)  # gate, gated, W_g
     return found | ({"output": extra} if extra else {})
