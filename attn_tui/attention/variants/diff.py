@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.attention.attend import warn_empty_rows
+from attn_tui.attention.attend import PreStage, warn_empty_rows
 from attn_tui.attention.variants.heads import heads_of
 from attn_tui.attention.variants.modifiers import gate, norm_qk
 from attn_tui.errors import ConfigError
@@ -90,46 +90,63 @@ def masked_formula(n: int, tail: Tail, capped: bool = False) -> Msg:
                scaled=scaled, fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
 
 
+def map_stages(tail: Tail, halves: Halves, n: int, factor: float, cap: float | None) -> list[PreStage]:
+    """Map n's stages in order (scores_n, scaled_n, capped_n where --softcap asks, masked_n, weights_n), each with
+    its formula and its op given the head's place: one declaration for the whole and the lazy path."""
+    qk = (tail.query_axis, tail.key_axis)
+    d = halves.q[0].shape[-1]
+    query, key, sub = halves.query[n - 1], halves.key[n - 1], SUB[n]
+    formula = (Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=sub) if query == f"query_{n}" else
+               Msg("S{n} = Q{n},n·K{n},nᵀ: the normed halves, S{n}[i,j] = q{n},i·k{n},j", n=sub))
+    before = f"scaled_{n}" if cap is None else f"capped_{n}"
+    stages = [PreStage(f"scores_{n}", formula, qk, lambda at: Dot(at.at(query), at.at(key))),
+              PreStage(f"scaled_{n}", f"S'{sub} = S{sub} / √d   (d = {d}, √d = {math.sqrt(d):.4g})", qk,
+                       lambda at: Scale(at.at(f"scores_{n}"), factor, HALF_REASON))]
+    if cap is not None:
+        stages.append(PreStage(f"capped_{n}", Msg("S_cap{n} = {cap}·tanh(S'{n} / {cap}): map {k}'s scores kept "
+                                                  "inside ±{cap} before its mask", n=sub, k=n, cap=f"{cap:g}"), qk,
+                               lambda at: SoftCap(at.at(f"scaled_{n}"), cap)))
+    return [*stages,
+            PreStage(f"masked_{n}", masked_formula(n, tail, cap is not None), qk,
+                     lambda at: Masking(at.at(before), tail.mask, tail.fill, tail.temperature)),
+            PreStage(f"weights_{n}", Msg("A{n} = softmax(M{n}) over keys: each row sums to 1", n=sub), qk,
+                     lambda at: Softmax(at.at(f"masked_{n}")))]
+
+
+def map_tiles(halves: Halves, factor: float, cap: float | None, rows: slice, cols: slice
+              ) -> dict[str, torch.Tensor]:
+    """Both maps' stages before the mask on rows × cols, every head: (heads, rows, cols) each."""
+    out = {}
+    for n in (1, 2):
+        scores = halves.q[n - 1][:, rows] @ halves.k[n - 1][:, cols].transpose(-2, -1)  # (heads, rows, cols)
+        scaled = scores * factor
+        out[f"scores_{n}"], out[f"scaled_{n}"] = scores, scaled
+        if cap is not None:  # in at least float32: float16 cannot hold a large cap
+            out[f"capped_{n}"] = torch.tanh(scaled.to(masks.softmax_dtype(scaled.dtype)) / cap) * cap
+    return out
+
+
 def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], factor: float,
                 cap: float | None = None) -> list[torch.Tensor]:
     """scores_n, scaled_n, masked_n and weights_n (n = 1, 2) of every head at `at`; returns weights_1, weights_2.
 
     With a soft `cap` (--softcap) each map's scaled scores pass through capped_n = cap·tanh(S'_n / cap) before
     its mask, so both softmaxes read capped scores."""
-    qk = (tail.query_axis, tail.key_axis)
     allowed = None if tail.mask is None else tail.mask.allowed
-    d = halves.q[0].shape[-1]
+    tiles = map_tiles(halves, factor, cap, slice(None), slice(None))
     out = []
     for n in (1, 2):
-        scores = halves.q[n - 1] @ halves.k[n - 1].transpose(-2, -1)  # (heads, L, S)
-        scaled = scores * factor
-        promoted = scaled.to(masks.softmax_dtype(scaled.dtype))
-        capped = None if cap is None else torch.tanh(promoted / cap) * cap  # (heads, L, S)
-        read = promoted if capped is None else capped
-        divided = read / tail.temperature if tail.temperature != 1 else read
-        masked = masks.apply_mask(divided, allowed, tail.fill)  # (heads, L, S)
-        weights = masks.masked_softmax(masked, allowed)  # (heads, L, S)
+        read = tiles[f"capped_{n}" if cap is not None else f"scaled_{n}"]
+        promoted = read.to(masks.softmax_dtype(read.dtype))
+        divided = promoted / tail.temperature if tail.temperature != 1 else promoted
+        tiles[f"masked_{n}"] = masks.apply_mask(divided, allowed, tail.fill)  # (heads, L, S)
+        tiles[f"weights_{n}"] = masks.masked_softmax(tiles[f"masked_{n}"], allowed)  # (heads, L, S)
+        stages = map_stages(tail, halves, n, factor, cap)
         for h, place in enumerate(at):
-            query, key = place.at(halves.query[n - 1]), place.at(halves.key[n - 1])
-            formula = (Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]) if query.name == f"query_{n}" else
-                       Msg("S{n} = Q{n},n·K{n},nᵀ: the normed halves, S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]))
-            trace.add(Stage(place.at(f"scores_{n}"), scores[h], formula, qk, Dot(query, key)))
-            trace.add(Stage(place.at(f"scaled_{n}"), scaled[h],
-                            f"S'{SUB[n]} = S{SUB[n]} / √d   (d = {d}, √d = {math.sqrt(d):.4g})", qk,
-                            Scale(place.at(f"scores_{n}"), factor, HALF_REASON)))
-            before = f"scaled_{n}"
-            if capped is not None and cap is not None:
-                trace.add(Stage(place.at(f"capped_{n}"), capped[h],
-                                Msg("S_cap{n} = {cap}·tanh(S'{n} / {cap}): map {k}'s scores kept inside ±{cap} "
-                                    "before its mask", n=SUB[n], k=n, cap=f"{cap:g}"), qk,
-                                SoftCap(place.at(before), cap)))
-                before = f"capped_{n}"
-            trace.add(Stage(place.at(f"masked_{n}"), masked[h], masked_formula(n, tail, capped is not None), qk,
-                            Masking(place.at(before), tail.mask, tail.fill, tail.temperature)))
-            trace.add(Stage(place.at(f"weights_{n}"), weights[h],
-                            Msg("A{n} = softmax(M{n}) over keys: each row sums to 1", n=SUB[n]), qk,
-                            Softmax(place.at(f"masked_{n}"))))
-        out.append(weights)
+            for stage in stages:
+                trace.add(Stage(place.at(stage.name), tiles[stage.name][h], stage.formula, stage.axes,
+                                stage.op(place)))
+        out.append(tiles[f"weights_{n}"])
     warn_empty_rows(trace, tail)
     return out
 
