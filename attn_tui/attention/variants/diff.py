@@ -26,6 +26,7 @@ from attn_tui.attention.variants.modifiers import gate, norm_qk
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace import masks
+from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.ops import (
     Columns,
     Concat,
@@ -51,6 +52,7 @@ EPS = 1e-5  # the head norm's eps (DiffLlama's rms_norm_eps)
 LAMBDA_ROW = Axis("lambda", ("λ",))
 LAMBDA_TERMS = Axis("term", ("exp₁", "exp₂", "λ_init", "λ"))  # exp(λ_q1·λ_k1), exp(λ_q2·λ_k2)
 LAMBDA_NAMES = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
+MAPS = (1, 2)  # the two softmax maps of every head
 SUB = {1: "₁", 2: "₂"}  # the maps' subscripts (a head's are _h: Q_1 is head 1's query, Q₁ a head's first half)
 HALF_REASON = N_("each half is scaled as a head of its own width d would be")
 
@@ -159,21 +161,29 @@ def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tupl
     `first`, `second` (heads, L, S) are the two maps, recorded for head h at `maps[h]` (its own weights_1 and
     weights_2, or a model's two heads); `lam` (1, 4) as `lambda_terms` makes it; `values` (heads, S, 2d) at
     `value_at`."""
+    diff = first - lam[0, 3].to(first.dtype) * second  # (heads, L, S)
+    output = diff.to(values.dtype) @ values  # (heads, L, 2d)
+    return record_heads(trace, tail, at, maps, lam, op, list(diff), output, value_at, eps)
+
+
+def record_heads(trace: Trace, tail: Tail, at: list[Place], maps: list[tuple[Place, Place]], lam: torch.Tensor,
+                 op: LambdaTerms, diff: list[torch.Tensor | LazyTensor], output: torch.Tensor,
+                 value_at: list[Place], eps: float = EPS) -> torch.Tensor:
+    """Each head's lambda, diff_weights (`diff[h]`, whole or read by tiles), diff_output (`output` (heads, L, 2d),
+    D·V already summed) and head_norm; returns head_norm (heads, L, 2d)."""
     qk = (tail.query_axis, tail.key_axis)
     value = lam[0, 3]
     init = float(lam[0, 2])
-    diff = first - value.to(first.dtype) * second  # (heads, L, S)
-    output = diff.to(values.dtype) @ values  # (heads, L, 2d)
     squares = output.to(masks.softmax_dtype(output.dtype))
-    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + eps)).to(values.dtype)
-    width = values.shape[-1]
+    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + eps)).to(output.dtype)
+    width = output.shape[-1]
     out_axes = (tail.query_axis, dim_axis(width))
     for h, place in enumerate(at):
         a1, a2 = maps[h]
-        trace.add(Stage(place.at("lambda"), lam.to(values.dtype),
+        trace.add(Stage(place.at("lambda"), lam.to(output.dtype),
                         Msg("λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init,   λ_init = 0.8 − 0.6·exp(−0.3·{depth}) "
                             "= {init}", depth=op.depth, init=f"{init:.4g}"), (LAMBDA_ROW, LAMBDA_TERMS), op))
-        trace.add(Stage(place.at("diff_weights"), diff[h],
+        trace.put(Stage(place.at("diff_weights"), diff[h],
                         Msg("D = A₁ − λ·A₂   (λ = {lam}): rows sum to 1 − λ, and a cell may be negative",
                             lam=f"{float(value):.4g}"), qk, DiffWeights(a1, a2, place.at("lambda"))))
         trace.add(Stage(place.at("diff_output"), output[h],
@@ -219,12 +229,18 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     cap = ctx.settings.softcap
     if cap is not None and (not math.isfinite(cap) or cap <= 0):
         raise ConfigError(Msg("--softcap must be a positive number, not {cap}", cap=f"{cap:g}"))
-    first, second = record_maps(trace, ctx.tail, halves, at, factor, cap)
     depth = ctx.settings.depth
     vectors = {name: ctx.params.normal(name, d, std=LAMBDA_STD) for name in LAMBDA_NAMES}  # (d,) each
     lam = lambda_terms(vectors, "", depth)
-    normed = record_difference(trace, ctx.tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam,
-                               LambdaTerms(*LAMBDA_NAMES, depth=depth), first, second, heads.v, heads.values_at)
+    op = LambdaTerms(*LAMBDA_NAMES, depth=depth)
+    if ctx.lazy:  # a long input: both maps read by tiles (imported here: diff_lazy builds on this module)
+        from attn_tui.attention.variants.diff_lazy import record_lazy
+
+        normed = record_lazy(trace, ctx.tail, halves, at, factor, cap, lam, op, heads.v, heads.values_at)
+    else:
+        first, second = record_maps(trace, ctx.tail, halves, at, factor, cap)
+        normed = record_difference(trace, ctx.tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam,
+                                   op, first, second, heads.v, heads.values_at)
     gated, name = gate(ctx, normed, [p.at("head_norm") for p in at])  # (heads, L, 2d)
     if heads.several:
         record_concat(trace, gated, at, ctx.query_axis, Place("concat"), "gated" if name == "gated" else "head_norm")
