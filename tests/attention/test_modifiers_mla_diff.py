@@ -272,3 +272,17 @@ def test_what_does_not_apply_is_one_line(capsys: pytest.CaptureFixture[str], tmp
         main(["stages", *text, *argv])
     _, err = capsys.readouterr()
     assert exit_.value.code == 2 and fragment in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("variant", ["mla", "diff"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_with_every_modifier_stays_finite_and_every_cell_recomputes(variant: str, dtype: str) -> None:
+    trace = compute(sentence(TEXT + " <pad>", variant=variant, heads=2, dim=8, mask="causal+padding", dtype=dtype,
+                             softcap=1e6 if dtype == "float16" else 2.0, qk_norm="rms-all", gate=True))
+    assert not trace.warnings
+    for place, stage in trace.stages.items():
+        if not place.name.startswith("masked"):  # masked cells hold −∞ by design
+            assert bool(torch.isfinite(stage.tensor.float()).all()), place.key
+        if stage.tensor.dim() == 2 and place.name not in ("embedding",):
+            index = (min(3, stage.shape[0] - 1), min(1, stage.shape[1] - 1))
+            assert explain(trace, place, index).matches, place.key  # λ kept in float32, as D used it

@@ -180,7 +180,7 @@ def record_heads(trace: Trace, tail: Tail, at: list[Place], maps: list[tuple[Pla
     out_axes = (tail.query_axis, dim_axis(width))
     for h, place in enumerate(at):
         a1, a2 = maps[h]
-        trace.add(Stage(place.at("lambda"), lam.to(output.dtype),
+        trace.add(Stage(place.at("lambda"), lam,  # float32 (or 64) as D used it: bfloat16 would round λ away
                         Msg("λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init,   λ_init = 0.8 − 0.6·exp(−0.3·{depth}) "
                             "= {init}", depth=op.depth, init=f"{init:.4g}"), (LAMBDA_ROW, LAMBDA_TERMS), op))
         trace.put(Stage(place.at("diff_weights"), diff[h],
