@@ -286,3 +286,13 @@ def test_half_precision_with_every_modifier_stays_finite_and_every_cell_recomput
         if stage.tensor.dim() == 2 and place.name not in ("embedding",):
             index = (min(3, stage.shape[0] - 1), min(1, stage.shape[1] - 1))
             assert explain(trace, place, index).matches, place.key  # λ kept in float32, as D used it
+
+
+def test_mla_with_every_modifier_reads_by_tiles_as_it_computes_whole() -> None:
+    request = sentence(" ".join(f"w{i}" for i in range(70)), variant="mla", heads=2, dim=8, mask="causal",
+                       dtype="float64", softcap=1.5, qk_norm="rms", gate=True)
+    whole, tiles = compute(request, lazy=False), compute(request, lazy=True)
+    assert whole.names() == tiles.names() and tiles.stages[tiles.stage("capped", head=1).place].lazy
+    for place, stage in whole.stages.items():
+        torch.testing.assert_close(tiles.stages[place].tensor, stage.tensor, atol=1e-12, rtol=0, msg=place.key)
+    assert explain(tiles, tiles.stage("capped", head=1).place, (60, 30)).matches

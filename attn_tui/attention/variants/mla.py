@@ -213,8 +213,7 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
         formula = Msg("S = q_nope·k_nopeᵀ + q_rot·k_rotᵀ: what the tokens say plus where they are")
     query_all = torch.cat([left, q_rope], dim=-1)  # (H, N, r or d_nope, + d_rope)
     key_all = torch.cat([right, k_rope[None].expand(heads, -1, -1)], dim=-1)
-    normed = ctx is not None and ctx.settings.qk_norm != "none"
-    if ctx is not None and normed:
+    if ctx is not None and ctx.settings.qk_norm != "none":
         query_all, key_all = _norm_heads(ctx, m, query_all, key_all, at)  # (H, N, d_qk) each
     factor = m.scale
 
