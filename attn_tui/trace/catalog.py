@@ -181,6 +181,10 @@ _KINDS = (
     StageKind("query_absorbed", "q_abs", NP_("stage", "query_absorbed"), N_(
         "The absorbed form: the head's rows of W_uk are multiplied into the query instead of into every key, so "
         "the query meets the cached latent directly and no key is ever rebuilt. The scores are the same.")),
+    StageKind("key_scale", "r_k", NP_("stage", "key_scale"), N_(
+        "The absorbed form with a QK-norm: each key's norm factor 1/RMS, found from the cached latent alone. The "
+        "rebuilt key's size is ĉ·(W_ukᵀW_uk)·ĉ, a small Gram matrix, so the norm needs no key to be built."),
+        scale="sequential"),
     StageKind("query_full", "q", NP_("stage", "query_full"), N_(
         "The head's whole query put back together, the no-position part beside the rotated part: what a QK-norm "
         "normalises (--qk-norm), as it does the whole key.")),

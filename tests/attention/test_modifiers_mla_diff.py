@@ -19,7 +19,6 @@ from attn_tui.attention.engine import compute
 from attn_tui.attention.variants.diff import lambda_init
 from attn_tui.attention.variants.mla import sizes
 from attn_tui.cli import main
-from attn_tui.errors import ConfigError
 from attn_tui.explain.cell import explain
 from attn_tui.i18n import set_language
 from attn_tui.trace.stage import Trace
@@ -171,9 +170,23 @@ def test_the_absorbed_form_takes_the_cap_and_the_gate_and_keeps_the_expanded_for
     assert "key_nope" not in absorbed.names()
 
 
-def test_the_absorbed_form_refuses_a_qk_norm_with_the_reason() -> None:
-    with pytest.raises(ConfigError, match="never builds"):
-        compute(sentence(TEXT, variant="mla", absorbed=True, qk_norm="rms"))
+@pytest.mark.parametrize("norm", ["rms", "rms-all"])
+def test_the_absorbed_form_norms_keys_it_never_builds_and_keeps_the_expanded_forms_numbers(norm: str) -> None:
+    args = dict(variant="mla", heads=2, dim=8, mask="causal", dtype="float64", qk_norm=norm, softcap=2.0, gate=True,
+                seed=5)
+    absorbed, expanded = compute(sentence(TEXT, absorbed=True, **args)), compute(sentence(TEXT, **args))
+    _check(absorbed, mla_reference(absorbed, 2, norm, 2.0, True), ("absorbed", norm))
+    for h in range(2):
+        assert (absorbed.tensor("weights", head=h) - expanded.tensor("weights", head=h)).abs().max() <= 1e-12
+    names = absorbed.names()
+    assert "key_nope" not in names and "key_norm" not in names and "key" not in names  # no key was ever built
+    assert names.index("query_norm") < names.index("query_absorbed") < names.index("scores")
+    scales = [place for place in absorbed.stages if place.name == "key_scale"]
+    assert len(scales) == (1 if norm == "rms-all" else 2)  # one factor for the whole projection, or one a head
+    for place, stage in absorbed.stages.items():
+        if place.name in ("key_scale", "query_absorbed", "scores"):
+            for index in ((0, 0), (5, stage.shape[1] - 1), (3, 0)):
+                assert explain(absorbed, place, index).matches, (place.key, index)
 
 
 @pytest.mark.parametrize(("norm", "cap", "gate"), MODIFIERS)
@@ -248,7 +261,7 @@ def test_linear_refuses_them_and_says_why_in_both_languages() -> None:
 
 @pytest.mark.parametrize("argv", [
     ["--variant", "mla", "--softcap", "30", "--qk-norm", "rms", "--gate"],
-    ["--variant", "mla", "--absorbed", "--softcap", "30", "--gate"],
+    ["--variant", "mla", "--absorbed", "--softcap", "30", "--qk-norm", "rms-all", "--gate"],
     ["--variant", "diff", "--heads", "2", "--softcap", "30", "--qk-norm", "rms-all", "--gate"],
 ])
 def test_the_cli_accepts_them(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
@@ -260,7 +273,6 @@ def test_the_cli_accepts_them(capsys: pytest.CaptureFixture[str], argv: list[str
 @pytest.mark.parametrize(("argv", "fragment"), [
     (["--variant", "linear", "--softcap", "5"], "--softcap does not apply to linear: it has no scores q·k"),
     (["--variant", "linear", "--gate"], "its implied matrix is not a softmax"),
-    (["--variant", "mla", "--absorbed", "--qk-norm", "rms"], "--qk-norm does not go with --absorbed"),
     (["--variant", "diff", "--q", "Q", "--k", "Q", "--v", "Q", "--gate"], "--gate does not apply to typed Q, K, V"),
 ])
 def test_what_does_not_apply_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path, monkeypatch,
@@ -288,9 +300,10 @@ def test_half_precision_with_every_modifier_stays_finite_and_every_cell_recomput
             assert explain(trace, place, index).matches, place.key  # λ kept in float32, as D used it
 
 
-def test_mla_with_every_modifier_reads_by_tiles_as_it_computes_whole() -> None:
+@pytest.mark.parametrize("absorbed", [False, True])
+def test_mla_with_every_modifier_reads_by_tiles_as_it_computes_whole(absorbed: bool) -> None:
     request = sentence(" ".join(f"w{i}" for i in range(70)), variant="mla", heads=2, dim=8, mask="causal",
-                       dtype="float64", softcap=1.5, qk_norm="rms", gate=True)
+                       dtype="float64", softcap=1.5, qk_norm="rms", gate=True, absorbed=absorbed)
     whole, tiles = compute(request, lazy=False), compute(request, lazy=True)
     assert whole.names() == tiles.names() and tiles.stages[tiles.stage("capped", head=1).place].lazy
     for place, stage in whole.stages.items():

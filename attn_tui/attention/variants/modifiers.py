@@ -65,6 +65,13 @@ def norm_qk(ctx: Context, q: torch.Tensor, k: torch.Tensor, q_at: Sequence[Place
     return q_n, k_n
 
 
+def norm_rows(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], weight: str) -> torch.Tensor:
+    """--qk-norm on one side alone, x (H, N, d_h) read at `at[h]`: MLA's absorbed query, whose key is normed
+    through the latent instead (attention/variants/mla.py)."""
+    return _record_norm(ctx, x, name, at, list(range(len(at))), ctx.settings.qk_norm == "rms-all",
+                        [place.at(f"{name}_norm") for place in at], weight)
+
+
 def _record_norm(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], index: Sequence[int],
                  whole: bool, to: Sequence[Place], weight_name: str) -> torch.Tensor:
     rows, n, d_h = x.shape
