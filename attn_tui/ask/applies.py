@@ -86,5 +86,8 @@ def not_applying(request: Request, given: set[str]) -> list[Msg]:
                  Msg("--gate does not apply to {variant}: it gates each head's weighted sum in {owners}",
                      variant=s.variant, owners=", ".join(n for n, v in VARIANTS.items() if v.score_based))),
     }
+    if s.variant == "linear":  # its own line: no scores at all, and its implied matrix is not a softmax
+        reasons |= {name: Msg("{option} does not apply to linear: it has no scores q·k, and its implied matrix is "
+                              "not a softmax", option=SETTINGS[name].flag) for name in ("softcap", "qk_norm", "gate")}
     found = applicable(request)
     return [reasons[name] for name in sorted(given - found, key=list(reasons).index) if name in reasons]

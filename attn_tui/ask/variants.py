@@ -41,7 +41,7 @@ class Variant:
     `per_head`: splits Q, K, V into `--heads` heads by columns (alibi, sink).
     `options`: the settings only this variant reads (`heads`, `kv_heads`, `rope_base`, `tile`).
     `lazy`: its score family can be read by tiles, so it runs on inputs of any length.
-    `score_based`: takes a soft cap, a QK-norm and the output gate (not additive, concat, flash).
+    `score_based`: takes a soft cap, a QK-norm and the output gate (not additive, concat, flash, linear).
     `footprint`: the numbers each of its stages and parameters holds, by part.
     """
 
@@ -173,12 +173,11 @@ VARIANTS: dict[str, Variant] = {
                 ("q_latent", "q_latent_norm", "query", "query_nope", "query_rope", "query_rot", "kv_latent",
                  "kv_latent_norm", "key_rope", "key_rot", "latent_cache", "value", "key_nope", "key",
                  "query_absorbed", "scores", "scaled", "masked", "weights", "output", "concat", "projected"),
-                _mla, takes_x=True, options=("heads", "rope_base", "absorbed"), score_based=False),
+                _mla, takes_x=True, options=("heads", "rope_base", "absorbed")),
         Variant("diff", "Differential (two maps, one minus the other)",
                 ("query", "key", "value", "query_1", "query_2", "key_1", "key_2", "scores_1", "scaled_1", "masked_1",
                  "weights_1", "scores_2", "scaled_2", "masked_2", "weights_2", "lambda", "diff_weights",
-                 "diff_output", "head_norm", "concat"), _diff, per_head=True, options=("heads", "depth"),
-                lazy=False, score_based=False),
+                 "diff_output", "head_norm", "concat"), _diff, per_head=True, options=("heads", "depth")),
         Variant("linear", "Linear attention (recurrent state)",
                 ("query", "key", "value", "query_l2", "key_l2", "decay", "beta", "state", "implied", "output"),
                 _linear, options=("rule",), lazy=False, score_based=False),
@@ -190,10 +189,13 @@ def modifier_parts(settings: Settings, z: Sizes) -> dict[str, int]:
     """What a soft cap, a QK-norm and the output gate add to a score-based variant's footprint, by part."""
     if not VARIANTS[settings.variant].score_based:
         return {}
-    found = {"score stages": z.heads * z.queries * z.keys} if settings.softcap is not None else {}
+    maps = 2 if settings.variant == "diff" else 1  # diff caps each of its two maps
+    found = {"score stages": maps * z.heads * z.queries * z.keys} if settings.softcap is not None else {}
     extra = 0
     if settings.qk_norm != "none":
         extra += z.heads * (z.queries + z.keys) * max(1, z.d_q // z.heads) + z.d_q + z.d_k  # q_n, k_n, weights
+        if settings.variant == "mla":  # and each head's whole query put back together before its norm
+            extra += z.heads * z.queries * max(1, z.d_q // z.heads)
     if settings.gate:
         extra += 2 * z.queries * z.d_v * max(1, z.heads) + z.d_q * z.d_v * max(1, z.heads)  # gate, gated, W_g
     return found | ({"output": extra} if extra else {})

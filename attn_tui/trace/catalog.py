@@ -181,6 +181,13 @@ _KINDS = (
     StageKind("query_absorbed", "q_abs", NP_("stage", "query_absorbed"), N_(
         "The absorbed form: the head's rows of W_uk are multiplied into the query instead of into every key, so "
         "the query meets the cached latent directly and no key is ever rebuilt. The scores are the same.")),
+    StageKind("key_scale", "r_k", NP_("stage", "key_scale"), N_(
+        "The absorbed form with a QK-norm: each key's norm factor 1/RMS, found from the cached latent alone. The "
+        "rebuilt key's size is ĉ·(W_ukᵀW_uk)·ĉ, a small Gram matrix, so the norm needs no key to be built."),
+        scale="sequential"),
+    StageKind("query_full", "q", NP_("stage", "query_full"), N_(
+        "The head's whole query put back together, the no-position part beside the rotated part: what a QK-norm "
+        "normalises (--qk-norm), as it does the whole key.")),
     StageKind("energy", "E", NP_("stage", "energy"), N_(
         "For every query-key pair a small neural network layer is applied: tanh of the two projections "
         "added (or of the pair concatenated). The heatmap shows one query at a time: rows are keys, "
@@ -290,12 +297,26 @@ _KINDS = (
     StageKind("key_2", "K₂", NP_("stage", "key_2"), N_(
         "The second half of each key's columns, read by the second half of the queries. Only these halves meet in "
         "the second map.")),
+    StageKind("query_1_norm", "Q₁,n", NP_("stage", "query_1_norm"), N_(
+        "The first half of each query, normalised (--qk-norm): its size taken out and a learned weight per "
+        "dimension put back, as a head of that width would be.")),
+    StageKind("query_2_norm", "Q₂,n", NP_("stage", "query_2_norm"), N_(
+        "The second half of each query, normalised the same way with the same weight: the two maps are then "
+        "built from normed halves.")),
+    StageKind("key_1_norm", "K₁,n", NP_("stage", "key_1_norm"), N_(
+        "The first half of each key, normalised as the queries' halves are: the first map then measures "
+        "direction more than length.")),
+    StageKind("key_2_norm", "K₂,n", NP_("stage", "key_2_norm"), N_(
+        "The second half of each key, normalised: the second map too measures direction more than length.")),
     StageKind("scores_1", "S₁", NP_("stage", "scores_1"), N_(
         "The first map's scores: every first-half query against every first-half key. A large score means the two "
         "halves point the same way.")),
     StageKind("scaled_1", "S'₁", NP_("stage", "scaled_1"), N_(
         "The first map's scores divided by √d, where d is the width of a half. Each half is scaled as a head of "
         "that width would be.")),
+    StageKind("capped_1", "S_cap₁", NP_("stage", "capped_1"), N_(
+        "The first map's scaled scores through the soft cap, cap·tanh(s / cap) (--softcap): large scores are "
+        "pressed towards ±cap before the mask and the softmax.")),
     StageKind("masked_1", "M₁", NP_("stage", "masked_1"), N_(
         "The first map's scaled scores with the mask applied: keys a query may not see get the fill. Both maps "
         "use the same mask.")),
@@ -308,6 +329,9 @@ _KINDS = (
     StageKind("scaled_2", "S'₂", NP_("stage", "scaled_2"), N_(
         "The second map's scores divided by √d, where d is the width of a half. The same factor as the first "
         "map's.")),
+    StageKind("capped_2", "S_cap₂", NP_("stage", "capped_2"), N_(
+        "The second map's scaled scores through the same soft cap: both maps are capped before their softmax, so "
+        "neither can be a one-hot made by one extreme score.")),
     StageKind("masked_2", "M₂", NP_("stage", "masked_2"), N_(
         "The second map's scaled scores with the same mask applied. Keys a query may not see get the fill here "
         "too.")),

@@ -22,6 +22,9 @@ from attn_tui.trace.ops_modern import GatedNorm as GatedNorm
 from attn_tui.trace.ops_modern import Implied as Implied
 from attn_tui.trace.ops_modern import L2Norm as L2Norm
 from attn_tui.trace.ops_modern import LambdaTerms as LambdaTerms
+from attn_tui.trace.ops_modern import LatentKeyScale as LatentKeyScale
+from attn_tui.trace.ops_modern import NormedAbsorb as NormedAbsorb
+from attn_tui.trace.ops_modern import NormedLatentScore as NormedLatentScore
 from attn_tui.trace.ops_modern import StateReadout as StateReadout
 from attn_tui.trace.ops_modern import StateUpdate as StateUpdate
 from attn_tui.trace.ops_modern import WriteStrength as WriteStrength
@@ -388,4 +391,5 @@ Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, 
            Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
            VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm, L2Norm, Decay,
            WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, GateProduct, GatedNorm, CausalConv,
-           MovedNorm, Written]
+           MovedNorm, Written,
+           LatentKeyScale, NormedAbsorb, NormedLatentScore]

@@ -148,3 +148,46 @@ class DiffNorm:
     source: Place
     lam: Place
     eps: float
+
+
+@dataclass(frozen=True)
+class LatentKeyScale:
+    """out[j, 0] = 1/√((‖latent[j]·weight[first:last]ᵀ‖² + copies·‖rot[j]‖²) / width + eps): the RMS factor of a
+    key [ĉ_j·W_ukᵀ | k_rot,j] (one head's rows of W_uk, or every head's for a norm over the whole projection)
+    found from the cached latent alone, ‖ĉ·W_ukᵀ‖² = ĉ·(W_ukᵀW_uk)·ĉ: MLA's absorbed form with a QK-norm."""
+
+    latent: Place
+    rot: Place
+    weight: str
+    first: int
+    last: int
+    copies: int  # how many times the shared rotary key sits in the normed row (1, or every head's)
+    eps: float
+
+
+@dataclass(frozen=True)
+class NormedAbsorb:
+    """out[i, c] = Σ_(m < width) source[i, m]·norm[column + m]·weight[offset + m, c]: a normed query's no-position
+    part, times the key norm's weight, taken into the latent through W_uk (the key's weight moved to the query)."""
+
+    source: Place
+    norm: str
+    column: int
+    weight: str
+    offset: int
+    width: int
+
+
+@dataclass(frozen=True)
+class NormedLatentScore:
+    """out[i, j] = scale[j, 0]·(Σ_c absorbed[i, c]·latent[j, c] + Σ_m source[i, d_nope + m]·norm[column + d_nope + m]
+    ·rot[j, m]): a normed query against a normed key that was never built, from the latent and the rotary key."""
+
+    absorbed: Place
+    latent: Place
+    source: Place
+    norm: str
+    column: int
+    d_nope: int
+    rot: Place
+    scale: Place

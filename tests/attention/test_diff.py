@@ -240,7 +240,28 @@ def test_every_stage_has_an_explanation_and_a_formula_in_both_languages() -> Non
     assert "DiffLlama" not in _explained("en", "diff_weights", ("diff",))
 
 
-def test_a_long_input_is_refused_before_anything_is_computed() -> None:
-    with pytest.raises(ConfigError, match="holds each of its stages whole") as refused:
-        compute(sentence(" ".join(f"w{i}" for i in range(300)), variant="diff"))
-    assert "scaled_dot" not in str(refused.value)  # no false promise: scaled_dot does not compute the difference
+@pytest.mark.parametrize("extra", [{}, {"softcap": 0.8, "qk_norm": "rms", "gate": True}])
+def test_a_long_input_is_read_by_tiles_and_equals_the_whole_computation(extra: dict) -> None:
+    request = sentence(" ".join(f"w{i}" for i in range(90)) + " <pad>", variant="diff", heads=2, dim=8,
+                       mask="causal+padding", dtype="float64", **extra)
+    whole, tiles = compute(request, lazy=False), compute(request, lazy=True)
+    assert whole.names() == tiles.names() and whole.warnings == tiles.warnings
+    lazy = {place.name for place, stage in tiles.stages.items() if stage.lazy}
+    assert {"scores_1", "masked_2", "weights_1", "weights_2", "diff_weights"} <= lazy
+    for place, stage in whole.stages.items():
+        torch.testing.assert_close(tiles.stages[place].tensor, stage.tensor, atol=1e-12, rtol=0,
+                                   msg=place.key)  # equal infinities (the masked cells) compare equal
+    for name in ("diff_weights", "weights_2", "masked_1"):  # the inspector reads a lazy cell as any other
+        arithmetic = explain(tiles, tiles.stage(name, head=1).place, (50, 20))
+        assert arithmetic.matches, name
+
+
+def test_a_long_input_opens_lazily_without_being_asked_and_keeps_the_signed_range() -> None:
+    trace = compute(sentence(" ".join(f"w{i}" for i in range(300)), variant="diff", heads=2, dim=8, mask="causal"))
+    stage = trace.stage("diff_weights", head=0)
+    assert stage.lazy and tuple(stage.shape) == (300, 300)
+    found = trace.stats[stage.place]  # the streaming pass folded the range: the colour scale needs no whole stage
+    assert found.lo < 0 < found.hi
+    rows = stage.data[0:300, 0:300].sum(dim=-1)
+    lam = float(trace.tensor("lambda", head=0)[0, 3])
+    assert torch.allclose(rows, torch.full_like(rows, 1 - lam), atol=1e-5)  # rows sum to 1 − λ, as whole

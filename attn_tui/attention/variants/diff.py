@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.attention.attend import warn_empty_rows
+from attn_tui.attention.attend import PreStage, warn_empty_rows
 from attn_tui.attention.variants.heads import heads_of
+from attn_tui.attention.variants.modifiers import gate, norm_qk
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace import masks
+from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.ops import (
     Columns,
     Concat,
@@ -35,6 +37,7 @@ from attn_tui.trace.ops import (
     Masking,
     Place,
     Scale,
+    SoftCap,
     Softmax,
     WeightedSum,
 )
@@ -49,6 +52,7 @@ EPS = 1e-5  # the head norm's eps (DiffLlama's rms_norm_eps)
 LAMBDA_ROW = Axis("lambda", ("λ",))
 LAMBDA_TERMS = Axis("term", ("exp₁", "exp₂", "λ_init", "λ"))  # exp(λ_q1·λ_k1), exp(λ_q2·λ_k2)
 LAMBDA_NAMES = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
+MAPS = (1, 2)  # the two softmax maps of every head
 SUB = {1: "₁", 2: "₂"}  # the maps' subscripts (a head's are _h: Q_1 is head 1's query, Q₁ a head's first half)
 HALF_REASON = N_("each half is scaled as a head of its own width d would be")
 
@@ -78,41 +82,73 @@ class Halves:
     key: tuple[str, str]
 
 
-def masked_formula(n: int, tail: Tail) -> Msg:
+def masked_formula(n: int, tail: Tail, capped: bool = False) -> Msg:
     sub = SUB[n]
-    scaled = f"S'{sub}" if tail.temperature == 1 else f"S'{sub} / T (T = {tail.temperature:g})"
+    read = f"S_cap{sub}" if capped else f"S'{sub}"
+    scaled = read if tail.temperature == 1 else f"{read} / T (T = {tail.temperature:g})"
     if tail.mask is None:
         return Msg("M{n} = {scaled}   (no mask)", n=sub, scaled=scaled)
     return Msg("M{n} = {scaled} where mask = 1, {fill} where mask = 0   (mask: {mask}; 1 = may attend)", n=sub,
                scaled=scaled, fill=tail.fill.replace("inf", "∞"), mask=tail.mask.describe())
 
 
-def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], factor: float) -> list[torch.Tensor]:
-    """scores_n, scaled_n, masked_n and weights_n (n = 1, 2) of every head at `at`; returns weights_1, weights_2."""
+def map_stages(tail: Tail, halves: Halves, n: int, factor: float, cap: float | None) -> list[PreStage]:
+    """Map n's stages in order (scores_n, scaled_n, capped_n where --softcap asks, masked_n, weights_n), each with
+    its formula and its op given the head's place: one declaration for the whole and the lazy path."""
     qk = (tail.query_axis, tail.key_axis)
-    allowed = None if tail.mask is None else tail.mask.allowed
     d = halves.q[0].shape[-1]
+    query, key, sub = halves.query[n - 1], halves.key[n - 1], SUB[n]
+    formula = (Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=sub) if query == f"query_{n}" else
+               Msg("S{n} = Q{n},n·K{n},nᵀ: the normed halves, S{n}[i,j] = q{n},i·k{n},j", n=sub))
+    before = f"scaled_{n}" if cap is None else f"capped_{n}"
+    stages = [PreStage(f"scores_{n}", formula, qk, lambda at: Dot(at.at(query), at.at(key))),
+              PreStage(f"scaled_{n}", f"S'{sub} = S{sub} / √d   (d = {d}, √d = {math.sqrt(d):.4g})", qk,
+                       lambda at: Scale(at.at(f"scores_{n}"), factor, HALF_REASON))]
+    if cap is not None:
+        stages.append(PreStage(f"capped_{n}", Msg("S_cap{n} = {cap}·tanh(S'{n} / {cap}): map {k}'s scores kept "
+                                                  "inside ±{cap} before its mask", n=sub, k=n, cap=f"{cap:g}"), qk,
+                               lambda at: SoftCap(at.at(f"scaled_{n}"), cap)))
+    return [*stages,
+            PreStage(f"masked_{n}", masked_formula(n, tail, cap is not None), qk,
+                     lambda at: Masking(at.at(before), tail.mask, tail.fill, tail.temperature)),
+            PreStage(f"weights_{n}", Msg("A{n} = softmax(M{n}) over keys: each row sums to 1", n=sub), qk,
+                     lambda at: Softmax(at.at(f"masked_{n}")))]
+
+
+def map_tiles(halves: Halves, factor: float, cap: float | None, rows: slice, cols: slice
+              ) -> dict[str, torch.Tensor]:
+    """Both maps' stages before the mask on rows × cols, every head: (heads, rows, cols) each."""
+    out = {}
+    for n in (1, 2):
+        scores = halves.q[n - 1][:, rows] @ halves.k[n - 1][:, cols].transpose(-2, -1)  # (heads, rows, cols)
+        scaled = scores * factor
+        out[f"scores_{n}"], out[f"scaled_{n}"] = scores, scaled
+        if cap is not None:  # in at least float32: float16 cannot hold a large cap
+            out[f"capped_{n}"] = torch.tanh(scaled.to(masks.softmax_dtype(scaled.dtype)) / cap) * cap
+    return out
+
+
+def record_maps(trace: Trace, tail: Tail, halves: Halves, at: list[Place], factor: float,
+                cap: float | None = None) -> list[torch.Tensor]:
+    """scores_n, scaled_n, masked_n and weights_n (n = 1, 2) of every head at `at`; returns weights_1, weights_2.
+
+    With a soft `cap` (--softcap) each map's scaled scores pass through capped_n = cap·tanh(S'_n / cap) before
+    its mask, so both softmaxes read capped scores."""
+    allowed = None if tail.mask is None else tail.mask.allowed
+    tiles = map_tiles(halves, factor, cap, slice(None), slice(None))
     out = []
     for n in (1, 2):
-        scores = halves.q[n - 1] @ halves.k[n - 1].transpose(-2, -1)  # (heads, L, S)
-        scaled = scores * factor
-        promoted = scaled.to(masks.softmax_dtype(scaled.dtype))
+        read = tiles[f"capped_{n}" if cap is not None else f"scaled_{n}"]
+        promoted = read.to(masks.softmax_dtype(read.dtype))
         divided = promoted / tail.temperature if tail.temperature != 1 else promoted
-        masked = masks.apply_mask(divided, allowed, tail.fill)  # (heads, L, S)
-        weights = masks.masked_softmax(masked, allowed)  # (heads, L, S)
+        tiles[f"masked_{n}"] = masks.apply_mask(divided, allowed, tail.fill)  # (heads, L, S)
+        tiles[f"weights_{n}"] = masks.masked_softmax(tiles[f"masked_{n}"], allowed)  # (heads, L, S)
+        stages = map_stages(tail, halves, n, factor, cap)
         for h, place in enumerate(at):
-            query, key = place.at(halves.query[n - 1]), place.at(halves.key[n - 1])
-            trace.add(Stage(place.at(f"scores_{n}"), scores[h],
-                            Msg("S{n} = Q{n}·K{n}ᵀ: S{n}[i,j] = q{n},i·k{n},j", n=SUB[n]), qk, Dot(query, key)))
-            trace.add(Stage(place.at(f"scaled_{n}"), scaled[h],
-                            f"S'{SUB[n]} = S{SUB[n]} / √d   (d = {d}, √d = {math.sqrt(d):.4g})", qk,
-                            Scale(place.at(f"scores_{n}"), factor, HALF_REASON)))
-            trace.add(Stage(place.at(f"masked_{n}"), masked[h], masked_formula(n, tail), qk,
-                            Masking(place.at(f"scaled_{n}"), tail.mask, tail.fill, tail.temperature)))
-            trace.add(Stage(place.at(f"weights_{n}"), weights[h],
-                            Msg("A{n} = softmax(M{n}) over keys: each row sums to 1", n=SUB[n]), qk,
-                            Softmax(place.at(f"masked_{n}"))))
-        out.append(weights)
+            for stage in stages:
+                trace.add(Stage(place.at(stage.name), tiles[stage.name][h], stage.formula, stage.axes,
+                                stage.op(place)))
+        out.append(tiles[f"weights_{n}"])
     warn_empty_rows(trace, tail)
     return out
 
@@ -125,21 +161,29 @@ def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tupl
     `first`, `second` (heads, L, S) are the two maps, recorded for head h at `maps[h]` (its own weights_1 and
     weights_2, or a model's two heads); `lam` (1, 4) as `lambda_terms` makes it; `values` (heads, S, 2d) at
     `value_at`."""
+    diff = first - lam[0, 3].to(first.dtype) * second  # (heads, L, S)
+    output = diff.to(values.dtype) @ values  # (heads, L, 2d)
+    return record_heads(trace, tail, at, maps, lam, op, list(diff), output, value_at, eps)
+
+
+def record_heads(trace: Trace, tail: Tail, at: list[Place], maps: list[tuple[Place, Place]], lam: torch.Tensor,
+                 op: LambdaTerms, diff: list[torch.Tensor | LazyTensor], output: torch.Tensor,
+                 value_at: list[Place], eps: float = EPS) -> torch.Tensor:
+    """Each head's lambda, diff_weights (`diff[h]`, whole or read by tiles), diff_output (`output` (heads, L, 2d),
+    D·V already summed) and head_norm; returns head_norm (heads, L, 2d)."""
     qk = (tail.query_axis, tail.key_axis)
     value = lam[0, 3]
     init = float(lam[0, 2])
-    diff = first - value.to(first.dtype) * second  # (heads, L, S)
-    output = diff.to(values.dtype) @ values  # (heads, L, 2d)
     squares = output.to(masks.softmax_dtype(output.dtype))
-    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + eps)).to(values.dtype)
-    width = values.shape[-1]
+    normed = ((1 - init) * squares * torch.rsqrt(squares.pow(2).mean(-1, keepdim=True) + eps)).to(output.dtype)
+    width = output.shape[-1]
     out_axes = (tail.query_axis, dim_axis(width))
     for h, place in enumerate(at):
         a1, a2 = maps[h]
-        trace.add(Stage(place.at("lambda"), lam.to(values.dtype),
+        trace.add(Stage(place.at("lambda"), lam,  # float32 (or 64) as D used it: bfloat16 would round λ away
                         Msg("λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init,   λ_init = 0.8 − 0.6·exp(−0.3·{depth}) "
                             "= {init}", depth=op.depth, init=f"{init:.4g}"), (LAMBDA_ROW, LAMBDA_TERMS), op))
-        trace.add(Stage(place.at("diff_weights"), diff[h],
+        trace.put(Stage(place.at("diff_weights"), diff[h],
                         Msg("D = A₁ − λ·A₂   (λ = {lam}): rows sum to 1 − λ, and a cell may be negative",
                             lam=f"{float(value):.4g}"), qk, DiffWeights(a1, a2, place.at("lambda"))))
         trace.add(Stage(place.at("diff_output"), output[h],
@@ -152,12 +196,14 @@ def record_difference(trace: Trace, tail: Tail, at: list[Place], maps: list[tupl
     return normed
 
 
-def record_concat(trace: Trace, normed: torch.Tensor, at: list[Place], axis: Axis, where: Place) -> None:
-    """The heads' normed outputs side by side (N, heads·2d): what W_o reads."""
+def record_concat(trace: Trace, normed: torch.Tensor, at: list[Place], axis: Axis, where: Place,
+                  name: str = "head_norm") -> None:
+    """The heads' normed outputs (`name`: gated where the gate is on) side by side (N, heads·2d): what W_o reads."""
     n, width = normed.shape[1], normed.shape[0] * normed.shape[2]
-    trace.add(Stage(where, normed.permute(1, 0, 2).reshape(n, width),
-                    Msg("C = [Y_0 | Y_1 | … ]: the heads' normed outputs side by side"), (axis, dim_axis(width)),
-                    Concat(tuple(place.at("head_norm") for place in at))))
+    formula = (Msg("C = [Y_0 | Y_1 | … ]: the heads' normed outputs side by side") if name == "head_norm" else
+               Msg("C = [O_g,0 | O_g,1 | … ]: the heads' gated outputs side by side"))
+    trace.add(Stage(where, normed.permute(1, 0, 2).reshape(n, width), formula, (axis, dim_axis(width)),
+                    Concat(tuple(place.at(name) for place in at))))
 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -176,15 +222,46 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
                                 Msg("{letter}{sub} = {letter}[:, {a}…{b}]: half {n} of the head's columns",
                                     letter=letter, sub=SUB[n], n=n, a=offset, b=offset + d - 1),
                                 (axis, dim_axis(d)), Columns(place.at(part), offset)))
-    halves = Halves((heads.q[..., :d], heads.q[..., d:]), (heads.k[..., :d], heads.k[..., d:]),
-                    ("query_1", "query_2"), ("key_1", "key_2"))
+    halves = _normed(ctx, Halves((heads.q[..., :d], heads.q[..., d:]), (heads.k[..., :d], heads.k[..., d:]),
+                                 ("query_1", "query_2"), ("key_1", "key_2")), at)
     factor = 1 / math.sqrt(d)
     ctx.record_geometry(factor)
-    first, second = record_maps(trace, ctx.tail, halves, at, factor)
+    cap = ctx.settings.softcap
+    if cap is not None and (not math.isfinite(cap) or cap <= 0):
+        raise ConfigError(Msg("--softcap must be a positive number, not {cap}", cap=f"{cap:g}"))
     depth = ctx.settings.depth
     vectors = {name: ctx.params.normal(name, d, std=LAMBDA_STD) for name in LAMBDA_NAMES}  # (d,) each
     lam = lambda_terms(vectors, "", depth)
-    normed = record_difference(trace, ctx.tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam,
-                               LambdaTerms(*LAMBDA_NAMES, depth=depth), first, second, heads.v, heads.values_at)
+    op = LambdaTerms(*LAMBDA_NAMES, depth=depth)
+    if ctx.lazy:  # a long input: both maps read by tiles (imported here: diff_lazy builds on this module)
+        from attn_tui.attention.variants.diff_lazy import record_lazy
+
+        normed = record_lazy(trace, ctx.tail, halves, at, factor, cap, lam, op, heads.v, heads.values_at)
+    else:
+        first, second = record_maps(trace, ctx.tail, halves, at, factor, cap)
+        normed = record_difference(trace, ctx.tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam,
+                                   op, first, second, heads.v, heads.values_at)
+    gated, name = gate(ctx, normed, [p.at("head_norm") for p in at])  # (heads, L, 2d)
     if heads.several:
-        record_concat(trace, normed, at, ctx.query_axis, Place("concat"))
+        record_concat(trace, gated, at, ctx.query_axis, Place("concat"), "gated" if name == "gated" else "head_norm")
+
+
+def _normed(ctx: Context, halves: Halves, at: list[Place]) -> Halves:
+    """--qk-norm on each half's queries and keys (query_1_norm … key_2_norm), each half normed as a head of its
+    own width d (rms) or all of them together, the whole projection (rms-all); the halves as they are without."""
+    if ctx.settings.qk_norm == "none":
+        return halves
+    count, d = halves.q[0].shape[0], halves.q[0].shape[-1]
+    rows = [(h, n) for h in range(count) for n in (1, 2)]  # head-major, as the projection's columns run
+
+    def stacked(pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return torch.stack(pair, dim=1).reshape(2 * count, -1, d)  # (2·heads, N, d): h0 half 1, h0 half 2, …
+
+    def places(part: str, suffix: str = "") -> list[Place]:
+        return [at[h].at(f"{part}_{n}{suffix}") for h, n in rows]
+
+    q, k = norm_qk(ctx, stacked(halves.q), stacked(halves.k), places("query"), places("key"), range(2 * count),
+                   places("query", "_norm"), places("key", "_norm"))
+    q, k = q.view(count, 2, -1, d), k.view(count, 2, -1, d)  # (heads, 2, N, d)
+    return Halves((q[:, 0], q[:, 1]), (k[:, 0], k[:, 1]), ("query_1_norm", "query_2_norm"),
+                  ("key_1_norm", "key_2_norm"))

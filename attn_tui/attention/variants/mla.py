@@ -27,11 +27,30 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.attention.attend import PreStage, Tail, score_family
+from attn_tui.attention.variants.modifiers import EPS as NORM_EPS
+from attn_tui.attention.variants.modifiers import NORM_STD, gate, norm_qk, norm_rows, normed_scores, soft_cap
 from attn_tui.attention.variants.rope import angles, rotate
 from attn_tui.attention.variants.scaled_dot import SCALE_REASON
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
-from attn_tui.trace.ops import Absorb, Columns, Concat, DotSum, HeadNorm, Linear, Op, Operand, Place, Rotary, Scale
+from attn_tui.trace.lazy import PreTile
+from attn_tui.trace.masks import softmax_dtype
+from attn_tui.trace.ops import (
+    Absorb,
+    Columns,
+    Concat,
+    DotSum,
+    HeadNorm,
+    LatentKeyScale,
+    Linear,
+    NormedAbsorb,
+    NormedLatentScore,
+    Op,
+    Operand,
+    Place,
+    Rotary,
+    Scale,
+)
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 if TYPE_CHECKING:
@@ -113,11 +132,12 @@ def _stage(trace: Trace, at: Place, data: torch.Tensor, formula: str | Msg, axes
 
 
 def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail, turn: Turn, layer: int | None,
-           lazy: bool) -> torch.Tensor:
+           lazy: bool, ctx: Context | None = None) -> torch.Tensor:
     """Every stage of one MLA layer over x (N, d), from the query's path to each head's output (H, N, d_v).
 
     `source` names x for the projections' ops; `turn` rotates a rotary part; `layer` places the stages (None
-    for the variant)."""
+    for the variant). `ctx` is the variant's context, whose --qk-norm and --softcap act here (a model's layer
+    has neither: None)."""
     p = trace.params
     name = m.prefix.__add__
     n, heads = x.shape[0], m.heads
@@ -185,9 +205,10 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
                                                      "from the latent", h=h, a=h * m.d_v, b=(h + 1) * m.d_v - 1),
                (keys, dim_axis(m.d_v)), Linear(at("kv_latent_norm"), name("W_uv"), None, h * m.d_v))
     q_nope = queries[:, :, :m.d_nope]  # (H, N, d_nope)
+    norm_absorbed = m.absorbed and ctx is not None and ctx.settings.qk_norm != "none"
     if m.absorbed:
         left = q_nope @ w_uk  # (H, N, r): W_uk folded into the query
-        for h in range(heads):
+        for h in range(heads if not norm_absorbed else 0):  # with a QK-norm: folded after the norm, below
             _stage(trace, at("query_absorbed", h), left[h], Msg(
                 "q_abs = q_nope·W_uk,{h}: head {h}'s rows {a}…{b} of W_uk folded into the query, so it meets the "
                 "cached latent itself", h=h, a=h * m.d_nope, b=(h + 1) * m.d_nope - 1),
@@ -211,10 +232,19 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
     query_all = torch.cat([left, q_rope], dim=-1)  # (H, N, r or d_nope, + d_rope)
     key_all = torch.cat([right, k_rope[None].expand(heads, -1, -1)], dim=-1)
     factor = m.scale
+    if ctx is not None and norm_absorbed:
+        q_abs, q_wrot, key_scale = _norm_absorbed(ctx, m, torch.cat([q_nope, q_rope], dim=-1), latent, k_rope, at)
 
-    def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
-        scores = query_all[:, rows] @ key_all[:, cols].transpose(-2, -1)  # (H, rows, cols)
-        return {"scores": scores, "scaled": scores * factor}
+        def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+            scores = (q_abs[:, rows] @ latent[cols].T + q_wrot[:, rows] @ k_rope[cols].T) * key_scale[:, None, cols]
+            return {"scores": scores, "scaled": scores * factor}  # (H, rows, cols) each
+    else:
+        if ctx is not None and ctx.settings.qk_norm != "none":
+            query_all, key_all = _norm_heads(ctx, m, query_all, key_all, at)  # (H, N, d_qk) each
+
+        def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
+            scores = query_all[:, rows] @ key_all[:, cols].transpose(-2, -1)  # (H, rows, cols)
+            return {"scores": scores, "scaled": scores * factor}
 
     qk = (tokens, keys)
 
@@ -228,10 +258,92 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
               if math.isclose(factor, usual, rel_tol=1e-9) else
               Msg("S' = S · {scale}   (the model's own scaling, not 1/√{d} = {usual}: YaRN's mscale)",
                   scale=f"{factor:.4g}", d=m.d_qk, usual=f"{usual:.4g}"))
-    stages = [PreStage("scores", formula, qk, pairs),
-              PreStage("scaled", scaled, qk, lambda s: Scale(s.at("scores"), factor, SCALE_REASON))]
-    return score_family(trace, tail, pre, stages, "scaled", values, [at("scores", h) for h in range(heads)],
+    whole = ctx is not None and ctx.settings.qk_norm == "rms-all"
+
+    def latent_score(s: Place) -> NormedLatentScore:
+        """The absorbed form's normed score: the key's norm factor on both products (see _norm_absorbed)."""
+        head = s.head or 0
+        return NormedLatentScore(s.at("query_absorbed"), at("kv_latent_norm"), s.at("query_norm"), "k_head_norm",
+                                 head * m.d_qk if whole else 0, m.d_nope, at("key_rot"),
+                                 at("key_scale") if whole else at("key_scale", head))
+
+    score = (PreStage("scores", Msg("S = r_k·(q_abs·ĉ_kvᵀ + (q_n,rot ⊙ w_k)·k_rotᵀ): the normed key's size r_k found "
+                                    "from the latent, the keys never expanded"), qk, latent_score)
+             if norm_absorbed else PreStage("scores", formula, qk, pairs))
+    stages = [score, PreStage("scaled", scaled, qk, lambda s: Scale(s.at("scores"), factor, SCALE_REASON))]
+    read: PreTile = pre
+    last = "scaled"
+    if ctx is not None:
+        read, stages, last = soft_cap(ctx, pre, stages if norm_absorbed else normed_scores(ctx, stages), last)
+    return score_family(trace, tail, read, stages, last, values, [at("scores", h) for h in range(heads)],
                         [at("value", h) for h in range(heads)], lazy)
+
+
+def _norm_heads(ctx: Context, m: Latent, query_all: torch.Tensor, key_all: torch.Tensor,
+                at: Callable[[str, int | None], Place]) -> tuple[torch.Tensor, torch.Tensor]:
+    """--qk-norm on every head's whole query and key, [no-position | rotary] as the scores read them.
+
+    query_all, key_all (H, N, d_qk). The query is first put back together as `query_full` (the key already is:
+    `key`), with weights q_head_norm and k_head_norm (q_norm is the query latent's). RMS is blind to the rotation
+    (it keeps each pair's length), so only where the weight meets each dimension depends on norming after the
+    turn. The absorbed form never builds the keys: it norms them through the latent (_norm_absorbed)."""
+    heads = m.heads
+    _query_full(ctx, m, query_all, at)
+    return norm_qk(ctx, query_all, key_all, [at("query_full", h) for h in range(heads)],
+                   [at("key", h) for h in range(heads)], range(heads), weights=("q_head_norm", "k_head_norm"))
+
+
+def _query_full(ctx: Context, m: Latent, queries: torch.Tensor, at: Callable[[str, int | None], Place]) -> None:
+    """Each head's whole query [q_nope | q_rot] (H, N, d_qk) as a stage: what a QK-norm norms."""
+    for h in range(m.heads):
+        ctx.trace.add(Stage(at("query_full", h), queries[h],
+                            Msg("q_{h} = [q_nope | q_rot]: head {h}'s whole query as the scores read it", h=h),
+                            (ctx.query_axis, dim_axis(m.d_qk)), Concat((at("query_nope", h), at("query_rot", h)))))
+
+
+def _norm_absorbed(ctx: Context, m: Latent, queries: torch.Tensor, latent: torch.Tensor, k_rot: torch.Tensor,
+                   at: Callable[[str, int | None], Place]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """--qk-norm in the absorbed form, keys never expanded. queries (H, N, d_qk), latent (N, r), k_rot (N, d_rope).
+
+    The normed key is r_j·[ĉ_j·W_uk,hᵀ | k_rot,j] ⊙ w_k. Its weight w_k moves to the query (elementwise, then
+    through W_uk like the plain absorbed form), and its RMS factor r_j needs only the key's size, which the latent
+    gives without the key: ‖ĉ_j·W_uk,hᵀ‖² = ĉ_j·(W_uk,hᵀW_uk,h)·ĉ_j, an r × r Gram matrix per head (rms-all: of
+    every head's rows, one factor for all). Returns q_abs (H, N, r), the weighted rotary query (H, N, d_rope) and
+    r (H, N)."""
+    heads, dn, dq, r = m.heads, m.d_nope, m.d_qk, m.kv_rank
+    whole = ctx.settings.qk_norm == "rms-all"
+    _query_full(ctx, m, queries, at)
+    q_n = norm_rows(ctx, queries, "query", [at("query_full", h) for h in range(heads)], "q_head_norm")  # (H, N, dq)
+    w_k = ctx.params.ones_near("k_head_norm", heads * dq if whole else dq, NORM_STD)  # (width,)
+    w_uk = ctx.trace.params["W_uk"]  # (H·dn, r)
+    trace, tokens, keys = ctx.trace, ctx.query_axis, ctx.key_axis
+    absorbed, turned = [], []
+    for h in range(heads):
+        col = h * dq if whole else 0
+        absorbed.append(trace.add(Stage(
+            at("query_absorbed", h), (q_n[h][:, :dn] * w_k[col:col + dn]) @ w_uk[h * dn:(h + 1) * dn],
+            Msg("q_abs = (q_n,nope ⊙ w_k)·W_uk,{h}: the key norm's weight and head {h}'s rows {a}…{b} of W_uk moved "
+                "into the normed query", h=h, a=h * dn, b=(h + 1) * dn - 1), (tokens, dim_axis(r)),
+            NormedAbsorb(at("query_norm", h), "k_head_norm", col, "W_uk", h * dn, dn))))
+        turned.append(q_n[h][:, dn:] * w_k[col + dn:col + dq])  # (N, d_rope)
+    wide = latent.to(softmax_dtype(latent.dtype))
+    rot_sq = k_rot.to(wide.dtype).pow(2).sum(-1)  # (N,)
+    spans = [(0, heads * dn)] if whole else [(h * dn, (h + 1) * dn) for h in range(heads)]
+    factors = []
+    for first, last in spans:
+        rows = w_uk[first:last].to(wide.dtype)  # (rows, r)
+        content = ((wide @ (rows.T @ rows)) * wide).sum(-1)  # (N,): ĉ·G·ĉ, the rebuilt key's squared size
+        copies = heads if whole else 1
+        scale = torch.rsqrt((content + copies * rot_sq) / (last - first + copies * m.d_rope) + NORM_EPS)
+        place = at("key_scale", None) if whole else at("key_scale", first // dn)
+        factors.append(trace.add(Stage(
+            place, scale.to(latent.dtype)[:, None],
+            Msg("r_k = 1/√(mean of k² + eps), k = [ĉ_kv·W_ukᵀ | k_rot] ({n} numbers): its size from ĉ·(W_ukᵀW_uk)·ĉ, "
+                "the key never built", n=last - first + copies * m.d_rope), (keys, Axis("scale", ("r",))),
+            LatentKeyScale(at("kv_latent_norm", None), at("key_rot", None), "W_uk", first, last, copies,
+                           NORM_EPS)))[:, 0])
+    key_scale = torch.stack(factors).expand(heads, -1)  # (H, N)
+    return torch.stack(absorbed), torch.stack(turned), key_scale
 
 
 def _bias(params: dict[str, torch.Tensor], name: str) -> str | None:
@@ -254,11 +366,13 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     w_o = params.weight("W_o", d, heads * m.d_v)  # (d, H·d_v)
     cos, sin = angles(n, m.d_rope, m.base, x.dtype, x.device)  # (N, d_rope)
     ctx.record_geometry(m.scale)
-    outputs = record(ctx.trace, m, x, ctx.source, ctx.tail, rotate_half_turn(cos, sin, m.base), None, ctx.lazy)
+    outputs = record(ctx.trace, m, x, ctx.source, ctx.tail, rotate_half_turn(cos, sin, m.base), None, ctx.lazy,
+                     ctx)  # (H, N, d_v)
+    outputs, name = gate(ctx, outputs, [Place("output", head=h) for h in range(heads)])
     tokens = ctx.query_axis
     concat = ctx.trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, heads * m.d_v),
                                  Msg("C = [O_0 | O_1 | … ]: the heads' outputs side by side"),
                                  (tokens, dim_axis(heads * m.d_v)),
-                                 Concat(tuple(Place("output", head=h) for h in range(heads)))))  # (N, H·d_v)
+                                 Concat(tuple(Place(name, head=h) for h in range(heads)))))  # (N, H·d_v)
     ctx.trace.add(Stage(Place("projected"), concat @ w_o.T, Msg("Y = C·W_oᵀ   (no biases, as in DeepSeek-V3)"),
                         (tokens, dim_axis(d)), Linear(Place("concat"), "W_o")))

@@ -44,27 +44,38 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.T
 
 
 def norm_qk(ctx: Context, q: torch.Tensor, k: torch.Tensor, q_at: Sequence[Place], k_at: Sequence[Place],
-            k_index: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+            k_index: Sequence[int], q_to: Sequence[Place] = (), k_to: Sequence[Place] = (),
+            weights: tuple[str, str] = ("q_norm", "k_norm")) -> tuple[torch.Tensor, torch.Tensor]:
     """query_norm and key_norm of every head, when --qk-norm asks; returns q and k as the scores read them.
 
     q (H, L, d_h) with `q_at[h]` head h's query stage; k (rows, S, d_h) the distinct key heads, head h reading
     row `k_index[h]` through its key stage `k_at[h]` (a grouped-query run shares a row among a group).
     rms norms each row over its head's d_h dimensions with one weight (d_h,) shared by the heads; rms-all
     norms each token's whole projection (every head's dimensions side by side) with one weight over all of them.
+    `q_to`, `k_to` place the normed stages (empty: query_norm and key_norm at each reader's place; differential
+    attention names each half's own); `weights` names the two norm weights (MLA's q_norm is its latent's).
     """
     kind = ctx.settings.qk_norm
     if kind == "none":
         return q, k
-    q_n = _record_norm(ctx, q, "query", q_at, list(range(len(q_at))), kind == "rms-all")
-    k_n = _record_norm(ctx, k, "key", k_at, k_index, kind == "rms-all")
+    q_n = _record_norm(ctx, q, "query", q_at, list(range(len(q_at))), kind == "rms-all",
+                       q_to or [at.at("query_norm") for at in q_at], weights[0])
+    k_n = _record_norm(ctx, k, "key", k_at, k_index, kind == "rms-all", k_to or [at.at("key_norm") for at in k_at],
+                       weights[1])
     return q_n, k_n
 
 
+def norm_rows(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], weight: str) -> torch.Tensor:
+    """--qk-norm on one side alone, x (H, N, d_h) read at `at[h]`: MLA's absorbed query, whose key is normed
+    through the latent instead (attention/variants/mla.py)."""
+    return _record_norm(ctx, x, name, at, list(range(len(at))), ctx.settings.qk_norm == "rms-all",
+                        [place.at(f"{name}_norm") for place in at], weight)
+
+
 def _record_norm(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], index: Sequence[int],
-                 whole: bool) -> torch.Tensor:
+                 whole: bool, to: Sequence[Place], weight_name: str) -> torch.Tensor:
     rows, n, d_h = x.shape
     letter = name[0]
-    weight_name = f"{letter}_norm"
     width = rows * d_h if whole else d_h
     weight = ctx.params.ones_near(weight_name, width, NORM_STD)  # (width,)
     readers: tuple[Place, ...] = ()
@@ -81,10 +92,10 @@ def _record_norm(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], 
         formula = Msg("{letter}_n = RMSNorm({letter}) over the head's {d} dimensions, times the seeded weight "
                       "{weight}", letter=letter.upper(), d=d_h, weight=weight_name)
     axis = ctx.query_axis if name == "query" else ctx.key_axis
-    for h, place in enumerate(at):
+    for h, (place, normed_at) in enumerate(zip(at, to, strict=True)):
         row = index[h]
         op = HeadNorm(place, "rms", weight_name, EPS, whole=readers, column=row * d_h if whole else 0)
-        ctx.trace.add(Stage(place.at(f"{name}_norm"), normed[row], formula, (axis, dim_axis(d_h)), op))
+        ctx.trace.add(Stage(normed_at, normed[row], formula, (axis, dim_axis(d_h)), op))
     return normed
 
 
