@@ -89,7 +89,7 @@ class LatentStep:
                                   "once, when its token was read", step=step))))
 
     def record(self, trace: Trace, run_: ModelRun, step: int, queries: int) -> float:
-        kept = trace.stages.get(Place("latent_cache", self.index, None, step))
+        kept = trace.stages.pop(Place("latent_cache", self.index, None, step), None)  # back in its place after
         scale = deepseek_v3.record_layer(run_, trace, self.index, step, queries if step else None)
         if kept is not None:  # the cache as the writer kept it, its bytes beside full attention's, stays on show
             trace.stages[kept.place] = kept
