@@ -31,11 +31,11 @@ from attn_tui.sources.cache_stage import held, record_cache
 from attn_tui.sources.families import family_named
 from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.families.tracer import record_layer
-from attn_tui.sources.folder import ModelError
 from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.sources.step_rows import LayerRows, rotary_table
+from attn_tui.sources.unembed import output_embedding as output_embedding
 from attn_tui.trace.growing import Publisher
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import GenerationRun
@@ -48,30 +48,6 @@ OnStep = Callable[[Trace], None]
 
 def draw_of(ask: ModelInput) -> Draw:
     return Draw(ask.do_sample, ask.temperature, ask.top_k, ask.top_p, ask.seed)
-
-
-OUTPUT_NAMES = ("lm_head.weight", "embed_out.weight")  # what a causal LM's checkpoint calls it (GPT-NeoX: embed_out)
-
-
-def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
-    """(V, d) the matrix that turns the last hidden state into logits: the input embedding where the model ties
-    them, else the folder's own `lm_head.weight` (read alone from its safetensors, not a second model)."""
-    model = loaded.model
-    config = model.config
-    embedding: torch.Tensor = model.get_input_embeddings().weight.detach()  # (V, d)
-    if getattr(config, "tie_word_embeddings", False) or folder is None:
-        return embedding
-    from safetensors import safe_open
-
-    for file in sorted(folder.glob("*.safetensors")):
-        with safe_open(str(file), framework="pt") as weights:
-            names = set(weights.keys())
-            for name in OUTPUT_NAMES:
-                if name in names:
-                    found: torch.Tensor = weights.get_tensor(name)
-                    return found.to(embedding.device, embedding.dtype)
-    raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
-                         "write", model=loaded.name))
 
 
 def generation_estimate(loaded: LoadedModel, prompt: int, count: int) -> Estimate:

@@ -28,7 +28,7 @@ def _hf(path: Path):  # type: ignore[no-untyped-def]
     return tokenizer, model
 
 
-@pytest.mark.parametrize("name", ["interleaved", "plain_query", "v2"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_mla_steps_are_rows_of_one_full_forward_the_ids_generates_and_the_cache_a_latent(tmp_path: Path,
                                                                                        name: str) -> None:
     path = tiny(tmp_path, TYPES.get(name, "deepseek_v3"), CONFIGS[name])
