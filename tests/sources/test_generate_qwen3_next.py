@@ -84,6 +84,10 @@ def test_qwen3_next_writes_full_rows_of_one_forward_and_linear_states_of_the_who
                 state = trace.stage("state", layer, h, t)
                 assert state.shape == (la.head_k_dim, la.head_v_dim)  # the same size at every step
                 torch.testing.assert_close(state.tensor.double(), states[-1], atol=1e-5, rtol=0)
+                torch.testing.assert_close(trace.tensor("decay", layer, h, t)[:, 0].double(), g[rows, h].exp(),
+                                           atol=1e-6, rtol=0)
+                torch.testing.assert_close(trace.tensor("beta", layer, h, t)[:, 0].double(), beta[rows, h],
+                                           atol=1e-6, rtol=0)
                 implied = implied_matrix(q[:, h], k[:, h], g[:, h], beta[:, h])[rows]  # (rows, keys)
                 torch.testing.assert_close(trace.tensor("implied", layer, h, t).double(), implied, atol=1e-5, rtol=0)
     # a full-attention layer's other stages, its gate included, are traced when asked for at a later step

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from transformers.activations import ACT2FN
 
 from attn_tui.ask.budget import format_bytes
-from attn_tui.attention.variants.linear import l2_rows
+from attn_tui.attention.variants.linear import BETA_AXIS, DECAY_AXIS, l2_rows
 from attn_tui.i18n import Msg
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import Given, Place
@@ -82,10 +82,12 @@ class StateStep:
             out[r] = torch.einsum("hkv,hk->hv", self.state, q_hat[r])  # (H, d_v): o = q̂·S
             implied[:, r, :self.w.shape[1]] = (self.w @ q_hat[r][:, :, None])[..., 0]  # (H, m + 1)
         normed = self.la.norm(out.to(z.dtype), z)  # (q, H_v, d_v): the module's own gated RMSNorm
-        self._record(trace, step, labels, implied, normed)
+        self._record(trace, step, labels, implied, normed, g.exp(), beta)
 
     def _record(self, trace: Trace, step: int, labels: tuple[str, ...], implied: torch.Tensor,
-                normed: torch.Tensor) -> None:
+                normed: torch.Tensor, decay: torch.Tensor, beta: torch.Tensor) -> None:
+        """Per value head: the step's decay and write strength (q, 1), the state after it, its implied rows and
+        what out_proj reads. decay, beta (q, H_v)."""
         n, q = len(labels), implied.shape[1]
         item = self.state.element_size()
         size = self.heads * self.d_k * self.d_v * item
@@ -95,6 +97,11 @@ class StateStep:
         held = Given(Msg("kept by the writer after step {step}: the gated delta rule run once for each token it "
                          "read", step=step))
         for h in range(self.heads):
+            trace.add(Stage(Place("decay", self.index, h, step), decay[:, h:h + 1], Msg(
+                "α_t = exp(g_t), g_t = −exp(A_log)·softplus(x_t·w_a + dt_bias): the share of the state kept"),
+                (queries, DECAY_AXIS), held))
+            trace.add(Stage(Place("beta", self.index, h, step), beta[:, h:h + 1],
+                            Msg("β_t = σ(x_t·w_b): how strongly token t writes its value"), (queries, BETA_AXIS), held))
             trace.add(Stage(Place("state", self.index, h, step), self.state[h].clone(),
                             state_formula(step, self.d_k, self.d_v, self.heads, size, n, full),
                             (key_dims, value_dims), held))
