@@ -39,16 +39,17 @@ def _prefix_reference(la: Any, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return q, k, v, g, b[0].sigmoid().double()
 
 
-@pytest.mark.parametrize("name", ["dense", "biased"])
+@pytest.mark.parametrize(("name", "text"), [(name, TEXT) for name in sorted(CONFIGS)] + [("experts", "hi")])
 def test_qwen3_next_writes_full_rows_of_one_forward_and_linear_states_of_the_whole_prefix(tmp_path: Path,
-                                                                                         name: str) -> None:
+                                                                                         name: str, text: str) -> None:
+    """("experts", "hi"): a prompt of 3 tokens, shorter than the convolution's kernel of 4."""
     import transformers
 
     path = tiny(tmp_path, "qwen3_next", CONFIGS[name])
-    trace = run(ModelInput(str(path), TEXT, generate=WRITE)).trace
+    trace = run(ModelInput(str(path), text, generate=WRITE)).trace
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
-    prompt = tokenizer(TEXT, return_tensors="pt")["input_ids"]  # (1, P)
+    prompt = tokenizer(text, return_tensors="pt")["input_ids"]  # (1, P)
     p = prompt.shape[1]
     kinds = CONFIGS[name]["layer_types"]
     linear = [i for i, kind in enumerate(kinds) if kind == "linear_attention"]
