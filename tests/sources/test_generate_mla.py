@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from attn_tui.ask.settings import ModelInput
+from attn_tui.explain.cell import explain
 from attn_tui.sources import run
 from attn_tui.trace.ops import Place
 from tests.sources.test_deepseek_v3 import CONFIGS, TYPES
@@ -64,6 +65,12 @@ def test_mla_steps_are_rows_of_one_full_forward_the_ids_generates_and_the_cache_
     torch.testing.assert_close(again, trace.tensor("weights", 0, 1, step), atol=1e-6, rtol=0)
     assert trace.tensor("kv_latent_norm", 0, None, step).shape == (p + step, cfg["kv_lora_rank"])
     assert trace.tensor("query", 0, 0, step).shape[0] == 1  # the new token alone queries
+    for place, stage in list(trace.stages.items()):  # the inspector recomputes every cell of the step's stages
+        if place.layer != 0 or place.step != step or place.head not in (None, 1):
+            continue
+        for index in ((0, 0), (stage.data.shape[0] - 1, stage.data.shape[1] - 1)):
+            found = explain(trace, place, index)
+            assert found.matches, (place.key, index, found.lines)
 
 
 def test_streamingllm_is_refused_in_one_line_for_a_latent_cache(tmp_path: Path) -> None:

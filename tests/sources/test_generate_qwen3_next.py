@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from attn_tui.ask.settings import ModelInput
 from attn_tui.attention.variants.linear import implied_matrix, l2_rows, recurrence
+from attn_tui.explain.cell import explain
 from attn_tui.sources import run
 from attn_tui.trace.ops import Place
 from tests.sources.test_qwen3_next import CONFIGS
@@ -98,6 +99,12 @@ def test_qwen3_next_writes_full_rows_of_one_forward_and_linear_states_of_the_who
     torch.testing.assert_close(gated_out, trace.tensor("output", layer, 1, WRITE - 1)
                                * trace.tensor("gate", layer, 1, WRITE - 1))
     assert gated_out.shape[0] == 1
+    for place, stage in list(trace.stages.items()):  # the inspector recomputes every cell of the step's stages
+        if place.step != WRITE - 1 or place.head not in (None, 0) or place.layer not in (layer, linear[0]):
+            continue
+        for index in ((0, 0), (stage.data.shape[0] - 1, stage.data.shape[1] - 1)):
+            found = explain(trace, place, index)
+            assert found.matches, (place.key, index, found.lines)
 
 
 def test_streamingllm_is_refused_in_one_line_for_a_recurrent_state(tmp_path: Path) -> None:

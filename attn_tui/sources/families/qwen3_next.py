@@ -97,7 +97,8 @@ def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any, 
         at = Place("gate", index, h, step)
         trace.add(Stage(at, gate[:, h * d_h:(h + 1) * d_h],
                         Msg("G_h = σ(X·W_gᵀ), columns of head {h}: the gate half of the model's q_proj rows", h=h),
-                        (tokens, dims), SigmoidGate(source, prefix + "W_g", h * d_h)))
+                        (tokens, dims), SigmoidGate(source, prefix + "W_g", h * d_h,
+                                                    prefix + "b_g" if attn.q_proj.bias is not None else None)))
         output = trace.stages[at.at("output")].tensor
         trace.add(Stage(at.at("gated"), output * gate[:, h * d_h:(h + 1) * d_h],
                         Msg("O_g = O ⊙ G: the head's output times its gate, what o_proj reads"), (tokens, dims),
