@@ -24,8 +24,12 @@ def stack(trace: Trace) -> torch.Tensor:
     """Every layer's and head's weights as one (layers, heads, N, N) float32 tensor (a generation's: the rows
     written so far, trace/written.py)."""
     def weights(layer: int, head: int) -> torch.Tensor:
-        if grows(trace):
+        if grows(trace) and trace.find("implied", layer, 0) is None:
             return written_rows(trace, "weights", layer, head)
+        if grows(trace):  # a linear-attention layer writing: the implied rows of its steps; 0 for a head it lacks
+            n = len(trace.query_tokens)
+            return (written_rows(trace, "implied", layer, head) if Place("implied", layer, head, 0) in trace.stages
+                    else torch.zeros(n, n))
         if trace.find("implied", layer, 0) is None:
             return trace.tensor("weights", layer, head)
         # a linear-attention layer (Qwen3-Next's): the matrix its recurrence equals; 0 for a head it lacks

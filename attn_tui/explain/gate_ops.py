@@ -22,6 +22,10 @@ def _sigmoid_gate(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
     source = operand_name(trace, op.source)
     lines, z = sum_terms(trace.operand(op.source)[i], trace.params[op.weight][row], f"{source}[{i}]",
                          f"{op.weight}[{row}]")
+    if op.bias is not None:  # the model's b_g, added before σ
+        bias = float(trace.params[op.bias][row].double())
+        lines.append(f"{fmt(z)} + {op.bias}[{row}] ({fmt(bias)}) = {fmt(z + bias)}")
+        z += bias
     total = 1 / (1 + math.exp(-z))
     lines += [f"σ({fmt(z)}) = 1 / (1 + e^({fmt(-z)})) = {fmt(total)}",
               _("the gate is open near 1 and closed near 0: the head's output in this dimension is multiplied by "

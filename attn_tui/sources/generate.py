@@ -31,11 +31,11 @@ from attn_tui.sources.cache_stage import held, record_cache
 from attn_tui.sources.families import family_named
 from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.families.tracer import record_layer
-from attn_tui.sources.folder import ModelError
 from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.sources.step_rows import LayerRows, rotary_table
+from attn_tui.sources.unembed import output_embedding as output_embedding
 from attn_tui.trace.growing import Publisher
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import GenerationRun
@@ -48,30 +48,6 @@ OnStep = Callable[[Trace], None]
 
 def draw_of(ask: ModelInput) -> Draw:
     return Draw(ask.do_sample, ask.temperature, ask.top_k, ask.top_p, ask.seed)
-
-
-OUTPUT_NAMES = ("lm_head.weight", "embed_out.weight")  # what a causal LM's checkpoint calls it (GPT-NeoX: embed_out)
-
-
-def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
-    """(V, d) the matrix that turns the last hidden state into logits: the input embedding where the model ties
-    them, else the folder's own `lm_head.weight` (read alone from its safetensors, not a second model)."""
-    model = loaded.model
-    config = model.config
-    embedding: torch.Tensor = model.get_input_embeddings().weight.detach()  # (V, d)
-    if getattr(config, "tie_word_embeddings", False) or folder is None:
-        return embedding
-    from safetensors import safe_open
-
-    for file in sorted(folder.glob("*.safetensors")):
-        with safe_open(str(file), framework="pt") as weights:
-            names = set(weights.keys())
-            for name in OUTPUT_NAMES:
-                if name in names:
-                    found: torch.Tensor = weights.get_tensor(name)
-                    return found.to(embedding.device, embedding.dtype)
-    raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
-                         "write", model=loaded.name))
 
 
 def generation_estimate(loaded: LoadedModel, prompt: int, count: int) -> Estimate:
@@ -166,7 +142,9 @@ class Writer:
         self.raw: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in range(loaded.layers)]
         self.rows = [LayerRows() for _ in range(loaded.layers)]  # each layer's keys so far, for a step's weights
         self.tables: dict[int, tuple[torch.Tensor, torch.Tensor, int] | None] = {}  # per layer: rotary cos, sin
-        self.later = StepStages(loaded, self.family, self.grouped, self.tokens, self.special, self.inputs)
+        stepper = self.family.stepper
+        self.own = [None if stepper is None else stepper(loaded, layer) for layer in range(loaded.layers)]
+        self.later = StepStages(loaded, self.family, self.grouped, self.tokens, self.special, self.inputs, self.own)
         if self.window is None:  # StreamingLLM's steps read moved keys: they are traced whole as they are made
             self.trace.step_filler = self.later
         else:
@@ -214,11 +192,19 @@ class Writer:
         new = ModelRun(loaded, tuple(tokens[n - queries:n]), (), states, (), torch.ones(1, 1), None)
         axes = (Axis("query", tuple(tokens[n - queries:n])), Axis("key", tuple(tokens[:n])))
         masks: dict[int | None, MaskSpec] = {}
+        labels = tuple(f"{p}:{token}" for p, token in enumerate(tokens[:n]))
         for layer in range(loaded.layers):
-            spec = self.family.layer(new, layer)  # the new rows, normed as the layer norms them
-            weights = self.rows[layer].weights(spec, n - queries, self._table(layer, n))  # (H, q, n)
-            if t == 0:
-                continue
+            own = self.own[layer]
+            if own is not None:  # a latent or a recurrent state: the layer keeps its own cache
+                found = own.step(trace, states[layer], n - queries, labels, t)
+                if found is None or t == 0:
+                    continue
+                weights = found  # (H, q, n)
+            else:
+                spec = self.family.layer(new, layer)  # the new rows, normed as the layer norms them
+                weights = self.rows[layer].weights(spec, n - queries, self._table(layer, n))  # (H, q, n)
+                if t == 0:
+                    continue
             for h in range(loaded.heads):
                 at = Place("weights", layer, h, t)
                 trace.stages[at] = Stage(at, weights[h], WEIGHTS_FORMULA, axes, Softmax(at.at("masked")))
@@ -226,17 +212,29 @@ class Writer:
             if window not in masks:
                 masks[window] = MaskSpec((n, n), True, window=window)  # every query so far, as the rows stack
             trace.layer_masks[layer] = masks[window]
-        self.later.kept([held(self.cache, layer) for layer in range(loaded.layers)], n, queries)
+        self.later.kept([None if self.own[layer] is not None else held(self.cache, layer)
+                         for layer in range(loaded.layers)], n, queries)
         if t == 0:  # the prompt: every stage of every layer now, as a forward pass's trace holds them
             view = ModelRun(loaded, tuple(tokens), self.special, states, (),
                             torch.ones(n, n, dtype=torch.bool, device=self.device).tril(), None)
             for layer in range(loaded.layers):
+                own = self.own[layer]
+                if own is not None:
+                    scale = own.record(trace, view, 0, n)
+                    if scale is not None:
+                        self.meta = replace(self.meta, scale=scale)
+                    if Place("weights", layer, 0, 0) in trace.stages:
+                        record_prompt_rows(trace, layer, loaded.heads)
+                    continue
                 spec = self.family.layer(view, layer)
                 record_layer(trace, spec, layer, view, self.grouped, step=0)
+                if self.family.step_after is not None:
+                    self.family.step_after(trace, spec, layer, view, 0, n)
                 record_prompt_rows(trace, layer, loaded.heads)
-                labels = tuple(f"{p}:{token}" for p, token in enumerate(tokens))
-                record_cache(trace, self.later.held[0][layer], layer, 0, spec.window, labels, loaded.heads)
-            self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
+                cache = self.later.held[0][layer]
+                if cache is not None:
+                    record_cache(trace, cache, layer, 0, spec.window, labels, loaded.heads)
+                self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
         self._choose(publisher, out, t, n, queries)
 
     def _table(self, layer: int, n: int) -> tuple[torch.Tensor, torch.Tensor, int] | None:
@@ -313,7 +311,10 @@ class Writer:
     def _check_streaming(self) -> None:
         """StreamingLLM turns each kept key again at its place in the cache: refused at once, in one line, for a
         model whose layers do not all turn every dimension of a head rotate-half (a partial or interleaved
-        rotation, or absolute positions added to the input)."""
+        rotation, or absolute positions added to the input), or that caches a latent or a state."""
+        if any(own is not None for own in self.own):
+            raise ConfigError(Msg("--cache window:W,sinks:S evicts keys and values: {model} caches a latent or a "
+                                  "recurrent state in some layers, not keys and values", model=self.loaded.name))
         blank = torch.zeros(2, self.loaded.width, device=self.device)
         run = ModelRun(self.loaded, ("", ""), (), (blank,) * self.loaded.layers, (), torch.ones(1, 1), None)
         for layer in range(self.loaded.layers):

@@ -16,7 +16,7 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.cache_stage import record_cache
-from attn_tui.sources.families.spec import Family
+from attn_tui.sources.families.spec import Family, OwnStep
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import Place, Written
@@ -34,11 +34,12 @@ class StepStages:
     tokens: list[str]  # every token so far, the prompt's first
     special: tuple[int, ...]  # positions of the prompt's special tokens
     inputs: list[list[torch.Tensor]]  # per layer, each step's input rows (rows, d)
-    held: list[list[tuple[torch.Tensor, torch.Tensor]]] = field(default_factory=list)  # per step, per layer
+    own: list[OwnStep | None] = field(default_factory=list)  # per layer: how it writes where it keeps its own cache
+    held: list[list[tuple[torch.Tensor, torch.Tensor] | None]] = field(default_factory=list)  # per step, per layer
     sizes: list[tuple[int, int]] = field(default_factory=list)  # per step: (positions so far, query rows)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def kept(self, held: list[tuple[torch.Tensor, torch.Tensor]], positions: int, queries: int) -> None:
+    def kept(self, held: list[tuple[torch.Tensor, torch.Tensor] | None], positions: int, queries: int) -> None:
         """A step was written: its cache (per layer) and its size."""
         self.held.append(held)
         self.sizes.append((positions, queries))
@@ -66,10 +67,18 @@ class StepStages:
             shown = {place: stage for place, stage in trace.stages.items()
                      if place.layer == layer and place.step == step}  # the published weights stay on show
             mask, geometry = trace.layer_masks.get(layer), trace.geometry.get(layer)
-            spec = self.family.layer(view, layer)
-            record_layer(trace, spec, layer, view, self.grouped, step=step, queries=queries)
-            labels = tuple(f"{p}:{token}" for p, token in enumerate(self.tokens[:n]))
-            record_cache(trace, self.held[step][layer], layer, step, spec.window, labels, self.loaded.heads)
+            own = self.own[layer] if self.own else None
+            cache = self.held[step][layer]
+            if own is not None:  # DeepSeek's latent: the layer records itself
+                own.record(trace, view, step, queries)
+            else:
+                spec = self.family.layer(view, layer)
+                record_layer(trace, spec, layer, view, self.grouped, step=step, queries=queries)
+                if self.family.step_after is not None:
+                    self.family.step_after(trace, spec, layer, view, step, queries)
+                if cache is not None:
+                    labels = tuple(f"{p}:{token}" for p, token in enumerate(self.tokens[:n]))
+                    record_cache(trace, cache, layer, step, spec.window, labels, self.loaded.heads)
             trace.stages.update(shown)
             if geometry is not None:
                 trace.geometry[layer] = geometry

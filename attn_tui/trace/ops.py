@@ -260,6 +260,7 @@ class SigmoidGate:
     source: Operand
     weight: str
     offset: int = 0
+    bias: str | None = None  # a parameter b_g added before σ (Qwen3-Next with attention_bias); None: no bias
 
 
 @dataclass(frozen=True)

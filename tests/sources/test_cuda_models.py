@@ -75,6 +75,16 @@ def test_writing_on_cuda_writes_the_cpus_tokens_and_every_steps_rows(tmp_path: P
                                        written_rows(cpu, "weights", layer, head), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "qwen3_next", "diffllama"])
+def test_a_cache_of_its_own_writes_on_cuda_as_on_the_cpu(tmp_path: Path, model_type: str) -> None:
+    """DeepSeek's latent cache, Qwen3-Next's state and DiffLlama's pairs, written on the GPU: the CPU's tokens,
+    and every stage published as the steps were written (the weights rows, the caches, the states) the same."""
+    path = str(tiny(tmp_path, model_type, CONFIGS[model_type]))
+    gpu, cpu = (run(ModelInput(path, TEXT, generate=3, device=device)).trace for device in ("cuda", "cpu"))
+    assert gpu.meta.generated_ids == cpu.meta.generated_ids  # type: ignore[union-attr]
+    _same_stages(gpu, cpu)
+
+
 def test_a_streaming_window_on_cuda_equals_the_cpus(tmp_path: Path) -> None:
     path = str(tiny(tmp_path, "llama", test_generate.CONFIGS["llama"]))
     gpu, cpu = (run(ModelInput(path, TEXT, generate=test_generate.WRITE, cache="window:4,sinks:2",

@@ -163,14 +163,22 @@ def test_the_variant_with_a_layers_weights_copied_in_equals_the_family(folders: 
         assert torch.allclose(variant.tensor("projected"), read[layer] @ attn.o_proj.weight.detach().T, atol=1e-5)
 
 
-def test_the_cli_opens_the_folder_and_refuses_to_generate_in_words(folders: dict[str, Path],
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_opens_the_folder_and_writes_with_its_latent_cache_in_json(folders: dict[str, Path],
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
     path = str(folders["interleaved"])
     code, out, _err = run_cli(capsys, "stages", "--model", path, "--text", "the cat sat", "--layer", "1", "--stage",
                               "latent_cache")
     assert code == 0 and "cache[t]" in out
-    code, _out, err = run_cli(capsys, "stages", "--model", path, "--text", "the cat sat", "--generate", "2")
-    assert code == 2 and "latent" in err and "Traceback" not in err
+    code, out, err = run_cli(capsys, "stages", "--model", path, "--text", "the cat sat", "--generate", "2",
+                             "--format", "json")
+    assert code == 0 and "Traceback" not in err
+    document = json.loads(out)
+    assert len(document["generated_ids"]) == 2
+    places = {(s["name"], s["layer"], s["head"], s["step"]) for s in document["stages"]}
+    for step in (0, 1):
+        assert ("weights", 1, 3, step) in places and ("latent_cache", 1, None, step) in places
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -9,6 +9,7 @@ transformers' own modules). The `linear` variant's functions with a layer's weig
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -184,10 +185,12 @@ def test_routing_the_folder_check_and_the_command_line(folders: dict[str, Path],
     assert main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--layer", "1", "--stage",
                  "gated"]) == 0
     assert "O_g" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as exit_:
-        main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--generate", "1"])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and "--generate cannot step it" in err and len(err.strip().splitlines()) == 1
+    assert main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--generate", "2", "--format",
+                 "json"]) == 0  # a linear layer writes: its state, a step's implied row
+    document = json.loads(capsys.readouterr().out)
+    states = {(s["layer"], s["head"], s["step"]): s for s in document["stages"] if s["name"] == "state"}
+    assert {(0, 3, 0), (0, 3, 1), (2, 0, 1)} <= set(states) and states[(0, 3, 1)]["shape"] == [8, 6]
+    assert "the same at every step" in states[(0, 3, 1)]["formula"]
 
 
 def test_states_too_big_to_step_through_are_refused_in_one_line(folders: dict[str, Path], capsys,

@@ -40,3 +40,23 @@ def test_a_writing_stage(snap_compare, stage: str, step: int) -> None:
         shutil.rmtree(made.parent, ignore_errors=True)
     app = model_app(str(folder), "the cat sat", generate=4)
     assert snap_compare(app, terminal_size=(110, 34), run_before=_at(stage, step))
+
+
+@pytest.mark.parametrize(("model_type", "stage"), [("deepseek_v3", "latent_cache"), ("qwen3_next", "state")])
+def test_a_cache_of_its_own(snap_compare, model_type: str, stage: str) -> None:
+    """DeepSeek's latent cache (a row a position) and Qwen3-Next's state (the same size at every step)."""
+    from tests.sources.test_deepseek_v3 import CONFIGS as LATENT
+    from tests.sources.test_qwen3_next import CONFIGS as NEXT
+
+    config = {"deepseek_v3": LATENT["interleaved"], "qwen3_next": NEXT["dense"]}[model_type]
+    folder = FOLDER / model_type
+    if not (folder / "config.json").is_file():
+        FOLDER.mkdir(exist_ok=True)
+        made = tiny(Path(tempfile.mkdtemp(dir=FOLDER)), model_type, config)
+        try:
+            made.rename(folder)
+        except OSError:
+            assert (folder / "config.json").is_file()
+        shutil.rmtree(made.parent, ignore_errors=True)
+    app = model_app(str(folder), "the cat sat", generate=3)
+    assert snap_compare(app, terminal_size=(110, 34), run_before=_at(stage, 2))

@@ -132,32 +132,38 @@ def _stage(trace: Trace, at: Place, data: torch.Tensor, formula: str | Msg, axes
 
 
 def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail, turn: Turn, layer: int | None,
-           lazy: bool, ctx: Context | None = None) -> torch.Tensor:
+           lazy: bool, ctx: Context | None = None, step: int | None = None,
+           query_rows: tuple[int, Operand, Turn] | None = None) -> torch.Tensor:
     """Every stage of one MLA layer over x (N, d), from the query's path to each head's output (H, N, d_v).
 
-    `source` names x for the projections' ops; `turn` rotates a rotary part; `layer` places the stages (None
-    for the variant). `ctx` is the variant's context, whose --qk-norm and --softcap act here (a model's layer
-    has neither: None)."""
+    `source` names x for the projections' ops; `turn` rotates a rotary part; `layer` and `step` place the stages
+    (None for the variant). `ctx` is the variant's context, whose --qk-norm and --softcap act here (a model's layer
+    has neither: None). `query_rows` (first, operand, turn): only x's rows from `first` on query (a generation
+    step's new token), named by their own operand and turned at their own positions, while every row is a key
+    (what the cache holds)."""
     p = trace.params
     name = m.prefix.__add__
-    n, heads = x.shape[0], m.heads
+    heads = m.heads
     tokens, keys = tail.query_axis, tail.key_axis
+    q_first, q_source, q_turn = query_rows if query_rows is not None else (0, source, turn)
+    x_q = x[q_first:]  # (L, d): the rows that query
+    n = x_q.shape[0]
 
     def at(stage: str, head: int | None = None) -> Place:
-        return Place(stage, layer, head)
+        return Place(stage, layer, head, step)
 
     # the query's low-rank path: down to q_rank, normed, up to every head's [no-position | rotary] part
     if m.q_rank:
-        q_latent = _stage(trace, at("q_latent"), F.linear(x, p[name("W_qa")], p.get(name("b_qa"))),
+        q_latent = _stage(trace, at("q_latent"), F.linear(x_q, p[name("W_qa")], p.get(name("b_qa"))),
                           Msg("c_q = X·W_qaᵀ: the query squeezed to {r} numbers a token", r=m.q_rank),
-                          (tokens, dim_axis(m.q_rank)), Linear(source, name("W_qa"), _bias(p, name("b_qa"))))
+                          (tokens, dim_axis(m.q_rank)), Linear(q_source, name("W_qa"), _bias(p, name("b_qa"))))
         q_normed = _stage(trace, at("q_latent_norm"), rms(q_latent, p[name("q_norm")], m.eps_q),
                           Msg("ĉ_q = RMSNorm(c_q) · w over its {r} numbers", r=m.q_rank),
                           (tokens, dim_axis(m.q_rank)), HeadNorm(at("q_latent"), "rms", name("q_norm"), m.eps_q))
-        q_source: Operand = at("q_latent_norm")
+        q_source = at("q_latent_norm")
         q_weight, q_all, q_what = name("W_qb"), F.linear(q_normed, p[name("W_qb")]), "ĉ_q·W_qbᵀ"  # (N, H·d_qk)
     else:
-        q_source, q_weight, q_all, q_what = source, name("W_q"), F.linear(x, p[name("W_q")]), "X·W_qᵀ"
+        q_weight, q_all, q_what = name("W_q"), F.linear(x_q, p[name("W_q")]), "X·W_qᵀ"
     queries = q_all.view(n, heads, m.d_qk).transpose(0, 1)  # (H, N, d_qk)
     nope_axis, rope_axis = dim_axis(m.d_nope), dim_axis(m.d_rope)
     q_rot = []
@@ -172,7 +178,7 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
         _stage(trace, at("query_rope", h), queries[h, :, m.d_nope:],
                Msg("q_rope = q[:, {first}…{last}]: the part that will carry the position", first=m.d_nope,
                    last=m.d_qk - 1), (tokens, rope_axis), Columns(at("query", h), m.d_nope))
-        turned, op, formula = turn(queries[h, :, m.d_nope:], at("query_rot", h), at("query_rope", h))
+        turned, op, formula = q_turn(queries[h, :, m.d_nope:], at("query_rot", h), at("query_rope", h))
         q_rot.append(_stage(trace, at("query_rot", h), turned, formula, (tokens, rope_axis), op))
     q_rope = torch.stack(q_rot)  # (H, N, d_rope)
 

@@ -22,19 +22,20 @@ from attn_tui.attention.variants.rope import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec
+from attn_tui.sources.families.spec import Family, LayerSpec, OwnStep
 from attn_tui.sources.families.tracer import rotate_pairs
-from attn_tui.sources.model_run import ModelRun
+from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.geometry import LayerGeometry, Positional
+from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.ops import Op, PartialRotary, Place
 from attn_tui.trace.stage import Axis, Trace
 
 
 def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float, inv_freq: str,
-               interleaved: bool) -> Turn:
+               interleaved: bool, start: int = 0) -> Turn:
     """The model's own rotation of a rotary part: DeepSeek's interleaved pairs (2i, 2i + 1) or rotate-half's
     (i, i + d/2), by the model's cos and sin (N, d_rope; each half the same angles, its rope scaling in them) and,
-    for the inspector, its own frequencies, the parameter `inv_freq`."""
+    for the inspector, its own frequencies, the parameter `inv_freq`; `start`: the position of cos's row 0."""
     half = cos.shape[-1] // 2
     if interleaved:
         cos, sin = (t[:, :half].repeat_interleave(2, dim=-1) for t in (cos, sin))  # (N, d_rope): an angle per pair
@@ -51,7 +52,7 @@ def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float
             formula = Msg("{letter}_rot[p] = {letter}_rope[p] turned pair by pair (i, i + {half}) by the angle p·θ_i, "
                           "θ_i = {base}^(−2i/{d})", letter=letter, half=d // 2, base=f"{base:g}", d=d)
             turned = rotate(x, cos[:rows], sin[:rows])
-        return turned, PartialRotary(source, base, d, interleaved, scaling, inv_freq=inv_freq), formula
+        return turned, PartialRotary(source, base, d, interleaved, scaling, start, inv_freq=inv_freq), formula
 
     return turn
 
@@ -74,23 +75,17 @@ def weights(attn: Any, kv_rank: int, heads: int, d_nope: int) -> dict[str, torch
     return found
 
 
-def record_layer(run_: ModelRun, trace: Trace, index: int) -> float:
-    """Every stage of layer `index`'s heads, through the variant's own `record`; returns the layer's scale."""
-    model = run_.loaded.model
+def latent_sizes(attn: Any, cfg: Any, heads: int, prefix: str) -> Latent:
+    """The layer's sizes, scale and norms' epsilons, as the `mla` variant reads them."""
+    return Latent(heads, int(cfg.qk_nope_head_dim), int(cfg.qk_rope_head_dim), int(cfg.v_head_dim),
+                  int(cfg.q_lora_rank or 0), int(cfg.kv_lora_rank), float(attn.scaling), rope_base(cfg),
+                  _eps(attn.q_a_layernorm), _eps(attn.kv_a_layernorm), prefix=prefix)
+
+
+def turn_at(model: Any, x: torch.Tensor, first: int, prefix: str) -> Turn:
+    """The model's own rotation of rows at positions first… (x (rows, d): what sets the angles' dtype)."""
     cfg = model.config
-    attn = model.layers[index].self_attn
-    x = model.layers[index].input_layernorm(run_.hidden_states[index][None])[0]  # (N, d): what the projections read
-    n, heads = x.shape[0], run_.loaded.heads
-    kv_rank, d_nope = int(cfg.kv_lora_rank), int(cfg.qk_nope_head_dim)
-    prefix = f"blocks.{index}."
-    for name, tensor in weights(attn, kv_rank, heads, d_nope).items():
-        trace.params[prefix + name] = tensor.detach()
-    x_name = prefix + "X"
-    trace.inputs[x_name] = x
-    base = rope_base(cfg)
-    m = Latent(heads, d_nope, int(cfg.qk_rope_head_dim), int(cfg.v_head_dim), int(cfg.q_lora_rank or 0), kv_rank,
-               float(attn.scaling), base, _eps(attn.q_a_layernorm), _eps(attn.kv_a_layernorm), prefix=prefix)
-    angles = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None])
+    angles = model.rotary_emb(x[None], torch.arange(first, first + x.shape[0], device=x.device)[None])
     interleaved = bool(getattr(cfg, "rope_interleave", False))
     if isinstance(angles, tuple):  # DeepSeek-V3: cos and sin (1, N, d_rope) each, each half the same angles
         cos, sin = angles
@@ -98,14 +93,44 @@ def record_layer(run_: ModelRun, trace: Trace, index: int) -> float:
         cos, sin = (torch.cat([part, part], dim=-1) for part in (angles.real, angles.imag))
         interleaved = True
     scaling = float(getattr(model.rotary_emb, "attention_scaling", 1.0))
+    return model_turn(cos[0], sin[0], rope_base(cfg), scaling, prefix + "inv_freq", interleaved, first)
+
+
+def record_layer(run_: ModelRun, trace: Trace, index: int, step: int | None = None, queries: int | None = None
+                 ) -> float:
+    """Every stage of layer `index`'s heads, through the variant's own `record`; returns the layer's scale.
+
+    `step` places the stages at a generation step; `queries`: only the last `queries` rows query."""
+    model = run_.loaded.model
+    cfg = model.config
+    attn = model.layers[index].self_attn
+    x = model.layers[index].input_layernorm(run_.hidden_states[index][None])[0]  # (N, d): what the projections read
+    n, heads = x.shape[0], run_.loaded.heads
+    first = 0 if queries is None else n - queries
+    kv_rank, d_nope = int(cfg.kv_lora_rank), int(cfg.qk_nope_head_dim)
+    prefix = f"blocks.{index}."
+    for name, tensor in weights(attn, kv_rank, heads, d_nope).items():
+        trace.params[prefix + name] = tensor.detach()
+    x_name = prefix + "X" + ("" if step is None else f"@t{step}")
+    trace.inputs[x_name] = x
+    m = latent_sizes(attn, cfg, heads, prefix)
     trace.params[prefix + "inv_freq"] = model.rotary_emb.inv_freq.detach()  # (d_rope/2,) θ_i, YaRN's included
-    turn = model_turn(cos[0], sin[0], base, scaling, prefix + "inv_freq", interleaved)
-    tokens = Axis("query", run_.tokens)
-    trace.layer_masks[index] = trace.mask
-    trace.geometry[index] = LayerGeometry("causal", None, Positional("rotary", base, m.d_rope / m.d_qk, interleaved),
+    turn = turn_at(model, x, 0, prefix)
+    rows: tuple[int, str, Turn] | None = None
+    if first:
+        q_name = prefix + f"x_q@t{step}"
+        trace.inputs[q_name] = x[first:]
+        rows = (first, q_name, turn_at(model, x[first:], first, prefix))
+    tokens = Axis("query", run_.tokens[first:])
+    mask = trace.mask if step is None else MaskSpec((n, n), True)
+    trace.layer_masks[index] = mask
+    trace.geometry[index] = LayerGeometry("causal", None, Positional("rotary", m.base, m.d_rope / m.d_qk,
+                                                                     bool(getattr(cfg, "rope_interleave", False))),
                                           m.scale)
-    tail = Tail(tokens, Axis("key", run_.tokens), trace.mask, "-inf", 1.0, output_formula="O = A·V_h")
-    record(trace, m, x, x_name, tail, turn, index, lazy=False)
+    if mask is not None and first:
+        mask = mask.part(slice(first, n), slice(None))  # the query rows' part of the causal mask
+    tail = Tail(tokens, Axis("key", run_.tokens), mask, "-inf", 1.0, output_formula="O = A·V_h")
+    record(trace, m, x, x_name, tail, turn, index, lazy=False, step=step, query_rows=rows)
     return m.scale
 
 
@@ -114,9 +139,15 @@ def _eps(norm: Any) -> float:
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
-    """No LayerSpec holds a latent layer: a generation step, which reads one, is refused in words."""
-    raise ConfigError(Msg("--generate does not trace {model} yet: its cache holds a latent, not keys and values",
+    """No LayerSpec holds a latent layer (the family records its own, and writes through `latent_step`)."""
+    raise ConfigError(Msg("{model}'s layers hold a latent, not keys and values: no key/value layer to read",
                           model=run_.loaded.name))
 
 
-FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer)
+def _stepper(loaded: LoadedModel, index: int) -> OwnStep:
+    from attn_tui.sources.families.latent_step import LatentStep
+
+    return LatentStep(loaded, index)
+
+
+FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper)

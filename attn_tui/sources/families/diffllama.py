@@ -22,9 +22,10 @@ from attn_tui.trace.ops import Concat, LambdaTerms, Place
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 
-def pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun) -> None:
+def pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int | None = None,
+          queries: int | None = None) -> None:
     """lambda, value_pair, diff_weights, diff_output and head_norm of every pair of heads, then their concat (what
-    o_proj reads)."""
+    o_proj reads); `step` places them at a generation step, where only the last `queries` rows query."""
     attn = run_.loaded.model.layers[index].self_attn
     heads, d_h = spec.heads, spec.head_dim
     if heads % 2:
@@ -36,25 +37,32 @@ def pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun) -> None:
         vectors[prefix + name] = getattr(attn, name).detach()  # (d_h,)
         trace.params[prefix + name] = vectors[prefix + name]
     lam = lambda_terms(vectors, prefix, index)  # (1, 4); λ_init of layer_idx = index, as the module's own
-    tokens = Axis("query", run_.tokens)
+    first = 0 if queries is None else len(run_.tokens) - queries
+    tokens = Axis("query", run_.tokens[first:])
     keys = Axis("key", run_.tokens)
-    at = [Place("head_norm", index, p) for p in range(half)]  # each pair sits at its first head
+    at = [Place("head_norm", index, p, step) for p in range(half)]  # each pair sits at its first head
     values = []
     for p, place in enumerate(at):
-        parts = (Place("value", index, p), Place("value", index, p + half))
+        parts = (Place("value", index, p, step), Place("value", index, p + half, step))
         joined = torch.cat([trace.stages[part].tensor for part in parts], dim=-1)  # (N, 2·d_h)
         values.append(trace.add(Stage(place.at("value_pair"), joined, Msg(
             "V = [V_{a} | V_{b}]: the values of heads {a} and {b} side by side, 2·{d} columns", a=p, b=p + half,
             d=d_h), (keys, dim_axis(2 * d_h)), Concat(parts))))
-    first = torch.stack([trace.stages[Place("weights", index, p)].tensor for p in range(half)])  # (H/2, N, N)
-    second = torch.stack([trace.stages[Place("weights", index, p + half)].tensor for p in range(half)])
+    a1 = torch.stack([trace.stages[Place("weights", index, p, step)].tensor for p in range(half)])  # (H/2, L, N)
+    a2 = torch.stack([trace.stages[Place("weights", index, p + half, step)].tensor for p in range(half)])
     tail = Tail(tokens, keys)
-    maps = [(Place("weights", index, p), Place("weights", index, p + half)) for p in range(half)]
+    maps = [(Place("weights", index, p, step), Place("weights", index, p + half, step)) for p in range(half)]
     q1, k1, q2, k2 = (prefix + name for name in LAMBDA_NAMES)
-    normed = record_difference(trace, tail, at, maps, lam, LambdaTerms(q1, k1, q2, k2, index), first, second,
+    normed = record_difference(trace, tail, at, maps, lam, LambdaTerms(q1, k1, q2, k2, index), a1, a2,
                                torch.stack(values), [place.at("value_pair") for place in at],
                                eps=float(attn.groupnorm.eps or 0.0))  # (H/2, N, 2·d_h)
-    record_concat(trace, normed, at, tokens, Place("concat", index))
+    record_concat(trace, normed, at, tokens, Place("concat", index, None, step))
 
 
-FAMILY = Family("diffllama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, after=pairs)
+def _step_pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int, queries: int) -> None:
+    """The pairs at a generation step: λ, both maps' difference and the normed output of the step's rows."""
+    pairs(trace, spec, index, run_, step, queries)
+
+
+FAMILY = Family("diffllama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, after=pairs,
+                step_after=_step_pairs)

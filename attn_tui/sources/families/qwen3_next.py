@@ -21,9 +21,9 @@ from attn_tui.attention.variants.linear import record_gates, record_normed, reco
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
+from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, OwnStep, RotarySpec
 from attn_tui.sources.families.tracer import record_layer
-from attn_tui.sources.model_run import ModelRun
+from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import CausalConv, Decay, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate, WriteStrength
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
@@ -48,8 +48,7 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
     attn = getattr(block, "self_attn", None)
     if attn is None:
         raise ConfigError(Msg("layer {layer} of {model} is a linear-attention layer: it keeps a state, not keys "
-                              "and values, so --generate cannot step it (trace the text without --generate)",
-                              layer=index, model=run_.loaded.name))
+                              "and values", layer=index, model=run_.loaded.name))
     x = block.input_layernorm(run_.hidden_states[index][None])[0]  # (N, d)
     n, heads, d_h = x.shape[0], run_.loaded.heads, int(attn.head_dim)
     cos, sin = model.rotary_emb(x[None], torch.arange(n, device=x.device)[None])  # (1, N, rotated) each
@@ -76,23 +75,30 @@ def fill(run_: ModelRun, trace: Trace, index: int) -> None:
     trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
 
 
-def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any) -> None:
-    """gate = σ(X·W_gᵀ + b_g) per head, and gated = output ⊙ gate: what o_proj reads."""
+def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any, step: int | None = None,
+          queries: int | None = None) -> None:
+    """gate = σ(X·W_gᵀ + b_g) per head, and gated = output ⊙ gate: what o_proj reads.
+
+    `step` places them at a generation step, where only the last `queries` rows query (record_layer's names)."""
     prefix = f"blocks.{index}."
     heads, d_h = spec.heads, spec.head_dim
+    first = 0 if queries is None else spec.x.shape[0] - queries
+    x = spec.x[first:]  # (L, d): the rows that query
+    source = prefix + "X" + ("" if step is None else f"@t{step}") if not first else prefix + f"x_q@t{step}"
     w_g = _halves(attn.q_proj.weight, heads, d_h)[1]  # (H·d_h, d)
     trace.params[prefix + "W_g"] = w_g.detach()
-    gate = torch.sigmoid(torch.nn.functional.linear(spec.x, w_g))  # (N, H·d_h)
+    gate = torch.sigmoid(torch.nn.functional.linear(x, w_g))  # (L, H·d_h)
     if attn.q_proj.bias is not None:
         b_g = _halves(attn.q_proj.bias, heads, d_h)[1]
         trace.params[prefix + "b_g"] = b_g.detach()
-        gate = torch.sigmoid(torch.nn.functional.linear(spec.x, w_g, b_g))
-    tokens, dims = Axis("query", run_.tokens), dim_axis(d_h)
+        gate = torch.sigmoid(torch.nn.functional.linear(x, w_g, b_g))
+    tokens, dims = Axis("query", run_.tokens[first:]), dim_axis(d_h)
     for h in range(heads):
-        at = Place("gate", index, h)
+        at = Place("gate", index, h, step)
         trace.add(Stage(at, gate[:, h * d_h:(h + 1) * d_h],
                         Msg("G_h = σ(X·W_gᵀ), columns of head {h}: the gate half of the model's q_proj rows", h=h),
-                        (tokens, dims), SigmoidGate(prefix + "X", prefix + "W_g", h * d_h)))
+                        (tokens, dims), SigmoidGate(source, prefix + "W_g", h * d_h,
+                                                    prefix + "b_g" if attn.q_proj.bias is not None else None)))
         output = trace.stages[at.at("output")].tensor
         trace.add(Stage(at.at("gated"), output * gate[:, h * d_h:(h + 1) * d_h],
                         Msg("O_g = O ⊙ G: the head's output times its gate, what o_proj reads"), (tokens, dims),
@@ -162,4 +168,16 @@ def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:
     trace.step_axis = token_steps(run_.tokens)
 
 
-FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, fill=fill)
+def _step_gate(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int, queries: int) -> None:
+    """A full-attention layer's gate at a generation step (its linear layers write through state_step.py)."""
+    _gate(run_, trace, index, spec, run_.loaded.model.layers[index].self_attn, step, queries)
+
+
+def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
+    from attn_tui.sources.families.state_step import stepper
+
+    return stepper(loaded, index)
+
+
+FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, fill=fill,
+                stepper=_stepper, step_after=_step_gate)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
-    from attn_tui.sources.model_run import ModelRun
+    from attn_tui.sources.model_run import LoadedModel, ModelRun
     from attn_tui.trace.stage import Trace
 
 
@@ -95,6 +95,21 @@ def no_rope(config: object) -> float:
     return 0.0
 
 
+class OwnStep(Protocol):
+    """A layer that writes with a cache of its own (DeepSeek's latent, Gated DeltaNet's state), not the keys and
+    values a LayerSpec describes: it keeps what its steps read, one step at a time."""
+
+    def step(self, trace: Trace, rows: torch.Tensor, first: int, labels: tuple[str, ...], step: int
+             ) -> torch.Tensor | None:
+        """The layer's new input rows (rows, d) at positions first…: its cache grows by them and is recorded as
+        a stage at `step` (labels: "position:token" of every position so far); returns the rows' softmax
+        weights (heads, rows, n), or None where the layer has none (it records its own per-step stages)."""
+
+    def record(self, trace: Trace, run_: ModelRun, step: int, queries: int) -> float | None:
+        """Every other stage of the layer at `step`, its last `queries` rows querying (run_: every position);
+        returns the layer's scale on q·k (None: it has no scores)."""
+
+
 @dataclass(frozen=True)
 class Family:
     """A family adapter: its name, whether it is causal, and how to read layer `i` of a run into a LayerSpec.
@@ -115,3 +130,7 @@ class Family:
     # a family whose layers are not all softmax attention (Qwen3-Next) records each layer itself: it calls
     # `record_layer` for those that are, and records its own stages for the others
     fill: Callable[[ModelRun, Trace, int], None] | None = None
+    # how layer i writes where it keeps its own cache (None for that layer, or no stepper: its LayerSpec's keys)
+    stepper: Callable[[LoadedModel, int], OwnStep | None] | None = None
+    # stages a family adds after the shared tracer's at a generation step: (trace, spec, layer, run, step, queries)
+    step_after: Callable[[Trace, LayerSpec, int, ModelRun, int, int], None] | None = None

@@ -177,6 +177,13 @@ class Explorer(Vertical):
             return
         place = self.places[self.stage_index]
         layer = self.layer_index if trace.layers > 1 else None
+        if layer is not None and trace.find(place.name, layer, None, place.step, place.module) is None:
+            # a layer without this stage (a linear-attention layer has no scores): the step's first one it has
+            here = [n for n, p in enumerate(self.places)
+                    if p.step == place.step and trace.find(p.name, layer, None, p.step, p.module) is not None]
+            if here:
+                self.stage_index = here[0]
+                place = self.places[here[0]]
         self.view = view = stage_view(trace, place.name, layer, self.head, self.energy_query, place.step, place.module)
         window = bar_window(self.places, self.stage_index)
         stage = trace.stages[view.place]

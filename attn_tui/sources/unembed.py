@@ -1,0 +1,34 @@
+"""The matrix a causal model's last hidden state is read through to make its logits: what the sampler needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from attn_tui.i18n import Msg
+from attn_tui.sources.folder import ModelError
+from attn_tui.sources.model_run import LoadedModel
+
+OUTPUT_NAMES = ("lm_head.weight", "embed_out.weight")  # what a causal LM's checkpoint calls it (GPT-NeoX: embed_out)
+
+
+def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
+    """(V, d) the matrix that turns the last hidden state into logits: the input embedding where the model ties
+    them, else the folder's own `lm_head.weight` (read alone from its safetensors, not a second model)."""
+    model = loaded.model
+    config = model.config
+    embedding: torch.Tensor = model.get_input_embeddings().weight.detach()  # (V, d)
+    if getattr(config, "tie_word_embeddings", False) or folder is None:
+        return embedding
+    from safetensors import safe_open
+
+    for file in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(file), framework="pt") as weights:
+            names = set(weights.keys())
+            for name in OUTPUT_NAMES:
+                if name in names:
+                    found: torch.Tensor = weights.get_tensor(name)
+                    return found.to(embedding.device, embedding.dtype)
+    raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
+                         "write", model=loaded.name))
