@@ -16,7 +16,7 @@ import torch
 
 from attn_tui.ask.applies import applicable, not_applying
 from attn_tui.attention.engine import compute
-from attn_tui.attention.variants.diff import lambda_init
+from attn_tui.attention.variants.diff_maps import lambda_init
 from attn_tui.attention.variants.mla import sizes
 from attn_tui.cli import main
 from attn_tui.explain.cell import explain

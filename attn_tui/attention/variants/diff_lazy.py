@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_tui.attention.attend import Tail, pass_rows, warn_empty_rows
-from attn_tui.attention.variants.diff import MAPS, Halves, map_stages, map_tiles, record_heads
+from attn_tui.attention.variants.diff_maps import MAPS, Halves, map_stages, map_tiles, record_heads
 from attn_tui.trace import masks
 from attn_tui.trace.lazy import LazyTensor, ScoreFamily
 from attn_tui.trace.ops import LambdaTerms, Place

@@ -145,9 +145,9 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
 
 
 def _stepper(loaded: LoadedModel, index: int) -> OwnStep:
-    from attn_tui.sources.families.latent_step import LatentStep
+    from attn_tui.sources.families.latent_step import LatentFamily, LatentStep
 
-    return LatentStep(loaded, index)
+    return LatentStep(loaded, index, LatentFamily(latent_sizes, weights, turn_at, record_layer))
 
 
 FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from attn_tui.attention.attend import Tail
-from attn_tui.attention.variants.diff import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
+from attn_tui.attention.variants.diff_maps import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, layer, rope_base

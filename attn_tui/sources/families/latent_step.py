@@ -9,13 +9,15 @@ forward of the model); every other stage of a step is traced when a view asks, b
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 import torch
 import torch.nn.functional as F
 
 from attn_tui.ask.budget import format_bytes
 from attn_tui.attention.variants.mla import rms
 from attn_tui.i18n import Msg
-from attn_tui.sources.families import deepseek_v3
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.masks import softmax_dtype
 from attn_tui.trace.ops import Given, Place
@@ -34,15 +36,25 @@ def latent_cache_formula(step: int, rows: int, new: int, rank: int, d_rope: int,
                ratio=f"{full / size:.3g}")
 
 
+class LatentFamily(NamedTuple):
+    """What the deepseek_v3 adapter lends its writer (handed in, so that this module never imports it back)."""
+
+    latent_sizes: Callable[..., Any]  # (attn, config, heads, prefix) -> Latent
+    weights: Callable[..., dict[str, torch.Tensor]]  # (attn, kv_rank, heads, d_nope) -> the layer's weights
+    turn_at: Callable[..., Any]  # (model, x, first, prefix) -> Turn at the rows' own positions
+    record_layer: Callable[..., float]  # (run, trace, layer, step, queries) -> the layer's scale
+
+
 class LatentStep:
     """One MLA layer's cache as DeepSeek keeps it, a row a position, and its steps' weights read from it."""
 
-    def __init__(self, loaded: LoadedModel, index: int) -> None:
+    def __init__(self, loaded: LoadedModel, index: int, deepseek_v3: LatentFamily) -> None:
         self.loaded, self.index = loaded, index
         model = loaded.model
         self.attn = model.layers[index].self_attn
         self.norm = model.layers[index].input_layernorm
         self.prefix = f"blocks.{index}."
+        self.family = deepseek_v3
         self.m = deepseek_v3.latent_sizes(self.attn, model.config, loaded.heads, self.prefix)
         self.w = deepseek_v3.weights(self.attn, self.m.kv_rank, self.m.heads, self.m.d_nope)
         self.latent: torch.Tensor | None = None  # (n, kv_rank): ĉ_kv of every position so far
@@ -53,7 +65,7 @@ class LatentStep:
         m, w = self.m, self.w
         x = self.norm(rows[None])[0]  # (q, d): what the projections read
         q = x.shape[0]
-        turn = deepseek_v3.turn_at(self.loaded.model, x, first, self.prefix)
+        turn = self.family.turn_at(self.loaded.model, x, first, self.prefix)
         at = Place("latent_cache", self.index, None, step)
         latent = rms(F.linear(x, w["W_dkv"], w.get("b_dkv")), w["kv_norm"], m.eps_kv)  # (q, r)
         k_rot = turn(F.linear(x, w["W_kr"], w.get("b_kr")), at, at)[0]  # (q, d_rope)
@@ -90,7 +102,7 @@ class LatentStep:
 
     def record(self, trace: Trace, run_: ModelRun, step: int, queries: int) -> float:
         kept = trace.stages.pop(Place("latent_cache", self.index, None, step), None)  # back in its place after
-        scale = deepseek_v3.record_layer(run_, trace, self.index, step, queries if step else None)
+        scale = self.family.record_layer(run_, trace, self.index, step, queries if step else None)
         if kept is not None:  # the cache as the writer kept it, its bytes beside full attention's, stays on show
             trace.stages[kept.place] = kept
         return scale
