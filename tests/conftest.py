@@ -72,15 +72,20 @@ def _english(monkeypatch: pytest.MonkeyPatch, tmp_path):
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_terminal_app() -> Iterator[None]:
-    """A test that reaches a real terminal app (`App.run`, not Pilot's `run_test`) fails at once: under pytest
-    such an app waits for keys that never come, and one stray case would hold the whole run until CI's limit."""
+    """A test that reaches a real terminal app (`App.run` with a terminal, not Pilot's `run_test` or the snapshot
+    plugin's headless run) fails at once: under pytest such an app waits for keys that never come, and one stray
+    case would hold the whole run until CI's limit."""
     from textual.app import App
 
-    def refuse(self: App, *args: object, **kwargs: object) -> None:
-        raise AssertionError(f"{type(self).__name__}.run() called in a test: drive the app with run_test()")
+    run = App.run
+
+    def headless_only(self: App, *args: object, **kwargs: object) -> object:
+        if not kwargs.get("headless"):
+            raise AssertionError(f"{type(self).__name__}.run() called in a test: drive the app with run_test()")
+        return run(self, *args, **kwargs)  # type: ignore[arg-type]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(App, "run", refuse)
+        patch.setattr(App, "run", headless_only)
         yield
 
 
