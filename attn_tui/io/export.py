@@ -47,11 +47,15 @@ def _spell(value: object) -> object:
 def select_stages(trace: Trace, name: str | None = None, layer: int | None = None,
                   head: int | None = None) -> list[Stage]:
     """The stages to print: all, one name, one layer and head; unknown names list the valid ones."""
-    if head is not None and not 0 <= head < trace.heads:
-        if trace.heads == 1:
+    heads = trace.heads_at(layer)  # a layer may have its own count (Qwen3-Next's linear layers)
+    if head is not None and not 0 <= head < heads:
+        if heads == 1:
             raise ConfigError(Msg("--head applies to several heads; {title} has one", title=trace.meta.title))
+        if trace.meta.layer_heads and layer is not None:
+            raise ConfigError(Msg("--head {head} is out of range: layer {layer} of {model} has heads 0…{last}",
+                                  head=head, layer=layer, model=trace.meta.title, last=heads - 1))
         raise ConfigError(Msg("--head {head} is out of range: there are {n} heads (0…{last})", head=head,
-                              n=trace.heads, last=trace.heads - 1))
+                              n=heads, last=heads - 1))
     if layer is not None or head is not None:
         trace.fill(layer, head)
     trace.fill_steps(layer)  # a written step's stages beyond its weights are traced when asked: here, to write them

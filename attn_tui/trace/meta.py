@@ -26,6 +26,7 @@ class _Answers:
     threads = 0  # threads a recorded script left running when its process ended
     fed: tuple[str, ...] = ()  # a decoder's input at each step
     kv_map: tuple[int, ...] = ()  # grouped-query runs: the key/value head of each query head
+    layer_heads: tuple[int, ...] = ()  # each layer's own head count where layers differ (Qwen3-Next); (): `heads`
 
     if TYPE_CHECKING:  # each kind below names itself
         @property
@@ -123,6 +124,9 @@ class TransformerRun(_Answers):
     token_ids: tuple[int, ...] = ()  # the ids fed, one per position (the head roles compare ids, not strings)
     probe: str = ""  # the built-in probe fed instead of a text ("" for a text)
     scored_from: int = 0  # the first query row the head roles score: the induction probe's repeated half
+    # each layer's own head count where layers differ (a Qwen3-Next linear layer has its value heads, more than
+    # `heads`); (): every layer has `heads`
+    layer_heads: tuple[int, ...] = ()
 
     @property
     def title(self) -> str:

@@ -179,6 +179,14 @@ class Trace:
     def heads(self) -> int:
         return self.meta.heads
 
+    def heads_at(self, layer: int | None) -> int:
+        """How many heads layer `layer` has: its own count where the run's layers differ (a Qwen3-Next linear
+        layer's value heads), else the run's; None: the most any layer has."""
+        own = self.meta.layer_heads
+        if layer is None:
+            return max((self.meta.heads, *own))
+        return own[layer] if 0 <= layer < len(own) else self.meta.heads
+
     def names(self) -> list[str]:
         """Distinct stage names in order (per-head and per-step names once)."""
         return list(dict.fromkeys(place.name for place in self.stages))

@@ -173,6 +173,13 @@ def _step_gate(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: 
     _gate(run_, trace, index, spec, run_.loaded.model.layers[index].self_attn, step, queries)
 
 
+def layer_heads(config: Any) -> tuple[int, ...]:
+    """Each layer's heads: a linear layer's value heads (`linear_num_value_heads`, which may be more than the
+    attention heads: 32 beside 16 in the 80B model), a full-attention layer's `num_attention_heads`."""
+    linear, full = int(config.linear_num_value_heads), int(config.num_attention_heads)
+    return tuple(linear if kind == "linear_attention" else full for kind in config.layer_types)
+
+
 def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
     from attn_tui.sources.families.state_step import stepper
 
@@ -180,4 +187,4 @@ def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
 
 
 FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, fill=fill,
-                stepper=_stepper, step_after=_step_gate)
+                layer_heads=layer_heads, stepper=_stepper, step_after=_step_gate)

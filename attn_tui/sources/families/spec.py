@@ -91,6 +91,11 @@ def no_kv(config: object) -> int:
     return 0
 
 
+def same_heads(config: object) -> tuple[int, ...]:
+    """Every layer has the model's `num_attention_heads` heads."""
+    return ()
+
+
 def no_rope(config: object) -> float:
     return 0.0
 
@@ -122,6 +127,8 @@ class Family:
     layer: Callable[[ModelRun, int], LayerSpec]
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
+    # each layer's own head count where the layers differ (Qwen3-Next's linear layers); (): all `heads`
+    layer_heads: Callable[[object], tuple[int, ...]] = field(default=same_heads)
     # A layer no LayerSpec describes (DeepSeek's latent attention): it records its own stages into the trace and
     # returns its scale; None: `layer` is read and traced by the shared tracer.
     record: Callable[[ModelRun, Trace, int], float] | None = None

@@ -44,7 +44,7 @@ def trace_run(run_: ModelRun, layer: int, head: int, family: Family) -> Trace:
     kv_heads = family.kv_heads(cfg)
     meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special,
                           kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
-                          loaded.offloaded, run_.ids, run_.probe, run_.scored_from)
+                          loaded.offloaded, run_.ids, run_.probe, run_.scored_from, family.layer_heads(cfg))
     return layered_trace(run_, meta, layer, head, lambda r, t, lay: fill_layer(r, t, lay, family))
 
 
@@ -54,7 +54,11 @@ def layered_trace(run_: ModelRun, meta: TransformerRun, layer: int, head: int, f
     if not 0 <= layer < loaded.layers:
         raise ConfigError(Msg("--layer {layer} is out of range: {model} has layers 0…{last}", layer=layer,
                               model=loaded.name, last=loaded.layers - 1))
-    if not 0 <= head < loaded.heads:
+    own = meta.layer_heads[layer] if meta.layer_heads else loaded.heads  # a layer may have its own count
+    if not 0 <= head < own and meta.layer_heads:
+        raise ConfigError(Msg("--head {head} is out of range: layer {layer} of {model} has heads 0…{last}",
+                              head=head, layer=layer, model=loaded.name, last=own - 1))
+    if not 0 <= head < own:
         raise ConfigError(Msg("--head {head} is out of range: {model} has heads 0…{last}", head=head,
                               model=loaded.name, last=loaded.heads - 1))
     n = len(run_.tokens)

@@ -1,0 +1,83 @@
+"""Qwen3-Next's value heads beyond num_attention_heads: a linear layer has its own head count.
+
+A tiny model with twice as many linear value heads as attention heads: `--head` past the attention heads reaches
+a linear layer's head (its states equal the Gated DeltaNet recurrence in float64 loops, its output what
+transformers' module hands its norm), and is refused in one line on a full-attention layer; the API the same.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from attn_tui import api  # noqa: E402
+from attn_tui.cli import main  # noqa: E402
+from attn_tui.errors import ConfigError  # noqa: E402
+from tests.attention.test_linear import paper_reference  # noqa: E402
+from tests.sources.test_qwen3_next import _captured  # noqa: E402
+from tests.sources.tiny_models import SMALL, TEXT, tiny  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.models]
+
+WIDE = dict(SMALL, num_hidden_layers=2, num_attention_heads=2, layer_types=["linear_attention", "full_attention"],
+            num_key_value_heads=1, head_dim=8, linear_num_value_heads=4, linear_num_key_heads=2,
+            linear_key_head_dim=4, linear_value_head_dim=4, linear_conv_kernel_dim=2, num_experts=0)
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny(tmp_path_factory.mktemp("qwen3_next_heads"), "qwen3_next", WIDE, name="wide")
+
+
+def _stages(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, list[dict]]:
+    assert main(["stages", "--model", str(path), "--text", TEXT, "--format", "json", *args]) == 0
+    found: dict[str, list[dict]] = {}
+    for stage in json.loads(capsys.readouterr().out)["stages"]:
+        found.setdefault(stage["name"], []).append(stage)
+    return found
+
+
+def test_a_head_past_the_attention_heads_on_a_linear_layer_is_its_own_recurrence(wide: Path, capsys) -> None:
+    core = _captured(wide)["core"][0].view(-1, 4, 4)  # (N, H_v, d_v): what the module hands its norm
+    for head in (2, 3):  # past the 2 attention heads
+        found = _stages(wide, capsys, "--layer", "0", "--head", str(head))
+        assert {s["head"] for stages in found.values() for s in stages} == {head}
+        q, k, v = (torch.tensor(found[n][0]["data"], dtype=torch.float64) for n in ("query", "key", "value"))
+        q_hat = q / (q.pow(2).sum(-1, keepdim=True) + 1e-6).sqrt() / q.shape[1] ** 0.5
+        k_hat = k / (k.pow(2).sum(-1, keepdim=True) + 1e-6).sqrt()
+        alpha = torch.tensor(found["decay"][0]["data"], dtype=torch.float64)[:, 0]
+        beta = torch.tensor(found["beta"][0]["data"], dtype=torch.float64)[:, 0]
+        states, out = paper_reference(q_hat, k_hat, v, alpha, beta)
+        stepped = sorted(found["state"], key=lambda s: s["step"])
+        assert len(stepped) == len(states)
+        for stage, state in zip(stepped, states, strict=True):
+            assert (torch.tensor(stage["data"], dtype=torch.float64) - state).abs().max() <= 1e-5, stage["step"]
+        output = torch.tensor(found["output"][0]["data"], dtype=torch.float64)
+        assert (output - out).abs().max() <= 1e-5
+        assert (output - core[:, head].double()).abs().max() <= 1e-5
+
+
+def test_the_same_head_on_a_full_attention_layer_is_refused_in_one_line(wide: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["stages", "--model", str(wide), "--text", TEXT, "--layer", "1", "--head", "2"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "layer 1" in err and "0…1" in err, err
+    assert len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_:  # and past the linear layer's own heads
+        main(["stages", "--model", str(wide), "--text", TEXT, "--layer", "0", "--head", "4"])
+    assert exit_.value.code == 2 and "0…3" in capsys.readouterr().err
+
+
+def test_the_api_reaches_the_value_heads_and_the_trace_says_each_layers_count(wide: Path) -> None:
+    trace = api.compute(model=str(wide), text=TEXT, layer=0, head=3)
+    assert (trace.heads, trace.heads_at(0), trace.heads_at(1)) == (2, 4, 2)
+    assert trace.meta.layer_heads == (4, 2)
+    core = _captured(wide)["core"][0].view(-1, 4, 4)
+    assert (trace.tensor("output", 0, 3) - core[:, 3]).abs().max() <= 1e-5
+    with pytest.raises(ConfigError, match="0…1"):
+        api.compute(model=str(wide), text=TEXT, layer=1, head=3)
