@@ -290,7 +290,8 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
         return HeadsPanel([(view.name, small(view.grid))], 0, note, view.grid.finite_range() if shared else None,
                           probability, view.grid.scale)
     place = view.place
-    views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module) for h in range(trace.heads)]
+    views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module)
+             for h in range(trace.heads_at(place.layer))]  # the layer's own heads
     kv: tuple[int, ...] = getattr(trace.meta, "kv_map", ())  # grouped-query: the key/value head each head reads
     grids = [(_("head {h}").format(h=h) + (f" · kv {kv[h]}" if kv else ""), small(v.grid)) for h, v in enumerate(views)]
     sampled = grids[0][1].rows < view.grid.rows or grids[0][1].cols < view.grid.cols

@@ -380,7 +380,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         if trace is None:
             return
         pane = self.query_one(ModelPane)
-        pane.show_view(explorer.head, trace.heads, f"{trace.device} · {trace.dtype}")
+        pane.show_view(explorer.head, trace.heads_at(explorer.layer_index), f"{trace.device} · {trace.dtype}")
         pane.show_layer(explorer.layer_index, trace.layers)
         if self.state.wanted.model is not None:
             self.query_one(InputPane).show_model_tokens(trace)

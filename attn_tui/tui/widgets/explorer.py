@@ -133,7 +133,7 @@ class Explorer(Vertical):
             found = named[0] if named else 0
         self.stage_index = found
         self.layer_index = min(self.layer_index, trace.layers - 1)
-        self.head = min(self.head, trace.heads - 1)
+        self.head = min(self.head, trace.heads_at(self.layer_index) - 1)  # a layer may have its own count
         fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
                 "alignment": _aligned(trace), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
@@ -311,9 +311,9 @@ class Explorer(Vertical):
             self.b_head = (self.b_head + step) % b.heads
             self.render_place()
             return True
-        if trace is None or trace.heads == 1:
+        if trace is None or trace.heads_at(self.layer_index) == 1:
             return False
-        self.head = (self.head + step) % trace.heads
+        self.head = (self.head + step) % trace.heads_at(self.layer_index)  # this layer's own heads (Qwen3-Next)
         self.render_place()
         return True
 
@@ -327,6 +327,7 @@ class Explorer(Vertical):
         if trace is None or trace.layers == 1:
             return False
         self.layer_index = (self.layer_index + step) % trace.layers
+        self.head = min(self.head, trace.heads_at(self.layer_index) - 1)  # a full layer after a linear one's head
         self.render_place()
         return True
 
