@@ -71,7 +71,8 @@ class CompareActions(_AppBase):
             return []
         others = sorted(self.state.loaded_models)  # another model opened this session, on the same sentence
         windows = [None if (g := trace.geometry.get(n)) is None else g.window for n in range(trace.layers)]
-        return comparisons(self.state.wanted, trace.heads, self.explorer.head, trace.layers,
+        heads = trace.heads_at(self.explorer.layer_index)  # the layer's own (a Qwen3-Next linear layer's value heads)
+        return comparisons(self.state.wanted, heads, self.explorer.head, trace.layers,
                            self.explorer.layer_index, others, windows)  # the layers computed so far say theirs
 
     def start_compare(self, comparison: Comparison | None) -> None:
