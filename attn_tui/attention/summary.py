@@ -22,8 +22,11 @@ from attn_tui.trace.written import grows, written_rows
 
 def stack(trace: Trace) -> torch.Tensor:
     """Every layer's and head's weights as one (layers, heads, N, N) float32 tensor (a generation's: the rows
-    written so far, trace/written.py)."""
+    written so far, trace/written.py). Where layers have their own head counts (Qwen3-Next), `heads` is the most
+    any layer has and a head a layer lacks is zeros."""
     def weights(layer: int, head: int) -> torch.Tensor:
+        if head >= trace.heads_at(layer):  # past this layer's own heads (a full layer beside wider linear ones)
+            return torch.zeros(len(trace.query_tokens), len(trace.key_tokens))
         if grows(trace) and trace.find("implied", layer, 0) is None:
             return written_rows(trace, "weights", layer, head)
         if grows(trace):  # a linear-attention layer writing: the implied rows of its steps; 0 for a head it lacks
@@ -37,7 +40,7 @@ def stack(trace: Trace) -> torch.Tensor:
         n = len(trace.query_tokens)
         return implied.tensor if implied is not None else torch.zeros(n, n)
 
-    return torch.stack([torch.stack([weights(layer, head).float() for head in range(trace.heads)])
+    return torch.stack([torch.stack([weights(layer, head).float() for head in range(trace.heads_at(None))])
                         for layer in range(trace.layers)])
 
 
@@ -114,19 +117,24 @@ def model_stats(trace: Trace) -> ModelStats:
     # the rollout mixes softmax rows: a linear-attention layer's implied matrix is none, so it passes as the
     # residual path alone (identity)
     softmax = [trace.find("implied", layer) is None for layer in range(trace.layers)]
-    mixed = torch.stack([w if keep else torch.eye(w.shape[-1])[None].expand_as(w)
-                         for w, keep in zip(weights, softmax)]) if not all(softmax) else weights
+    own = [trace.heads_at(layer) for layer in range(trace.layers)]
+    # a layer's missing heads (zeros in `weights`) stand in as its own heads' mean, so each layer's mean is its own
+    mixed = torch.stack([(w if n == w.shape[0] else torch.cat([w[:n], w[:n].mean(0, keepdim=True).expand(
+        w.shape[0] - n, -1, -1)])) if keep else torch.eye(w.shape[-1])[None].expand_as(w)
+        for w, keep, n in zip(weights, softmax, own, strict=True)]) if not all(softmax) else weights
     ids: tuple[int, ...] = getattr(trace.meta, "token_ids", ())  # a real model's: ids, which two tokens printed
     # alike do not share; the variants' tokens are their words
     tokens = ids if len(ids) == len(trace.key_tokens) else trace.key_tokens
     scored = torch.arange(len(tokens)) >= getattr(trace.meta, "scored_from", 0)  # (N,): a probe's repeated half
-    roles = (head_roles(weights, tokens, real, scored) if len(tokens) == weights.shape[-1] == weights.shape[-2]
+    runs = weights[:, :trace.heads]  # the roles (and the atlas) read the run's heads
+    roles = (head_roles(runs, tokens, real, scored) if len(tokens) == weights.shape[-1] == weights.shape[-2]
              else ())
     moved = moved_stack(trace)  # (layers, heads, N, N) or None
     if moved is not None and roles:  # how much each head moves, per scored query row: what the atlas can rank by
         per_row = moved.sum(-1)[..., scored & real]  # (layers, heads, R)
         roles = tuple(replace(r, moved=float(per_row[r.layer, r.head].mean())) for r in roles)
-    return ModelStats(weights, tuple(head_stats(weights, real)), rollout(mixed, real), blocked(trace), roles,
+    stats = tuple(s for s in head_stats(weights, real) if s.head < own[s.layer])  # only the heads a layer has
+    return ModelStats(weights, stats, rollout(mixed, real), blocked(trace), roles,
                       rollout_moved(moved, real))
 
 

@@ -145,6 +145,7 @@ def heads(args: argparse.Namespace) -> int:
     if args.format == "json":
         document = {"model": trace.meta.title, "tokens": list(trace.query_tokens), "layers": trace.layers,
                     "heads": trace.heads, "warnings": [str(w) for w in trace.warnings],
+                    "layer_heads": list(trace.meta.layer_heads) or None,  # each layer's own count where they differ
                     "kv_map": None if sharing is None else [sharing.kv_of(h) for h in range(trace.heads)],
                     "windows": list(windows_of(trace)),
                     "stats": [vars(s) for s in stats], "rollout": rolled.tolist(),

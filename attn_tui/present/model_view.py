@@ -50,8 +50,11 @@ class ModelSummary:
     offload: str = ""  # which layers were offloaded and where ("" when none): offload_note
     rollout_moved: Grid | None = None  # the value-weighted rollout; None where no `moved` stage was traced
 
-    def cell(self, layer: int, head: int) -> HeadCell:
-        return self.cells[layer * self.heads + head]
+    def cell(self, layer: int, head: int) -> HeadCell | None:
+        """The head's cell; None where the layer has fewer heads than the grid (a Qwen3-Next full layer)."""
+        if len(self.cells) == self.layers * self.heads:
+            return self.cells[layer * self.heads + head]
+        return next((c for c in self.cells if (c.layer, c.head) == (layer, head)), None)
 
 
 def sink_note(summary: ModelSummary) -> str:
@@ -89,7 +92,7 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
     cells = tuple(HeadCell(s.layer, s.head, grid("weights", as_array(stats.weights[s.layer, s.head]),
                                                  None if hidden is None else hidden[s.layer]),
                            s.entropy, s.max_weight, s.first_token_share) for s in stats.stats)
-    return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads, cells,
+    return ModelSummary(trace.meta.title, tokens, trace.layers, trace.heads_at(None), cells,
                         grid("rollout", as_array(stats.rollout)), getattr(trace.meta, "kv_map", ()), windows_of(trace),
                         offload_note(getattr(trace.meta, "offloaded", ())),
                         None if stats.rollout_moved is None else grid("rollout", as_array(stats.rollout_moved)))

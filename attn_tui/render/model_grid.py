@@ -74,7 +74,11 @@ def model_grid_table(cells: Sequence[Any], layers: int, heads: int, current: tup
         note = notes[layer] if layer < len(notes) else ""
         row: list[Any] = [Group(label, Text(note, style="cyan")) if note else label]
         for h in range(heads):
-            cell = cells[layer * heads + h]
+            cell = cells[layer * heads + h] if len(cells) == layers * heads else next(
+                (c for c in cells if (c.layer, c.head) == (layer, h)), None)
+            if cell is None:  # a head this layer lacks (a Qwen3-Next full layer beside wider linear ones): blank
+                row.append("")
+                continue
             style = CURRENT_STYLE if (layer, h) == current else "grey70"
             row.append(Group(*half_block_lines(cell.grid), *(Text(c, style=style) for c in captions(cell))))
         table.add_row(*row, end_section=True)

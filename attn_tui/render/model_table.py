@@ -21,16 +21,16 @@ from attn_tui.render.stage_table import stage_renderable
 
 def stats_table(summary: ModelSummary, field: str, title: str) -> Table:
     """Layers down, heads across, one statistic of `HeadCell` (`field`) coloured on its own scale."""
-    values = [[float(getattr(summary.cell(layer, h), field)) for h in range(summary.heads)]
-              for layer in range(summary.layers)]
-    flat = [v for row in values for v in row]
+    values = [[None if (cell := summary.cell(layer, h)) is None else float(getattr(cell, field))
+               for h in range(summary.heads)] for layer in range(summary.layers)]  # None: a head the layer lacks
+    flat = [v for row in values for v in row if v is not None]
     scale = Scale.fit(min(flat), max(flat))
     table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 0), title_justify="left")
     table.add_column(_("layer"), justify="right")
     for h in range(summary.heads):
         table.add_column(f"h{h}", justify="right", width=5)
     for layer, row in enumerate(values):
-        table.add_row(str(layer), *(Text(f"{v:.2f}", style=scale.style(v)) for v in row))
+        table.add_row(str(layer), *(Text("") if v is None else Text(f"{v:.2f}", style=scale.style(v)) for v in row))
     return table
 
 

@@ -7,6 +7,7 @@ transformers' module hands its norm), and is refused in one line on a full-atten
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -81,3 +82,39 @@ def test_the_api_reaches_the_value_heads_and_the_trace_says_each_layers_count(wi
     assert (trace.tensor("output", 0, 3) - core[:, 3]).abs().max() <= 1e-5
     with pytest.raises(ConfigError, match="0…1"):
         api.compute(model=str(wide), text=TEXT, layer=1, head=3)
+
+
+def test_the_grid_shows_each_layers_own_heads_and_the_rollout_each_layers_mean(wide: Path, capsys) -> None:
+    from rich.console import Console
+
+    from attn_tui.ask.settings import ModelInput
+    from attn_tui.present.model_view import summary_of
+    from attn_tui.render.model_grid import model_grid_table
+    from attn_tui.sources import run
+    from tests.sources.tiny_models import reference
+
+    shown = run(ModelInput(str(wide), TEXT))
+    summary = summary_of(shown)
+    assert summary is not None and (summary.layers, summary.heads) == (2, 4)
+    assert [(c.layer, c.head) for c in summary.cells] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
+    assert summary.cell(1, 2) is None and summary.cell(1, 3) is None
+    trace = shown.trace
+    for head in range(4):  # the linear layer's cells: the matrix its recurrence equals
+        assert torch.equal(torch.as_tensor(summary.cell(0, head).grid.values), trace.tensor("implied", 0, head))
+    full = reference(wide)[-1].double()  # (2, N, N): transformers' own weights of the full-attention layer
+    for head in range(2):
+        assert (torch.as_tensor(summary.cell(1, head).grid.values).double() - full[head]).abs().max() <= 1e-5
+    # the rollout: the linear layer passes as the residual path, the full layer mixes the mean of its own 2 heads
+    n = full.shape[-1]
+    eye = torch.eye(n, dtype=torch.float64)
+    mixed = 0.5 * full.mean(0) + 0.5 * eye
+    expected = mixed / mixed.sum(-1, keepdim=True)
+    assert (shown.stats.rollout.double() - expected).abs().max() <= 1e-5
+    console = Console(width=300, record=True, file=io.StringIO())
+    console.print(model_grid_table(summary.cells, summary.layers, summary.heads, (0, 3)))
+    text = console.export_text()
+    assert "h3" in text and "L1" in text
+    assert summary_of(shown) is summary and len(shown.stats.stats) == 6  # only the heads each layer has
+    assert main(["heads", "--model", str(wide), "--text", TEXT, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["layer_heads"] == [4, 2] and len(document["stats"]) == 6

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from attn_tui.tui.widgets.model_grid import ModelGrid
 from tests.tui.helpers import model_app, settle
 
 pytestmark = [pytest.mark.slow, pytest.mark.app]
@@ -32,6 +35,16 @@ async def test_a_high_value_head_on_a_linear_layer_then_a_full_layer_clamps_it(t
         assert heads == [1, 2, 3]  # past the 2 attention heads: the linear layer's own value heads
         assert app.view.place.head == 3 and app.view.place.layer == 0
         assert "layer 0 head 3" in str(app.query_one("#stage-bar").render())
+        await pilot.press("g")  # the grid: as wide as the linear layer's 4 heads, the full layer's row blank past 2
+        await pilot.pause()
+        grid = app.query_one(ModelGrid)
+        assert app.explorer.panel == "model_grid" and grid.current == (0, 3)
+        console = Console(width=300, record=True, file=io.StringIO())
+        console.print(app.query_one("#model-grid-body").content)
+        text = console.export_text()
+        assert "4 heads" in text and "layer 0 head 3" in text, text
+        await pilot.press("g")
+        await pilot.pause()
         await pilot.press("right_curly_bracket")  # the full-attention layer has 2 heads: clamped to its last
         await settle(pilot)
         assert (app.explorer.layer_index, app.explorer.head) == (1, 1)

@@ -49,7 +49,7 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
     def show(self, summary: ModelSummary, layer: int, head: int) -> None:
         """(layer, head) is the head the stages show; it is highlighted."""
         self.current = (layer, head)
-        # a Qwen3-Next linear layer's value head past the run's heads has no cell: the grid holds the run's heads
+        # the grid is as wide as the widest layer; a narrower layer (a Qwen3-Next full layer) has no cell past its own
         cell = summary.cell(layer, head) if head < summary.heads else None
         title = Text.assemble((_("{name}: {layers} layers × {heads} heads").format(
             name=printable(summary.name), layers=summary.layers, heads=summary.heads), "bold"),
@@ -58,8 +58,8 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
                      "{token} {share}").format(layer=layer, head=head, entropy=f"{cell.entropy:.3f}",
                                               largest=f"{cell.max_weight:.3f}", token=repr(summary.tokens[0]),
                                               share=f"{cell.first_share:.3f}"), style="magenta") if cell else \
-            Text(_("layer {layer} head {head}: a linear layer's value head, past the grid's {heads} heads").format(
-                layer=layer, head=head, heads=summary.heads), style="magenta")
+            Text(_("layer {layer} has no head {head}: it has fewer heads than the grid").format(
+                layer=layer, head=head), style="magenta")
         notes = window_labels(summary.windows)  # w3 under each sliding layer's label
         table = model_grid_table(summary.cells, summary.layers, summary.heads, (layer, head), notes)
         body = self.query_one("#model-grid-body", Static)
