@@ -26,7 +26,7 @@ def stack(trace: Trace) -> torch.Tensor:
     any layer has and a head a layer lacks is zeros."""
     def weights(layer: int, head: int) -> torch.Tensor:
         if head >= trace.heads_at(layer):  # past this layer's own heads (a full layer beside wider linear ones)
-            return torch.zeros(len(trace.query_tokens), len(trace.key_tokens))
+            return torch.zeros(len(trace.query_tokens), len(trace.query_tokens))  # (N, N), as a lacking linear head
         if grows(trace) and trace.find("implied", layer, 0) is None:
             return written_rows(trace, "weights", layer, head)
         if grows(trace):  # a linear-attention layer writing: the implied rows of its steps; 0 for a head it lacks

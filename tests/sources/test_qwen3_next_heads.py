@@ -118,3 +118,20 @@ def test_the_grid_shows_each_layers_own_heads_and_the_rollout_each_layers_mean(w
     assert main(["heads", "--model", str(wide), "--text", TEXT, "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["layer_heads"] == [4, 2] and len(document["stats"]) == 6
+
+
+def test_a_generation_writes_every_value_head_and_the_full_layers_own(wide: Path, capsys) -> None:
+    assert main(["stages", "--model", str(wide), "--text", "a cat", "--generate", "2", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    heads = {(s["layer"], s["head"]) for s in document["stages"] if s["head"] is not None}
+    assert {(0, h) for h in range(4)} <= heads and {(1, 0), (1, 1)} <= heads
+    assert not {(1, 2), (1, 3)} & heads
+    assert main(["stages", "--model", str(wide), "--text", "a cat", "--generate", "2", "--layer", "0", "--head", "3",
+                 "--stage", "state", "--format", "json"]) == 0
+    steps = {s["step"] for s in json.loads(capsys.readouterr().out)["stages"]}
+    assert {0, 1} <= steps
+    from attn_tui.ask.settings import ModelInput
+    from attn_tui.sources import run
+
+    shown = run(ModelInput(str(wide), "a cat", generate=2))  # the grid of a generation: each layer's own heads
+    assert shown.stats is not None and len(shown.stats.stats) == 6 and shown.stats.weights.shape[:2] == (2, 4)
