@@ -67,7 +67,9 @@ class ModelGrid(ScrollableContainer, inherit_bindings=False):
         self.needed = grid_width(summary.cells, summary.heads, notes)
         body.styles.width = max(self.size.width - 1, self.needed)
         windows = window_note(summary.windows)  # which layers are local, and their window
-        sharing = sharing_of(summary.kv_map, head)  # grouped-query models: which key/value head each head reads
+        # grouped-query models: which key/value head each head reads (not drawn on a Qwen3-Next linear layer's value
+        # head past the attention heads, which the map does not describe)
+        sharing = sharing_of(summary.kv_map, head) if head < len(summary.kv_map) or not summary.kv_map else None
         offload = [Text(summary.offload, style="yellow")] if summary.offload else []  # layers read from disk
         body.update(Group(title, *offload, Text(_(KEY), style="dim"), now, Text(sink_note(summary), style="magenta"),
                           *([Text(windows, style="cyan")] if windows else []),
