@@ -66,8 +66,14 @@ def test_the_sentence_typed_before_the_end_is_there_at_the_next_start(how: str, 
 def test_a_matrix_typed_before_sigterm_is_there_at_the_next_start(tmp_path: Path) -> None:
     app = _start(tmp_path)
     try:
-        app.type("Q")
-        app.wait_for("one row per line")  # the Matrices tab is on show, its Q editor focused (slow on a loaded machine)
+        for attempt in range(3):  # a key the app got before it was ready is pressed again (a loaded machine)
+            app.type("Q")
+            try:
+                app.wait_for("one row per line", 20.0)  # the Matrices tab is on show, its Q editor focused
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
         app.type("\x01")  # ctrl+a: the editor's whole line, then replaced by what is typed
         app.type("7 6 5 4", pause=0)
         app.wait_for("7 6 5 4")
