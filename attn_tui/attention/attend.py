@@ -156,6 +156,25 @@ def score_family(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreSta
 GPU_PASS_CELLS = 1 << 24  # cells of one block on a GPU: 64 MiB of float32 per temporary
 
 
+def softmax_rows(masked: torch.Tensor, sink: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A block of rows' softmax written out, so that each row's log-sum-exp comes for free: lse = max + log Σ exp(x −
+    max). masked (..., b, S); a sink logit (..., b) always joins its row. Rows with nothing to attend (all -inf) get
+    weights 0 and lse -inf. Returns weights (..., b, S) and, per row, lse, the row's max, the shift, the sum, empty."""
+    top = masked.amax(dim=-1)
+    peak = top if sink is None else torch.maximum(top, sink)
+    empty = torch.isneginf(peak)
+    shift = peak.masked_fill(empty, 0.0)
+    weights = (masked - shift[..., None]).exp_()
+    total = weights.sum(dim=-1)
+    if sink is not None:
+        total = total + torch.exp(sink - shift)
+    weights.div_(total[..., None])
+    if bool(empty.any()):
+        weights.masked_fill_(empty[..., None], 0.0)
+    return weights, (shift + total.log()).masked_fill(empty, -torch.inf), top, shift, total, empty
+
+
 def pass_rows(device: torch.device, heads: int, keys: int) -> int:
     """Query rows per block of the streaming pass: PASS_ROWS on the CPU (what the budget counts); on a GPU as
     many as fit GPU_PASS_CELLS, up to 16 times more, since each block costs a few waits for the GPU (its stats
@@ -187,20 +206,9 @@ def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], 
         pre = family.pre(rows, slice(None))
         masked = family.masked(pre[family.last], rows, slice(None))  # (heads, b, S)
         kept = None if family.mask is None else family.mask.tile(rows, slice(None))
-        # softmax written out, so that each row's log-sum-exp comes for free: lse = max + log Σ exp(x − max)
-        bottom, top = masked.amin(dim=-1), masked.amax(dim=-1)  # (heads, b) each (aminmax with dim is slower)
-        peak = top if sink is None else torch.maximum(top, sink)  # a sink logit always joins the row
-        empty = torch.isneginf(peak)  # rows with nothing to attend (fill -inf)
-        shift = peak.masked_fill(empty, 0.0)
-        weights = (masked - shift[..., None]).exp_()
-        total = weights.sum(dim=-1)  # (heads, b)
-        if sink is not None:
-            total = total + torch.exp(sink - shift)
-        weights.div_(total[..., None])
-        if bool(empty.any()):
-            weights.masked_fill_(empty[..., None], 0.0)
+        bottom = masked.amin(dim=-1)  # (heads, b) (aminmax with dim is slower)
+        weights, lse[:, rows], top, shift, total, _ = softmax_rows(masked, sink)
         outputs[:, rows] = weights.to(values.dtype) @ values
-        lse[:, rows] = (shift + total.log()).masked_fill(empty, -torch.inf)
         if sink is not None and sink_mass is not None:
             sink_mass[:, rows, 0] = torch.exp(sink - shift) / total
         # Every stage's range from what softmax needed anyway: a row's weights span exp(min − max)/Σ … 1/Σ.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_tui.attention.attend import Tail, pass_rows, warn_empty_rows
+from attn_tui.attention.attend import Tail, pass_rows, softmax_rows, warn_empty_rows
 from attn_tui.attention.variants.diff_maps import MAPS, Halves, map_stages, map_tiles, record_heads
 from attn_tui.trace import masks
 from attn_tui.trace.lazy import LazyTensor, ScoreFamily
@@ -58,21 +58,6 @@ class DiffFamily(ScoreFamily):
         return found[name]
 
 
-def _softmax_rows(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                                 torch.Tensor]:
-    """weights, each row's log-sum-exp, and what the stats need: (min, max) of the row, the sum, the shift."""
-    bottom, top = masked.amin(dim=-1), masked.amax(dim=-1)  # (heads, b)
-    empty = torch.isneginf(top)  # rows with nothing to attend (fill -inf)
-    shift = top.masked_fill(empty, 0.0)
-    weights = (masked - shift[..., None]).exp_()
-    total = weights.sum(dim=-1)
-    weights.div_(total[..., None])
-    if bool(empty.any()):
-        weights.masked_fill_(empty[..., None], 0.0)
-    lse = (shift + total.log()).masked_fill(empty, -torch.inf)
-    return weights, lse, bottom, top, total
-
-
 def stream(trace: Trace, tail: Tail, family: DiffFamily, pre_names: Sequence[str], values: torch.Tensor,
            at: Sequence[Place]) -> torch.Tensor:
     """One pass over blocks of query rows: D·V (heads, L, 2d), both maps' log-sum-exp, every stage's stats."""
@@ -91,12 +76,12 @@ def stream(trace: Trace, tail: Tail, family: DiffFamily, pre_names: Sequence[str
         maps = []
         for n in MAPS:
             masked = family.masked(pre[f"{family.last}_{n}"], rows, slice(None))  # (heads, b, S)
-            weights, lse[n][:, rows], bottom, top, total = _softmax_rows(masked)
-            shift = top.masked_fill(torch.isneginf(top), 0.0)
+            bottom = masked.amin(dim=-1)  # (heads, b)
+            weights, lse[n][:, rows], top, shift, total, empty = softmax_rows(masked)
             fold_heads(stats[f"masked_{n}"], masked, kept, (bottom, top))
             fold_heads(stats[f"weights_{n}"], weights, kept,
                        (torch.exp(bottom - shift) / total, torch.exp(top - shift) / total))
-            fold_row_sums(stats[f"weights_{n}"], weights, start, torch.isneginf(top))
+            fold_row_sums(stats[f"weights_{n}"], weights, start, empty)
             maps.append(weights)
         diff = maps[0] - family.lam * maps[1]  # (heads, b, S)
         output[:, rows] = diff.to(values.dtype) @ values

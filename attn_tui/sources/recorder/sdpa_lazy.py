@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from attn_tui.attention.attend import softmax_rows
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.flex_lazy import Slices, fold_kept
 from attn_tui.sources.recorder.found import DotOp, Found, GivenOp, Role, ScaleOp, SoftmaxOp, SumOp
@@ -225,15 +226,7 @@ def lay_out_lazily(found: Found, recipe: SdpaRecipe, names: tuple[str, str], ker
         kept = recipe.allow(rows, slice(None))  # (n, rows, S) or None
         kept = None if kept is None else kept.to(recipe.query.device)
         masked = family.masked(made[recipe.last], rows, slice(None))
-        top = masked.amax(dim=-1)  # (n, rows)
-        empty = torch.isneginf(top)
-        shift = top.masked_fill(empty, 0.0)
-        weights = (masked - shift[..., None]).exp_()
-        total = weights.sum(dim=-1)
-        weights.div_(total[..., None])
-        if bool(empty.any()):
-            weights.masked_fill_(empty[..., None], 0.0)
-        recipe.lse[:, rows] = (shift + total.log()).masked_fill(empty, -math.inf)
+        weights, recipe.lse[:, rows], *_, empty = softmax_rows(masked)  # weights (n, rows, S)
         again = weights.to(values.dtype) @ values  # (n, rows, dv)
         if again.numel():
             gap = max(gap, float((kernel[:, rows].to(again.dtype) - again).abs().nan_to_num(nan=math.inf).amax()))
