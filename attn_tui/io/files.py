@@ -195,9 +195,10 @@ def write_atomic(path: Path, write: Callable[[Path], object], mode: int = 0o666)
     file has `mode` less the umask, as open() would give it (0o600: for the owner only).
     """
     temporary = path.with_name(f".{path.name[:100]}.{os.getpid()}.{secrets.token_hex(4)}.part")
-    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+    # Marked before it exists and created inside the `try`: a signal the moment the file appears still removes it.
     with partial(temporary):
         try:
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
             write(temporary)
             os.replace(temporary, path)
         except BaseException:
