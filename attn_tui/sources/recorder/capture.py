@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
+from attn_tui.sources.recorder.prune import cut_behind
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
 from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCallError, forget_walks, origin_at, walk
 
@@ -50,6 +51,18 @@ class _Tracked(weakref.ref):  # type: ignore[type-arg]
     key: int
 
 
+def _forgetter(nodes: dict[int, tuple[_Tracked, Node]]) -> Callable[[_Tracked], None]:
+    """The callback of a tracked tensor's weak reference: when it dies its entry goes (unless the id was taken
+    again by a newer tensor). A closure over the table, not a bound method: the recorder is in no cycle."""
+
+    def forget(ref: _Tracked) -> None:
+        entry = nodes.get(ref.key)
+        if entry is not None and entry[0] is ref:
+            del nodes[ref.key]
+
+    return forget
+
+
 class Recorder(TorchFunctionMode):
     """Records the calls that can make attention while it is active (`with Recorder(): …`).
 
@@ -64,7 +77,8 @@ class Recorder(TorchFunctionMode):
         self.order: list[Scope] = []  # scopes in the order their first attention ran
         self.seen: dict[Scope, int] = {}
         self._nodes: dict[int, tuple[_Tracked, Node]] = {}
-        self._drop = self._forget  # the one bound method every weak reference calls back
+        self._drop = _forgetter(self._nodes)  # the one callback every weak reference calls
+        self._linked: list[Node] = []  # nodes with forward links: unlinked when the recorder goes (see __del__)
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
         self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
@@ -93,6 +107,7 @@ class Recorder(TorchFunctionMode):
         try:
             flex.uninstall(self)
             forget_walks()  # no frame of the code is held past the recording
+            self._nodes.clear()  # the live tensors' entries serve only while recording
             self.recording = False  # a thread the code left running keeps the mode: it records nothing more
             super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
             if self.threads is not None:
@@ -100,13 +115,13 @@ class Recorder(TorchFunctionMode):
         finally:
             quiet_gc.release()
 
-    # ----- the graph ----------------------------------------------------------------------
-    def _forget(self, ref: _Tracked) -> None:
-        """A tracked tensor died: its entry goes (unless the id was taken again by a newer tensor)."""
-        entry = self._nodes.get(ref.key)
-        if entry is not None and entry[0] is ref:
-            del self._nodes[ref.key]
+    def __del__(self) -> None:
+        # A node and its consumer hold each other: unlinked, a dropped recording is freed at once, not by the
+        # next full collection (the recorder itself is in no cycle, so this runs when its last reference goes).
+        for node in self._linked:
+            node.consumers = []
 
+    # ----- the graph ----------------------------------------------------------------------
     def _track(self, tensor: torch.Tensor, node: Node) -> None:
         key = id(tensor)
         try:
@@ -302,8 +317,7 @@ class Recorder(TorchFunctionMode):
             if anchor:
                 self._anchor(node, scope or Scope("attention", 0))
 
-    @staticmethod
-    def _link(node: Node, anchor: bool | None = None) -> None:
+    def _link(self, node: Node, anchor: bool | None = None) -> None:
         """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
         if anchor if anchor is not None else (node.name in ANCHORS or written_softmax(node)):
             node.hops = 0
@@ -313,8 +327,11 @@ class Recorder(TorchFunctionMode):
                     continue
                 hops = source.hops
                 if hops is not None and hops < AFTER_HOPS:
+                    if not source.consumers:
+                        self._linked.append(source)
                     source.consumers.append(node)
-                    node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
+                    if node.name != "linear":  # the output's projection ends the links: what it feeds is not read
+                        node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
 
     def _root(self) -> None:
         """Keep the outermost module running now (a whole model), so each attention is named by its path in it."""
@@ -340,6 +357,7 @@ class Recorder(TorchFunctionMode):
         node.call = self.seen[scope]
         self.seen[scope] += 1
         kept = self.anchors[scope]
+        cut_behind(node)
         if self.budget is not None:
             node.held = held_bytes(node)
             if len(kept) == kept.maxlen and kept:

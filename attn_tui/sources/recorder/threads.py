@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import thread as pool_thread
@@ -28,7 +29,7 @@ class ThreadCover:
     """While `live`, new threads and pool tasks run under `mode`; `unseen` names the threads it could not enter."""
 
     def __init__(self, mode: TorchFunctionMode) -> None:
-        self.mode = mode
+        self._mode = weakref.ref(mode)  # weak: the recorder holds its cover, and must be in no cycle
         self.live = False
         self.unseen: list[str] = []
         self._bootstrap: Callable[[threading.Thread], None] | None = None
@@ -37,15 +38,16 @@ class ThreadCover:
     @contextlib.contextmanager
     def entered(self) -> Iterator[None]:
         """The mode on this thread's stack for the block (once: a worker started under the recording has it)."""
-        if not self.live or self.mode in _get_current_function_mode_stack():  # type: ignore[no-untyped-call]
+        mode = self._mode()
+        if not self.live or mode is None or mode in _get_current_function_mode_stack():  # type: ignore[no-untyped-call]
             yield
             return
         # the plain push: the recorder's own __enter__ would start another recording
-        TorchFunctionMode.__enter__(self.mode)  # type: ignore[no-untyped-call]
+        TorchFunctionMode.__enter__(mode)  # type: ignore[no-untyped-call]
         try:
             yield
         finally:
-            TorchFunctionMode.__exit__(self.mode, None, None, None)  # type: ignore[no-untyped-call]
+            TorchFunctionMode.__exit__(mode, None, None, None)  # type: ignore[no-untyped-call]
 
     def start(self) -> None:
         here = threading.current_thread()

@@ -67,3 +67,23 @@ def test_a_collection_during_a_recording_frees_its_own_cycles() -> None:
         cycle.append(cycle)
         del cycle
         assert gc.collect() >= 1  # what the recording's code made is still collected
+
+
+def test_a_dropped_recording_is_freed_at_once_not_by_the_next_full_collection() -> None:
+    """No cycle holds a recording: its recorder, its graph and the values it kept go with its last reference
+    (a loop that records each step would otherwise hold every past recording until a full collection)."""
+    import weakref
+
+    module = MultiHeadAttention(16, 2).eval()
+    gc.disable()
+    try:
+        with torch.no_grad(), attn_tui.record() as rec:
+            module(torch.randn(1, 8, 16), torch.tril(torch.ones(8, 8)))
+        assert rec.trace.stage("weights", head=0).tensor.shape == (8, 8)
+        anchor = next(iter(rec.recorder.anchors.values()))[0]
+        assert anchor.consumers  # the graph has forward links: a cycle, until the recorder unlinks it
+        recorder, kept = weakref.ref(rec.recorder), weakref.ref(anchor.value)
+        del anchor, rec
+        assert recorder() is None and kept() is None
+    finally:
+        gc.enable()
