@@ -11,6 +11,7 @@ recorded values are the very numbers the code computed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 from collections import deque
@@ -49,6 +50,12 @@ class _Tracked(weakref.ref):  # type: ignore[type-arg]
 
     __slots__ = ("key",)
     key: int
+
+
+# id(parameter) → (a weak reference to it, the scope's owner, its name): a model recorded again (a loop that
+# records each step) has its parameters named without walking the frames; a parameter gone is never matched.
+_PARAM_NAMES: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
+MAX_PARAM_NAMES = 65536
 
 
 def _forgetter(nodes: dict[int, tuple[_Tracked, Node]]) -> Callable[[_Tracked], None]:
@@ -147,6 +154,20 @@ class Recorder(TorchFunctionMode):
         known = self._names.get(id(tensor))
         if known is not None:
             return known
+        owner = scope.owner if scope is not None else 0
+        before = _PARAM_NAMES.get(id(tensor))  # an earlier recording of the same model found it already
+        if before is not None and before[0]() is tensor and before[1] == owner:
+            self._names[id(tensor)] = before[2]
+            return before[2]
+        found = self._find_param_name(tensor, scope)
+        if found is not None:
+            if len(_PARAM_NAMES) >= MAX_PARAM_NAMES:
+                _PARAM_NAMES.clear()
+            with contextlib.suppress(TypeError):  # a tensor that takes no weak reference is looked up each time
+                _PARAM_NAMES[id(tensor)] = (weakref.ref(tensor), owner, found)
+        return found
+
+    def _find_param_name(self, tensor: torch.Tensor, scope: Scope | None) -> str | None:
         # The modules checked in order: the scope's, then each module whose code is running, innermost first;
         # the walk up the frames stops at the first that holds the parameter (a Linear's own forward, mostly).
         seen: list[torch.nn.Module] = []
@@ -156,7 +177,7 @@ class Recorder(TorchFunctionMode):
             found = self._named_in(first, tensor)
             if found is not None:
                 return found
-        frame = sys._getframe(3)
+        frame = sys._getframe(4)
         while frame is not None and len(seen) < 8:
             code = frame.f_code  # f_locals only where a `self` can be: it copies every local of the frame
             if code not in PLUMBING and code.co_filename != __file__ and (
