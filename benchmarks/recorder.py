@@ -12,15 +12,16 @@ Times are CPU seconds of this process (`time.process_time`), the median of sever
 other work on the machine does not skew the ratios; torch runs on `--threads` threads (default 1).
 Each timed call runs once untimed first (the first recording and the first build import their modules
 and read the loaded modules once), and plain and recorded runs are timed in turns. A recording keeps
-every value the code computed (a 12-layer forward at 128 tokens: some 45 MB), and memory that went back
-to the system in between is mapped afresh, page by page: `faults` is the median count of a recorded
-run's page faults (about 10,000 at 128 tokens cost some 20 ms; how many there are is up to the C
-library's allocator, and is most of what still makes the recorded figures swing from run to run;
-`--keep-memory` asks glibc to keep what it mapped, leaving the recorder's own work alone).
-The garbage collector is kept out of the figures: each run starts
-after a full collection, untimed, and each recording is dropped after its clock stops, so neither a
-collection of the whole heap nor the last run's garbage (a recording is a web of cycles, freed only by
-a collection) lands in a timed run; without this a 128-token figure swung by ±20 ms.
+the values each attention call was computed from, back to its projections' inputs (a 12-layer forward
+at 128 tokens: some 27 MB), and memory that went back to the system in between is mapped afresh, page
+by page: `faults` is the median count of a recorded run's page faults (about 10,000 at 128 tokens cost
+some 20 ms; whether they come is up to the C library's allocator, and is most of what still makes the
+recorded figures swing from run to run: 0 or some 10,000 from one run of this script to the next;
+`--keep-memory` asks glibc to keep what it mapped, leaving the recorder's own work alone, and
+`GLIBC_TUNABLES=glibc.malloc.hugetlb=1` maps it 2 MB at a time where the kernel allows).
+The garbage collector is kept out of the figures: each run starts after a full collection, untimed,
+and each recording is dropped after its clock stops, so a collection of the whole heap does not land
+in a timed run; without this a 128-token figure swung by ±20 ms.
 Prints milliseconds and ratios; asserts nothing.
 """
 
