@@ -14,9 +14,10 @@ way. Nothing changes once the last recording ends.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import CodeType
 from typing import Any, Protocol
 
@@ -63,10 +64,26 @@ def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> No
 _hand_over._torchdynamo_disable = True  # type: ignore[attr-defined]  # set by hand: importing dynamo costs seconds
 
 
+@contextlib.contextmanager
+def _unheard() -> Iterator[None]:
+    """The recording's mode off the stack for the block (when it is on top: a mode the code pushed after it
+    stays). flex_attention compiles itself even when called eagerly (`fullgraph=True`), and dynamo would trace
+    the mode's bookkeeping into that graph; the call is handed over whole afterwards, so nothing is lost."""
+    from torch.overrides import _get_current_function_mode_stack, _pop_mode_temporarily
+
+    stack = _get_current_function_mode_stack()  # type: ignore[no-untyped-call]
+    if stack and any(stack[-1] is recorder for recorder in _ACTIVE):
+        with _pop_mode_temporarily():
+            yield
+    else:
+        yield
+
+
 def _wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def flex_attention(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
+        with _unheard():
+            result = original(*args, **kwargs)
         _hand_over(args, kwargs, result)
         return result
 

@@ -331,3 +331,31 @@ def test_the_flex_sample_script_traces(capsys) -> None:
     assert weights[4:, :4].abs().sum() == 0  # the second document never reads the first
     tiles = torch.tensor(stages[("block_map", 0)]["data"])
     assert tiles.tolist() == [[1, 0, 0, 0], [2, 1, 0, 0], [0, 0, 1, 0], [0, 0, 2, 1]]
+
+
+def test_flex_attention_runs_with_the_recording_off_the_mode_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """flex_attention compiles itself even when called eagerly (fullgraph): the recorder's mode must not be on the
+    stack dynamo traces then (on CUDA its bookkeeping became guards that failed within the same frame). The call is
+    still recorded whole, by the wrapper's hand-over; a mode the code pushed inside the recording stays on."""
+    from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
+
+    real = flex.flex_attention
+    seen: list[list[object]] = []
+
+    def spy(*args, **kwargs):  # what the recording wraps: the module's flex_attention as the code finds it
+        seen.append(list(_get_current_function_mode_stack()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(flex, "flex_attention", spy)
+    q, k, v = _inputs(8)
+
+    class Outer(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with attn_tui.record() as rec:
+        got = flex.flex_attention(q, k, v, score_mod=fm.alibi)
+        with Outer() as outer:
+            flex.flex_attention(q, k, v)
+    assert seen[0] == [] and seen[1] == [rec.recorder, outer]  # the code's own mode on top: left as it is
+    assert rec.trace.meta.calls == (2,) and torch.equal(rec.trace.stage("output", head=0, step=0).tensor, got[0, 0])
