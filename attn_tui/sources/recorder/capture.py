@@ -85,7 +85,6 @@ class Recorder(TorchFunctionMode):
         self.seen: dict[Scope, int] = {}
         self._nodes: dict[int, tuple[_Tracked, Node]] = {}
         self._drop = _forgetter(self._nodes)  # the one callback every weak reference calls
-        self._linked: list[Node] = []  # nodes with forward links: unlinked when the recorder goes (see __del__)
         self._names: dict[int, str] = {}  # id(parameter) → its name, once found
         self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
@@ -125,7 +124,12 @@ class Recorder(TorchFunctionMode):
     def __del__(self) -> None:
         # A node and its consumer hold each other: unlinked, a dropped recording is freed at once, not by the
         # next full collection (the recorder itself is in no cycle, so this runs when its last reference goes).
-        for node in self._linked:
+        # Forward links start at the calls (`_link`): a walk forward from each kept call reaches its own (those of a
+        # call dropped past `max_calls` are left to the collector).
+        stack = [node for calls in self.anchors.values() for node in calls]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.consumers)
             node.consumers = []
 
     # ----- the graph ----------------------------------------------------------------------
@@ -338,7 +342,8 @@ class Recorder(TorchFunctionMode):
             if anchor:
                 self._anchor(node, scope or Scope("attention", 0))
 
-    def _link(self, node: Node, anchor: bool | None = None) -> None:
+    @staticmethod
+    def _link(node: Node, anchor: bool | None = None) -> None:
         """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
         if anchor if anchor is not None else (node.name in ANCHORS or written_softmax(node)):
             node.hops = 0
@@ -348,8 +353,6 @@ class Recorder(TorchFunctionMode):
                     continue
                 hops = source.hops
                 if hops is not None and hops < AFTER_HOPS:
-                    if not source.consumers:
-                        self._linked.append(source)
                     source.consumers.append(node)
                     if node.name != "linear":  # the output's projection ends the links: what it feeds is not read
                         node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
