@@ -10,6 +10,11 @@ its scope, and what made it is dropped with the last reference to it.
 
 An input the call also reads some other way (queries taken straight from the tensor the keys are
 projected from) is kept whole, since the recogniser may walk back through it.
+
+A fused call (SDPA, flex_attention, nn.MultiheadAttention) names its query, key and value, and each is
+read only as far as [a scale by a number] [views] [a projection, and its input's values]
+(`operands.call_operands`): the first tensor past that becomes the leaf. A model's rotary embedding is
+such a tensor: the rotated queries and keys are kept, the products and halves that made them are not.
 """
 
 from __future__ import annotations
@@ -17,6 +22,68 @@ from __future__ import annotations
 from attn_tui.sources.recorder.node import Node
 
 MAX_VISITS = 512  # nodes walked back from one call: the walk stops at projections, so a layer needs far fewer
+FUSED = frozenset({"scaled_dot_product_attention", "flex_attention", "multi_head_attention_forward"})
+OPERANDS = ("query", "key", "value")
+
+
+def _base(node: Node) -> Node | None:
+    """The node a view reads its numbers from (through every view), or None where a view's source is unknown."""
+    while node.is_view:
+        if not node.inputs or not isinstance(node.inputs[0], Node):
+            return None
+        node = node.inputs[0]
+    return node
+
+
+def _number(value: object) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or \
+        (isinstance(value, Node) and value.value.numel() == 1)
+
+
+def _unscaled(node: Node) -> Node:
+    """`x` of `x * c`, `c * x` or `x / c` with c a number (`operands.scale_of`, told from shapes alone), else node."""
+    if node.name not in ("mul", "div") or len(node.inputs) < 2:
+        return node
+    a, b = node.inputs[0], node.inputs[1]
+    pairs = ((a, b),) if node.name == "div" else ((a, b), (b, a))
+    for x, c in pairs:
+        if isinstance(x, Node) and _number(c) and x.value.numel() > 1:
+            return x
+    return node
+
+
+def _may_be_pieces(node: Node) -> bool:
+    """A `cat` / `stack` that may join views of one node again (`refs.joined` follows those back: the heads of one
+    output put side by side); one of different tensors (a cache's past and new keys) is read as it is."""
+    parts = node.inputs[0] if node.inputs and isinstance(node.inputs[0], tuple) else ()
+    bases = [_base(part) if isinstance(part, Node) else None for part in parts]
+    if any(base is None or base.name in ("cat", "stack") for base in bases):
+        return bool(parts)
+    return len({id(base) for base in bases}) == 1
+
+
+def _leaf(node: Node, any_cat_read: bool = False) -> None:
+    """What made `node` is let go; its values, line and scope stay. Left whole: the output of an earlier call
+    (`hops`: its recognition reads it as it was made), a projection, a parameter, and a `cat` / `stack`
+    the recogniser reads back through: behind a projection any (`any_cat_read`: concat attention's W·[s; h]),
+    behind a fused call's operand only one that may join pieces of one node."""
+    if node.hops is not None or node.name in ("leaf", "linear") or node.is_param:
+        return
+    if node.name in ("cat", "stack") and (any_cat_read or _may_be_pieces(node)):
+        return
+    node.name, node.inputs, node.kwargs = "leaf", (), {}
+
+
+def _cut_operands(call: Node) -> None:
+    operands = [a for a in call.inputs[:3] if isinstance(a, Node)]
+    operands += [call.kwargs[name] for name in OPERANDS if isinstance(call.kwargs.get(name), Node)]
+    for operand in operands:
+        base = _base(operand)
+        unscaled = _base(_unscaled(base)) if base is not None else None
+        if unscaled is None:
+            continue
+        projected = _projected_from(unscaled)
+        _leaf(projected if projected is not None else unscaled)
 
 
 def _projected_from(node: Node) -> Node | None:
@@ -28,13 +95,14 @@ def _projected_from(node: Node) -> Node | None:
     x, weight = node.inputs[0], node.inputs[1]
     if not isinstance(x, Node) or not isinstance(weight, Node) or not weight.is_param:
         return None
-    while x.is_view and x.inputs and isinstance(x.inputs[0], Node):
-        x = x.inputs[0]
-    return None if x.is_view else x
+    return _base(x)
 
 
 def cut_behind(anchor: Node) -> None:
     """Make the inputs of the projections behind `anchor` leaves, so what made them can be freed."""
+    if anchor.name in FUSED:
+        _cut_operands(anchor)
+        return
     seen: set[int] = set()
     reached: set[int] = set()  # nodes the call reads other than through a projection
     cuts: dict[int, Node] = {}
@@ -52,6 +120,5 @@ def cut_behind(anchor: Node) -> None:
             continue
         stack.extend(node.tensors())
     for key, x in cuts.items():
-        if key in reached or x.hops is not None or x.name in ("leaf", "linear", "cat", "stack") or x.is_param:
-            continue  # `hops`: the output of an earlier call, which that call's recognition reads as it was made
-        x.name, x.inputs, x.kwargs = "leaf", (), {}
+        if key not in reached:
+            _leaf(x, any_cat_read=True)

@@ -8,6 +8,7 @@ queries taken straight from the tensor the keys are projected from.
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -106,3 +107,41 @@ def test_an_input_also_read_without_a_projection_is_not_cut() -> None:
     made = [node for node in reachable([anchor]) if node.name == "mul"]
     assert made and made[0].inputs, "the queries' scaling was cut away"
     assert torch.equal(rec.trace.tensor("weights"), weights)
+
+
+def test_a_fused_call_keeps_its_operands_and_lets_the_cache_and_rotary_products_go() -> None:
+    """A Hugging Face Llama as it runs by default: SDPA reads rotated queries and keys, and keys and values from
+    its cache (a `cat` of the past and the new); those are kept as values, what made them is let go, and each
+    layer's weights still equal eager attention's `output_attentions`."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=3,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+    ids = torch.randint(0, 50, (1, 7))
+    with torch.no_grad(), attn_tui.record() as rec:
+        model(ids)
+    anchors = [node for calls in rec.recorder.anchors.values() for node in calls]
+    assert len(anchors) == 3 and all(node.name == "scaled_dot_product_attention" for node in anchors)
+    made = {node.name for node in reachable(anchors) if not node.is_param}
+    assert not made & {"neg", "cat", "mul", "add"}, made  # rotate_half's halves, the cache's join, the norms
+    model.config._attn_implementation = "eager"
+    with torch.no_grad():
+        eager = model(ids, output_attentions=True).attentions
+    trace = rec.trace
+    for module, expected in zip(trace.meta.modules, eager):
+        got = torch.stack([trace.tensor("weights", head=h, module=module) for h in range(4)])
+        torch.testing.assert_close(got, expected[0], atol=1e-5, rtol=0)
+
+
+def test_a_fused_call_on_heads_joined_again_keeps_the_join_and_its_projection() -> None:
+    torch.manual_seed(7)
+    proj = nn.Linear(8, 3 * 2 * 4)
+    x = torch.randn(1, 5, 8)
+    with attn_tui.record() as rec:
+        q, k, v = (torch.stack(t.split(4, -1), 1) for t in proj(x).chunk(3, -1))  # (1, 2, 5, 4): pieces joined
+        out = F.scaled_dot_product_attention(q, k, v)
+    trace = rec.trace
+    assert trace.names()[:2] == ["input", "qkv_proj"]  # read back through each stack to the one linear
+    assert "qkv_proj" in str(trace.stage("query", head=1).formula)
+    assert torch.equal(trace.tensor("output", head=1), out[0, 1])
