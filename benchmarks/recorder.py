@@ -12,8 +12,8 @@ Times are CPU seconds of this process (`time.process_time`), the median of sever
 other work on the machine does not skew the ratios; torch runs on `--threads` threads (default 1).
 Each timed call runs once untimed first (the first recording and the first build import their modules
 and read the loaded modules once), and plain and recorded runs are timed in turns. A recording keeps
-the values each attention call was computed from, back to its projections' inputs (a 12-layer forward
-at 128 tokens: some 27 MB), and memory that went back to the system in between is mapped afresh, page
+the values each attention call reads, back to its projections' inputs (a 12-layer forward
+at 128 tokens: some 8 MB), and memory that went back to the system in between is mapped afresh, page
 by page: `faults` is the median count of a recorded run's page faults (about 10,000 at 128 tokens cost
 some 20 ms; whether they come is up to the C library's allocator, and is most of what still makes the
 recorded figures swing from run to run: 0 or some 10,000 from one run of this script to the next;

@@ -2,7 +2,7 @@
 
 Every recorded node holds its inputs, so without a cut a deep model's last attention call would hold
 the whole forward before it: each earlier layer's MLP, norms and residual sums (a 12-layer Llama at 128
-tokens kept some 50 MB, half of it values no stage reads). The recogniser reads an attention call back
+tokens kept some 50 MB, most of it values no stage reads; now some 8 MB). The recogniser reads an attention call back
 to the linear projections that made its queries, keys and values, and from there only the values of the
 tensor they read (`operands.projection`): how that input was made is never asked. So once a call
 is recorded, the input of each projection behind it becomes a leaf that keeps its values, its line and
