@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import Request
@@ -50,7 +52,8 @@ async def settle(pilot: Pilot) -> None:
     app = pilot.app
     assert isinstance(app, AttnApp)
     for _ in range(MAX_ROUNDS):
-        await app.workers.wait_for_complete()
+        with contextlib.suppress(WorkerCancelled):  # a compute a newer request (or a failed load) superseded
+            await app.workers.wait_for_complete()
         await pilot.pause()
         if app.torch_ready and app.state.generation > 0 and app.state.shown_generation == app.state.generation:
             await pilot.pause()

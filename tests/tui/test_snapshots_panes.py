@@ -21,6 +21,9 @@ def _then(*keys: str, typed: str = ""):
         if typed:
             await pilot.press(*typed)
             await pilot.pause(0.3)
+            focused = pilot.app.focused
+            if focused is not None and hasattr(focused, "cursor_blink"):
+                focused.cursor_blink = False  # the cursor drawn steadily: a blink's phase is no part of the picture
         await pilot.pause()
 
     return run_before
