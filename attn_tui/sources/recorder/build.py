@@ -15,7 +15,7 @@ from attn_tui.sources.recorder import found as f
 from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found, Role
 from attn_tui.sources.recorder.names import module_names, module_paths
-from attn_tui.sources.recorder.node import Node, Scope
+from attn_tui.sources.recorder.node import Node, Scope, walk
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
 from attn_tui.trace.ops import (
@@ -119,15 +119,7 @@ def found_calls(recorder: Recorder, script: str = "") -> tuple[list[Found], list
 
 
 def _reachable(node: Node, limit: int = 2000) -> list[Node]:
-    seen: dict[int, Node] = {}
-    stack = [node]
-    while stack and len(seen) < limit:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen[id(current)] = current
-        stack.extend(current.tensors())
-    return list(seen.values())
+    return list(walk([node], limit=limit))
 
 
 def _labels(count: int, given: tuple[str, ...] | None, prefix: str) -> tuple[str, ...]:

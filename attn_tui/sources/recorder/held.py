@@ -16,7 +16,7 @@ import torch
 
 from attn_tui.ask.budget import BudgetError, format_bytes
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.node import Node
+from attn_tui.sources.recorder.node import Node, walk
 
 LAID_OUT = 5  # (L, S) tensors per head an SDPA or MultiheadAttention call becomes: scores, scaled, masked, weights,
 # and a float64 pass of the value checks
@@ -27,14 +27,7 @@ def held_bytes(node: Node, limit: int = 2000) -> int:
     are not counted (the model holds them anyway). A tensor the code dropped stays alive while its call is kept,
     which is why a loop of attention calls can hold far more under the recorder than without it."""
     storages: dict[int, int] = {}
-    seen: set[int] = set()
-    stack = [node]
-    while stack and len(seen) < limit:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        stack.extend(current.tensors())
+    for current in walk([node], limit=limit):
         if current.is_param:
             continue
         returned = current.returned if isinstance(current.returned, tuple) else ()

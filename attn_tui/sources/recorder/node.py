@@ -7,6 +7,7 @@ memory count in held.py, the recogniser, the layout) do not import the mode that
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,3 +89,18 @@ def version_of(tensor: torch.Tensor) -> int:
         return int(tensor._version)
     except RuntimeError:
         return -1
+
+
+def walk(roots: Iterable[Node], step: Callable[[Node], Iterable[Node]] = Node.tensors,
+         limit: int | None = None) -> Iterator[Node]:
+    """Each node reachable from `roots` through `step` (by default back through its inputs) once, depth first, at most
+    `limit` of them: the walk every reader of the graph makes (build's layout, held's count, prune's cut)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack and (limit is None or len(seen) < limit):
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(step(node))

@@ -19,10 +19,11 @@ such a tensor: the rotated queries and keys are kept, the products and halves th
 
 from __future__ import annotations
 
-from attn_tui.sources.recorder.node import Node
+from attn_tui.sources.recorder.calls import ANCHORS
+from attn_tui.sources.recorder.node import Node, walk
 
 MAX_VISITS = 512  # nodes walked back from one call: the walk stops at projections, so a layer needs far fewer
-FUSED = frozenset({"scaled_dot_product_attention", "flex_attention", "multi_head_attention_forward"})
+FUSED = ANCHORS - {"softmax"}  # the calls that name their query, key and value
 OPERANDS = ("query", "key", "value")
 
 
@@ -103,22 +104,17 @@ def cut_behind(anchor: Node) -> None:
     if anchor.name in FUSED:
         _cut_operands(anchor)
         return
-    seen: set[int] = set()
-    reached: set[int] = set()  # nodes the call reads other than through a projection
     cuts: dict[int, Node] = {}
-    stack = [anchor]
-    while stack and len(seen) < MAX_VISITS:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        reached.add(id(node))
+
+    def inputs(node: Node) -> list[Node]:
+        """A node's inputs, but a projection's input is noted as a cut instead of walked through."""
         x = _projected_from(node)
-        if x is not None:
-            cuts[id(x)] = x
-            stack.extend(n for n in node.tensors() if n is not node.inputs[0])  # the weight, a bias
-            continue
-        stack.extend(node.tensors())
+        if x is None:
+            return node.tensors()
+        cuts[id(x)] = x
+        return [n for n in node.tensors() if n is not node.inputs[0]]  # the weight, a bias
+
+    reached = {id(node) for node in walk([anchor], inputs, MAX_VISITS)}  # read other than through a projection
     for key, x in cuts.items():
         if key not in reached:
             _leaf(x, any_cat_read=True)

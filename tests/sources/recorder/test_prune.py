@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.sources.recorder.node import Node
+from attn_tui.sources.recorder.node import Node, walk
 from attn_tui.sources.recorder.prune import cut_behind
 from tests.sources.recorder import modules as m
 from tests.sources.recorder.test_parity import every_cell_matches
@@ -22,15 +22,7 @@ from tests.sources.recorder.test_parity import every_cell_matches
 
 def reachable(anchors: list[Node]) -> list[Node]:
     """Every node the recording keeps alive from its calls: their inputs and their forward links."""
-    seen: dict[int, Node] = {}
-    stack = list(anchors)
-    while stack:
-        node = stack.pop()
-        if id(node) not in seen:
-            seen[id(node)] = node
-            stack.extend(node.tensors())
-            stack.extend(node.consumers)
-    return list(seen.values())
+    return list(walk(anchors, lambda node: [*node.tensors(), *node.consumers]))
 
 
 class Block(nn.Module):
