@@ -20,6 +20,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.compiler import is_compiling
 from torch.overrides import TorchFunctionMode
 
 from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
@@ -96,7 +97,7 @@ class Recorder(TorchFunctionMode):
         self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
-        from attn_tui.sources.recorder import flex, quiet_gc
+        from attn_tui.sources.recorder import eager, flex, quiet_gc
         from attn_tui.sources.recorder.threads import ThreadCover
 
         self.threads = ThreadCover(self)
@@ -105,10 +106,11 @@ class Recorder(TorchFunctionMode):
         super().__enter__()  # type: ignore[no-untyped-call]
         flex.install(self)  # flex_attention hides its call from the mode: it is wrapped while this records
         quiet_gc.hold()  # no full collection walks the program's old objects while this records
+        eager.hold()  # code compiled with torch.compile runs as written, in the mode's sight
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        from attn_tui.sources.recorder import flex, quiet_gc
+        from attn_tui.sources.recorder import eager, flex, quiet_gc
 
         try:
             flex.uninstall(self)
@@ -119,6 +121,7 @@ class Recorder(TorchFunctionMode):
             if self.threads is not None:
                 self.threads.stop()
         finally:
+            eager.release()
             quiet_gc.release()
 
     def __del__(self) -> None:
@@ -260,7 +263,7 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        if not self.recording:
+        if not self.recording or is_compiling():  # dynamo tracing the code: it runs compiled, unseen (eager.py)
             return func(*args, **kwargs)
         name, inplace = kind_of(func)
         inplace = inplace or "out" in kwargs

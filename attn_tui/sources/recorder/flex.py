@@ -5,11 +5,12 @@ eager, it hands a higher-order op to torch.compile; compiled, it is fused away. 
 Recorder is active the function is replaced, in its module and wherever a loaded module
 holds it by name (`from … import flex_attention` done before the recording, or a
 `torch.compile(flex_attention)` made before it, which then runs eagerly), by a wrapper that calls
-the very function the code asked for and hands its arguments and result to the recorder. Under a
-`torch.compile` made during the recording the wrapper is compiled with the rest and the hand-over
-alone runs eagerly, after the compiled kernel. A `torch.compile(flex_attention)` no namespace holds
-(a local variable) is caught as it is called (`_compiled_hook`) and pointed at the wrapper the same
-way. Nothing changes once the last recording ends.
+the very function the code asked for and hands its arguments and result to the recorder. Compiled
+code runs as written while a recording runs (`eager.py`), so a compiled call reaches the wrapper too;
+where dynamo does trace it (a stance the program set itself), the wrapper is compiled with the rest and
+the hand-over alone runs eagerly, after the compiled kernel. A `torch.compile(flex_attention)` no
+namespace holds (a local variable) is caught as it is called (`_compiled_hook`) and pointed at the
+wrapper the same way. Nothing changes once the last recording ends.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found
 from attn_tui.sources.recorder.node import Scope
@@ -11,7 +13,8 @@ def module_paths(recorder: Recorder) -> dict[int, str]:
     """id(module) → its path in the outermost module it ran in (`model.layers.3.self_attn`); a root has none."""
     paths: dict[int, str] = {}
     for root in recorder.roots.values():
-        for path, module in root.named_modules():
+        inner = getattr(root, "_orig_mod", None)  # torch.compile(model) wraps it: paths are the model's own
+        for path, module in (inner if isinstance(inner, torch.nn.Module) else root).named_modules():
             if path:
                 paths.setdefault(id(module), path)
     return paths

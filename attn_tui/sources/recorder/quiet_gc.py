@@ -16,39 +16,32 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import threading
 from collections.abc import Iterator
 
-_LOCK = threading.Lock()
-_HELD = [0, False]  # [recordings running, whether the first of them froze the heap]
+from attn_tui.sources.recorder.process_wide import WhileRecording
 
 
-def hold() -> None:
-    """A recording starts: freeze the heap, unless another recording did or the program froze objects itself."""
-    with _LOCK:
-        if _HELD[0] == 0:
-            _HELD[1] = gc.isenabled() and gc.get_freeze_count() == 0
-            if _HELD[1]:
-                gc.freeze()
-        _HELD[0] += 1
+def _freeze() -> bool | None:
+    if gc.isenabled() and gc.get_freeze_count() == 0:
+        gc.freeze()
+        return True
+    return None
 
 
-def release() -> None:
-    """A recording ends: when it is the last one, what `hold` froze goes back to the collector."""
-    with _LOCK:
-        if _HELD[0] == 0:
-            return
-        _HELD[0] -= 1
-        if _HELD[0] == 0 and _HELD[1]:
-            _HELD[1] = False
-            gc.unfreeze()
+def _unfreeze(_: bool) -> None:
+    gc.unfreeze()
+
+
+_FROZEN = WhileRecording(_freeze, _unfreeze)
+hold = _FROZEN.hold  # a recording starts: freeze the heap, unless another recording did or the program froze it
+release = _FROZEN.release  # a recording ends: when it is the last one, what `hold` froze goes back
 
 
 @contextlib.contextmanager
 def thawed() -> Iterator[None]:
     """The heap handed back for a moment: `gc.get_referrers` searches no frozen object."""
-    with _LOCK:
-        frozen = _HELD[0] > 0 and _HELD[1]
+    with _FROZEN.lock:
+        frozen = _FROZEN.made is not None
         if frozen:
             gc.unfreeze()
         try:

@@ -74,6 +74,21 @@ def test_every_layer_and_head_equals_eager_output_attentions(models: dict[str, P
     assert not [w for w in trace.warnings if "kernel" in str(w)]
 
 
+def test_a_compiled_model_is_recorded_under_its_own_paths_with_its_eager_weights(models: dict[str, Path]) -> None:
+    """torch.compile(model) runs as written while the recording runs (recorder/eager.py): every layer is seen, and
+    named by its path in the model, not in the compiled wrapper (`_orig_mod.model.layers.0.self_attn`)."""
+    tokenizer, model = load(models["llama"], "llama")
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="eager", fullgraph=True)
+    with torch.no_grad(), attn_tui.record() as rec:
+        compiled(**tokenizer(TEXT, return_tensors="pt"))
+    trace = rec.trace
+    eager = reference(models["llama"])
+    assert trace.meta.modules == tuple(PATHS["llama"].format(i=i) for i in range(len(eager)))
+    for module, expected in zip(trace.meta.modules, eager):
+        torch.testing.assert_close(weights_of(trace, module, expected.shape[0]), expected, atol=1e-5, rtol=0)
+
+
 def test_the_kernels_mask_is_told_by_its_reasons(models: dict[str, Path]) -> None:
     tokenizer, model = load(models["gemma3_text"], "gemma3_text")
     with torch.no_grad(), attn_tui.record() as rec:
