@@ -23,6 +23,7 @@ import torch
 from torch.compiler import is_compiling
 from torch.overrides import TorchFunctionMode
 
+from attn_tui.sources.recorder import flex
 from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
@@ -97,7 +98,7 @@ class Recorder(TorchFunctionMode):
         self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
-        from attn_tui.sources.recorder import eager, flex, quiet_gc
+        from attn_tui.sources.recorder import eager, quiet_gc
         from attn_tui.sources.recorder.threads import ThreadCover
 
         self.threads = ThreadCover(self)
@@ -110,7 +111,7 @@ class Recorder(TorchFunctionMode):
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        from attn_tui.sources.recorder import eager, flex, quiet_gc
+        from attn_tui.sources.recorder import eager, quiet_gc
 
         try:
             flex.uninstall(self)
@@ -282,6 +283,9 @@ class Recorder(TorchFunctionMode):
                 self._nodes.pop(id(target), None)
                 return result
         result = func(*args, **kwargs)
+        if name == "flex_attention":  # its inner op: a call its wrapper did not see
+            flex.heard(self, result)
+            return result
         plain = name.rstrip("_") if inplace and name != "setitem" else name
         if plain not in OPS and plain not in VIEWS and plain not in CASTS:
             return result

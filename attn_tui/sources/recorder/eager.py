@@ -57,12 +57,38 @@ def _put_back(made: tuple[Any, Any]) -> None:
 
 _STANCE = WhileRecording(_force_eager, _put_back)
 hold = _STANCE.hold  # a recording starts: compiled code runs eagerly from now on
+_PAUSED = [False]  # the program's stance is back for one compiled call (`compile_this_call`)
+
+
+def compile_this_call() -> None:
+    """The program's own stance back for the compiled call about to start: flex_attention compiled on its own,
+    whose kernel never holds a call's whole score matrix (its eager path does; the recording lays long calls out
+    by tiles). The call is recorded by flex's wrapper, which dynamo compiles, and `eager_again` follows it."""
+    with _STANCE.lock:
+        if _STANCE.made is None or _PAUSED[0]:
+            return
+        prior, ours = _STANCE.made
+        _put_back((prior, ours))
+        _PAUSED[0] = True
+
+
+def eager_again() -> None:
+    """The paused call has run: compiled code runs as written again (while recordings run)."""
+    with _STANCE.lock:
+        if not _PAUSED[0]:
+            return
+        _PAUSED[0] = False
+        made = _STANCE.made
+        if made is not None and _STANCE.running:
+            again = _force_eager()
+            _STANCE.made = (made[0], again[1]) if again is not None else None
 
 
 def release() -> None:
     """A recording ends: when it is the last, the program's stance comes back and dynamo's import is not watched."""
     _STANCE.release()
     if not _STANCE.running:
+        _PAUSED[0] = False
         _unwatch()
 
 

@@ -10,17 +10,22 @@ code runs as written while a recording runs (`eager.py`), so a compiled call rea
 where dynamo does trace it (a stance the program set itself), the wrapper is compiled with the rest and
 the hand-over alone runs eagerly, after the compiled kernel. A `torch.compile(flex_attention)` no
 namespace holds (a local variable) is caught as it is called (`_compiled_hook`) and pointed at the
-wrapper the same way. Nothing changes once the last recording ends.
+wrapper the same way; the plain function held in a local variable is heard by its inner op (`heard`).
+Nothing changes once the last recording ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import CodeType
 from typing import Any, Protocol
+
+from attn_tui.sources.recorder import eager
 
 
 class Recorder(Protocol):
@@ -47,8 +52,12 @@ def _original() -> Callable[..., Any] | None:
     return getattr(found, "__wrapped_flex__", found)
 
 
+_DYNAMO_FILES = str(Path("torch") / "_dynamo") + os.sep  # compile_wrapper, and torch.compiler.disable's
+
+
 def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
-    """Give one call to every active recorder. Dynamo never traces this (`_torchdynamo_disable`): under
+    """Give one call to every active recorder. Dynamo never traces this (`_torchdynamo_disable`; and where dynamo
+    is loaded, torch.compiler.disable, which keeps it from compiling what this calls, frame by frame): under
     torch.compile the compiled graph breaks here and this runs eagerly, on the very tensors the graph made."""
     import torch
 
@@ -56,8 +65,8 @@ def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> No
     if not isinstance(output, torch.Tensor):
         return
     caller = sys._getframe(1)
-    while caller is not None and caller.f_code.co_filename == __file__:  # the wrapper (or its resumed part)
-        caller = caller.f_back  # type: ignore[assignment]
+    while caller is not None and (caller.f_code.co_filename == __file__ or _DYNAMO_FILES in caller.f_code.co_filename):
+        caller = caller.f_back  # type: ignore[assignment]  # the wrapper (or its resumed part), dynamo's wrappers
     for recorder in list(_ACTIVE):
         recorder.record_call("flex_attention", args, kwargs, output, caller)
 
@@ -81,15 +90,44 @@ def _unheard() -> Iterator[None]:
 
 
 def _wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    hand_over = _hand_over
+    if "torch._dynamo" in sys.modules:  # compiled code may call the wrapper: the hand-over and what it calls
+        import torch.compiler  # run as they are, never compiled frame by frame inside the compiled call
+
+        hand_over = torch.compiler.disable(_hand_over, recursive=True)  # type: ignore[no-untyped-call]
+
     @functools.wraps(original)
     def flex_attention(*args: Any, **kwargs: Any) -> Any:
         with _unheard():
             result = original(*args, **kwargs)
-        _hand_over(args, kwargs, result)
+        hand_over(args, kwargs, result)
         return result
 
     flex_attention.__wrapped_flex__ = original  # type: ignore[attr-defined]
     return flex_attention
+
+
+def heard(recorder: Recorder, result: Any) -> None:
+    """flex_attention's inner op reached the recording's mode: a call the wrapper did not see (the function held in
+    a local variable from before the recording; compiled code runs as written while recording, eager.py, so the
+    op runs in the mode's sight). The call's arguments are read from the function's own frame (a None it was given
+    is there as the default it put in its place, told back to None) and handed over like the wrapper's."""
+    code = getattr(_original(), "__code__", None)
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None or frame.f_back is None or frame.f_back.f_code.co_filename == __file__:
+        return  # the wrapper called it (a mode the code pushed kept the recording's on the stack): handed over there
+    given = frame.f_locals
+    module = sys.modules[MODULE]
+    kwargs = {name: given.get(name) for name in ("score_mod", "block_mask", "scale", "enable_gqa")}
+    if kwargs["score_mod"] is getattr(module, "_identity", None):
+        kwargs["score_mod"] = None
+    if getattr(kwargs["block_mask"], "mask_mod", None) is getattr(module, "noop_mask", None):
+        kwargs["block_mask"] = None
+    output = result[0] if isinstance(result, tuple) else result
+    args = (given.get("query"), given.get("key"), given.get("value"))
+    recorder.record_call("flex_attention", args, kwargs, output, frame.f_back)
 
 
 def _holds(value: Any, original: Callable[..., Any]) -> bool:
@@ -164,7 +202,9 @@ def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
     runs that global is wrapped, and when the caller is a compile_wrapper about to run flex_attention, its
     closure cell is pointed at the recording wrapper (put back by `_unpatch`), so this very call is recorded
     like one compiled during the recording. Finding the cell walks the garbage collector's objects: once per
-    compiled function, only when one is called.
+    compiled function, only when one is called. flex_attention compiled on its own is also let compile while
+    compiled code otherwise runs as written (`eager.compile_this_call`, until the wrapper's `set_eval_frame`
+    after the call): its kernel never holds the whole score matrix.
     """
     eval_frame = sys.modules.get("torch._dynamo.eval_frame")
     real = getattr(eval_frame, "set_eval_frame", None)
@@ -173,13 +213,20 @@ def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
 
     def set_eval_frame(*args: Any, **kwargs: Any) -> Any:
         caller = sys._getframe(1)
+        compiled_flex = ends = False
         if caller.f_code.co_name == "compile_wrapper" and caller.f_code.co_filename == eval_frame.__file__:
             try:
-                if caller.f_locals.get("fn") is original:
+                held = caller.f_locals
+                if held.get("fn") is original:
                     _swap_cells(caller.f_code, original, wrapper)
+                compiled_flex = held.get("fn") in (original, wrapper) and args[:1] == (None,)
+                ends = "call_succeeded" in held  # its last call, after the compiled function returned
             except Exception:  # the user's call must run whatever happens here
                 pass
-        return real(*args, **kwargs)
+        result = real(*args, **kwargs)
+        if compiled_flex:  # no compiled frame runs now, so the compiler's stance may change (eager.py)
+            eager.eager_again() if ends else eager.compile_this_call()
+        return result
 
     set_eval_frame.__wrapped_flex__ = real  # type: ignore[attr-defined]
     _REPLACED.append((vars(eval_frame), "set_eval_frame", real))

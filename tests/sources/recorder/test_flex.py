@@ -200,10 +200,19 @@ def test_torch_compile_of_flex_made_before_or_during_the_recording_is_recorded()
     q, k, v = _inputs(4)
     block_mask = flex.create_block_mask(fm.causal, None, None, fm.L, fm.L, device="cpu", BLOCK_SIZE=BLOCK)
     COMPILED = torch.compile(flex.flex_attention)
+    from torch._dynamo import eval_frame
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
     with attn_tui.record() as rec:
         during = torch.compile(flex.flex_attention)
         first = during(q, k, v, score_mod=fm.alibi, block_mask=block_mask)
+        stance_after = eval_frame._stance.stance
         second = COMPILED(q, k, v, score_mod=fm.soft_cap, block_mask=block_mask)  # type: ignore[operator]
+    # flex_attention compiled on its own is let compile (its kernel holds no whole score matrix), and other
+    # compiled code runs as written again once it returned
+    assert counters["stats"]["unique_graphs"] > graphs and stance_after == "force_eager"
+    assert eval_frame._stance.stance == "default"
     assert COMPILED is not None and getattr(COMPILED, "__wrapped_flex__", None) is None  # put back
     trace = rec.trace
     steps = sorted({s.step for s in trace if s.name == "output"})
@@ -359,3 +368,29 @@ def test_flex_attention_runs_with_the_recording_off_the_mode_stack(monkeypatch: 
             flex.flex_attention(q, k, v)
     assert seen[0] == [] and seen[1] == [rec.recorder, outer]  # the code's own mode on top: left as it is
     assert rec.trace.meta.calls == (2,) and torch.equal(rec.trace.stage("output", head=0, step=0).tensor, got[0, 0])
+
+
+def test_a_flex_attention_held_in_a_local_variable_from_before_the_recording_is_recorded_once() -> None:
+    """No namespace the wrapper replaces holds it: its inner op reaches the mode (compiled code runs as written
+    while recording) and the call's arguments are read from its frame; the defaults it put in place of a None
+    score_mod and block_mask are told back to None."""
+    from torch.nn.attention.flex_attention import flex_attention as local
+
+    q, k, v = _inputs(9)
+    block_mask = flex.create_block_mask(fm.causal, None, None, fm.L, fm.L, device="cpu", BLOCK_SIZE=BLOCK)
+    with attn_tui.record() as rec:
+        plain = local(q, k, v)
+        modded = local(q, k, v, score_mod=fm.soft_cap, block_mask=block_mask, scale=0.5)
+    assert rec.trace.meta.calls == (2,)  # steps: (call 0, batch 0), (call 0, batch 1), (call 1, batch 0), …
+    first = {s.name for s in rec.trace if s.place.step in (0, 1)}
+    assert "score_mod" not in first and "block_map" not in first
+    case = fm.CASES[0]
+    ref = fm.reference(q, k, v, fm.Case("capped_causal", fm.soft_cap, fm.causal, case.modded, fm.kv_at <= fm.q_at),
+                       0.5)
+    for h in range(fm.H):
+        assert torch.equal(rec.trace.stage("output", head=h, step=1).tensor, plain[1, h])
+        assert torch.equal(rec.trace.stage("output", head=h, step=3).tensor, modded[1, h])
+        torch.testing.assert_close(rec.trace.stage("score_mod", head=h, step=3).tensor.double(),
+                                   ref["modded"][1, h], atol=1e-5, rtol=0)
+        torch.testing.assert_close(rec.trace.stage("weights", head=h, step=3).tensor.double(),
+                                   ref["weights"][1, h], atol=1e-5, rtol=0)
