@@ -4,8 +4,9 @@ A compiled function hands its torch calls to dynamo, which would trace the recor
 mode's Python (the user's line, the values it keeps) cannot run there, dynamo warns about it at every call, and a
 `fullgraph=True` compile fails. The compiler's "force_eager" stance runs each compiled function as the plain
 Python it was compiled from, so every call it makes is recorded with the numbers eager torch gives (the same up to
-rounding; flex_attention's scores are then made whole, as its eager path makes them). The stance is set while
-recordings run and the program's own is put back when the last ends, unless the program set another meanwhile.
+rounding). The stance is set while recordings run and the program's own is put back when the last ends, unless
+the program set another meanwhile. flex_attention compiled on its own is the exception (`compile_this_call`): it is
+recorded compiled, since its eager path would hold each call's whole score matrix.
 
 Importing dynamo costs about a second, so it is not imported for this: when a program first imports it during a
 recording (its first `torch.compile`), the stance is set as soon as the import has run (`_Watch`). If the stance
