@@ -224,8 +224,10 @@ def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
             except Exception:  # the user's call must run whatever happens here
                 pass
         result = real(*args, **kwargs)
-        if compiled_flex:  # no compiled frame runs now, so the compiler's stance may change (eager.py)
-            eager.eager_again() if ends else eager.compile_this_call()
+        if compiled_flex and ends:  # no compiled frame runs now, so the compiler's stance may change (eager.py)
+            eager.eager_again()
+        elif compiled_flex:
+            eager.compile_this_call()
         return result
 
     set_eval_frame.__wrapped_flex__ = real  # type: ignore[attr-defined]
