@@ -302,6 +302,35 @@ def test_a_transformers_model_run_with_flex_attention_gives_its_eager_weights(tm
     assert not hf_flex.WrappedFlexAttention._instance._is_flex_compiled  # it compiles the real flex_attention anew
 
 
+@pytest.mark.slow
+def test_a_flex_attention_model_writes_as_it_does_unrecorded_and_each_step_has_its_eager_weights(
+        tmp_path: Path) -> None:
+    """transformers compiles flex_attention itself (inductor on the CPU too): under the recording it stays compiled,
+    the same as the program compiled it (a wrapper compiled in its place once broke inductor's CPU kernel in the
+    decode steps), and each call is recorded as it returns."""
+    transformers = pytest.importorskip("transformers")
+    from tests.sources.tiny_models import SMALL, TEXT, tiny
+
+    path = tiny(tmp_path, "llama", dict(SMALL, num_key_value_heads=2))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    prompt = tokenizer(TEXT, return_tensors="pt", return_token_type_ids=False)
+    flex_model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="flex_attention").eval()
+    eager = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+    with torch.no_grad():
+        unrecorded = flex_model.generate(**prompt, max_new_tokens=3, do_sample=False, pad_token_id=0)
+        expected = eager.generate(**prompt, max_new_tokens=3, do_sample=False, pad_token_id=0,
+                                  output_attentions=True, return_dict_in_generate=True)
+        with attn_tui.record() as rec:
+            written = flex_model.generate(**prompt, max_new_tokens=3, do_sample=False, pad_token_id=0)
+    assert torch.equal(written, unrecorded) and torch.equal(written, expected.sequences)
+    trace = rec.trace
+    module = trace.meta.modules[0]
+    heads = expected.attentions[0][0].shape[1]
+    for step, layers in enumerate(expected.attentions):  # the prompt, then one new token a step
+        got = torch.stack([trace.tensor("weights", head=h, module=module, step=step) for h in range(heads)])
+        torch.testing.assert_close(got, layers[0][0], atol=1e-5, rtol=0)
+
+
 FRAGILE_OK = True  # the score_mod below works while this holds
 
 
