@@ -89,6 +89,25 @@ def test_a_compiled_model_is_recorded_under_its_own_paths_with_its_eager_weights
         torch.testing.assert_close(weights_of(trace, module, expected.shape[0]), expected, atol=1e-5, rtol=0)
 
 
+def test_a_model_that_folds_heads_into_the_batch_keeps_its_heads(tmp_path: Path) -> None:
+    """bloom runs its own eager attention by default and multiplies probs.view(B * H, L, S) by the values: each
+    recorded (batch item, head) is that item's head, equal to output_attentions."""
+    path = tiny(tmp_path, "bloom", dict(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+    batch = tokenizer([TEXT, TEXT[::-1]], return_tensors="pt", padding=True, return_token_type_ids=False)
+    with torch.no_grad():
+        expected = model(**batch, output_attentions=True).attentions
+        with attn_tui.record() as rec:
+            model(**batch)
+    trace = rec.trace
+    assert trace.heads == 4
+    assert trace.meta.modules == ("transformer.h.0.self_attention", "transformer.h.1.self_attention")
+    for module, layer in zip(trace.meta.modules, expected):
+        for b in range(2):
+            torch.testing.assert_close(weights_of(trace, module, 4, step=b), layer[b], atol=1e-6, rtol=0)
+
+
 def test_the_kernels_mask_is_told_by_its_reasons(models: dict[str, Path]) -> None:
     tokenizer, model = load(models["gemma3_text"], "gemma3_text")
     with torch.no_grad(), attn_tui.record() as rec:
