@@ -423,3 +423,27 @@ def test_a_flex_attention_held_in_a_local_variable_from_before_the_recording_is_
                                    ref["modded"][1, h], atol=1e-5, rtol=0)
         torch.testing.assert_close(rec.trace.stage("weights", head=h, step=3).tensor.double(),
                                    ref["weights"][1, h], atol=1e-5, rtol=0)
+
+
+def test_joined_masks_and_a_module_score_mod_are_named_by_the_users_own_functions() -> None:
+    """`or_masks(causal, document)` is torch's closure `or_mask`: the trace names the masks it joins, and the
+    line of the first; a score_mod that is an nn.Module is named by its class and its forward's line."""
+    from attn_tui.sources.recorder.flex_parts import describe
+
+    class Bias(torch.nn.Module):
+        def forward(self, score, b, h, q_idx, kv_idx):
+            return score + 0.5 * (kv_idx <= q_idx)
+
+    joined = flex.or_masks(fm.causal, fm.document)
+    name, where = describe(joined)
+    assert name == "or_masks(causal, document)" and where.startswith("flex_mods.py:") and "def causal(" in where
+    assert describe(flex.and_masks(fm.causal, fm.sliding_window))[0] == "and_masks(causal, sliding_window)"
+    name, where = describe(Bias())
+    assert "Bias" in name and "def forward(self, score, b, h, q_idx, kv_idx):" in where
+    q, k, v = _inputs(2)
+    block_mask = flex.create_block_mask(flex.and_masks(fm.causal, fm.sliding_window), None, None, fm.L, fm.L,
+                                        device="cpu", BLOCK_SIZE=BLOCK)
+    with attn_tui.record() as rec:
+        flex.flex_attention(q, k, v, block_mask=block_mask)
+    arithmetic = explain(rec.trace, rec.trace.stage("masked", head=0, step=0).place, (30, 20))
+    assert any("and_masks(causal, sliding_window)" in line for line in arithmetic.lines), arithmetic.lines
