@@ -24,6 +24,7 @@ from attn_tui.sources.recorder.found import (
     ReduceOp,
     Role,
     ScaleOp,
+    SoftCapOp,
     SoftmaxOp,
     SumOp,
     WeightedSumOp,
@@ -157,6 +158,11 @@ def from_softmax(weights: Node, found: Found) -> None:
                 found.kind = "scaled_dot"
             last = found.add(Role(found.fresh("scaled"), data, ScaleOp(last, detail, describe_factor(detail)),
                                   ref.origin, Msg("S' = {source} · {factor}", source=last, factor=f"{detail:.4g}"),
+                                  ("query", "key")))
+        elif step == "capped":
+            assert isinstance(detail, float)
+            last = found.add(Role(found.fresh("capped"), data, SoftCapOp(last, detail), ref.origin,
+                                  Msg("S_cap = {cap}·tanh({source} / {cap})", source=last, cap=f"{detail:.4g}"),
                                   ("query", "key")))
         elif step == "masked":
             assert isinstance(detail, tuple)

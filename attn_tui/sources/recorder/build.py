@@ -29,6 +29,7 @@ from attn_tui.trace.ops import (
     Place,
     Reduce,
     Scale,
+    SoftCap,
     Softmax,
     Sum,
     TanhOfPair,
@@ -347,6 +348,8 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
         return Dot(at(op.left, h), at(op.right, h))
     if isinstance(op, f.ScaleOp):
         return Scale(at(op.source, h), op.factor if isinstance(op.factor, float) else op.factor[n], str(op.reason))
+    if isinstance(op, f.SoftCapOp):
+        return SoftCap(at(op.source, h), op.cap)
     if isinstance(op, f.MaskOp):
         allowed = None if op.allowed is None else op.allowed[n]
         held = None if op.held is None else op.held[n].cpu()  # (L, S) the code's own mask, as it holds it

@@ -55,6 +55,12 @@ class ScaleOp:
 
 
 @dataclass(frozen=True)
+class SoftCapOp:
+    source: str
+    cap: float  # out = cap · tanh(source / cap)
+
+
+@dataclass(frozen=True)
 class MaskOp:
     source: str
     allowed: torch.Tensor | None  # (n, L, S) bool, True = may attend
