@@ -114,7 +114,7 @@ class SumOp:
     parts: tuple[str, ...]
 
 
-RoleOp = Union[GivenOp, LinearOp, ColumnsOp, DotOp, ScaleOp, MaskOp, SoftmaxOp, WeightedSumOp, TanhOfSumOp,
+RoleOp = Union[GivenOp, LinearOp, ColumnsOp, DotOp, ScaleOp, SoftCapOp, MaskOp, SoftmaxOp, WeightedSumOp, TanhOfSumOp,
                TanhOfPairOp, ReduceOp, ConcatOp, SumOp]
 
 
