@@ -60,9 +60,20 @@ def mask_entry(spec: MaskSpec, whole: bool) -> dict[str, object]:
     return entry
 
 
-def stage_mask(trace: Trace, stage: Stage) -> dict[str, object] | None:
-    """The mask of a masked stage when it is its own (not the header's one `mask`), else None."""
+def _own_mask(trace: Trace, stage: Stage) -> MaskSpec | None:
     op = stage.op
     if not isinstance(op, Masking) or op.mask is None or op.mask is trace.mask:
         return None
-    return mask_entry(op.mask, whole=not stage.lazy)
+    return op.mask
+
+
+def stage_mask(trace: Trace, stage: Stage) -> dict[str, object] | None:
+    """The mask of a masked stage when it is its own (not the header's one `mask`), else None."""
+    spec = _own_mask(trace, stage)
+    return None if spec is None else mask_entry(spec, whole=not stage.lazy)
+
+
+def mask_numbers(trace: Trace, stage: Stage) -> int:
+    """How many numbers `stage_mask` writes for its matrix (for the export's size, checked before writing)."""
+    spec = _own_mask(trace, stage)
+    return 0 if spec is None or stage.lazy else spec.shape[0] * spec.shape[1]

@@ -13,8 +13,10 @@ import torch.nn.functional as F
 
 import attn_tui
 from attn_tui import i18n
+from attn_tui.ask.budget import JSON_BYTES_PER_NUMBER
 from attn_tui.attention.engine import compute
-from attn_tui.io.export import trace_to_json
+from attn_tui.io.export import output_size, trace_to_json
+from attn_tui.io.mask_json import stage_mask
 from attn_tui.trace.stage import Trace
 from tests.cli.test_cli import run_cli
 from tests.conftest import sentence
@@ -140,3 +142,25 @@ def test_trace_format_json_carries_the_masks_of_the_file_it_ran(capsys, tmp_path
     assert masks[0]["reasons"] == ["causal", "sliding_window"] and masks[0]["window"] == 3
     assert masks[1]["reasons"] == ["causal", "sliding_window", "padding"] and masks[1]["padding_keys"] == [4, 5]
     assert masks[1]["described"] == "sliding window 3 + padding"
+
+
+def test_a_long_calls_mask_stays_its_parts() -> None:
+    """Past the size held whole, the stage is computed by tiles: its mask is said by its parts, no matrix."""
+    q, k, v = (torch.randn(1, 8, 1024, 16) for _ in range(3))  # 8M scores: lazy
+    with attn_tui.record() as rec:
+        F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    trace = rec.trace
+    stage = trace.stage("masked", head=3)
+    assert stage.lazy
+    mask = stage_mask(trace, stage)
+    assert mask is not None and "allowed" not in mask
+    assert mask["reasons"] == ["causal"] and mask["shape"] == [1024, 1024] and mask["padding_keys"] is None
+
+
+def test_the_size_checked_before_writing_counts_the_masks() -> None:
+    allowed = _sliding_padded()
+    trace, _ = _recorded(allowed, seed=4)
+    stages = list(trace)
+    masked = [s for s in stages if s.name == "masked"]
+    assert output_size(trace, stages, "json") - output_size(trace, [s for s in stages if s not in masked], "json") \
+        == len(masked) * 2 * 36 * JSON_BYTES_PER_NUMBER  # each masked stage: its 36 values and its 36 mask cells
