@@ -162,14 +162,16 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
 def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
            key_tokens: tuple[str, ...] | None) -> Trace:
     founds, warnings = found_calls(recorder, script)
+    unseen = _unseen_threads(recorder)
     if not founds:
-        if warnings:
-            raise NoAttentionError(str(warnings[0]))
-        if recorder.failed is not None:  # the recorder lost track of the code: say so, not that nothing ran
-            raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
-                                           reason=type(recorder.failed).__name__)))
-        raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention, flex_attention or "
-                                       "nn.MultiheadAttention was called")))
+        reason = (warnings[0] if warnings
+                  else Msg("the recorder could not follow the code ({reason})", reason=type(recorder.failed).__name__)
+                  if recorder.failed is not None  # the recorder lost track of the code: say so, not that nothing ran
+                  else Msg("no softmax, scaled_dot_product_attention, flex_attention or nn.MultiheadAttention was "
+                           "called"))
+        # the attention may have run in a thread the recording could not enter: named, so the user knows where
+        raise NoAttentionError(str(reason if unseen is None else Msg("{reason}; {threads}", reason=reason,
+                                                                     threads=unseen)))
     names = module_names(founds, module_paths(recorder))
     several = len(names) > 1
     scopes = list(names)
@@ -209,17 +211,23 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
         if recorder.seen[counted[scope]] > len(recorder.anchors[counted[scope]]):
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
                                 n=recorder.seen[counted[scope]], kept=len(recorder.anchors[counted[scope]])))
-    unseen = recorder.threads.unseen if recorder.threads is not None else []
-    if unseen:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
-        warnings.append(Plural("a thread was already running when the recording began, so attention it computed "
-                               "is not recorded: {names}", "{n} threads were already running when the recording "
-                               "began, so attention they computed is not recorded: {names}", n=len(unseen),
-                               names=", ".join(unseen)))
+    if unseen is not None:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
+        warnings.append(unseen)
     for warning in warnings:
         trace.warn(warning)
     if not all(_finite(found) for found in founds):
         check_values(trace)  # something is infinite or NaN: each stage's stats now, so the warnings name it
     return trace
+
+
+def _unseen_threads(recorder: Recorder) -> Plural | None:
+    """One line naming the threads that were running before the recording began (their attention unrecorded)."""
+    unseen = recorder.threads.unseen if recorder.threads is not None else []
+    if not unseen:
+        return None
+    return Plural("a thread was already running when the recording began, so attention it computed is not "
+                  "recorded: {names}", "{n} threads were already running when the recording began, so attention "
+                  "they computed is not recorded: {names}", n=len(unseen), names=", ".join(unseen))
 
 
 def _finite(found: Found) -> bool:
