@@ -118,6 +118,14 @@ def test_one_tokens_query_heads_folded_into_the_query_axis_are_shown_as_heads() 
                                        out.reshape(batch, heads, 1, dim)[step, h])
     spec = trace.stage("masked", head=3, step=1).op.mask
     assert spec is not None and spec.padding is not None and spec.padding.tolist() == [True, True, False, False, False]
+    bias = torch.randn(batch, heads, 1, keys)  # a mask per head (as a position bias is), packed with the query
+    with attn_tui.record() as rec:
+        F.scaled_dot_product_attention(q.reshape(batch, kv_heads, 2, dim), k, v,
+                                       attn_mask=bias.reshape(batch, kv_heads, 2, keys))
+    expected = torch.softmax(q.double() @ wide_k.transpose(-2, -1) / dim ** 0.5 + bias.double(), -1)
+    assert not rec.trace.warnings
+    for h in range(heads):
+        torch.testing.assert_close(rec.trace.tensor("weights", head=h, step=1).double(), expected[1, h])
     with attn_tui.record() as rec:  # is_causal masks the packed rows by position: nothing is unfolded
         F.scaled_dot_product_attention(q.reshape(batch, kv_heads, 2, dim), k, v, is_causal=True, enable_gqa=False)
     assert rec.trace.tensor("weights", head=1, step=0).shape == (2, keys)
