@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder import sdpa_lazy
+from attn_tui.sources.recorder.beside import beside_kernel, kernel_line
 from attn_tui.sources.recorder.found import (
     ConcatOp,
     DotOp,
@@ -35,6 +36,7 @@ from attn_tui.sources.recorder.found import (
 from attn_tui.sources.recorder.maskparts import mask_key
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, call_operands
+from attn_tui.sources.recorder.packed import packing
 from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
 from attn_tui.sources.recorder.slices import Layout, layout
@@ -106,27 +108,6 @@ def _grouped(ref: Ref, query_heads: int) -> Ref:
     return Ref(ref.node, ref.base, ref.index.repeat_interleave(query_heads // kv_heads, dim=-3))
 
 
-def beside_kernel(kernel: torch.Tensor, weights: torch.Tensor, values: torch.Tensor, found: Found) -> Msg:
-    """The output stage's line: the kernel's output against A·V recomputed from the weights shown, their largest
-    difference said (and warned about when it is more than rounding: then the weights shown are not the kernel's)."""
-    # kernel − A·V in one product (n, L, dv); a NaN anywhere is said as an infinite difference
-    gap = torch.baddbmm(kernel.to(values.dtype), weights.to(values.dtype), values, alpha=-1) if weights.dim() == 3 \
-        else kernel.to(values.dtype) - weights.to(values.dtype) @ values
-    worst = float(gap.abs().amax()) if gap.numel() else 0.0
-    return kernel_line(math.inf if math.isnan(worst) else worst, kernel, values.dtype, found)
-
-
-def kernel_line(worst: float, recomputed: torch.Tensor, dtype: torch.dtype, found: Found) -> Msg:
-    """The output's line for a largest difference `worst` from A·V (`recomputed`, or the kernel's own output)."""
-    scale = float(recomputed.abs().amax()) if recomputed.numel() else 0.0
-    tolerance = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-5
-    if worst > tolerance * max(1.0, scale):
-        found.warnings.append(Msg("the kernel's output and A·V recomputed from the weights shown differ by up to "
-                                  "{gap}: the weights shown may not be the kernel's", gap=f"{worst:.3g}"))
-    return Msg("O: the kernel's own output; A·V recomputed here differs from it by at most {gap}",
-               gap=f"{worst:.2g}")
-
-
 def from_sdpa(node: Node, found: Found) -> None:
     args = _arguments(node, SDPA_ARGS)
     q_node, k_node, v_node = args.get("query"), args.get("key"), args.get("value")
@@ -134,7 +115,12 @@ def from_sdpa(node: Node, found: Found) -> None:
         raise UnrecognisedError("scaled_dot_product_attention read no recorded tensors")
     assert isinstance(q_node, Node) and isinstance(k_node, Node) and isinstance(v_node, Node)
     q_ref, k_ref, v_ref = resolve(q_node), resolve(k_node), resolve(v_node)
-    if args.get("enable_gqa") and q_ref.index.dim() >= 3 and k_ref.index.dim() >= 3:
+    packed = packing(q_node, q_ref, k_ref.shape[-3], bool(args.get("is_causal"))) if k_ref.index.dim() >= 3 else None
+    if packed is not None:  # one token's query heads folded into the query axis: shown as the heads they are
+        scores_shape = (*broadcast_shape(q_ref.shape[:-2], k_ref.shape[:-2]), q_ref.shape[-2], k_ref.shape[-2])
+        args["attn_mask"] = packed.mask(_value(args.get("attn_mask")), scores_shape)  # (…, G, R, S) as (…, H, 1, S)
+        q_ref = packed.unfolded
+    if (args.get("enable_gqa") or packed is not None) and q_ref.index.dim() >= 3 and k_ref.index.dim() >= 3:
         k_ref, v_ref = (_grouped(r, q_ref.shape[-3]) for r in (k_ref, v_ref))
     batch_shape = broadcast_shape(
         q_ref.shape[:-2], k_ref.shape[:-2], v_ref.shape[:-2])
@@ -151,8 +137,9 @@ def from_sdpa(node: Node, found: Found) -> None:
     q_name, k_name, v_name = call_operands(found, q, k, v)
     scale = args.get("scale")
     factor = float(scale) if scale is not None else 1.0 / math.sqrt(width)
+    out = resolve(node) if packed is None else packed.output(resolve(node))  # (…, L, dv) as the query's rows
     if math.prod(lead) * length * keys > sdpa_lazy.LAZY_CELLS:
-        _lazily(found, node, args, lay, (q_name, k_name, v_name), factor)
+        _lazily(found, node, args, lay, (q_name, k_name, v_name), factor, out)
         return
     qv, kv = found.role(q_name).data, found.role(k_name).data
     scores = qv @ kv.transpose(-2, -1)  # (n, L, S)
@@ -190,7 +177,6 @@ def from_sdpa(node: Node, found: Found) -> None:
     found.add(Role("weights", _softmax(_wide(found.role(last).data)).to(scores.dtype), SoftmaxOp(last), origin,
                    Msg("A = softmax({source}) over keys (computed here: SDPA does not return it)", source=last),
                    ("query", "key")))
-    out = resolve(node)
     output = lay.flat_ref(out)
     dropout = float(args.get("dropout_p") or 0.0)
     if dropout > 0:  # SDPA drops weights whenever dropout_p > 0, in training or not: its output is no A·V
@@ -208,7 +194,7 @@ def from_sdpa(node: Node, found: Found) -> None:
 
 
 def _lazily(found: Found, node: Node, args: dict[str, Any], lay: Layout, names: tuple[str, str, str],
-            factor: float) -> None:
+            factor: float, out: Ref) -> None:
     """A long call's stages by tiles (sdpa_lazy.py): the same roles, formulas and output line as the whole layout."""
     q_name, k_name, v_name = names
     mask = _value(args.get("attn_mask"))
@@ -217,7 +203,7 @@ def _lazily(found: Found, node: Node, args: dict[str, Any], lay: Layout, names: 
     recipe = sdpa_lazy.SdpaRecipe(qv, found.role(k_name).data, factor, bool(args.get("is_causal")),
                                   torch.empty(qv.shape[:2], dtype=_wide(qv[:0]).dtype, device=qv.device), folded,
                                   which, sdpa_lazy.mask_kind(mask, MASK_AT))
-    output = lay.flat_ref(resolve(node))
+    output = lay.flat_ref(out)
     kernel = output.values  # (n, L, dv) the kernel's own numbers
     formulas = {
         "scores": Msg("S = Q·Kᵀ (inside scaled_dot_product_attention; computed by tiles)"),
@@ -237,7 +223,7 @@ def _lazily(found: Found, node: Node, args: dict[str, Any], lay: Layout, names: 
         formula = Msg("O = A·V: what scaled_dot_product_attention returned")
     else:
         made = WeightedSumOp("weights", v_name)
-        formula = kernel_line(gap, kernel, values.dtype, found)
+        formula = kernel_line(gap, values, found)
     found.add(Role("output", kernel, made, node.origin, formula, ("query", "dim")))
     found.kind = "scaled_dot"
     after_output(found, output, "output")

@@ -220,6 +220,7 @@ def lay_out_lazily(found: Found, recipe: SdpaRecipe, names: tuple[str, str], ker
     stats = {name: [StageStats() for _ in range(count)] for name in stage_names}
     rows_at_once = max(1, PASS_CELLS // max(1, count * keys))
     gap = 0.0
+    exact = values.to(torch.promote_types(values.dtype, torch.float32))  # A·V in at least float32 (expand.exact_dtype)
     for start in range(0, length, rows_at_once):
         rows = slice(start, min(length, start + rows_at_once))
         made = family.pre(rows, slice(None))
@@ -227,7 +228,7 @@ def lay_out_lazily(found: Found, recipe: SdpaRecipe, names: tuple[str, str], ker
         kept = None if kept is None else kept.to(recipe.query.device)
         masked = family.masked(made[recipe.last], rows, slice(None))
         weights, recipe.lse[:, rows], *_, empty = softmax_rows(masked)  # weights (n, rows, S)
-        again = weights.to(values.dtype) @ values  # (n, rows, dv)
+        again = weights.to(exact.dtype) @ exact  # (n, rows, dv)
         if again.numel():
             gap = max(gap, float((kernel[:, rows].to(again.dtype) - again).abs().nan_to_num(nan=math.inf).amax()))
         for name, block in made.items():
