@@ -1,13 +1,15 @@
 """Attention computed in other threads of the user's program, recorded too.
 
 A TorchFunctionMode is entered per thread: the recorder hears only the thread that
-entered it. While a recording runs, every thread the program starts enters it first
+entered it. While a recording runs, every thread the recorded code starts enters it first
 (`Thread._bootstrap_inner` is what runs a new thread, whatever its class does with `run`),
-and a task handed to a thread pool enters it in whichever worker runs it, even a pool made
-before the recording. A thread already running when the recording began cannot be
-entered from outside; such threads are named, so the trace can say what it did not see: daemon threads
-too (a worker loop is often one), but not the helpers that the interpreter, torch, tqdm and other installed
-libraries run for themselves (`helper`), whose names would only bury the user's own.
+and a task it hands to a thread pool enters it in whichever worker runs it, even a pool made
+before the recording. A thread or task another thread starts meanwhile (a recording in one
+worker while the program goes on elsewhere) is not the recorded code's and is left alone.
+A thread already running when the recording began cannot be entered from outside; such threads
+are named, so the trace can say what it did not see: daemon threads too (a worker loop is often
+one), but not the helpers that the interpreter, torch, tqdm and other installed libraries run for
+themselves (`helper`), whose names would only bury the user's own.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class ThreadCover:
         self.unseen: list[str] = []
         self._bootstrap: Callable[[threading.Thread], None] | None = None
         self._submit: Callable[..., Any] | None = None
+        self._start: Callable[[threading.Thread], None] | None = None
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[None]:
@@ -108,14 +111,27 @@ class ThreadCover:
                        and t is not threading.main_thread() and not helper(t, roots)]
         bootstrap = self._bootstrap = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
         submit = self._submit = ThreadPoolExecutor.submit
+        start = self._start = threading.Thread.start
         cover = self
+        started: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads the recorded code started
+
+        def start_under_recording(thread: threading.Thread) -> None:
+            if cover.recorded_here():
+                started.add(thread)
+            start(thread)
 
         def bootstrap_under_recording(thread: threading.Thread) -> None:
+            if thread not in started:  # started by code this recording does not cover (another thread's)
+                bootstrap(thread)
+                return
             with cover.entered():
                 bootstrap(thread)
 
         def submit_under_recording(pool: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
                                    **kwargs: Any) -> Any:
+            if not cover.recorded_here():
+                return submit(pool, fn, *args, **kwargs)
+
             def task(*a: Any, **k: Any) -> Any:
                 with cover.entered():
                     return fn(*a, **k)
@@ -123,18 +139,27 @@ class ThreadCover:
             return submit(pool, task, *args, **kwargs)
 
         self.live = True
+        threading.Thread.start = start_under_recording  # type: ignore[method-assign,assignment]
         threading.Thread._bootstrap_inner = bootstrap_under_recording  # type: ignore[attr-defined]
         ThreadPoolExecutor.submit = submit_under_recording  # type: ignore[method-assign,assignment]
-        self._patched = (bootstrap_under_recording, submit_under_recording)
+        self._patched = (start_under_recording, bootstrap_under_recording, submit_under_recording)
+
+    def recorded_here(self) -> bool:
+        """The code running in this thread is recorded: the thread that entered the recording, or one it covers.
+        A thread or task it starts is covered too; one another thread starts is not."""
+        mode = self._mode()
+        return self.live and mode is not None and mode in _get_current_function_mode_stack()  # type: ignore[no-untyped-call]
 
     def stop(self) -> None:
         """Put threading back as it was (unless someone patched it since: then the wrappers just pass through)."""
         self.live = False
         if self._bootstrap is None:
             return
-        ours_bootstrap, ours_submit = self._patched
+        ours_start, ours_bootstrap, ours_submit = self._patched
+        if threading.Thread.start is ours_start:
+            threading.Thread.start = self._start  # type: ignore[method-assign,assignment]
         if threading.Thread._bootstrap_inner is ours_bootstrap:  # type: ignore[attr-defined]
             threading.Thread._bootstrap_inner = self._bootstrap  # type: ignore[attr-defined]
         if ThreadPoolExecutor.submit is ours_submit:
             ThreadPoolExecutor.submit = self._submit  # type: ignore[method-assign,assignment]
-        self._bootstrap = self._submit = None
+        self._bootstrap = self._submit = self._start = None

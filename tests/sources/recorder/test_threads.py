@@ -122,10 +122,37 @@ def test_a_thread_running_before_the_recording_is_named_as_unseen() -> None:
 
 def test_threading_is_put_back_after_the_recording() -> None:
     bootstrap, submit = threading.Thread._bootstrap_inner, ThreadPoolExecutor.submit  # type: ignore[attr-defined]
+    start = threading.Thread.start
     with attn_tui.record():
         assert threading.Thread._bootstrap_inner is not bootstrap  # type: ignore[attr-defined]
     assert threading.Thread._bootstrap_inner is bootstrap  # type: ignore[attr-defined]
-    assert ThreadPoolExecutor.submit is submit
+    assert ThreadPoolExecutor.submit is submit and threading.Thread.start is start
+
+
+def test_a_recording_in_one_thread_leaves_out_threads_and_tasks_other_threads_start_meanwhile() -> None:
+    """Thread A records its own block; the main thread, not recording, starts a thread and a pool task while A's
+    recording runs: theirs is not A's code, and A's trace holds A's call alone."""
+    inside, done, kept = threading.Event(), threading.Event(), {}
+
+    def recorded() -> None:
+        q, k, v = inputs(1)
+        with attn_tui.record() as rec:
+            attend(q, k, v)
+            inside.set()
+            done.wait(30)
+        kept["trace"] = rec.trace
+
+    a = threading.Thread(target=recorded)
+    a.start()
+    assert inside.wait(30)
+    other = threading.Thread(target=lambda: attend(*(torch.randn(1, 2, 9, 4) for _ in range(3))))
+    other.start()
+    other.join()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(attend, *(torch.randn(1, 2, 7, 4) for _ in range(3))).result()
+    done.set()
+    a.join()
+    assert {tuple(s.shape) for s in kept["trace"] if s.name == "weights"} == {(5, 5)}
 
 
 def _running(target: object, name: str, daemon: bool) -> tuple[threading.Thread, threading.Event]:
