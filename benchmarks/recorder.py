@@ -1,11 +1,12 @@
 """What recording costs: code run plain, run under attn_tui.record(), and the trace built, as ratios to the plain run.
 
-    python benchmarks/recorder.py            # both tables
+    python benchmarks/recorder.py            # the three tables
     python benchmarks/recorder.py --threads 1
     python benchmarks/recorder.py --keep-memory   # no page faults: the recorder's own work alone
 
 1. A learner's multi-head module (8 heads, its own softmax) at 16, 128 and 512 tokens.
-2. A 12-layer Hugging Face model (random Llama weights, 8 heads) as it runs by default (sdpa),
+2. torch's nn.MultiheadAttention (8 heads, 512 wide) at 128 and 512 tokens.
+3. A 12-layer Hugging Face model (random Llama weights, 8 heads) as it runs by default (sdpa),
    at 128 and 512 tokens: what recording adds to its forward, and what building its trace costs.
 
 Times are CPU seconds of this process (`time.process_time`), the median of several runs, so that
@@ -128,6 +129,26 @@ def learner() -> None:
         row(n, *paired_ms(plain, recorded), build_ms(recorded))
 
 
+def multihead() -> None:
+    """torch's own nn.MultiheadAttention (its projections and SDPA fused in one call), 8 heads, 512 wide."""
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(512, 8, batch_first=True).eval()
+    header("nn.MultiheadAttention, 8 heads, 512 wide (one fused call)")
+    for n in (128, 512):
+        x = torch.randn(1, n, 512)
+
+        def plain(x: torch.Tensor = x) -> None:
+            with torch.no_grad():
+                module(x, x, x, need_weights=False)
+
+        def recorded(x: torch.Tensor = x) -> Any:
+            with torch.no_grad(), attn_tui.record() as rec:
+                module(x, x, x, need_weights=False)
+            return rec
+
+        row(n, *paired_ms(plain, recorded), build_ms(recorded))
+
+
 def twelve_layers() -> None:
     try:
         import transformers
@@ -170,11 +191,13 @@ def keep_memory() -> bool:
 
 
 def main(threads: int = 1, keep: bool = False) -> None:
-    """Both tables (`benchmarks/run.py --only recorder` calls this too)."""
+    """The three tables (`benchmarks/run.py --only recorder` calls this too)."""
     torch.set_num_threads(threads)
     if keep and not keep_memory():
         print("--keep-memory: this C library's allocator cannot be asked; figures as without it")
     learner()
+    print()
+    multihead()
     print()
     twelve_layers()
 

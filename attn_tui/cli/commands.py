@@ -246,6 +246,9 @@ def app(args: argparse.Namespace) -> int:
     return run_app(request, model, args.max_memory, fresh=args.fresh, first_stage=first_stage)
 
 
+LARGE_OUTPUT = 1 << 30  # bytes of printed JSON past which `trace` says how large it is, and how to write less
+
+
 def trace(args: argparse.Namespace) -> int:
     """Run the user's file under the recorder (through the one door); open the app on what it computed, or print it."""
     from attn_tui.i18n import Msg
@@ -282,8 +285,13 @@ def _show_recorded(args: argparse.Namespace, ask: RecordAsk) -> int:
 
     chosen = select_stages(recorded, args.stage, None, args.head)
     if args.format == "json":
-        from attn_tui.io.export import write_trace_json
+        from attn_tui.ask.budget import format_bytes
+        from attn_tui.io.export import output_size, write_trace_json
 
+        size = output_size(recorded, chosen, "json", True if args.params else None)
+        if size > LARGE_OUTPUT:  # a long file's stages, every head: streamed, but the reader should know
+            print(str(Msg("note: this JSON is about {size}; --stage NAME and --head N write less",
+                          size=format_bytes(size))), file=sys.stderr)
         write_trace_json(recorded, sys.stdout, chosen, True if args.params else None)
         sys.stdout.write("\n")
     else:

@@ -27,6 +27,7 @@ from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.controls import UNSAFE, json_safe, printable
 from attn_tui.io.files import partial, quoted, writable_file, writable_folder, write_atomic
+from attn_tui.io.mask_json import mask_numbers, stage_mask
 from attn_tui.trace.geometry import HeadGeometry, LayerGeometry, Positional
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.stage import Stage, Trace
@@ -195,9 +196,12 @@ def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = Non
         out.write(_dumps({"omitted": f"{len(trace.params)} parameters; --params includes them"}))
     out.write(', "stages": [')
     for n, stage in enumerate(list(trace) if stages is None else stages):
-        meta = {"name": stage.name, "key": stage.key, "layer": stage.layer, "head": stage.head, "step": stage.step,
-                "module": stage.place.module, "origin": stage.origin, "formula": str(stage.formula),
-                "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
+        meta: dict[str, object] = {
+            "name": stage.name, "key": stage.key, "layer": stage.layer, "head": stage.head, "step": stage.step,
+            "module": stage.place.module, "origin": stage.origin, "formula": str(stage.formula),
+            "shape": list(stage.shape), "axes": [{"name": a.name, "labels": list(a.labels)} for a in stage.axes]}
+        if (mask := stage_mask(trace, stage)) is not None:  # a recorded call's own mask, as the inspector tells it
+            meta["mask"] = mask
         out.write((", " if n else "") + _dumps(meta)[:-1] + ', "data": ')
         _write_tensor(stage.data, out)
         out.write("}")
@@ -300,6 +304,7 @@ def output_size(trace: Trace, stages: list[Stage], fmt: str, params: bool | None
         include = params_are_small(trace) if params is None else params
         numbers += sum(t.numel() for t in trace.params.values()) if include else 0
         numbers += sum(t.numel() for t in trace.inputs.values())
+        numbers += sum(mask_numbers(trace, stage) for stage in stages)  # each recorded call's own mask
         return numbers * JSON_BYTES_PER_NUMBER
     return numbers * (NPZ_BYTES_PER_NUMBER if fmt == "npz" else CSV_BYTES_PER_NUMBER)
 

@@ -149,3 +149,18 @@ def test_a_raising_script_in_a_real_process_prints_no_traceback(tmp_path: Path) 
                                                                                 "PATH": "/usr/bin:/bin"})
     assert result.returncode == 2
     assert result.stderr.strip() == "attn-tui: error: boom.py:2: RuntimeError: boom"
+
+
+@pytest.mark.slow  # a child process that imports torch: seconds each
+def test_a_large_json_says_its_size_and_how_to_write_less(capsys, tmp_path: Path, monkeypatch) -> None:
+    from attn_tui.cli import commands
+
+    (tmp_path / "small.py").write_text("import torch\nimport torch.nn.functional as F\nq = torch.randn(1, 2, 6, 4)\n"
+                                       "F.scaled_dot_product_attention(q, q, q)\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "trace", "--format", "json", str(tmp_path / "small.py"))
+    assert code == 0 and "note:" not in err
+    monkeypatch.setattr(commands, "LARGE_OUTPUT", 1000)  # this little file's JSON counts as large
+    code, out, err = run_cli(capsys, "trace", "--format", "json", str(tmp_path / "small.py"))
+    assert code == 0 and json.loads(out)["stages"]
+    notes = [line for line in err.splitlines() if line.startswith("note: this JSON is about")]
+    assert len(notes) == 1 and "--stage NAME and --head N write less" in notes[0]

@@ -9,6 +9,8 @@ shows, as its scores and weights (`softmax_alone`).
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from attn_tui.i18n import Msg
@@ -22,6 +24,7 @@ from attn_tui.sources.recorder.found import (
     ReduceOp,
     Role,
     ScaleOp,
+    SoftCapOp,
     SoftmaxOp,
     SumOp,
     WeightedSumOp,
@@ -44,6 +47,19 @@ from attn_tui.trace.masks import code_rule_name
 MAX_SLICES = 256  # (batch item, head) slices of one call that become stages
 
 
+def _softmax_lead(weights: Node, canonical: torch.Tensor) -> tuple[int, ...] | None:
+    """The softmax's own leading dimensions (batch, heads) where the product after it read them folded into one
+    (`probs.view(B * H, L, S) @ values`), its numbers in their order: the heads stay heads. None otherwise."""
+    shape = tuple(weights.value.shape)
+    if canonical.dim() != 3 or len(shape) < 4 or softmax_dim(weights) != len(shape) - 1:
+        return None
+    lead = shape[:-2]
+    if math.prod(lead) != canonical.shape[0] or tuple(canonical.shape[1:]) != shape[-2:]:
+        return None
+    in_order = torch.equal(canonical.reshape(-1), torch.arange(canonical.numel()))
+    return lead if in_order else None
+
+
 def from_softmax(weights: Node, found: Found) -> None:
     """Fill `found` with the roles of the attention around one recorded softmax."""
     source = softmax_input(weights)
@@ -57,6 +73,11 @@ def from_softmax(weights: Node, found: Found) -> None:
     if output is not None:
         product, left, values, out_index, dropped = output
         canonical = left.index  # (*b, L, S): positions in the softmax's numbers
+        unfolded = _softmax_lead(weights, canonical)
+        if unfolded is not None:  # the product read batch and heads folded into one (bloom's view(B * H, L, S))
+            canonical = canonical.reshape(*unfolded, *canonical.shape[1:])
+            values = Ref(values.node, values.base, values.index.reshape(*unfolded, *values.index.shape[1:]))
+            out_index = out_index.reshape(*unfolded, *out_index.shape[1:])
     else:
         canonical = torch.arange(weights.value.numel()).reshape(weights.value.shape).movedim(softmax_dim(weights), -1)
         if canonical.dim() == 1:
@@ -140,6 +161,11 @@ def from_softmax(weights: Node, found: Found) -> None:
                 found.kind = "scaled_dot"
             last = found.add(Role(found.fresh("scaled"), data, ScaleOp(last, detail, describe_factor(detail)),
                                   ref.origin, Msg("S' = {source} · {factor}", source=last, factor=f"{detail:.4g}"),
+                                  ("query", "key")))
+        elif step == "capped":
+            assert isinstance(detail, float)
+            last = found.add(Role(found.fresh("capped"), data, SoftCapOp(last, detail), ref.origin,
+                                  Msg("S_cap = {cap}·tanh({source} / {cap})", source=last, cap=f"{detail:.4g}"),
                                   ("query", "key")))
         elif step == "masked":
             assert isinstance(detail, tuple)

@@ -29,6 +29,7 @@ from attn_tui.trace.ops import (
     Place,
     Reduce,
     Scale,
+    SoftCap,
     Softmax,
     Sum,
     TanhOfPair,
@@ -167,17 +168,19 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
 def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
            key_tokens: tuple[str, ...] | None) -> Trace:
     founds, warnings, left_out = found_calls(recorder, script)
+    unseen = _unseen_threads(recorder)
     if not founds:
-        if warnings:
-            raise NoAttentionError(str(warnings[0]))
-        if recorder.failed is not None:  # the recorder lost track of the code: say so, not that nothing ran
-            raise NoAttentionError(str(Msg("the recorder could not follow the code ({reason})",
-                                           reason=type(recorder.failed).__name__)))
-        if left_out:  # every softmax it kept was left out as no attention (logits.py)
-            raise NoAttentionError(str(Msg("every softmax the code computed reads a layer's outputs (logits over "
-                                           "classes or a vocabulary), not scores of queries against keys")))
-        raise NoAttentionError(str(Msg("no softmax, scaled_dot_product_attention, flex_attention or "
-                                       "nn.MultiheadAttention was called")))
+        reason = (warnings[0] if warnings
+                  else Msg("the recorder could not follow the code ({reason})", reason=type(recorder.failed).__name__)
+                  if recorder.failed is not None  # the recorder lost track of the code: say so, not that nothing ran
+                  else Msg("every softmax the code computed reads a layer's outputs (logits over classes or a "
+                           "vocabulary), not scores of queries against keys")
+                  if left_out  # every softmax it kept was left out as no attention (logits.py)
+                  else Msg("no softmax, scaled_dot_product_attention, flex_attention or nn.MultiheadAttention was "
+                           "called"))
+        # the attention may have run in a thread the recording could not enter: named, so the user knows where
+        raise NoAttentionError(str(reason if unseen is None else Msg("{reason}; {threads}", reason=reason,
+                                                                     threads=unseen)))
     names = module_names(founds, module_paths(recorder, (found.scope for found in founds)))
     several = len(names) > 1
     scopes = list(names)
@@ -218,17 +221,23 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
         if calls[scope] > kept[scope]:
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
                                 n=calls[scope], kept=kept[scope]))
-    unseen = recorder.threads.unseen if recorder.threads is not None else []
-    if unseen:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
-        warnings.append(Plural("a thread was already running when the recording began, so attention it computed "
-                               "is not recorded: {names}", "{n} threads were already running when the recording "
-                               "began, so attention they computed is not recorded: {names}", n=len(unseen),
-                               names=", ".join(unseen)))
+    if unseen is not None:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
+        warnings.append(unseen)
     for warning in warnings:
         trace.warn(warning)
     if not all(_finite(found) for found in founds):
         check_values(trace)  # something is infinite or NaN: each stage's stats now, so the warnings name it
     return trace
+
+
+def _unseen_threads(recorder: Recorder) -> Plural | None:
+    """One line naming the threads that were running before the recording began (their attention unrecorded)."""
+    unseen = recorder.threads.unseen if recorder.threads is not None else []
+    if not unseen:
+        return None
+    return Plural("a thread was already running when the recording began, so attention it computed is not "
+                  "recorded: {names}", "{n} threads were already running when the recording began, so attention "
+                  "they computed is not recorded: {names}", n=len(unseen), names=", ".join(unseen))
 
 
 def _finite(found: Found) -> bool:
@@ -357,6 +366,8 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
         return Dot(at(op.left, h), at(op.right, h))
     if isinstance(op, f.ScaleOp):
         return Scale(at(op.source, h), op.factor if isinstance(op.factor, float) else op.factor[n], str(op.reason))
+    if isinstance(op, f.SoftCapOp):
+        return SoftCap(at(op.source, h), op.cap)
     if isinstance(op, f.MaskOp):
         allowed = None if op.allowed is None else op.allowed[n]
         held = None if op.held is None else op.held[n].cpu()  # (L, S) the code's own mask, as it holds it

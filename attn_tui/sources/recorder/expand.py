@@ -273,16 +273,17 @@ def from_mha(node: Node, found: Found) -> None:
     prefix = _prefix(args["in_proj_weight"] if isinstance(args["in_proj_weight"], Node) else
                      args.get("q_proj_weight"))
     origin = node.origin
-    inputs: dict[str, str] = {}
+    inputs: list[tuple[str, Ref]] = []  # the tensors the projections read, each once (self-attention: one)
 
     def input_role(ref: Ref, preferred: str) -> str:
-        for name, known in inputs.items():
-            if known == str(ref.base.data_ptr()) + str(ref.index.tolist()):
+        for name, known in inputs:
+            if known.base.data_ptr() == ref.base.data_ptr() and known.index.shape == ref.index.shape and (
+                    known.index is ref.index or torch.equal(known.index, ref.index)):
                 return name
         name = found.add(Role(found.fresh(preferred), ref.values, GivenOp(Msg("the tensor the code passed in")),
                               ref.origin, Msg("{name}: what the projections read", name=preferred),
                               ("token", "dim"), shared=True))
-        inputs[name] = str(ref.base.data_ptr()) + str(ref.index.tolist())
+        inputs.append((name, ref))
         return name
 
     sources = [input_role(q_in, "input"), input_role(k_in, "key_input"), input_role(v_in, "value_input")]

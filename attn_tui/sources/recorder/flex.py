@@ -3,15 +3,14 @@
 `torch.nn.attention.flex_attention.flex_attention` never shows itself to a TorchFunctionMode:
 eager, it hands a higher-order op to torch.compile; compiled, it is fused away. So while a
 Recorder is active the function is replaced, in its module and wherever a loaded module
-holds it by name (`from … import flex_attention` done before the recording, or a
-`torch.compile(flex_attention)` made before it, which then runs eagerly), by a wrapper that calls
-the very function the code asked for and hands its arguments and result to the recorder. Compiled
-code runs as written while a recording runs (`eager.py`), so a compiled call reaches the wrapper too;
-where dynamo does trace it (a stance the program set itself), the wrapper is compiled with the rest and
-the hand-over alone runs eagerly, after the compiled kernel. A `torch.compile(flex_attention)` no
-namespace holds (a local variable) is caught as it is called (`_compiled_hook`) and pointed at the
-wrapper the same way; the plain function held in a local variable is heard by its inner op (`heard`).
-Nothing changes once the last recording ends.
+holds it by name (`from … import flex_attention` done before the recording), by a wrapper that
+calls the very function the code asked for and hands its arguments and result to the recorder.
+Compiled code runs as written while a recording runs (`eager.py`), so a compiled function that
+calls flex_attention reaches the wrapper too; where dynamo does trace it (a stance the program set
+itself), the wrapper is compiled with the rest and the hand-over alone runs eagerly, after the
+compiled kernel. `torch.compile(flex_attention)` itself, wherever it is held, stays compiled and is
+recorded as it returns (`_compiled_hook`); the plain function held in a local variable from before
+the recording is heard by its inner op (`heard`). Nothing changes once the last recording ends.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any, Protocol
 
 from attn_tui.sources.recorder import eager
@@ -38,7 +37,6 @@ MODULE = "torch.nn.attention.flex_attention"
 _ACTIVE: list[Recorder] = []  # the recorders that want flex_attention calls, innermost last
 _REPLACED: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, name, what it held) to put back
 _CLASSES: dict[int, tuple[dict[str, Any], int, list[type]]] = {}  # namespace → its classes that keep `_instance`
-_CELLS: list[tuple[Any, Any]] = []  # (closure cell of a compiled flex_attention, what it held) to put back
 _WANTED: dict[tuple[str, int], bool] = {}  # (module name, id) → whether it may hold flex_attention by name
 _LISTED: list[tuple[tuple[int, int, str | None, int], list[dict[str, Any]]]] = []  # (sys.modules stamp, namespaces)
 
@@ -55,7 +53,7 @@ def _original() -> Callable[..., Any] | None:
 _DYNAMO_FILES = str(Path("torch") / "_dynamo") + os.sep  # compile_wrapper, and torch.compiler.disable's
 
 
-def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, caller: FrameType | None = None) -> None:
     """Give one call to every active recorder. Dynamo never traces this (`_torchdynamo_disable`; and where dynamo
     is loaded, torch.compiler.disable, which keeps it from compiling what this calls, frame by frame): under
     torch.compile the compiled graph breaks here and this runs eagerly, on the very tensors the graph made."""
@@ -64,9 +62,9 @@ def _hand_over(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> No
     output = result[0] if isinstance(result, tuple) else result
     if not isinstance(output, torch.Tensor):
         return
-    caller = sys._getframe(1)
+    caller = caller or sys._getframe(1)
     while caller is not None and (caller.f_code.co_filename == __file__ or _DYNAMO_FILES in caller.f_code.co_filename):
-        caller = caller.f_back  # type: ignore[assignment]  # the wrapper (or its resumed part), dynamo's wrappers
+        caller = caller.f_back  # the wrapper (or its resumed part), dynamo's wrappers
     for recorder in list(_ACTIVE):
         recorder.record_call("flex_attention", args, kwargs, output, caller)
 
@@ -130,9 +128,6 @@ def heard(recorder: Recorder, result: Any) -> None:
     recorder.record_call("flex_attention", args, kwargs, output, frame.f_back)
 
 
-def _holds(value: Any, original: Callable[..., Any]) -> bool:
-    """The function itself, or torch.compile of it."""
-    return value is original or getattr(value, "_torchdynamo_orig_callable", None) is original
 
 
 def _namespaces() -> list[dict[str, Any]]:
@@ -196,15 +191,16 @@ def _singletons(namespaces: list[dict[str, Any]]) -> list[Any]:
 
 
 def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
-    """Catch a torch.compile(flex_attention) that no namespace holds (a local variable) as it is called.
+    """Record a torch.compile(flex_attention) as it is called, compiled as the program compiled it.
 
-    Every compiled function's `compile_wrapper` calls eval_frame's `set_eval_frame` first; while a recording
-    runs that global is wrapped, and when the caller is a compile_wrapper about to run flex_attention, its
-    closure cell is pointed at the recording wrapper (put back by `_unpatch`), so this very call is recorded
-    like one compiled during the recording. Finding the cell walks the garbage collector's objects: once per
-    compiled function, only when one is called. flex_attention compiled on its own is also let compile while
-    compiled code otherwise runs as written (`eager.compile_this_call`, until the wrapper's `set_eval_frame`
-    after the call): its kernel never holds the whole score matrix.
+    Every compiled function's `compile_wrapper` calls eval_frame's `set_eval_frame(None)` before it runs the
+    function and again after; while a recording runs that global is wrapped. When the caller is a compile_wrapper
+    of flex_attention, the first lets it compile while other compiled code runs as written
+    (`eager.compile_this_call`: flex's kernel never holds the whole score matrix, its eager path does), and the
+    second hands its arguments and what it returned to the recorders (read from the compile_wrapper's frame) and
+    runs compiled code as written again. One compiled from the name the recording replaced (made during the
+    recording) is pointed at flex_attention itself, for good: dynamo then compiles just what the program would
+    have compiled, and its kernel gives the numbers an unrecorded run gives.
     """
     eval_frame = sys.modules.get("torch._dynamo.eval_frame")
     real = getattr(eval_frame, "set_eval_frame", None)
@@ -213,21 +209,23 @@ def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
 
     def set_eval_frame(*args: Any, **kwargs: Any) -> Any:
         caller = sys._getframe(1)
-        compiled_flex = ends = False
+        held: dict[str, Any] = {}
         if caller.f_code.co_name == "compile_wrapper" and caller.f_code.co_filename == eval_frame.__file__:
             try:
                 held = caller.f_locals
-                if held.get("fn") is original:
-                    _swap_cells(caller.f_code, original, wrapper)
-                compiled_flex = held.get("fn") in (original, wrapper) and args[:1] == (None,)
-                ends = "call_succeeded" in held  # its last call, after the compiled function returned
+                if held.get("fn") is wrapper:
+                    _point_cells(caller.f_code, wrapper, original)
+                    held["fn"] = original
             except Exception:  # the user's call must run whatever happens here
-                pass
+                held = {}
         result = real(*args, **kwargs)
-        if compiled_flex and ends:  # no compiled frame runs now, so the compiler's stance may change (eager.py)
-            eager.eager_again()
-        elif compiled_flex:
-            eager.compile_this_call()
+        if held.get("fn") is original and args[:1] == (None,):  # no compiled frame runs now: the stance may change
+            if "call_succeeded" not in held:  # before the call
+                eager.compile_this_call()
+            else:
+                eager.eager_again()
+                if held["call_succeeded"]:
+                    _hand_over(held.get("args", ()), held.get("kwargs") or {}, held.get("result"), caller.f_back)
         return result
 
     set_eval_frame.__wrapped_flex__ = real  # type: ignore[attr-defined]
@@ -235,8 +233,8 @@ def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
     vars(eval_frame)["set_eval_frame"] = set_eval_frame
 
 
-def _swap_cells(code: CodeType, original: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
-    """Point the `fn` cell of each compile_wrapper of flex_attention at the recording wrapper."""
+def _point_cells(code: CodeType, held: Callable[..., Any], instead: Callable[..., Any]) -> None:
+    """Point the `fn` cell of each compile_wrapper that holds `held` at `instead`."""
     import gc
 
     from attn_tui.sources.recorder import quiet_gc
@@ -249,9 +247,8 @@ def _swap_cells(code: CodeType, original: Callable[..., Any], wrapper: Callable[
             continue
         names: tuple[str, ...] = code.co_freevars
         for name, cell in zip(names, closure):
-            if name == "fn" and cell.cell_contents is original:
-                cell.cell_contents = wrapper
-                _CELLS.append((cell, original))
+            if name == "fn" and cell.cell_contents is held:
+                cell.cell_contents = instead
 
 
 def _patch() -> None:
@@ -265,15 +262,12 @@ def _patch() -> None:
     namespaces = [vars(module), *_namespaces()]
     for namespace in [*namespaces, *(vars(instance) for instance in _singletons(namespaces))]:
         for name, value in list(namespace.items()):
-            if _holds(value, original):
+            if value is original:  # a torch.compile of it is recorded as it is called (`_compiled_hook`)
                 _REPLACED.append((namespace, name, value))
                 namespace[name] = wrapper
 
 
 def _unpatch() -> None:
-    while _CELLS:
-        cell, original = _CELLS.pop()
-        cell.cell_contents = original
     while _REPLACED:
         namespace, name, value = _REPLACED.pop()
         held = namespace.get(name)

@@ -30,16 +30,36 @@ MAX_LINE = 100  # characters of a function's name or defining line shown
 
 
 def describe(fn: Callable[..., Any] | None) -> tuple[str, str]:
-    """A user function's name and where it is defined ("demo.py:12: def alibi(score, b, h, q, kv):")."""
+    """A user function's name and where it is defined ("demo.py:12: def alibi(score, b, h, q, kv):"); masks joined
+    by torch's `or_masks`/`and_masks` as "or_masks(causal, document)", where the first of them is defined."""
     while fn is not None and hasattr(fn, "func"):  # functools.partial
         fn = fn.func
+    joined = _joined_masks(fn)
+    if joined is not None:
+        how, parts = joined
+        described = [describe(part) for part in parts]
+        name = f"{how}_masks({', '.join(n for n, _ in described)})"
+        return name[:MAX_LINE], described[0][1] if described else "?"
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
     code = getattr(fn, "__code__", None)
+    if code is None and callable(getattr(fn, "forward", None)):  # an nn.Module: its forward
+        code = getattr(fn.forward, "__code__", None)  # type: ignore[union-attr]
     if code is None:
         return str(name), "?"
     line = linecache.getline(code.co_filename, code.co_firstlineno).strip()
     line = line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…"
     return str(name)[:MAX_LINE], f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}: {line}"
+
+
+def _joined_masks(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
+    """("or", (causal, document)) for `or_masks(causal, document)`: torch's closure over the masks it joins."""
+    code = getattr(fn, "__code__", None)
+    closure = getattr(fn, "__closure__", None)
+    if code is None or not closure or code.co_name not in ("or_mask", "and_mask") or \
+            "mask_mods" not in code.co_freevars or "torch" not in code.co_filename:
+        return None
+    parts = closure[code.co_freevars.index("mask_mods")].cell_contents
+    return (code.co_name[:-5], tuple(parts)) if isinstance(parts, (tuple, list)) else None
 
 
 def short_place(where: str) -> str:

@@ -55,6 +55,12 @@ class ScaleOp:
 
 
 @dataclass(frozen=True)
+class SoftCapOp:
+    source: str
+    cap: float  # out = cap · tanh(source / cap)
+
+
+@dataclass(frozen=True)
 class MaskOp:
     source: str
     allowed: torch.Tensor | None  # (n, L, S) bool, True = may attend
@@ -108,7 +114,7 @@ class SumOp:
     parts: tuple[str, ...]
 
 
-RoleOp = Union[GivenOp, LinearOp, ColumnsOp, DotOp, ScaleOp, MaskOp, SoftmaxOp, WeightedSumOp, TanhOfSumOp,
+RoleOp = Union[GivenOp, LinearOp, ColumnsOp, DotOp, ScaleOp, SoftCapOp, MaskOp, SoftmaxOp, WeightedSumOp, TanhOfSumOp,
                TanhOfPairOp, ReduceOp, ConcatOp, SumOp]
 
 

@@ -212,6 +212,12 @@ class Chain:
                     ref = step
                     continue
                 return "given", ref
+            capped = _soft_cap(node)
+            if capped is not None:  # cap · tanh(x / cap): Gemma 2's logit soft cap
+                inside, cap = capped
+                self.steps.append(("capped", ref, cap))
+                ref = _back_through(node, inside, pos)
+                continue
             scaled = scale_of(node)
             if scaled is not None:
                 self.steps.append(("scaled", ref, scaled[1]))
@@ -292,6 +298,28 @@ class Chain:
         else:
             self.steps.append(("biased", ref, operand_ref(node, other, pos)))
         return operand_ref(node, source, pos)
+
+
+def _soft_cap(node: Node) -> tuple[list[Node], float] | None:
+    """`cap * tanh(x / cap)` (or `tanh(x * (1 / cap)) * cap`): ([the product, tanh, the division], cap), walked
+    back from the outer product; None for anything else."""
+    outer = scale_of(node)
+    if outer is None or outer[0].name != "tanh" or not outer[0].inputs or not isinstance(outer[0].inputs[0], Node):
+        return None
+    tanh, cap = outer[0], outer[1]
+    inner = scale_of(tanh.inputs[0])
+    if inner is None or cap == 0.0 or not math.isclose(inner[1] * cap, 1.0, rel_tol=1e-6):
+        return None
+    return [tanh, tanh.inputs[0], inner[0]], cap
+
+
+def _back_through(node: Node, chain: list[Node], pos: torch.Tensor) -> Ref:
+    """`pos` in `node`'s numbers followed back through `chain` (each an input of the one before) to its last."""
+    ref = Ref(node, node.value, pos)
+    for source in chain:
+        assert ref.node is not None
+        ref = operand_ref(ref.node, source, ref.index)
+    return ref
 
 
 def _gate(node: Node, pos: torch.Tensor) -> tuple[Node, torch.Tensor] | None:

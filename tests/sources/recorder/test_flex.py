@@ -302,6 +302,35 @@ def test_a_transformers_model_run_with_flex_attention_gives_its_eager_weights(tm
     assert not hf_flex.WrappedFlexAttention._instance._is_flex_compiled  # it compiles the real flex_attention anew
 
 
+@pytest.mark.slow
+def test_a_flex_attention_model_writes_as_it_does_unrecorded_and_each_step_has_its_eager_weights(
+        tmp_path: Path) -> None:
+    """transformers compiles flex_attention itself (inductor on the CPU too): under the recording it stays compiled,
+    the same as the program compiled it (a wrapper compiled in its place once broke inductor's CPU kernel in the
+    decode steps), and each call is recorded as it returns."""
+    transformers = pytest.importorskip("transformers")
+    from tests.sources.tiny_models import SMALL, TEXT, tiny
+
+    path = tiny(tmp_path, "llama", dict(SMALL, num_key_value_heads=2))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    prompt = tokenizer(TEXT, return_tensors="pt", return_token_type_ids=False)
+    flex_model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="flex_attention").eval()
+    eager = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+    with torch.no_grad():
+        unrecorded = flex_model.generate(**prompt, max_new_tokens=3, do_sample=False, pad_token_id=0)
+        expected = eager.generate(**prompt, max_new_tokens=3, do_sample=False, pad_token_id=0,
+                                  output_attentions=True, return_dict_in_generate=True)
+        with attn_tui.record() as rec:
+            written = flex_model.generate(**prompt, max_new_tokens=3, do_sample=False, pad_token_id=0)
+    assert torch.equal(written, unrecorded) and torch.equal(written, expected.sequences)
+    trace = rec.trace
+    module = trace.meta.modules[0]
+    heads = expected.attentions[0][0].shape[1]
+    for step, layers in enumerate(expected.attentions):  # the prompt, then one new token a step
+        got = torch.stack([trace.tensor("weights", head=h, module=module, step=step) for h in range(heads)])
+        torch.testing.assert_close(got, layers[0][0], atol=1e-5, rtol=0)
+
+
 FRAGILE_OK = True  # the score_mod below works while this holds
 
 
@@ -394,3 +423,27 @@ def test_a_flex_attention_held_in_a_local_variable_from_before_the_recording_is_
                                    ref["modded"][1, h], atol=1e-5, rtol=0)
         torch.testing.assert_close(rec.trace.stage("weights", head=h, step=3).tensor.double(),
                                    ref["weights"][1, h], atol=1e-5, rtol=0)
+
+
+def test_joined_masks_and_a_module_score_mod_are_named_by_the_users_own_functions() -> None:
+    """`or_masks(causal, document)` is torch's closure `or_mask`: the trace names the masks it joins, and the
+    line of the first; a score_mod that is an nn.Module is named by its class and its forward's line."""
+    from attn_tui.sources.recorder.flex_parts import describe
+
+    class Bias(torch.nn.Module):
+        def forward(self, score, b, h, q_idx, kv_idx):
+            return score + 0.5 * (kv_idx <= q_idx)
+
+    joined = flex.or_masks(fm.causal, fm.document)
+    name, where = describe(joined)
+    assert name == "or_masks(causal, document)" and where.startswith("flex_mods.py:") and "def causal(" in where
+    assert describe(flex.and_masks(fm.causal, fm.sliding_window))[0] == "and_masks(causal, sliding_window)"
+    name, where = describe(Bias())
+    assert "Bias" in name and "def forward(self, score, b, h, q_idx, kv_idx):" in where
+    q, k, v = _inputs(2)
+    block_mask = flex.create_block_mask(flex.and_masks(fm.causal, fm.sliding_window), None, None, fm.L, fm.L,
+                                        device="cpu", BLOCK_SIZE=BLOCK)
+    with attn_tui.record() as rec:
+        flex.flex_attention(q, k, v, block_mask=block_mask)
+    arithmetic = explain(rec.trace, rec.trace.stage("masked", head=0, step=0).place, (30, 20))
+    assert any("and_masks(causal, sliding_window)" in line for line in arithmetic.lines), arithmetic.lines

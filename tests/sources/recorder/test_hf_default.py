@@ -89,6 +89,52 @@ def test_a_compiled_model_is_recorded_under_its_own_paths_with_its_eager_weights
         torch.testing.assert_close(weights_of(trace, module, expected.shape[0]), expected, atol=1e-5, rtol=0)
 
 
+def test_a_model_that_folds_heads_into_the_batch_keeps_its_heads(tmp_path: Path) -> None:
+    """bloom runs its own eager attention by default and multiplies probs.view(B * H, L, S) by the values: each
+    recorded (batch item, head) is that item's head, equal to output_attentions."""
+    path = tiny(tmp_path, "bloom", dict(vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+    batch = tokenizer([TEXT, TEXT[::-1]], return_tensors="pt", padding=True, return_token_type_ids=False)
+    with torch.no_grad():
+        expected = model(**batch, output_attentions=True).attentions
+        with attn_tui.record() as rec:
+            model(**batch)
+    trace = rec.trace
+    assert trace.heads == 4
+    assert trace.meta.modules == ("transformer.h.0.self_attention", "transformer.h.1.self_attention")
+    for module, layer in zip(trace.meta.modules, expected):
+        for b in range(2):
+            torch.testing.assert_close(weights_of(trace, module, 4, step=b), layer[b], atol=1e-6, rtol=0)
+
+
+def test_gemma2s_soft_cap_is_a_stage_of_its_own(tmp_path: Path) -> None:
+    """gemma2 runs eager by default and caps its scores, cap·tanh(s / cap), between the scale and the mask: the cap
+    is its own stage, each cell of it what the formula gives (the inspector agrees), the weights eager's own."""
+    from tests.sources.recorder.test_parity import every_cell_matches
+    from tests.sources.tiny_models import SMALL
+
+    config = dict(SMALL, head_dim=8, num_key_value_heads=2, attn_logit_softcapping=2.0, query_pre_attn_scalar=8,
+                  final_logit_softcapping=None)
+    path = tiny(tmp_path, "gemma2", config)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+    with torch.no_grad(), attn_tui.record() as rec:
+        model(**tokenizer(TEXT, return_tensors="pt"))
+    trace = rec.trace
+    eager = reference(path)
+    for module, expected in zip(trace.meta.modules, eager, strict=True):
+        torch.testing.assert_close(weights_of(trace, module, expected.shape[0]), expected, atol=1e-5, rtol=0)
+        names = [s.name for s in trace if s.place.module == module and s.place.head in (None, 0)]
+        assert names.index("scaled") < names.index("capped") < names.index("masked")
+        for h in range(expected.shape[0]):
+            scaled = trace.tensor("scaled", head=h, module=module).double()
+            torch.testing.assert_close(trace.tensor("capped", head=h, module=module).double(),
+                                       2.0 * torch.tanh(scaled / 2.0), atol=1e-6, rtol=0)
+    assert "2·tanh(scaled / 2)" in str(trace.stage("capped", head=0, module=trace.meta.modules[0]).formula)
+    every_cell_matches(trace)
+
+
 def test_the_kernels_mask_is_told_by_its_reasons(models: dict[str, Path]) -> None:
     tokenizer, model = load(models["gemma3_text"], "gemma3_text")
     with torch.no_grad(), attn_tui.record() as rec:

@@ -194,6 +194,20 @@ def test_nn_multihead_attention(average: bool) -> None:
     every_cell_matches(trace)
 
 
+def test_nn_multihead_attention_across_two_tensors_names_each_input_once() -> None:
+    """Queries from one tensor, keys and values from another (cross-attention): two inputs, each laid out once."""
+    torch.manual_seed(3)
+    module = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x, memory = torch.randn(1, 3, 8), torch.randn(1, 5, 8)
+    with attn_tui.record() as rec:
+        output, _ = module(x, memory, memory)
+    trace = rec.trace
+    assert [n for n in names(trace) if n.endswith("input")] == ["input", "key_input"]
+    assert torch.equal(trace.tensor("input"), x[0]) and torch.equal(trace.tensor("key_input"), memory[0])
+    assert torch.equal(trace.tensor("projected"), output[0])
+    every_cell_matches(trace)
+
+
 def test_scaled_dot_product_attention() -> None:
     torch.manual_seed(9)
     q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_tui
+from attn_tui.sources.recorder.build import NoAttentionError
 from tests.sources.recorder.modules import MultiHeadAttention
 
 
@@ -124,3 +126,76 @@ def test_threading_is_put_back_after_the_recording() -> None:
         assert threading.Thread._bootstrap_inner is not bootstrap  # type: ignore[attr-defined]
     assert threading.Thread._bootstrap_inner is bootstrap  # type: ignore[attr-defined]
     assert ThreadPoolExecutor.submit is submit
+
+
+def _running(target: object, name: str, daemon: bool) -> tuple[threading.Thread, threading.Event]:
+    """A thread running `target(stop)` until `stop` is set."""
+    stop = threading.Event()
+    thread = threading.Thread(target=target, args=(stop,), name=name, daemon=daemon)
+    thread.start()
+    return thread, stop
+
+
+def test_a_daemon_worker_running_before_the_recording_is_named_in_the_error_when_nothing_else_ran() -> None:
+    import queue
+
+    jobs: queue.Queue[tuple[torch.Tensor, ...] | None] = queue.Queue()
+    results: queue.Queue[torch.Tensor] = queue.Queue()
+
+    def loop() -> None:
+        while (job := jobs.get()) is not None:
+            results.put(attend(*job))
+
+    worker = threading.Thread(target=loop, name="daemon-loop", daemon=True)
+    worker.start()
+    try:
+        with attn_tui.record() as rec:
+            jobs.put(inputs(10))
+            results.get(timeout=10)
+        with pytest.raises(NoAttentionError) as caught:
+            _ = rec.trace
+        assert str(caught.value) == ("no softmax, scaled_dot_product_attention, flex_attention or "
+                                     "nn.MultiheadAttention was called; a thread was already running when the "
+                                     "recording began, so attention it computed is not recorded: daemon-loop")
+        with attn_tui.record() as rec:  # with attention in the main thread too, the daemon is a warning
+            jobs.put(inputs(11))
+            results.get(timeout=10)
+            attend(*inputs(12))
+        said = [str(w) for w in rec.trace.warnings if "thread" in str(w)]
+        assert said == ["a thread was already running when the recording began, so attention it computed is not "
+                        "recorded: daemon-loop"]
+    finally:
+        jobs.put(None)
+        worker.join()
+
+
+def test_library_helper_threads_are_not_named_but_a_thread_running_a_model_is() -> None:
+    from tqdm import tqdm
+
+    from attn_tui.sources.recorder.threads import helper
+
+    module = MultiHeadAttention(8, 2).eval()
+    with tqdm(total=1, disable=False, file=io.StringIO()) as bar:
+        bar.update()
+        monitor = tqdm.monitor
+    go = threading.Event()  # what a library's helper thread waits on
+    model = threading.Thread(target=module.forward, args=(torch.zeros(1, 2, 8), None), name="model-thread",
+                             daemon=True)
+    mine, done = _running(lambda stop: stop.wait(10), "mine", daemon=True)
+    try:
+        assert not helper(mine) and not helper(model)  # the user's function; a library method bound to a model
+        if monitor is not None:  # tqdm's monitor (a Thread subclass from site-packages), when tqdm started one
+            assert helper(monitor)
+        assert helper(threading.Timer(1, go.set))  # a Timer running a function of the standard library
+        waiting = threading.Thread(target=go.wait, name="stdlib-wait", daemon=True)  # a library's own wait
+        waiting.start()
+        assert helper(waiting)
+        with attn_tui.record() as rec:
+            attend(*inputs(13))
+        said = [str(w) for w in rec.trace.warnings if "thread" in str(w)]
+        assert said == ["a thread was already running when the recording began, so attention it computed is not "
+                        "recorded: mine"]
+    finally:
+        done.set()
+        go.set()
+        mine.join()
