@@ -29,6 +29,7 @@ from attn_tui.sources.recorder.found import (
     SumOp,
     WeightedSumOp,
 )
+from attn_tui.sources.recorder.logits import NotAttentionError, over_learned_rows
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, unscaled
 from attn_tui.sources.recorder.recognise import (
@@ -85,6 +86,8 @@ def from_softmax(weights: Node, found: Found) -> None:
     lead = tuple(canonical.shape[:-2])
     chain = Chain()
     kind, scores = chain.walk(operand_ref(weights, source, canonical))
+    if output is None and over_learned_rows(scores):  # a classifier's or a sampler's softmax (logits.py)
+        raise NotAttentionError(weights.name)
     query = key = energy = None
     value_name: str | None = None
     vector: Node | None = None

@@ -75,19 +75,22 @@ def _fallback(node: Node, scope: Scope) -> Found | None:
     return found
 
 
-def found_calls(recorder: Recorder, script: str = "") -> tuple[list[Found], list[str | Msg]]:
-    """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings.
+def found_calls(recorder: Recorder, script: str = "") -> tuple[list[Found], list[str | Msg], dict[Scope, int]]:
+    """Every kept call recognised, in the order the modules first ran; what could not be laid out, as warnings;
+    how many kept calls of each module were left out as no attention (a classifier's softmax: logits.py).
 
     Under a budget (`trace --max-memory`), what the layout of the fused calls will allocate is counted
     before it is, beside what the kept calls hold already: BudgetError when the sum passes it.
     """
     from attn_tui.sources.recorder.heads import gather_heads
     from attn_tui.sources.recorder.held import laid_out_bytes, over_budget
+    from attn_tui.sources.recorder.logits import NotAttentionError
     from attn_tui.sources.recorder.recognise import UnrecognisedError
     from attn_tui.sources.recorder.refs import UnfollowableError
 
     founds: list[Found] = []
     warnings: list[str | Msg] = []
+    left_out: dict[Scope, int] = {}
     needed = recorder.kept_bytes
     for scope in recorder.order:
         for node in recorder.anchors[scope]:
@@ -103,6 +106,9 @@ def found_calls(recorder: Recorder, script: str = "") -> tuple[list[Found], list
                 continue
             try:
                 recognise(node, found)
+            except NotAttentionError:  # probabilities over a layer's outputs (logits.py): no attention to show
+                left_out[scope] = left_out.get(scope, 0) + 1
+                continue
             except Exception as exc:  # whatever the code did, the recording still shows what it can
                 reason = str(exc) if isinstance(exc, (UnrecognisedError, UnfollowableError)) else type(exc).__name__
                 plain = _fallback(node, scope)
@@ -116,7 +122,7 @@ def found_calls(recorder: Recorder, script: str = "") -> tuple[list[Found], list
                 found = plain
             founds.append(found)
             warnings.extend(found.warnings)
-    return gather_heads(founds), warnings
+    return gather_heads(founds), warnings, left_out
 
 
 def _reachable(node: Node, limit: int = 2000) -> list[Node]:
@@ -161,18 +167,21 @@ def build(recorder: Recorder, script: str = "", tokens: tuple[str, ...] | None =
 
 def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
            key_tokens: tuple[str, ...] | None) -> Trace:
-    founds, warnings = found_calls(recorder, script)
+    founds, warnings, left_out = found_calls(recorder, script)
     unseen = _unseen_threads(recorder)
     if not founds:
         reason = (warnings[0] if warnings
                   else Msg("the recorder could not follow the code ({reason})", reason=type(recorder.failed).__name__)
                   if recorder.failed is not None  # the recorder lost track of the code: say so, not that nothing ran
+                  else Msg("every softmax the code computed reads a layer's outputs (logits over classes or a "
+                           "vocabulary), not scores of queries against keys")
+                  if left_out  # every softmax it kept was left out as no attention (logits.py)
                   else Msg("no softmax, scaled_dot_product_attention, flex_attention or nn.MultiheadAttention was "
                            "called"))
         # the attention may have run in a thread the recording could not enter: named, so the user knows where
         raise NoAttentionError(str(reason if unseen is None else Msg("{reason}; {threads}", reason=reason,
                                                                      threads=unseen)))
-    names = module_names(founds, module_paths(recorder))
+    names = module_names(founds, module_paths(recorder, (found.scope for found in founds)))
     several = len(names) > 1
     scopes = list(names)
     steps_of = {scope: sum(x.batch for x in founds if x.scope == scope) for scope in scopes}
@@ -183,9 +192,10 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
     heads = max(x.heads for x in founds)
     dtype = str(weights.dtype).replace("torch.", "")
     counted = {x.scope: x.counted_as or x.scope for x in founds}  # where each module's calls were counted
-    meta = RecordedRun(script, tuple(names[s] for s in scopes), heads,
-                       tuple(recorder.seen[counted[s]] for s in scopes),
-                       tuple(len(recorder.anchors[counted[s]]) for s in scopes),
+    calls = {s: recorder.seen[counted[s]] - left_out.get(counted[s], 0) for s in scopes}  # its attention's only
+    kept = {s: len(recorder.anchors[counted[s]]) - left_out.get(counted[s], 0) for s in scopes}
+    meta = RecordedRun(script, tuple(names[s] for s in scopes), heads, tuple(calls[s] for s in scopes),
+                       tuple(kept[s] for s in scopes),
                        tuple(next(x.kind for x in founds if x.scope == s) for s in scopes),
                        _step_names([x for x in founds if x.scope == scopes[0]]))
     trace = Trace(meta, q_labels, k_labels, str(weights.device), dtype)
@@ -208,9 +218,9 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
                               for t, (found, b) in enumerate((x, b) for x in founds if x.scope == counting[0]
                                                              for b in range(x.batch))])
     for scope in scopes:
-        if recorder.seen[counted[scope]] > len(recorder.anchors[counted[scope]]):
+        if calls[scope] > kept[scope]:
             warnings.append(Msg("{module} ran {n} times; the last {kept} calls are shown", module=names[scope],
-                                n=recorder.seen[counted[scope]], kept=len(recorder.anchors[counted[scope]])))
+                                n=calls[scope], kept=kept[scope]))
     if unseen is not None:  # a TorchFunctionMode cannot be entered in a thread from outside: said, never silent
         warnings.append(unseen)
     for warning in warnings:

@@ -13,6 +13,7 @@ OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm",
        "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
        "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
        "multi_head_attention_forward", "neg", "nan_to_num",
+       "scatter", "sort", "pad",  # a sampler's penalised or sorted logits: its softmax is known as none (logits.py)
        "eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: a mask written `mask == 0` is shown as `mask` holds it
 ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",

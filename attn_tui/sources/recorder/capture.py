@@ -44,8 +44,6 @@ def _learned(tensor: Any) -> bool:
                                                  or (tensor.requires_grad and tensor.is_leaf))
 
 
-
-
 class _Tracked(weakref.ref):  # type: ignore[type-arg]
     """A weak reference that knows the id it is filed under: one callback serves every tracked tensor
     (a closure per tensor cost a function and a cell each, hundreds per forward, all left to the collector)."""
@@ -95,7 +93,7 @@ class Recorder(TorchFunctionMode):
         self.over_budget: Callable[[int, int], None] | None = None  # called with (kept, budget) when it is passed
         self.recording = False  # between __enter__ and __exit__
         self.threads: ThreadCover | None = None  # the threads the recording enters, and those it could not
-        self.roots: dict[int, torch.nn.Module] = {}  # the outermost module each attention ran in, to name it by path
+        self.roots: dict[int, torch.nn.Module] = {}  # the modules each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
         from attn_tui.sources.recorder import eager, quiet_gc
@@ -365,18 +363,19 @@ class Recorder(TorchFunctionMode):
                         node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
 
     def _root(self) -> None:
-        """Keep the outermost module running now (a whole model), so each attention is named by its path in it."""
+        """Keep every module running now, outermost first, so each attention is named by its path in the outermost
+        model that holds it (names.py): a draft model run from inside another's `generate` is no part of it."""
         frame = sys._getframe(3)
-        outer = None
+        running = []
         depth = 0
         while frame is not None and depth < MAX_DEPTH:
             depth += 1
             owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
             if isinstance(owner, torch.nn.Module):
-                outer = owner
+                running.append(owner)
             frame = frame.f_back  # type: ignore[assignment]
-        if outer is not None:
-            self.roots.setdefault(id(outer), outer)
+        for module in reversed(running):
+            self.roots.setdefault(id(module), module)
 
     def _anchor(self, node: Node, scope: Scope) -> None:
         if scope.module is not None:
