@@ -151,8 +151,11 @@ class Recorder(TorchFunctionMode):
             return entry[1]
         is_param = _learned(tensor)
         value = tensor.detach()  # a parameter too: copied only when the code changes it in place (_before_inplace)
+        param = self._param_name(tensor, scope) if is_param else None
+        if param is None and isinstance(tensor, torch.nn.Parameter):
+            param = ""  # a parameter no module holds: still a weight, unnamed (a tensor that only requires grad: None)
         node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
-                    param=self._param_name(tensor, scope) if is_param else None)
+                    param=param)
         self._track(tensor, node)
         return node
 
@@ -282,7 +285,10 @@ class Recorder(TorchFunctionMode):
                 return result
         result = func(*args, **kwargs)
         if name == "flex_attention":  # its inner op: a call its wrapper did not see
-            flex.heard(self, result)
+            try:
+                flex.heard(self, result)
+            except Exception as exc:  # the recorder must never break the user's code
+                self.failed = self.failed or exc
             return result
         plain = name.rstrip("_") if inplace and name != "setitem" else name
         if plain not in OPS and plain not in VIEWS and plain not in CASTS:

@@ -6,7 +6,10 @@ mode's Python (the user's line, the values it keeps) cannot run there, dynamo wa
 Python it was compiled from, so every call it makes is recorded with the numbers eager torch gives (the same up to
 rounding). The stance is set while recordings run and the program's own is put back when the last ends, unless
 the program set another meanwhile. flex_attention compiled on its own is the exception (`compile_this_call`): it is
-recorded compiled, since its eager path would hold each call's whole score matrix.
+recorded compiled, since its eager path would hold each call's whole score matrix. The stance is the process's: while
+a recording runs, compiled code in threads it does not cover runs as written too, and flex_attention called from
+inside a larger compiled function takes its eager path, which holds the call's B·H·L·S scores at once (a program
+compiled for flex's kernel at a long context needs that memory while it is recorded).
 
 Importing dynamo costs about a second, so it is not imported for this: when a program first imports it during a
 recording (its first `torch.compile`), the stance is set as soon as the import has run (`_Watch`). If the stance

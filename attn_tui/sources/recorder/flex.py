@@ -19,6 +19,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import CodeType, FrameType
@@ -207,19 +208,28 @@ def _compiled_hook(original: Callable[..., Any], wrapper: Callable[..., Any]) ->
     if eval_frame is None or real is None or getattr(real, "__wrapped_flex__", None) is not None:
         return
 
+    def compile_wrapper(frame: FrameType) -> bool:
+        return frame.f_code.co_name == "compile_wrapper" and frame.f_code.co_filename == eval_frame.__file__
+
     def set_eval_frame(*args: Any, **kwargs: Any) -> Any:
         caller = sys._getframe(1)
         held: dict[str, Any] = {}
-        if caller.f_code.co_name == "compile_wrapper" and caller.f_code.co_filename == eval_frame.__file__:
-            try:
+        last = False  # compile_wrapper's last call, whichever way it ends (`_maybe_set_eval_frame(prior)`)
+        try:
+            if compile_wrapper(caller):
                 held = caller.f_locals
                 if held.get("fn") is wrapper:
                     _point_cells(caller.f_code, wrapper, original)
                     held["fn"] = original
-            except Exception:  # the user's call must run whatever happens here
-                held = {}
+            elif caller.f_back is not None and compile_wrapper(caller.f_back):
+                outer = caller.f_back.f_locals
+                last = outer.get("fn") in (original, wrapper) and "prior" in outer and args[:1] == (outer["prior"],)
+        except Exception:  # the user's call must run whatever happens here
+            held = {}
         result = real(*args, **kwargs)
-        if held.get("fn") is original and args[:1] == (None,):  # no compiled frame runs now: the stance may change
+        if last:  # also where the call returned before it ran compiled, or raised: the pause ends here at the latest
+            eager.eager_again()
+        elif held.get("fn") is original and args[:1] == (None,):  # no compiled frame runs now: the stance may change
             if "call_succeeded" not in held:  # before the call
                 eager.compile_this_call()
             else:
@@ -280,15 +290,20 @@ def _unpatch() -> None:
             instance._is_flex_compiled = False  # transformers compiles the real flex_attention again, when next used
 
 
+_INSTALLED = threading.Lock()  # recordings in several threads begin and end at once: one patch, one unpatch
+
+
 def install(recorder: Recorder) -> None:
     """Let `recorder` see flex_attention calls until `uninstall`; the first recording wraps the function."""
-    if not _ACTIVE:
-        _patch()
-    _ACTIVE.append(recorder)
+    with _INSTALLED:
+        if not _ACTIVE:
+            _patch()
+        _ACTIVE.append(recorder)
 
 
 def uninstall(recorder: Recorder) -> None:
-    if recorder in _ACTIVE:
-        _ACTIVE.remove(recorder)
-    if not _ACTIVE:
-        _unpatch()
+    with _INSTALLED:
+        if recorder in _ACTIVE:
+            _ACTIVE.remove(recorder)
+        if not _ACTIVE:
+            _unpatch()

@@ -27,12 +27,13 @@ class NotAttentionError(Exception):
 
 
 def learned(node: object) -> bool:
-    """A parameter, seen through views and casts (`lm_head.weight`, `embed.weight.T`, `w.to(torch.float32)`)."""
+    """A module's parameter, seen through views and casts (`lm_head.weight`, `embed.weight.T`, `w.to(float32)`).
+    A tensor that merely requires grad (a toy's `q = torch.randn(…, requires_grad=True)`) is no layer's weight."""
     for _ in range(16):
         if not isinstance(node, Node):
             return False
         if not (node.is_view or node.name == "cast"):
-            return node.is_param
+            return node.is_param and node.param is not None
         node = node.inputs[0] if node.inputs else None
     return False
 

@@ -55,7 +55,7 @@ class Node:
     origin: Origin | None = None
     scope: Scope | None = None
     version: int = 0
-    param: str | None = None  # a parameter's name in its module ("Wa.weight"), for leaves
+    param: str | None = None  # a leaf parameter's name in its module ("Wa.weight"); "" for one no module holds
     is_param: bool = False
     part: int | None = None  # which result of an op that returns several (chunk, unbind)
     hops: int | None = None  # ops since a softmax, for the forward links; None = not after one

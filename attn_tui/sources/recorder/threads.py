@@ -28,6 +28,8 @@ from typing import Any
 
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
+from attn_tui.sources.recorder.process_wide import WhileRecording
+
 
 def _pool_worker(thread: threading.Thread) -> bool:
     return getattr(thread, "_target", None) is pool_thread._worker
@@ -79,15 +81,15 @@ def helper(thread: threading.Thread, roots: tuple[str, ...] | None = None) -> bo
 
 
 class ThreadCover:
-    """While `live`, new threads and pool tasks run under `mode`; `unseen` names the threads it could not enter."""
+    """While `live`, the threads and pool tasks the recorded code starts run under `mode`; `unseen` names the
+    threads it could not enter. threading is patched once for all covers (`_PATCHED`: the first recording to start
+    patches it, the last to end puts it back, in whatever order recordings in several threads end)."""
 
     def __init__(self, mode: TorchFunctionMode) -> None:
         self._mode = weakref.ref(mode)  # weak: the recorder holds its cover, and must be in no cycle
         self.live = False
         self.unseen: list[str] = []
-        self._bootstrap: Callable[[threading.Thread], None] | None = None
-        self._submit: Callable[..., Any] | None = None
-        self._start: Callable[[threading.Thread], None] | None = None
+        self.started: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads the recorded code started
 
     @contextlib.contextmanager
     def entered(self) -> Iterator[None]:
@@ -103,63 +105,85 @@ class ThreadCover:
         finally:
             TorchFunctionMode.__exit__(mode, None, None, None)  # type: ignore[no-untyped-call]
 
-    def start(self) -> None:
-        here = threading.current_thread()
-        roots = _library_roots()
-        self.unseen = [t.name for t in threading.enumerate()
-                       if t is not here and t.is_alive() and not _pool_worker(t)
-                       and t is not threading.main_thread() and not helper(t, roots)]
-        bootstrap = self._bootstrap = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
-        submit = self._submit = ThreadPoolExecutor.submit
-        start = self._start = threading.Thread.start
-        cover = self
-        started: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads the recorded code started
-
-        def start_under_recording(thread: threading.Thread) -> None:
-            if cover.recorded_here():
-                started.add(thread)
-            start(thread)
-
-        def bootstrap_under_recording(thread: threading.Thread) -> None:
-            if thread not in started:  # started by code this recording does not cover (another thread's)
-                bootstrap(thread)
-                return
-            with cover.entered():
-                bootstrap(thread)
-
-        def submit_under_recording(pool: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
-                                   **kwargs: Any) -> Any:
-            if not cover.recorded_here():
-                return submit(pool, fn, *args, **kwargs)
-
-            def task(*a: Any, **k: Any) -> Any:
-                with cover.entered():
-                    return fn(*a, **k)
-
-            return submit(pool, task, *args, **kwargs)
-
-        self.live = True
-        threading.Thread.start = start_under_recording  # type: ignore[method-assign,assignment]
-        threading.Thread._bootstrap_inner = bootstrap_under_recording  # type: ignore[attr-defined]
-        ThreadPoolExecutor.submit = submit_under_recording  # type: ignore[method-assign,assignment]
-        self._patched = (start_under_recording, bootstrap_under_recording, submit_under_recording)
-
     def recorded_here(self) -> bool:
         """The code running in this thread is recorded: the thread that entered the recording, or one it covers.
         A thread or task it starts is covered too; one another thread starts is not."""
         mode = self._mode()
         return self.live and mode is not None and mode in _get_current_function_mode_stack()  # type: ignore[no-untyped-call]
 
+    def start(self) -> None:
+        here = threading.current_thread()
+        roots = _library_roots()
+        self.unseen = [t.name for t in threading.enumerate()
+                       if t is not here and t.is_alive() and not _pool_worker(t)
+                       and t is not threading.main_thread() and not helper(t, roots)]
+        self.live = True
+        with _LOCK:
+            _COVERS.append(self)
+        _PATCHED.hold()
+
     def stop(self) -> None:
-        """Put threading back as it was (unless someone patched it since: then the wrappers just pass through)."""
-        self.live = False
-        if self._bootstrap is None:
+        """This recording's threads are no longer entered; threading is put back when no recording runs."""
+        if not self.live:
             return
-        ours_start, ours_bootstrap, ours_submit = self._patched
-        if threading.Thread.start is ours_start:
-            threading.Thread.start = self._start  # type: ignore[method-assign,assignment]
-        if threading.Thread._bootstrap_inner is ours_bootstrap:  # type: ignore[attr-defined]
-            threading.Thread._bootstrap_inner = self._bootstrap  # type: ignore[attr-defined]
-        if ThreadPoolExecutor.submit is ours_submit:
-            ThreadPoolExecutor.submit = self._submit  # type: ignore[method-assign,assignment]
-        self._bootstrap = self._submit = self._start = None
+        self.live = False
+        with _LOCK, contextlib.suppress(ValueError):
+            _COVERS.remove(self)
+        _PATCHED.release()
+
+
+_LOCK = threading.Lock()
+_COVERS: list[ThreadCover] = []  # the live covers, in the order their recordings began (outermost first)
+
+
+def _covering(test: Callable[[ThreadCover], bool]) -> list[ThreadCover]:
+    with _LOCK:
+        return [cover for cover in _COVERS if test(cover)]
+
+
+def _under(covers: list[ThreadCover], run: Callable[[], Any]) -> Any:
+    with contextlib.ExitStack() as stack:
+        for cover in covers:
+            stack.enter_context(cover.entered())
+        return run()
+
+
+def _patch() -> tuple[Callable[..., Any], ...]:
+    """Wrap Thread.start, Thread._bootstrap_inner and ThreadPoolExecutor.submit; what they were, to put back."""
+    start, bootstrap = threading.Thread.start, threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
+    submit = ThreadPoolExecutor.submit
+
+    def start_under_recording(thread: threading.Thread) -> None:
+        if not _pool_worker(thread):  # a pool's worker outlives the task that started it: tasks are covered one by one
+            for cover in _covering(lambda cover: cover.recorded_here()):
+                cover.started.add(thread)
+        start(thread)
+
+    def bootstrap_under_recording(thread: threading.Thread) -> None:
+        _under(_covering(lambda cover: thread in cover.started), lambda: bootstrap(thread))
+
+    def submit_under_recording(pool: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any,
+                               **kwargs: Any) -> Any:
+        covers = _covering(lambda cover: cover.recorded_here())
+        if not covers:
+            return submit(pool, fn, *args, **kwargs)
+        return submit(pool, lambda *a, **k: _under(covers, lambda: fn(*a, **k)), *args, **kwargs)
+
+    threading.Thread.start = start_under_recording  # type: ignore[method-assign,assignment]
+    threading.Thread._bootstrap_inner = bootstrap_under_recording  # type: ignore[attr-defined]
+    ThreadPoolExecutor.submit = submit_under_recording  # type: ignore[method-assign,assignment]
+    return start, bootstrap, submit, start_under_recording, bootstrap_under_recording, submit_under_recording
+
+
+def _unpatch(made: tuple[Callable[..., Any], ...]) -> None:
+    """Put threading back as it was (unless someone patched it since: then the wrappers just pass through)."""
+    start, bootstrap, submit, ours_start, ours_bootstrap, ours_submit = made
+    if threading.Thread.start is ours_start:
+        threading.Thread.start = start  # type: ignore[method-assign]
+    if threading.Thread._bootstrap_inner is ours_bootstrap:  # type: ignore[attr-defined]
+        threading.Thread._bootstrap_inner = bootstrap  # type: ignore[attr-defined]
+    if ThreadPoolExecutor.submit is ours_submit:
+        ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+
+
+_PATCHED = WhileRecording(_patch, _unpatch)

@@ -127,6 +127,17 @@ class LuongLocation(nn.Module):
         return torch.bmm(weights.unsqueeze(1), encoder).squeeze(1), weights
 
 
+def test_queries_and_keys_that_require_grad_are_no_layers_weights() -> None:
+    """A toy's `q` and `k` made with requires_grad=True (a gradient check, a saliency map) are autograd leaves, not a
+    module's parameters: their product's softmax is attention, with no values after it."""
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(1, 5, 8, generator=g, requires_grad=True)
+    k = torch.randn(1, 6, 8, generator=g, requires_grad=True)
+    with attn_tui.record() as rec:
+        weights = torch.softmax(q @ k.transpose(-2, -1) / 8 ** 0.5, dim=-1)
+    assert torch.equal(rec.trace.stage("weights").tensor, weights[0].detach())
+
+
 def test_an_energy_scored_per_key_stays_attention() -> None:
     torch.manual_seed(3)
     module = EnergyOnly(4)

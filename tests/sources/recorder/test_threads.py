@@ -226,3 +226,48 @@ def test_library_helper_threads_are_not_named_but_a_thread_running_a_model_is() 
         done.set()
         go.set()
         mine.join()
+
+
+def test_a_pool_started_under_the_recording_keeps_no_mode_after_it() -> None:
+    """The pool's worker starts with the first task the recorded code hands it, and outlives the recording: each
+    task is covered, not the worker, so a task after the recording (or one another thread submits) runs plain."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    def modes() -> list[str]:
+        return [type(m).__name__ for m in _get_current_function_mode_stack()]
+
+    with ThreadPoolExecutor(1) as pool:
+        with attn_tui.record() as rec:
+            during = pool.submit(modes).result()
+            pool.submit(attend, *inputs(3)).result()
+        after = pool.submit(modes).result()
+    assert during == ["Recorder"] and after == []
+    assert rec.trace.stage("weights", head=1).shape == (5, 5)
+
+
+def test_recordings_in_two_threads_that_end_out_of_order_put_threading_back() -> None:
+    originals = (threading.Thread.start, threading.Thread._bootstrap_inner,  # type: ignore[attr-defined]
+                 ThreadPoolExecutor.submit)
+    first_in, second_in, first_may_end, second_may_end = (threading.Event() for _ in range(4))
+
+    def first() -> None:
+        with attn_tui.record():
+            first_in.set()
+            first_may_end.wait(30)
+
+    def second() -> None:
+        with attn_tui.record():
+            second_in.set()
+            second_may_end.wait(30)
+
+    a, b = threading.Thread(target=first), threading.Thread(target=second)
+    a.start()
+    assert first_in.wait(30)
+    b.start()
+    assert second_in.wait(30)
+    first_may_end.set()  # the first to begin ends first
+    a.join()
+    second_may_end.set()
+    b.join()
+    assert (threading.Thread.start, threading.Thread._bootstrap_inner,  # type: ignore[attr-defined]
+            ThreadPoolExecutor.submit) == originals
