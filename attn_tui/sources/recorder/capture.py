@@ -11,7 +11,6 @@ recorded values are the very numbers the code computed.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import weakref
 from collections import deque
@@ -27,9 +26,10 @@ from attn_tui.sources.recorder import flex
 from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
+from attn_tui.sources.recorder.param_names import ParamNames
 from attn_tui.sources.recorder.prune import cut_behind
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
-from attn_tui.sources.recorder.whose import MAX_DEPTH, PLUMBING, SUSPENDS, OwnCallError, forget_walks, origin_at, walk
+from attn_tui.sources.recorder.whose import MAX_DEPTH, SUSPENDS, OwnCallError, forget_walks, origin_at, walk
 
 if TYPE_CHECKING:
     from attn_tui.sources.recorder.threads import ThreadCover
@@ -52,10 +52,6 @@ class _Tracked(weakref.ref):  # type: ignore[type-arg]
     key: int
 
 
-# id(parameter) → (a weak reference to it, the scope's owner, its name): a model recorded again (a loop that
-# records each step) has its parameters named without walking the frames; a parameter gone is never matched.
-_PARAM_NAMES: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
-MAX_PARAM_NAMES = 65536
 
 
 def _forgetter(nodes: dict[int, tuple[_Tracked, Node]]) -> Callable[[_Tracked], None]:
@@ -85,8 +81,7 @@ class Recorder(TorchFunctionMode):
         self.seen: dict[Scope, int] = {}
         self._nodes: dict[int, tuple[_Tracked, Node]] = {}
         self._drop = _forgetter(self._nodes)  # the one callback every weak reference calls
-        self._names: dict[int, str] = {}  # id(parameter) → its name, once found
-        self._params_of: dict[int, dict[int, tuple[torch.Tensor, str]]] = {}  # id(module) → its parameters by id
+        self._params = ParamNames()  # the parameters' names, found once each
         self.failed: BaseException | None = None  # an error of the recorder itself (never the user's)
         self.budget: int | None = None  # bytes the kept calls may hold (`trace --max-memory`); None: no limit
         self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
@@ -151,65 +146,10 @@ class Recorder(TorchFunctionMode):
             return entry[1]
         is_param = _learned(tensor)
         value = tensor.detach()  # a parameter too: copied only when the code changes it in place (_before_inplace)
-        param = self._param_name(tensor, scope) if is_param else None
-        if param is None and isinstance(tensor, torch.nn.Parameter):
-            param = ""  # a parameter no module holds: still a weight, unnamed (a tensor that only requires grad: None)
         node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
-                    param=param)
+                    param=self._params.name(tensor, scope) if is_param else None)
         self._track(tensor, node)
         return node
-
-    def _param_name(self, tensor: torch.Tensor, scope: Scope | None) -> str | None:
-        known = self._names.get(id(tensor))
-        if known is not None:
-            return known
-        owner = scope.owner if scope is not None else 0
-        before = _PARAM_NAMES.get(id(tensor))  # an earlier recording of the same model found it already
-        if before is not None and before[0]() is tensor and before[1] == owner:
-            self._names[id(tensor)] = before[2]
-            return before[2]
-        found = self._find_param_name(tensor, scope)
-        if found is not None:
-            if len(_PARAM_NAMES) >= MAX_PARAM_NAMES:
-                _PARAM_NAMES.clear()
-            with contextlib.suppress(TypeError):  # a tensor that takes no weak reference is looked up each time
-                _PARAM_NAMES[id(tensor)] = (weakref.ref(tensor), owner, found)
-        return found
-
-    def _find_param_name(self, tensor: torch.Tensor, scope: Scope | None) -> str | None:
-        # The modules checked in order: the scope's, then each module whose code is running, innermost first;
-        # the walk up the frames stops at the first that holds the parameter (a Linear's own forward, mostly).
-        seen: list[torch.nn.Module] = []
-        first = scope.module if scope is not None else None
-        if isinstance(first, torch.nn.Module):
-            seen.append(first)
-            found = self._named_in(first, tensor)
-            if found is not None:
-                return found
-        frame = sys._getframe(4)
-        while frame is not None and len(seen) < 8:
-            code = frame.f_code  # f_locals only where a `self` can be: it copies every local of the frame
-            if code not in PLUMBING and code.co_filename != __file__ and (
-                    "self" in code.co_varnames or "self" in code.co_cellvars):
-                owner = frame.f_locals.get("self")
-                if isinstance(owner, torch.nn.Module) and owner not in seen:
-                    seen.append(owner)
-                    found = self._named_in(owner, tensor)
-                    if found is not None:
-                        return found
-            frame = frame.f_back  # type: ignore[assignment]
-        return None
-
-    def _named_in(self, module: torch.nn.Module, tensor: torch.Tensor) -> str | None:
-        """The name `module` gives the parameter (kept for the rest of the recording), or None."""
-        names = self._params_of.get(id(module))
-        if names is None:  # each module's parameters listed once: a model has hundreds, met one by one
-            names = self._params_of[id(module)] = {id(p): (p, str(n)) for n, p in module.named_parameters()}
-        found = names.get(id(tensor))
-        if found is not None and found[0] is tensor:
-            self._names[id(tensor)] = found[1]
-            return found[1]
-        return None
 
     def _wrap(self, value: Any, scope: Scope | None, origin: Origin | None = None) -> Any:
         if isinstance(value, torch.Tensor):

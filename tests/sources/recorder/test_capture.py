@@ -164,9 +164,9 @@ def test_modules_are_named_by_their_path_when_it_says_more_than_their_class() ->
 
 
 def test_a_model_recorded_again_names_its_parameters_as_the_first_time() -> None:
-    """Parameter names found in one recording are reused by the next (capture._PARAM_NAMES); a parameter put in
+    """Parameter names found in one recording are reused by the next (param_names.KNOWN); a parameter put in
     place of another is a new one, and is named where it now is."""
-    from attn_tui.sources.recorder import capture
+    from attn_tui.sources.recorder import param_names
 
     torch.manual_seed(6)
     module = m.SelfAttention(4)
@@ -176,7 +176,7 @@ def test_a_model_recorded_again_names_its_parameters_as_the_first_time() -> None
         with attn_tui.record() as rec:
             module(x)
         named.append(sorted(rec.trace.params))
-        assert id(module.query.weight) in capture._PARAM_NAMES
+        assert id(module.query.weight) in param_names.KNOWN
     assert named[0] == named[1] and "query.weight" in named[0] and "key.weight" in named[0]
     module.key.weight = nn.Parameter(module.query.weight.detach().clone() * 2)
     with attn_tui.record() as rec:
