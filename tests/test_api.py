@@ -13,6 +13,7 @@ import torch
 
 import attn_tui
 from attn_tui.errors import ConfigError, InputError
+from tests.limits import limit
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -103,7 +104,7 @@ def test_a_trace_shows_itself_in_a_console_in_rich_and_in_jupyter() -> None:
 
 def test_importing_attn_tui_imports_no_torch_and_no_rich() -> None:
     code = "import sys, attn_tui; attn_tui.label(['a']); print('torch' in sys.modules, 'rich' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit(60))
     assert result.stdout.split() == ["False", "False"]
 
 

@@ -24,6 +24,7 @@ def _catalog_tool():
     return module
 
 
+@pytest.mark.slow
 def test_every_marked_string_has_korean_and_the_compiled_catalog_is_current() -> None:
     pytest.importorskip("babel")
     tool = _catalog_tool()

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Set
 import grimp
 import pytest
 
+from tests.limits import limit
+
 
 def _graph(exclude_type_checking: bool) -> dict[str, set[str]]:
     # No cache: grimp's cache does not tell a graph with type-only imports from one without.
@@ -97,6 +99,7 @@ def test_type_only_imports_close_no_loop_either(runtime: dict[str, set[str]]) ->
 def test_what_can_be_asked_loads_without_torch(module: str) -> None:
     """The command line's options, the asks and the model catalog are read before torch is (the first frame)."""
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit(60),
+                            check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

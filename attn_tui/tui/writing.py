@@ -10,6 +10,7 @@ Each press asks the one door for the same model with more tokens; the source kee
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ class WritingActions(NavigationActions):
     did, and `n` takes the view back to where the first digit found it)."""
 
     state: AppState
+    count_clock: Callable[[], float] = staticmethod(time.monotonic)  # when each digit came (a test sets its own)
     _count: tuple[int, float, int] | None = None  # the count typed so far, when its last digit came, the place before
     _holding: int = 0  # tokens an `N` may still write (0: not holding)
     _hold_at: int = 0  # the tokens written that the result a hold waits for has
@@ -40,7 +42,7 @@ class WritingActions(NavigationActions):
         def ask(self, ask: Ask) -> None: ...
 
     def action_stage(self, index: int) -> None:
-        digit, now, count = (index + 1) % 10, time.monotonic(), self._count
+        digit, now, count = (index + 1) % 10, self.count_clock(), self._count
         if count is not None and now - count[1] <= COUNT_WINDOW and count[0] * 10 + digit <= COUNT_MOST:
             self._count = (count[0] * 10 + digit, now, count[2])
         else:
@@ -49,7 +51,7 @@ class WritingActions(NavigationActions):
 
     def _typed_count(self) -> int:
         count, self._count = self._count, None
-        if count is None or count[0] == 0 or time.monotonic() - count[1] > COUNT_WINDOW:
+        if count is None or count[0] == 0 or self.count_clock() - count[1] > COUNT_WINDOW:
             return 1
         self.explorer.go_to_place(count[2])  # the digits were a count, not a jump
         return count[0]

@@ -73,6 +73,7 @@ def test_tokenize_splits_on_whitespace_and_rejects_empty() -> None:
 _MATRIX_ALPHABET = st.sampled_from(list("0123456789.,;[] \n-+eE#x\t−") + ["nan", "inf", "1e999", "\u00a0"])
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.text(max_size=60), st.lists(_MATRIX_ALPHABET, max_size=40).map("".join)))
 def test_parser_raises_only_its_own_error(text: str) -> None:

@@ -16,6 +16,7 @@ from attn_tui.attention.engine import compute
 from attn_tui.errors import ConfigError
 from attn_tui.explain.cell import explain
 from tests.conftest import matrices, sentence
+from tests.limits import limit
 
 TEXT = "나는 어제 친구와 함께 학교에 갔다 <pad>"
 DIFF_STAGES = ("lambda", "diff_weights", "diff_output", "head_norm")
@@ -107,6 +108,7 @@ def test_rows_of_the_difference_sum_to_one_minus_lambda_and_go_negative() -> Non
     assert float(trace.tensor("diff_weights", head=0).min()) < 0  # a diverging map, not a probability
 
 
+@pytest.mark.slow
 def test_the_variant_with_its_weights_copied_into_transformers_diffllama_equals_it() -> None:
     """DiffLlama pairs head p with head p + H/2 (H its heads, twice the variant's), and its value is the pair's two
     value heads side by side: the variant's seeded W_q, W_k, W_v and λ vectors, laid out so, give the module's own
@@ -187,25 +189,27 @@ def test_stage_names_follow_the_registry() -> None:
     assert one.names() == ["embedding", *VARIANTS["diff"].stages[:-1]]  # one head: no concat
 
 
+@pytest.mark.slow
 def test_an_odd_head_width_is_refused_with_a_reason() -> None:
     with pytest.raises(ConfigError, match="even"):
         compute(sentence("a b c", variant="diff", dim=6, heads=2))
     result = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--variant", "diff", "--dim", "6",
-                             "--text", "a b c"], capture_output=True, text=True, timeout=120)
+                             "--text", "a b c"], capture_output=True, text=True, timeout=limit(120))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "even" in result.stderr
 
 
 def test_depth_belongs_to_diff_alone() -> None:
     result = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--variant", "rope", "--depth", "2", "--text",
-                             "a b"], capture_output=True, text=True, timeout=120)
+                             "a b"], capture_output=True, text=True, timeout=limit(120))
     assert result.returncode == 2 and result.stderr.strip() == (
         "attn-tui: error: --depth does not apply to rope: it belongs to diff")
 
 
+@pytest.mark.slow
 def test_the_cli_lists_the_stages_and_writes_json() -> None:
     result = subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--variant", "diff", "--text", "a b c",
                              "--heads", "2", "--depth", "2", "--format", "json"], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=limit(120))
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     text = json.dumps(data, ensure_ascii=False)

@@ -182,6 +182,7 @@ def test_csv_export_has_labels() -> None:
     assert text.splitlines()[1].startswith("나는,")
 
 
+@pytest.mark.slow
 def test_core_imports_without_textual_or_rich() -> None:
     code = ("import sys, attn_tui.attention.engine, attn_tui.io.export, attn_tui.ask.samples;"
             "bad = [m for m in ('textual', 'rich') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)")

@@ -14,6 +14,7 @@ from attn_tui.explain.cell import explain
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.values import stats_of
 from tests.conftest import sentence
+from tests.limits import limit
 
 N = 512
 TEXT = " ".join(f"w{i % 41}" for i in range(N - 3)) + " <pad> <pad> <pad>"
@@ -81,7 +82,7 @@ def test_sixteen_thousand_tokens_never_hold_a_whole_stage() -> None:
             "trace.stage('weights').data[8000:8060, 7000:7100]\n"
             "print(next(int(line.split()[1]) for line in open('/proc/self/status')\n"
             "            if line.startswith('VmHWM')) // 1024)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit(300))
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) < 700, f"peak {result.stdout.strip()} MB"
 

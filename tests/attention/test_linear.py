@@ -85,6 +85,7 @@ def test_the_output_is_the_same_both_ways(key: str) -> None:
     assert not trace.warnings
 
 
+@pytest.mark.slow
 def test_the_gates_are_qwen3_nexts_and_the_output_equals_transformers_kernels() -> None:
     from transformers.models.qwen3_next.modeling_qwen3_next import (
         torch_chunk_gated_delta_rule,

@@ -16,6 +16,7 @@ from attn_tui.explain.cell import explain
 from attn_tui.trace.ops import Place
 from attn_tui.trace.values import stats_of
 from tests.conftest import matrices, sentence, x_matrix
+from tests.limits import limit
 
 MODERN = ["rope", "gqa", "alibi", "sink", "flash"]
 
@@ -155,7 +156,7 @@ def test_sixteen_thousand_tokens_with_a_sliding_window_never_hold_a_whole_stage(
             "assert float(tile[:, :7000 - 8000 + 512 + 100].sum()) >= 0\n"
             "print(next(int(line.split()[1]) for line in open('/proc/self/status')\n"
             "            if line.startswith('VmHWM')) // 1024)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit(600))
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) < 900, f"peak {result.stdout.strip()} MB"
 

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.ask.samples import get_sample, samples_dir
+from tests.limits import limit
 
 NOTE_MASK = [[0, 0, 0, 1]]  # (batch, length): 1 = padding, as the note writes it
 
@@ -28,7 +29,7 @@ def _fresh(tmp_path: Path, *argv: str) -> dict:
     """`attn-tui ARGV --format json` in a new process, with an empty state directory and no session."""
     env = {**os.environ, "ATTN_TUI_STATE_DIR": str(tmp_path / "state"), "ATTN_TUI_LANG": "en"}
     result = subprocess.run([sys.executable, "-m", "attn_tui", *argv, "--format", "json"], capture_output=True,
-                            text=True, cwd=tmp_path, env=env, timeout=300)
+                            text=True, cwd=tmp_path, env=env, timeout=limit(300))
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 

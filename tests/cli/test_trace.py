@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from tests.cli.test_cli import run_cli
+from tests.limits import limit
 
 SCRIPT = textwrap.dedent('''
     import sys
@@ -32,6 +33,7 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_trace_runs_the_file_with_its_arguments_and_prints_json(capsys, tmp_path: Path) -> None:
     script = tmp_path / "mine.py"
     script.write_text(SCRIPT, encoding="utf-8")
@@ -132,7 +134,7 @@ def test_a_script_closing_its_stream_leaves_attn_tui_its_own(tmp_path: Path, str
                                         "print('after', file=sys.stderr)\n", encoding="utf-8")
     command = [sys.executable, "-m", "attn_tui", "trace", "--format", "json", str(tmp_path / "closes.py")]
     result = subprocess.run(command,
-                            capture_output=True, text=True, timeout=120, env={"ATTN_TUI_LANG": "en",
+                            capture_output=True, text=True, timeout=limit(120), env={"ATTN_TUI_LANG": "en",
                                                                                 "PATH": "/usr/bin:/bin"})
     if stream == "stdout":
         assert result.returncode == 0 and json.loads(result.stdout)["stages"], result.stderr[-500:]
@@ -145,7 +147,7 @@ def test_a_script_closing_its_stream_leaves_attn_tui_its_own(tmp_path: Path, str
 def test_a_raising_script_in_a_real_process_prints_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "boom.py").write_text("import torch\nraise RuntimeError('boom')\n", encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "attn_tui", "trace", str(tmp_path / "boom.py")],
-                            capture_output=True, text=True, timeout=120, env={"ATTN_TUI_LANG": "en",
+                            capture_output=True, text=True, timeout=limit(120), env={"ATTN_TUI_LANG": "en",
                                                                                 "PATH": "/usr/bin:/bin"})
     assert result.returncode == 2
     assert result.stderr.strip() == "attn-tui: error: boom.py:2: RuntimeError: boom"

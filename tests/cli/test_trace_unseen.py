@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from tests.cli.test_cli import run_cli
+from tests.limits import limit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,7 +146,7 @@ def test_stdin_and_deep_recursion_in_a_real_process(tmp_path: Path, text: str, e
     script = tmp_path / "hostile.py"
     script.write_text(text, encoding="utf-8")
     result = subprocess.run([sys.executable, "-m", "attn_tui", "trace", "--format", "json", str(script)],
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=limit(300),
                             env={"ATTN_TUI_LANG": "en", "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
     if expected is None:
         assert result.returncode == 0, result.stderr

@@ -110,6 +110,7 @@ def test_every_stage_has_an_explanation_in_both_languages() -> None:
             assert english.count(".") >= 2 and any("\uac00" <= ch <= "\ud7a3" for ch in korean), name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["seq2seq-dates", "seq2seq-dates-general"])
 def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
     trace = run(ModelInput(name, "22 Nov 2026")).trace
@@ -144,6 +145,7 @@ def test_seq2seq_and_model_stages_have_explanations_in_both_languages() -> None:
     assert "v_a" in _in("en", "scores", ("decoder", "additive"))
 
 
+@pytest.mark.slow
 def test_a_cell_that_sums_a_long_row_matches_a_python_loop_over_it() -> None:
     """A weight and an output at 3,000 keys: the inspector sums the row in torch; here it is summed again
     one term at a time, exactly (math.fsum), as the reference."""

@@ -9,8 +9,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.limits import limit
+
 MEMORY_CEILING = 3 * 1024**3  # address space of the child; torch alone maps about 0.7 GB
-TIME_LIMIT = 60.0  # seconds; a hang fails the test instead of the suite
+TIME_LIMIT = limit(60.0)  # seconds; a hang fails the test instead of the suite
 
 
 @dataclass
@@ -111,7 +113,7 @@ class AppInPty:
         import signal
         import time
 
-        end = time.monotonic() + seconds
+        end = time.monotonic() + limit(seconds)
         while time.monotonic() < end:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:

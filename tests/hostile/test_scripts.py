@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.helpers import attn_tui
+from tests.limits import limit
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +62,7 @@ def test_timeout_is_checked_like_any_number(tmp_path: Path) -> None:
 def test_no_timeout_means_none(tmp_path: Path) -> None:
     script = _script(tmp_path, "slowish.py", "import time\ntime.sleep(2)\n" + ATTENTION)
     result = subprocess.run([sys.executable, "-m", "attn_tui", "trace", "--format", "table", "--timeout", "0",
-                             script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                             script], capture_output=True, text=True, timeout=limit(120), cwd=tmp_path)
     assert result.returncode == 0 and "weights · head 0" in result.stdout, result.stderr
 
 
@@ -83,7 +84,7 @@ def _left_behind(tmp_path: Path, expected: int) -> list[int]:
     """The processes of the file still running once attn-tui has exited (after a moment for the kernel)."""
     pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
     assert len(pids) >= expected, pids  # the file did start them: the check below can fail
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + limit(3)
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     return [p for p in pids if _alive(p)]
@@ -106,7 +107,7 @@ def test_the_timeout_holds_whatever_the_file_does_to_signals(name: str, tmp_path
     started = time.monotonic()
     outcome = attn_tui("trace", "--format", "table", "--timeout", "4", script, cwd=tmp_path)
     assert outcome.refused(f"{name}.py ran for 4 s and was stopped"), outcome
-    assert time.monotonic() - started < 55  # the clock counts from the file's start, not attn-tui's (torch's import)
+    assert time.monotonic() - started < limit(55)  # the clock counts from the file's start, not from torch's import
     assert _left_behind(tmp_path, 1) == []
 
 
@@ -172,12 +173,12 @@ def test_attn_tui_stopped_by_sigterm_takes_the_file_and_its_children_with_it(tmp
     script = _script(tmp_path, "held.py", body)
     process = subprocess.Popen([sys.executable, "-m", "attn_tui", "trace", "--format", "table", script],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    deadline = time.monotonic() + 50
+    deadline = time.monotonic() + limit(50)
     pids = tmp_path / "pids"
     while (not pids.exists() or len(pids.read_text().split()) < 2) and time.monotonic() < deadline:
         time.sleep(0.1)
     process.terminate()
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=limit(30))
     assert process.returncode != 0 and b"Traceback" not in err, err
     assert _left_behind(tmp_path, 2) == []
 
@@ -210,7 +211,7 @@ def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
                                preexec_fn=own_terminal)
     os.close(slave)
     seen = b""
-    deadline = time.monotonic() + 55
+    deadline = time.monotonic() + limit(55)
     answered = False
     while time.monotonic() < deadline:
         if not select.select([master], [], [], 0.5)[0]:
@@ -226,7 +227,7 @@ def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
     os.close(master)
     if process.poll() is None:
         process.kill()
-    assert process.wait(timeout=30) == 0, seen
+    assert process.wait(timeout=limit(30)) == 0, seen
     assert b"hello Ada" in seen and b"rows sum to 1 (" in seen, seen  # the table, in colour on a terminal
 
 

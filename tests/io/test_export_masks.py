@@ -94,6 +94,7 @@ def test_is_causal_is_told_causal_and_its_words_in_korean() -> None:
     assert korean["reasons"] == ["causal"] and korean["described"] == "인과(causal)"  # names stay, words translate
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
 def test_a_flex_mask_mod_is_named() -> None:
     flex = pytest.importorskip("torch.nn.attention.flex_attention")

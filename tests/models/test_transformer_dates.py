@@ -110,6 +110,7 @@ def test_every_module_has_the_stages_of_scaled_dot_attention(model: DateTransfor
     assert torch.allclose(mean, heads.mean(0))
 
 
+@pytest.mark.slow
 def test_teacher_forcing_feeds_the_target_and_warns_where_it_differs(model: DateTransformer) -> None:
     free = decode_trace(model, "22 November 2026")
     forced = decode_trace(model, "22 November 2026", target="1999-01-01", teacher_forcing=True)

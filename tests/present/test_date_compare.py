@@ -11,6 +11,8 @@ from attn_tui.present.compare import comparisons
 from attn_tui.present.date_compare import side_by_side
 from attn_tui.sources import run
 
+pytestmark = pytest.mark.slow  # each test runs the trained date models
+
 TEXT, TARGET = "Sunday, 22 Nov 2026", "2026-11-22"
 
 

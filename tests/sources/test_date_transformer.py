@@ -14,6 +14,8 @@ from attn_tui.explain.cell import explain
 from attn_tui.present.model_view import alignment_so_far
 from attn_tui.sources import run
 
+pytestmark = pytest.mark.slow  # each test runs the trained date transformer
+
 NAME = "transformer-dates"
 
 

@@ -19,6 +19,8 @@ from attn_tui.trace.stage import Trace
 from attn_tui.trace.written import written_rows
 from tests.sources.tiny_models import ALTERNATE, SMALL, TEXT, tiny
 
+pytestmark = pytest.mark.slow  # each test builds and runs tiny transformers models
+
 CONFIGS = {
     "llama": dict(SMALL, num_key_value_heads=2),
     # layer 1 slides with a window of 3: the text's 12 tokens are far longer
@@ -51,6 +53,7 @@ def _written(root: Path, model_type: str, **draw: object) -> Trace:
     return run(ModelInput(str(_folder(root, model_type)), TEXT, generate=WRITE, **draw)).trace  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_type", list(CONFIGS))
 def test_each_steps_weights_are_the_rows_of_one_full_forward_and_the_ids_are_generates(root: Path,
                                                                                        model_type: str) -> None:

@@ -35,6 +35,7 @@ def _grown(ask: ModelInput) -> tuple[list[Shown], Shown]:
     return snapshots, final
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ask", ASKS, ids=["gru", "gru-forced", "transformer", "transformer-forced"])
 def test_each_published_step_equals_the_one_shot_trace_stage_by_stage(ask: ModelInput) -> None:
     snapshots, final = _grown(ask)

@@ -14,6 +14,7 @@ from attn_tui.trace.meta import VariantRun
 from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Axis, Stage, Trace
 from attn_tui.trace.steps import decoder_step, generated_token, key_tile, recorded_call
+from tests.limits import limit
 
 STAGES_PER_STEP = 5
 
@@ -69,6 +70,7 @@ def test_a_grown_trace_is_a_new_trace_and_the_old_one_is_left_as_it_was() -> Non
         again.grown(key_tile(2, 0, ("k2",)), _step_stages(2))
 
 
+@pytest.mark.slow
 def test_a_reader_thread_sees_only_whole_snapshots_while_a_writer_appends_steps() -> None:
     growing = Growing(_start())
     total = 300
@@ -99,7 +101,7 @@ def test_a_reader_thread_sees_only_whole_snapshots_while_a_writer_appends_steps(
         snapshots.append(growing.append(decoder_step(t, str(t), (f"k{t}",)), _step_stages(t)))
     done.set()
     for reader in readers:
-        reader.join(timeout=60)
+        reader.join(timeout=limit(60))
     assert not broken, broken[:5]
     assert seen == sorted(seen) or len(readers) > 1  # each reader saw versions only go up
     assert growing.latest.version == total and max(seen) <= total

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -12,6 +14,7 @@ from textual.worker import WorkerCancelled
 from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import Request
 from attn_tui.tui.app import AttnApp
+from tests.limits import limit
 
 MAX_ROUNDS = 200
 
@@ -61,6 +64,22 @@ async def settle(pilot: Pilot) -> None:
     raise AssertionError("the app never settled")
 
 
+async def until(pilot: Pilot, condition: Callable[[], object], seconds: float = 30.0) -> None:
+    """Let the app run until `condition()` holds: what a test waits for is the event itself; the limit only fails
+    a hang (scaled by tests/limits.py)."""
+    deadline = time.monotonic() + limit(seconds)
+    while not condition():
+        assert time.monotonic() < deadline, "never happened"
+        await pilot.pause(0.01)
+
+
+async def searched(pilot: Pilot) -> None:
+    """Wait until the command palette has listed its matches for what was typed (it gathers them in a worker)."""
+    with contextlib.suppress(WorkerCancelled):
+        await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def model_app(name: str, text: str, play_interval: float = 0.8, **options: Any) -> RecordingApp:
     """An app opened on a real or trained model (as `attn-tui --model NAME --text TEXT` does)."""
     from attn_tui.ask.settings import ModelInput
@@ -77,6 +96,6 @@ async def run_from_palette(pilot: Pilot, command: str) -> None:
     await pilot.pause()
     assert isinstance(pilot.app.screen, CommandPalette)
     await pilot.press(*command)
-    await pilot.pause(0.3)
+    await searched(pilot)
     await pilot.press("enter")
     await pilot.pause()

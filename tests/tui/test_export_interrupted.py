@@ -11,7 +11,7 @@ import pytest
 from attn_tui.io import export as exporting
 from attn_tui.io.files import remove_partials
 from attn_tui.tui.screens.export import ExportAsk
-from tests.tui.helpers import sample_app, settle
+from tests.tui.helpers import sample_app, settle, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.app]
 
@@ -36,11 +36,7 @@ async def test_an_export_cut_short_by_a_signal_leaves_the_old_file(tmp_path: Pat
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         app.export(ExportAsk("stage", "json", target))
-        for _ in range(600):  # the worker starts from the event loop: wait without blocking it
-            if writing.is_set():
-                break
-            await pilot.pause(0.05)
-        assert writing.is_set()
+        await until(pilot, writing.is_set)  # the worker starts from the event loop: wait without blocking it
         removed = remove_partials()  # what end_on_signal does before the app exits
         assert len(removed) == 1 and removed[0].parent == folder and not removed[0].exists()
         release.set()

@@ -11,7 +11,8 @@ import torch
 from attn_tui.ask.settings import ModelInput
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.stage_bar import StageBar
-from tests.tui.helpers import RecordingApp, model_app, settle
+from tests.limits import limit
+from tests.tui.helpers import RecordingApp, model_app, settle, until
 
 SIZE = (100, 32)
 DATE = "22 Nov 2026"
@@ -34,17 +35,10 @@ class Held:
             self.published[ask.text] = shown.trace.steps()
             if shown.trace.steps() == 1 and ask.text == DATE:
                 self.reached.set()
-                self.release.wait(timeout=30)
+                self.release.wait(timeout=limit(30))
 
         return self.run(ask, *args, on_step=None if on_step is None else step, **kwargs)
 
-
-async def _until(pilot, condition, rounds: int = 400) -> None:
-    for _ in range(rounds):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError("never happened")
 
 
 async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_the_place_kept(monkeypatch) -> None:
@@ -54,7 +48,7 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
     app = model_app("seq2seq-dates", DATE)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+            await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
             assert held.reached.is_set() and not held.release.is_set()  # the worker waits inside step 1's turn
             assert app.shown is None and app.trace is app.explorer.trace and app.trace.version == 1  # a snapshot
             assert {p.step for p in app.explorer.places} == {0}  # only step 0 exists; no alignment yet
@@ -90,13 +84,13 @@ async def test_a_stale_asks_steps_are_dropped_and_its_decode_stops(monkeypatch) 
     app = model_app("seq2seq-dates", DATE)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, held.reached.is_set)
+            await until(pilot, held.reached.is_set)
             await pilot.pause()
             first = next(w for w in app.workers if w.group == "compute")
             app.ask(ModelInput("seq2seq-dates", "3 Mar 1999"))  # a newer ask while the first is held at step 1
             assert first.is_cancelled
             held.release.set()
-            await _until(pilot, lambda: first.is_finished and first not in app.workers)
+            await until(pilot, lambda: first.is_finished and first not in app.workers)
             await settle(pilot)
             assert app.trace.meta.input == "3 Mar 1999" and app.trace.meta.output == "1999-03-03"
             assert app.explorer.trace is app.trace
@@ -110,7 +104,7 @@ async def test_a_stage_asked_for_that_comes_with_the_last_step_is_where_the_whol
     app = RecordingApp(model=ModelInput("seq2seq-dates", DATE), first_stage="alignment")
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+            await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
             assert app.explorer.places[app.explorer.stage_index].step == 0  # no alignment yet: step 0 meanwhile
             held.release.set()
             await settle(pilot)
@@ -124,7 +118,7 @@ async def test_a_transformer_decode_opens_at_its_asked_layer_and_head_and_keeps_
     app = model_app("transformer-dates", DATE, layer=1, head=2)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+            await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
             assert (app.explorer.layer_index, app.explorer.head) == (1, 2)  # the model's own first place at once
             await pilot.press("]")  # the next head while step 1 is being made
             assert app.explorer.head == 3
@@ -146,7 +140,7 @@ def test_snapshot_of_step_0_on_show_while_the_decode_goes_on(snap_compare, monke
     app = LettingGo(model=ModelInput("seq2seq-dates", DATE))
 
     async def run_before(pilot) -> None:
-        await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
+        await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
         await pilot.press("8")
         await pilot.pause()
 

@@ -234,7 +234,7 @@ async def test_a_model_path_with_escapes_is_echoed_and_reported_as_symbols() -> 
         assert path.value == typed and str(path._value).endswith("no␛]2;pwned␇such")  # what Input draws
         app.choose_model(typed)  # what ⏎ in the field asks for
         await settle(pilot)
-        await pilot.pause(0.5)
+        await pilot.pause()
         assert not _raw_on_screen(app)
         said = [str(n.message) + str(n.title) for n in app._notifications if "pwned" in str(n.message) + str(n.title)]
         assert said and all(_clean_text(s) for s in said), said  # the name drawn (␛) or spelled (\\x1b), never sent

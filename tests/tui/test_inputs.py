@@ -7,6 +7,7 @@ from textual.widgets import Input, OptionList, TabbedContent, TextArea
 
 from attn_tui.ask.samples import load_samples
 from attn_tui.tui.widgets.heatmap import Heatmap
+from tests.limits import limit
 from tests.tui.helpers import sample_app, settle
 
 SIZE = (100, 32)
@@ -233,7 +234,7 @@ async def test_a_matrix_error_arriving_while_a_result_is_in_flight_drops_that_re
         run = door.run
 
         def held(ask, *args, **kwargs):  # the worker's computation, waiting until the test lets it finish
-            release.wait(timeout=30)
+            release.wait(timeout=limit(30))
             return run(ask, *args, **kwargs)
 
         monkeypatch.setattr(door, "run", held)

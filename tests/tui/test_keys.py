@@ -9,7 +9,7 @@ from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.screens.help import HelpScreen
 from attn_tui.tui.widgets.explanation import Explanation
 from attn_tui.tui.widgets.heatmap import Heatmap
-from tests.tui.helpers import run_from_palette, sample_app, settle
+from tests.tui.helpers import run_from_palette, sample_app, settle, until
 
 SIZE = (100, 32)
 
@@ -59,10 +59,7 @@ async def test_space_plays_to_the_end_and_stops() -> None:
         seen = []
         app.explorer.go_to_place = lambda n, real=app.explorer.go_to_place: (seen.append(n), real(n))
         await pilot.press("home", "space")
-        for _ in range(500):
-            if not app.playing:
-                break
-            await pilot.pause(0.01)
+        await until(pilot, lambda: not app.playing)
         assert not app.playing and app.view.name == "output"
         assert seen == list(range(len(app.stage_names())))  # every stage, in order
 

@@ -21,7 +21,7 @@ from attn_tui.tui.stage_picker import stage_commands
 from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, RECORDED, VARIANTS, ModelPane
 from attn_tui.tui.widgets.toggle import ShapeCheckbox, ShapeRadioButton
 from tests.sources.recorder import modules as m
-from tests.tui.helpers import RecordingApp, run_from_palette, sample_app, settle
+from tests.tui.helpers import RecordingApp, run_from_palette, sample_app, searched, settle
 
 SIZE = (120, 40)
 
@@ -166,7 +166,7 @@ async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> 
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"tile 2 · rescale")
-        await pilot.pause(0.3)
+        await searched(pilot)
         await pilot.press("enter")
         await pilot.pause()
         assert (app.view.name, app.view.step) == ("rescale", 2)
@@ -197,7 +197,7 @@ async def test_a_bar_the_digits_cover_makes_no_mention_of_the_picker() -> None:
         await pilot.press("slash")
         await pilot.pause()
         await pilot.press(*"scaled")
-        await pilot.pause(0.3)
+        await searched(pilot)
         await pilot.press("enter")
         await pilot.pause()
         assert app.view.name == "scaled"
@@ -231,7 +231,7 @@ async def test_the_palette_opens_the_stage_picker_too() -> None:
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"tile 0 · accumulator")
-        await pilot.pause(0.3)
+        await searched(pilot)
         await pilot.press("enter")
         await pilot.pause()
         assert (app.view.name, app.view.step) == ("accumulator", 0)

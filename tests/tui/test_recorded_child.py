@@ -11,6 +11,7 @@ from attn_tui.ask.settings import RecordAsk
 from attn_tui.sources.recorder.supervise import run_script
 from attn_tui.tui.widgets.inspector import Inspector
 from attn_tui.tui.widgets.stage_bar import StageBar
+from tests.limits import limit
 from tests.tui.helpers import RecordingApp, settle
 
 pytestmark = [pytest.mark.slow, pytest.mark.app]
@@ -26,7 +27,7 @@ torch.save(out, "out.pt")
 async def test_a_trace_from_the_files_process_opens_in_the_app(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "causal.py").write_text(SCRIPT)
-    trace = run_script(tmp_path / "causal.py", timeout=120).trace
+    trace = run_script(tmp_path / "causal.py", timeout=limit(120)).trace
     expected = torch.load(tmp_path / "out.pt")  # (1, heads, L, d): what the file's own process computed
     assert torch.equal(trace.tensor("output", head=1), expected[0, 1])
     app = RecordingApp(record=RecordAsk().keeping(trace))

@@ -15,6 +15,7 @@ def _long_app(tokens: int) -> RecordingApp:
     return RecordingApp(Request(SentenceInput(text), load_samples()["korean"].request.settings))
 
 
+@pytest.mark.slow
 async def test_a_cursor_move_rebuilds_only_the_lines_it_changed() -> None:
     app = sample_app("lookup")
     async with app.run_test(size=(100, 32)) as pilot:
@@ -46,6 +47,7 @@ async def test_stage_and_cursor_keys_read_only_visible_tiles_at_4096_tokens() ->
         assert "✓ matches" in str(app.query_one("#inspector").render())
 
 
+@pytest.mark.slow
 async def test_a_stage_change_paints_the_heatmap_once_when_its_scrollbars_change(monkeypatch) -> None:
     """weights (300 × 300) needs both scrollbars, output (300 × d) only one: the heatmap is laid out and
     painted on the key's frame, not again on the next when Textual's layout pass finds the scrollbars
@@ -79,6 +81,7 @@ async def test_a_stage_change_paints_the_heatmap_once_when_its_scrollbars_change
         assert frames and not any("ScrollBar" in frame for frame in frames), frames  # nor repaints its scrollbars
 
 
+@pytest.mark.slow
 async def test_the_inspector_lays_the_screen_out_only_when_its_height_changes(monkeypatch) -> None:
     from textual.screen import Screen
 

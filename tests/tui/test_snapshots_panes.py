@@ -8,7 +8,7 @@ import pytest
 from attn_tui.ask.settings import RecordAsk
 from attn_tui.sources.recorder.script import sample_script
 from attn_tui.sources.recorder.supervise import run_script
-from tests.tui.helpers import RecordingApp, sample_app, settle
+from tests.tui.helpers import RecordingApp, sample_app, searched, settle
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ def _then(*keys: str, typed: str = ""):
         await pilot.pause()
         if typed:
             await pilot.press(*typed)
-            await pilot.pause(0.3)
+            await searched(pilot)
             focused = pilot.app.focused
             if focused is not None and hasattr(focused, "cursor_blink"):
                 focused.cursor_blink = False  # the cursor drawn steadily: a blink's phase is no part of the picture

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from attn_tui.ask.settings import SentenceInput
 from attn_tui.tui.app import AttnApp
 from attn_tui.tui.messages import SourceEdited
@@ -28,6 +30,7 @@ class _NoTorchYet(AttnApp):
         return None
 
 
+@pytest.mark.slow
 async def test_first_screen_shows_loading_and_takes_edits_before_torch() -> None:
     app = _NoTorchYet(sample_app().variants)
     async with app.run_test(size=(100, 32)) as pilot:
@@ -39,6 +42,7 @@ async def test_first_screen_shows_loading_and_takes_edits_before_torch() -> None
         assert app.state.generation == 0 and app.variants.source == SentenceInput("a b")  # kept for later
 
 
+@pytest.mark.slow
 async def test_the_screen_is_styled_once_at_start_and_again_when_textual_asks(monkeypatch) -> None:
     """Each widget is styled as it mounts; the whole-screen restyle Textual asks for on a screen's showing is
     skipped the first time (nothing could have changed since), and done when it asks again."""

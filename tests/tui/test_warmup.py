@@ -11,13 +11,14 @@ import pytest
 import torch
 
 from attn_tui.tui.startup import START_THRESHOLDS, Warmup, torch_library
+from tests.limits import limit
 
 ROOT = Path(__file__).resolve().parents[2]
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dlopen and /proc/self/maps are Linux's")
 
 
 def _run(code: str) -> None:
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=limit(120))
     assert done.returncode == 0, done.stderr[-2000:]
 
 

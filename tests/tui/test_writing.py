@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from attn_tui.tui.widgets.stage_bar import StageBar
+from tests.limits import limit
 from tests.sources.tiny_models import SMALL, tiny
-from tests.tui.helpers import model_app, settle
+from tests.tui.helpers import model_app, settle, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.app, pytest.mark.models]
 SIZE = (110, 34)
@@ -20,14 +21,6 @@ TEXT = "the cat sat"
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny(tmp_path_factory.mktemp("app-writer"), "llama", dict(SMALL, num_key_value_heads=2))
-
-
-async def _until(pilot, condition, rounds: int = 600) -> None:
-    for _ in range(rounds):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError("never happened")
 
 
 async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> None:
@@ -58,6 +51,7 @@ async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> N
 
 async def test_a_digit_then_n_writes_that_many_and_the_view_stays_where_it_was(folder: Path) -> None:
     app = model_app(str(folder), TEXT)
+    app.count_clock = lambda: 0.0  # every key at once, however slowly the machine delivers them
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.explorer.go_to_place(1)
@@ -72,6 +66,21 @@ async def test_a_digit_then_n_writes_that_many_and_the_view_stays_where_it_was(f
         assert app.trace.steps() == 17 and app.shown.ask.model.generate == 17  # type: ignore[union-attr]
 
 
+async def test_a_digit_older_than_the_count_window_is_a_jump_and_n_writes_one(folder: Path) -> None:
+    from attn_tui.tui.writing import COUNT_WINDOW
+
+    now = [0.0]
+    app = model_app(str(folder), TEXT)
+    app.count_clock = lambda: now[0]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        now[0] += COUNT_WINDOW + 0.5  # the digit waited too long to be a count
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.trace.steps() == 1 and app.explorer.stage_index == 2  # one token; the jump to stage 3 stays
+
+
 async def test_shift_n_keeps_writing_until_b_stops_it_or_its_most(folder: Path, monkeypatch) -> None:
     import attn_tui.tui.writing as writing
 
@@ -80,19 +89,18 @@ async def test_shift_n_keeps_writing_until_b_stops_it_or_its_most(folder: Path, 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("N")
-        await _until(pilot, lambda: app.shown is not None and app.shown.ask.model.generate == 4  # type: ignore[union-attr]
+        await until(pilot, lambda: app.shown is not None and app.shown.ask.model.generate == 4  # type: ignore[union-attr]
                      and app.trace.steps() == 4)
         await settle(pilot)
         assert app.trace.steps() == 4 and not app._holding  # a token a step, then it stops at its most
         monkeypatch.setattr(writing, "HOLD_MOST", 200)
         await pilot.press("N")
-        await _until(pilot, lambda: app.trace.steps() >= 6)
+        await until(pilot, lambda: app.trace.steps() >= 6)
         await pilot.press("b")
         await settle(pilot)
         held = app.trace.steps()
         assert not app._holding and held >= 6
-        await pilot.pause(0.3)
-        await settle(pilot)
+        await settle(pilot)  # nothing in flight: no step can come after this
         assert app.trace.steps() == held  # nothing more after b
 
 
@@ -107,7 +115,7 @@ async def test_b_stops_a_writing_and_keeps_what_it_wrote_then_n_goes_on(folder: 
             on_step(shown)
             if shown.trace.steps() == 2:
                 reached.set()
-                release.wait(timeout=30)
+                release.wait(timeout=limit(30))
 
         return real(ask, *args, on_step=None if on_step is None else step, **kwargs)
 
@@ -117,8 +125,8 @@ async def test_b_stops_a_writing_and_keeps_what_it_wrote_then_n_goes_on(folder: 
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await pilot.press("8", "n")
-            await _until(pilot, reached.is_set)
-            await _until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 2)
+            await until(pilot, reached.is_set)
+            await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 2)
             await pilot.press("b")
             release.set()
             await settle(pilot)

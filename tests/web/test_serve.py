@@ -21,6 +21,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.limits import limit
+
 pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -63,10 +65,10 @@ def server(tmp_path) -> Iterator[str]:
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the server and the apps it started for the page
         try:
-            process.wait(timeout=15)
+            process.wait(timeout=limit(15))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
+            process.wait(timeout=limit(15))
         if process.stderr is not None:
             process.stderr.close()
 
@@ -81,7 +83,7 @@ def served_url(process: subprocess.Popen, port: int) -> str:
         assert line, "serve ended before it printed its address"
         if "serving attn-tui on " in line:
             url = line.split("serving attn-tui on ", 1)[1].split()[0]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     while time.monotonic() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
@@ -200,7 +202,7 @@ def test_a_host_beyond_loopback_is_warned_about(tmp_path) -> None:
         assert first.startswith("warning: serving on 0.0.0.0: anyone who can reach this address")
     finally:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=15)
+        process.wait(timeout=limit(15))
         process.stderr.close()
 
 
@@ -211,7 +213,7 @@ def test_a_port_in_use_is_one_line() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run([sys.executable, "-m", "attn_tui", "serve", "--port", str(port)], capture_output=True,
-                                text=True, timeout=60, env={**os.environ, "ATTN_TUI_LANG": "en"})
+                                text=True, timeout=limit(60), env={**os.environ, "ATTN_TUI_LANG": "en"})
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].startswith("attn-tui: error: ") and "address already in use" in result.stderr
     assert "Traceback" not in result.stderr
@@ -228,7 +230,7 @@ def test_a_port_in_use_is_one_line() -> None:
 def test_a_bad_serve_option_is_one_line(tmp_path, options: tuple[str, ...], fragment: str) -> None:
     pytest.importorskip("textual_serve")
     result = subprocess.run([sys.executable, "-m", "attn_tui", "serve", "--port", str(free_port()), *options],
-                            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=limit(60), cwd=tmp_path,
                             env={**os.environ, "ATTN_TUI_LANG": "en"})
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith("attn-tui") and fragment in result.stderr and "Traceback" not in result.stderr

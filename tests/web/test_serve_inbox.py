@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip install 'attn-tui[web]'")
 
 from attn_tui.cli.serve_inbox import MAX_PENDING, Inbox
+from tests.limits import limit
 
 
 class SlowApp:
@@ -68,7 +69,7 @@ def test_a_feeder_cancelled_mid_write_ends_at_once() -> None:
         inbox.key(b"x")
         await asyncio.sleep(0.01)
         feeder.cancel()
-        await asyncio.wait([feeder], timeout=1)
+        await asyncio.wait([feeder], timeout=limit(1))
         return feeder.cancelled()
 
     assert asyncio.run(main())

@@ -18,12 +18,13 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.limits import limit
 from tests.web.test_serve import free_port, served_url
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip install 'attn-tui[web]'")
 
-START = 120.0  # seconds for an app's first bytes (it imports Textual on a busy machine)
+START = limit(120.0)  # seconds for an app's first bytes (it imports Textual on a busy machine)
 VISITOR = r"""
 import asyncio, sys, aiohttp
 async def main(url, width, height, origin, resize):
@@ -76,7 +77,7 @@ class Serve:
         return found
 
     def wait_for_apps(self, count: int, seconds: float = 30.0) -> list[int]:
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + limit(seconds)
         while len(apps := self.apps()) != count:
             assert time.monotonic() < deadline, f"{len(apps)} apps, not {count}"
             time.sleep(0.2)
@@ -85,7 +86,7 @@ class Serve:
     def end(self) -> None:
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
+        self.process.wait(timeout=limit(30))
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
@@ -97,9 +98,9 @@ class Visitor:
                                          str(resize or "")],
                                         stdout=subprocess.PIPE, text=True)
 
-    def said(self, word: str, seconds: float = START) -> str:
+    def said(self, word: str, seconds: float = 120.0) -> str:
         assert self.process.stdout is not None
-        deadline = time.monotonic() + seconds
+        deadline = time.monotonic() + limit(seconds)
         while time.monotonic() < deadline:
             line = self.process.stdout.readline()
             assert line, f"the visitor ended before saying {word!r}"
@@ -110,7 +111,7 @@ class Visitor:
     def drop(self) -> None:
         """The browser vanishes: no close frame, the connection just ends."""
         self.process.kill()
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=limit(10))
         if self.process.stdout is not None:
             self.process.stdout.close()
 
@@ -129,7 +130,7 @@ def serve(tmp_path: Path) -> Iterator[type[Serve]]:
 
 
 def gone(path: Path, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + limit(seconds)
     while path.exists():
         assert time.monotonic() < deadline, f"{path} is left"
         time.sleep(0.2)
@@ -179,7 +180,7 @@ def test_dropped_visitors_leave_no_app_and_no_folder(serve) -> None:
     assert cpu_seconds(server.process.pid) - before < 0.3  # nothing spins once the visitors have gone
     assert memory[-1] - memory[0] < 40, memory
     server.process.send_signal(signal.SIGTERM)
-    assert server.process.wait(timeout=20) == 0
+    assert server.process.wait(timeout=limit(20)) == 0
     err = server.process.stderr.read().decode()
     assert "Traceback" not in err and "\x1b" not in err and len(err.strip().splitlines()) <= 1, err
 
@@ -192,8 +193,8 @@ def test_serve_ending_ends_every_app(serve) -> None:
             visitor.said("screen")
         apps = server.wait_for_apps(2)
         os.kill(server.process.pid, how)  # SIGKILL: the apps learn it from Linux (their parent-death signal)
-        server.process.wait(timeout=30)
-        deadline = time.monotonic() + 15
+        server.process.wait(timeout=limit(30))
+        deadline = time.monotonic() + limit(15)
         while any(Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
                   for pid in apps):
             assert time.monotonic() < deadline, f"apps left after {how.name}"
@@ -223,7 +224,7 @@ def test_visitors_are_capped_and_an_idle_one_ends(serve) -> None:
     second.drop()
     started = time.monotonic()
     first.said("closed", 60)  # idle: no key since it opened
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < limit(30)
     server.wait_for_apps(0, 15)
     first.drop()
     third = Visitor(server.url)  # the place is free again
@@ -245,14 +246,14 @@ def test_the_token_and_serve_own_origin_are_needed_even_on_loopback(serve) -> No
     import urllib.request
 
     with pytest.raises(urllib.error.HTTPError) as plain:  # the websocket's address asked for a page
-        urllib.request.urlopen(server.url.replace("/?", "/ws?", 1), timeout=30)
+        urllib.request.urlopen(server.url.replace("/?", "/ws?", 1), timeout=limit(30))
     assert plain.value.code == 400
     own = Visitor(server.url, origin=page.rstrip("/"))  # the page serve served opens its websocket
     own.said("open")
     own.drop()
     server.wait_for_apps(0, 30)
     server.process.send_signal(signal.SIGINT)
-    server.process.wait(timeout=30)
+    server.process.wait(timeout=limit(30))
     assert not server.process.stdout.read()
     assert server.process.stderr.read().decode().splitlines()[1:] == []  # after its start lines: no log, no traceback
 
@@ -338,7 +339,7 @@ def test_malformed_messages_are_dropped_and_an_oversized_one_ends_only_its_visit
                     break
             assert len(server.apps()) == 1
             await socket.send_str('["stdin", "' + "x" * 100_000 + '"]')  # over the 64 KiB a message may hold
-            while (message := await socket.receive(timeout=30)).type not in (aiohttp.WSMsgType.CLOSE,
+            while (message := await socket.receive(timeout=limit(30))).type not in (aiohttp.WSMsgType.CLOSE,
                                                                               aiohttp.WSMsgType.CLOSED):
                 pass
 
@@ -389,7 +390,7 @@ def test_a_download_key_that_is_not_one_is_a_plain_404_without_its_echo(serve) -
     server = serve()
     for key in ("%1b%5d0%3bpwned%07", "..%2f..%2fetc%2fpasswd", "0" * 32, "%2e%2e"):
         with pytest.raises(urllib.error.HTTPError) as missing:
-            urllib.request.urlopen(server.url.replace("/?", f"/download/{key}?", 1), timeout=30)
+            urllib.request.urlopen(server.url.replace("/?", f"/download/{key}?", 1), timeout=limit(30))
         body = missing.value.read()
         assert missing.value.code == 404 and body.isascii() and b"\x1b" not in body and b"passwd" not in body, key
         assert missing.value.headers["X-Content-Type-Options"] == "nosniff"

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_tui
+from tests.limits import limit
 
 dynamo = pytest.importorskip("torch._dynamo")
 eval_frame = pytest.importorskip("torch._dynamo.eval_frame")
@@ -115,11 +116,12 @@ def test_dynamo_first_imported_inside_the_recording_still_runs_compiled_code_as_
         print(during, eval_frame._stance.stance, sum(rec.recorder.seen.values()), len(watching),
               torch.equal(rec.trace.tensor("output", head=1), out[0, 1]))
     """)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=limit(300))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["force_eager", "default", "1", "0", "True"]
 
 
+@pytest.mark.slow
 def test_a_recording_without_dynamo_leaves_no_import_watch_behind() -> None:
     program = textwrap.dedent("""
         import sys, torch, attn_tui
@@ -127,6 +129,6 @@ def test_a_recording_without_dynamo_leaves_no_import_watch_behind() -> None:
             during = [type(f).__name__ for f in sys.meta_path].count("_Watch")
         print(during, [type(f).__name__ for f in sys.meta_path].count("_Watch"), "torch._dynamo" in sys.modules)
     """)
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=limit(300))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["1", "0", "False"]

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 import attn_tui
 from attn_tui.sources.recorder.build import NoAttentionError
+from tests.limits import limit
 from tests.sources.recorder.modules import MultiHeadAttention
 
 
@@ -178,7 +179,7 @@ def test_a_daemon_worker_running_before_the_recording_is_named_in_the_error_when
     try:
         with attn_tui.record() as rec:
             jobs.put(inputs(10))
-            results.get(timeout=10)
+            results.get(timeout=limit(10))
         with pytest.raises(NoAttentionError) as caught:
             _ = rec.trace
         assert str(caught.value) == ("no softmax, scaled_dot_product_attention, flex_attention or "
@@ -186,7 +187,7 @@ def test_a_daemon_worker_running_before_the_recording_is_named_in_the_error_when
                                      "recording began, so attention it computed is not recorded: daemon-loop")
         with attn_tui.record() as rec:  # with attention in the main thread too, the daemon is a warning
             jobs.put(inputs(11))
-            results.get(timeout=10)
+            results.get(timeout=limit(10))
             attend(*inputs(12))
         said = [str(w) for w in rec.trace.warnings if "thread" in str(w)]
         assert said == ["a thread was already running when the recording began, so attention it computed is not "
