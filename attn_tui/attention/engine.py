@@ -94,7 +94,7 @@ def compute(request: Request, max_memory: int | None = None, lazy: bool | None =
     if not math.isfinite(s.temperature) or s.temperature <= 0:
         raise ConfigError(Msg("temperature must be a positive number, not {t}", t=f"{s.temperature:g}"))
     device, dtype = resolve_device(s.device), resolve_dtype(s.dtype)
-    trace = Trace(VariantRun(s), (), (), str(device), s.dtype)
+    trace = Trace(VariantRun(settings=s), (), (), str(device), s.dtype)
     params = ParamFactory(s.seed, dtype, device, trace.params)
     with torch.no_grad():
         _run(request, trace, params, device, dtype, lazy)
@@ -130,7 +130,7 @@ def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.dev
     tail = Tail(Axis("query", q_tokens), Axis("key", k_tokens), mask, s.mask_fill, s.temperature)
     if lazy is None:
         lazy = len(q_tokens) * len(k_tokens) > LAZY_CELLS
-    meta = VariantRun(s, vocab=read.vocab)
+    meta = VariantRun(settings=s, vocab=read.vocab)
     trace.meta = meta
     ctx = Context(trace, meta, params, tail, s.dim, x_source, lazy,
                   Positional("absolute") if x_source == Place("embedded_pos") else Positional())

@@ -115,8 +115,8 @@ def decode_trace(model: DateTransformer, text: str, target: str | None = None, t
     needed.check(memory_limit(max_memory), Msg("decoding with {name}", name=name))
     ids, forced, chars = encoded(text, target, teacher_forcing)
     src = torch.tensor([ids])  # (1, S)
-    meta = DecoderRun(name, "scaled_dot", text.strip(), "", 0, target, teacher_forcing, layers=cfg.layers,
-                      heads=cfg.heads, arch="transformer")
+    meta = DecoderRun(model=name, attention="scaled_dot", input=text.strip(), output="", steps=0, target=target,
+                      teacher_forcing=teacher_forcing, layers=cfg.layers, heads=cfg.heads, arch="transformer")
     trace = Trace(meta, (), chars, "cpu", "float32")
     for layer in range(cfg.layers):  # each layer's cross-attention, which its alignment shows: every input
         # character, sinusoids added to the embeddings, q·k / √d_h (its self-attention is the same, but causal)

@@ -100,7 +100,8 @@ def decode_trace(model: Seq2Seq, text: str, target: str | None = None, teacher_f
     mask = src != 0
     key_axis = Axis("key", chars)
     token = torch.tensor([codec.OUT_STOI[dates.START]])
-    meta = DecoderRun(name, kind, text.strip(), "", 0, target, teacher_forcing)
+    meta = DecoderRun(model=name, attention=kind, input=text.strip(), output="", steps=0, target=target,
+                      teacher_forcing=teacher_forcing)
     trace = Trace(meta, (), chars, "cpu", "float32")
     # One attention: the decoder state reads every input character (no mask but the padding, no position, no
     # scale: the GRU carries order itself).

@@ -121,9 +121,10 @@ class Writer:
         kv_heads = self.family.kv_heads(cfg)
         self.grouped = kv_heads > 0
         draw = draw_of(ask)
-        self.meta = GenerationRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, True, self.special,
-                                  kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (),
-                                  self.family.rope_base(cfg), prompt_tokens=tuple(self.tokens),
+        self.meta = GenerationRun(model=loaded.name, family=loaded.family, layers=loaded.layers, heads=loaded.heads,
+                                  scale=0.0, causal=True, special_tokens=self.special, kv_heads=kv_heads,
+                                  kv_map=kv_map(loaded.heads, kv_heads) if kv_heads else (),
+                                  rope_base=self.family.rope_base(cfg), prompt_tokens=tuple(self.tokens),
                                   prompt_ids=tuple(self.prompt_ids), do_sample=draw.do_sample,
                                   temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed,
                                   cache=ask.cache, layer_heads=self.family.layer_heads(cfg))

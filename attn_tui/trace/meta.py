@@ -63,7 +63,7 @@ class _Answers:
         return Msg("step {step}", step=step)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VariantRun(_Answers):
     """One of attn-tui's own attention variants on a sentence or typed matrices."""
 
@@ -106,7 +106,7 @@ class VariantRun(_Answers):
         return kind
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TransformerRun(_Answers):
     """A real transformer's forward pass: every layer and head of it, traced on demand."""
 
@@ -141,7 +141,7 @@ class TransformerRun(_Answers):
         return {"kind": "transformer", "model": self.model, "settings": asdict(self)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DecoderRun(_Answers):
     """A trained encoder-decoder decoding one input, one output character per step.
 
@@ -205,7 +205,7 @@ class DecoderRun(_Answers):
         return {"kind": "decoder", "model": self.model, "output": self.output, "settings": asdict(self)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RecordedRun(_Answers):
     """The user's own attention code, recorded while it ran (a script, or a block under `attn_tui.record()`).
 
@@ -246,7 +246,7 @@ class RecordedRun(_Answers):
         return {"kind": "recorded", "script": self.script, "modules": list(self.modules), "settings": settings}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GenerationRun(TransformerRun):
     """A causal model writing token by token: the prompt, the ids written so far and how each was chosen.
 

@@ -15,7 +15,7 @@ TEXT = "the cat sat on the warm mat"
 
 
 def _trace_with(geometry: LayerGeometry) -> Trace:
-    trace = Trace(VariantRun(Settings()), (), (), "cpu", "float32")
+    trace = Trace(VariantRun(settings=Settings()), (), (), "cpu", "float32")
     trace.geometry[3] = geometry
     return trace
 
@@ -56,4 +56,4 @@ def test_scale_reads_as_one_over_a_root_only_when_it_is_one() -> None:
 
 
 def test_no_geometry_no_line() -> None:
-    assert geometry_line(Trace(VariantRun(Settings()), (), (), "cpu", "float32"), 0) == ""
+    assert geometry_line(Trace(VariantRun(settings=Settings()), (), (), "cpu", "float32"), 0) == ""

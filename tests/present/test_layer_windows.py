@@ -60,8 +60,9 @@ def test_the_words_are_korean_too_and_fit_their_cells() -> None:
 
 
 def test_windows_come_from_each_layers_recorded_geometry() -> None:
-    trace = Trace(TransformerRun("granite", "granite", 2, 4, 0.07, True, (), 2, (0, 0, 1, 1), 1e4), (), (), "cpu",
-                  "float32")
+    run = TransformerRun(model="granite", family="granite", layers=2, heads=4, scale=0.07, causal=True, kv_heads=2,
+                         kv_map=(0, 0, 1, 1), rope_base=1e4)
+    trace = Trace(run, (), (), "cpu", "float32")
     for layer, window in enumerate((3, None)):
         kind = "sliding" if window else "causal"
         trace.geometry[layer] = LayerGeometry(kind, window, Positional("rotary", 1e4), 0.07,

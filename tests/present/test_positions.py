@@ -13,7 +13,7 @@ from attn_tui.trace.stage import Axis, Stage, Trace
 
 
 def _trace(names_by_step: list[list[str]], after: list[str]) -> Trace:
-    trace = Trace(VariantRun(Settings()), ("a",), ("a",), "cpu", "float32")
+    trace = Trace(VariantRun(settings=Settings()), ("a",), ("a",), "cpu", "float32")
     places = [Place(n, step=t) for t, names in enumerate(names_by_step) for n in names]
     for place in places + [Place(n) for n in after]:
         trace.add(Stage(place, torch.zeros(1), "", (Axis("dim", ("d0",)),)))
@@ -48,7 +48,7 @@ def test_the_same_place_is_found_again_in_a_new_trace() -> None:
 
 def test_stages_made_before_the_steps_come_first_and_modules_take_turns() -> None:
     """An encoder-decoder: the encoder's self-attention once, then each step's self- and cross-attention."""
-    trace = Trace(VariantRun(Settings()), ("a",), ("a",), "cpu", "float32")
+    trace = Trace(VariantRun(settings=Settings()), ("a",), ("a",), "cpu", "float32")
     places = [Place("weights", module="enc_attn")] + [
         Place(name, step=t, module=module) for t in range(2) for module in ("self_attn", "cross_attn")
         for name in ("scores", "weights")] + [Place("alignment")]

@@ -14,11 +14,11 @@ KINDS = (r"Request|ModelInput|SentenceInput|MatrixInput|XInput|RecordAsk|Variant
          r"RecordedRun|Shown")
 TESTED = re.compile(rf"isinstance\([^)]*\b({KINDS})\b")
 
-VARIANT = VariantRun(Settings(variant="flash"), kv_map=(0, 0))
-MODEL = TransformerRun("bert-tiny", "bert", 2, 2, 0.5, False)
-DECODE = DecoderRun("seq2seq-dates", "additive", "1 may 2020", "2020-05-01", 10, target="2020-05-02",
-                    fed=("<s>",) * 10)
-RECORDED = RecordedRun("mine.py", ("Attention",), threads=2)
+VARIANT = VariantRun(settings=Settings(variant="flash"), kv_map=(0, 0))
+MODEL = TransformerRun(model="bert-tiny", family="bert", layers=2, heads=2, scale=0.5, causal=False)
+DECODE = DecoderRun(model="seq2seq-dates", attention="additive", input="1 may 2020", output="2020-05-01", steps=10,
+                    target="2020-05-02", fed=("<s>",) * 10)
+RECORDED = RecordedRun(script="mine.py", modules=("Attention",), threads=2)
 
 
 def test_each_run_says_what_a_step_is_and_its_short_name() -> None:

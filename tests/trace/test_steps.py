@@ -31,7 +31,7 @@ def _step_stages(t: int) -> list[Stage]:
 
 
 def _start() -> Trace:
-    trace = Trace(VariantRun(Settings()), ("q",), (), "cpu", "float32")
+    trace = Trace(VariantRun(settings=Settings()), ("q",), (), "cpu", "float32")
     trace.add(Stage(Place("before"), torch.zeros(1, 1), "x", (Axis("query", ("q",)), _keys(1))))
     return trace
 

@@ -1,5 +1,10 @@
 """Bahdanau's additive score: e_ij = v_aᵀ tanh(W_a q_i + U_a k_j).
 
+    energy = torch.tanh((q @ W_a.T)[:, None] + (k @ U_a.T)[None])   # (L, S, hidden)
+    s = energy @ v_a                                                # (L, S)
+    a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
+    o = a @ v                                                       # (L, d_v)
+
 A one-hidden-layer network judges each (query, key) pair; projecting query and key
 separately means the (L, S, hidden) energy needs only a broadcast add, and a long input
 builds it only for the tile (or the query) on show.

@@ -1,5 +1,11 @@
 """ALiBi (Press et al., 2022): scaled dot plus a per-head bias that falls linearly with the distance |i − j|.
 
+    m = 2 ** (-8 * torch.arange(1, H + 1) / H)          # (H,): each head's slope (heads a power of two)
+    bias = -m[:, None, None] * (i[:, None] - j[None]).abs()    # (H, L, S), i = arange(L), j = arange(S)
+    s = q @ k.transpose(-1, -2) / math.sqrt(d_h) + bias        # q (H, L, d_h), k (H, S, d_h)
+    a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
+    o = a @ v                                                  # (H, L, d_h)
+
 No position is added to the tokens; instead each head penalises far keys at its own
 rate m_h, a geometric sequence (2^(−8/H), 2^(−16/H), …), so some heads look near and
 some far, and the model reads inputs longer than it was trained on. The slopes are

@@ -1,5 +1,10 @@
 """The concat score: e_ij = v_cᵀ tanh(W_c [q_i; k_j]).
 
+    pairs = torch.cat([q[:, None].expand(-1, S, -1), k[None].expand(L, -1, -1)], -1)   # (L, S, d_q + d_k)
+    s = torch.tanh(pairs @ W_c.T) @ v_c                                                  # (L, S)
+    a = torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1)
+    o = a @ v                                                                            # (L, d_v)
+
 Written literally: each (query, key) pair is concatenated before one matrix product,
 which equals additive attention with W_c split in two, and the UI can show both ways.
 """

@@ -1,4 +1,10 @@
-"""Plain dot-product attention: scores are raw q·k, with no scaling."""
+"""Plain dot-product attention: scores are raw q·k, with no scaling.
+
+    s = q @ k.T                                         # (L, S): raw q·k, no scaling
+    s = s.masked_fill(~mask, float("-inf"))            # mask (L, S): True where query i may attend to key j
+    a = torch.softmax(s, dim=-1)                       # (L, S): each row sums to 1
+    o = a @ v                                          # (L, d_v)
+"""
 
 from __future__ import annotations
 

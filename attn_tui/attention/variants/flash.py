@@ -1,5 +1,13 @@
 """Flash attention's way of computing scaled dot: key tiles and an online softmax, never the whole score matrix.
 
+    m = torch.full((L,), float("-inf")); l = torch.zeros(L); acc = torch.zeros(L, d_v)
+    for j in range(0, S, T):                              # one tile of T keys at a time
+        s = q @ k[j:j + T].T / math.sqrt(d)               # (L, T): the tile's scores only
+        m_new = torch.maximum(m, s.max(-1).values); alpha = torch.exp(m - m_new)
+        p = torch.exp(s - m_new[:, None])
+        l = alpha * l + p.sum(-1); acc = alpha[:, None] * acc + p @ v[j:j + T]; m = m_new
+    o = acc / l[:, None]                                  # = softmax(q @ k.T / √d) @ v
+
 The kernel reads the keys T at a time. For each tile it keeps, per query row, the
 largest score so far m, the softmax denominator so far l and the unnormalised output so
 far Õ; when a tile raises the max, what was summed before is rescaled by

@@ -1,5 +1,10 @@
 """Luong's "general" (bilinear) score: score(q, k) = (W_a q)·k.
 
+    s = (q @ W_a.T) @ k.T                               # (L, S): W_a (d_k, d_q) re-expresses the query
+    s = s.masked_fill(~mask, float("-inf"))
+    a = torch.softmax(s, dim=-1)
+    o = a @ v                                          # (L, d_v)
+
 A learned W_a lets the query be re-expressed before comparing, so query and key may
 even have different widths.
 """

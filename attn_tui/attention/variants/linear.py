@@ -1,7 +1,7 @@
 """Linear attention as a recurrence: one d_k × d_v state, written once per token and read by each query.
 
-    q, k = l2(q) / √d_k, l2(k)                      # (L, d_k) each
-    S = torch.zeros(d_k, d_v)
+    q, k = l2(q) / math.sqrt(d_k), l2(k)            # (L, d_k) each
+    S, out = torch.zeros(d_k, d_v), torch.zeros(L, d_v)
     for t in range(L):
         S = α[t] * S; S = S + β[t] * torch.outer(k[t], v[t] - S.T @ k[t])   # gated delta (plain: S += k[t]ᵀv[t])
         out[t] = S.T @ q[t]

@@ -1,10 +1,11 @@
 """Multi-head latent attention (MLA), DeepSeek-V2/V3: keys and values rebuilt from one small cached latent.
 
-    q = RMSNorm(X·W_qaᵀ)·W_qbᵀ, per head [q_nope | q_rope]           # the query's low-rank path
-    c = RMSNorm(X·W_dkvᵀ);  k_rope = rot(X·W_krᵀ)                     # what is cached: c and k_rope
-    k_h = [c·W_uk,hᵀ | k_rope];  v_h = c·W_uv,hᵀ                      # keys and values expanded per head
-    A_h = softmax((q_nope,h·k_nope,hᵀ + rot(q_rope,h)·k_ropeᵀ)·scale + mask)
-    Y = [A_0·v_0 | … ]·W_oᵀ
+    q = rms_norm(x @ W_qa.T) @ W_qb.T                        # (L, H·(d_nope + d_rope)): the query's low-rank path
+    c = rms_norm(x @ W_dkv.T); k_rope = rotate(x @ W_kr.T)   # all a decoder caches: c (L, r), k_rope (L, d_rope)
+    k_nope, v = c @ W_uk[h].T, c @ W_uv[h].T                 # head h's key and value, rebuilt from c
+    s = q_nope[h] @ k_nope.T + rotate(q_rope[h]) @ k_rope.T  # (L, L)
+    o[h] = torch.softmax(s * scale + bias, dim=-1) @ v       # bias: 0 or -inf where the mask blocks
+    y = torch.cat(list(o), -1) @ W_o.T
 
 A decoder caches, for every token, only c (kv_rank numbers) and the shared rotary key (d_rope), instead of a key
 and a value per head. The rotary part of q and k is kept apart from the latent because a rotation between c and

@@ -1,5 +1,10 @@
 """Multi-head self-attention: one fused qkv projection, h scaled-dot heads, then W_o.
 
+    q, k, v = (x @ W_qkv.T + b_qkv).split(d, -1)                          # (L, d) each: in_proj_weight, _bias
+    q, k, v = (t.view(L, h, d // h).transpose(0, 1) for t in (q, k, v))   # (h, L, d_h)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)           # (h, L, d_h)
+    y = o.transpose(0, 1).reshape(L, d) @ W_o.T + b_o                     # out_proj: nn.MultiheadAttention's output
+
 Laid out exactly like nn.MultiheadAttention (in_proj_weight rows [q | k | v], head h
 owns columns h·d_h … (h+1)·d_h), so its weights can be copied in and compared. The
 heads run as one batched computation; each head's stages are views of it.

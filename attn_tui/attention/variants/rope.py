@@ -1,5 +1,12 @@
 """Rotary position embedding (RoPE): q and k turned by angles that grow with their position, then scaled dot.
 
+    def rotate(x, pos):                                 # Llama's rotate-half: dimension i pairs with i + d/2
+        theta = base ** (-torch.arange(0, d, 2) / d)   # (d/2,)
+        ang = torch.cat([pos[:, None] * theta] * 2, -1)  # (n, d)
+        x1, x2 = x.chunk(2, -1)
+        return x * ang.cos() + torch.cat([-x2, x1], -1) * ang.sin()
+    o = F.scaled_dot_product_attention(rotate(q, torch.arange(L)), rotate(k, torch.arange(S)), v, attn_mask=mask)
+
 Turning query i by i·θ and key j by j·θ makes q·k depend on i − j alone: relative
 position with no parameter learned. The layout is Llama's rotate-half, as transformers
 has it: dimension i pairs with i + d/2, θ_i = base^(−2i/d). The SmolLM2 source records

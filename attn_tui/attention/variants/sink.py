@@ -1,5 +1,11 @@
 """Attention sinks, as GPT-OSS has them: a learned logit per head joins each row's softmax and is then dropped.
 
+    s = q @ k.transpose(-1, -2) / math.sqrt(d_h)          # (H, L, S)
+    s = s.masked_fill(~mask, float("-inf"))
+    both = torch.cat([s, sink[:, None, None].expand(-1, L, 1)], -1)    # (H, L, S + 1): a logit per head
+    a = torch.softmax(both, dim=-1)[..., :-1]            # the sink's share dropped: rows sum to 1 − p_sink
+    o = a @ v                                            # (H, L, d_h)
+
 Without it a head that finds nothing worth reading must still hand out all its weight,
 and trained models dump it on the first token (the "attention sink"). A sink logit
 gives that weight a place to go: the row's weights then sum to 1 − p_sink, and the

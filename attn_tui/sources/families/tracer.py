@@ -42,9 +42,11 @@ def trace_run(run_: ModelRun, layer: int, head: int, family: Family) -> Trace:
     loaded = run_.loaded
     cfg = loaded.model.config
     kv_heads = family.kv_heads(cfg)
-    meta = TransformerRun(loaded.name, loaded.family, loaded.layers, loaded.heads, 0.0, loaded.causal, run_.special,
-                          kv_heads, kv_map(loaded.heads, kv_heads) if kv_heads else (), family.rope_base(cfg),
-                          loaded.offloaded, run_.ids, run_.probe, run_.scored_from, family.layer_heads(cfg))
+    meta = TransformerRun(model=loaded.name, family=loaded.family, layers=loaded.layers, heads=loaded.heads,
+                          scale=0.0, causal=loaded.causal, special_tokens=run_.special, kv_heads=kv_heads,
+                          kv_map=kv_map(loaded.heads, kv_heads) if kv_heads else (), rope_base=family.rope_base(cfg),
+                          offloaded=loaded.offloaded, token_ids=run_.ids, probe=run_.probe,
+                          scored_from=run_.scored_from, layer_heads=family.layer_heads(cfg))
     return layered_trace(run_, meta, layer, head, lambda r, t, lay: fill_layer(r, t, lay, family))
 
 

@@ -194,10 +194,10 @@ def _build(recorder: Recorder, script: str, tokens: tuple[str, ...] | None,
     counted = {x.scope: x.counted_as or x.scope for x in founds}  # where each module's calls were counted
     calls = {s: recorder.seen[counted[s]] - left_out.get(counted[s], 0) for s in scopes}  # its attention's only
     kept = {s: len(recorder.anchors[counted[s]]) - left_out.get(counted[s], 0) for s in scopes}
-    meta = RecordedRun(script, tuple(names[s] for s in scopes), heads, tuple(calls[s] for s in scopes),
-                       tuple(kept[s] for s in scopes),
-                       tuple(next(x.kind for x in founds if x.scope == s) for s in scopes),
-                       _step_names([x for x in founds if x.scope == scopes[0]]))
+    meta = RecordedRun(script=script, modules=tuple(names[s] for s in scopes), heads=heads,
+                       calls=tuple(calls[s] for s in scopes), shown=tuple(kept[s] for s in scopes),
+                       kinds=tuple(next(x.kind for x in founds if x.scope == s) for s in scopes),
+                       steps=_step_names([x for x in founds if x.scope == scopes[0]]))
     trace = Trace(meta, q_labels, k_labels, str(weights.device), dtype)
     for given, count, what in ((tokens, weights.shape[-2], N_("queries")), (key_tokens, weights.shape[-1], N_("keys"))):
         if given is not None and len(given) != count:  # never dropped in silence: said, and q0, q1, … shown
