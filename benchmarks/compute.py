@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from attn_tui.ask.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk
 from attn_tui.attention.engine import compute
 
 
@@ -32,7 +32,7 @@ def scaled_dot(sizes: list[int], dim: int) -> None:
     print(f"\nscaled_dot, d = {dim}: compute() / SDPA and / a bare softmax(QKᵀ/√d)V on the same Q, K, V")
     print(f"{'tokens':>7} {'compute ms':>11} {'SDPA ms':>9} {'ratio':>6} {'bare ms':>8} {'ratio':>6}")
     for n in sizes:
-        request = Request(SentenceInput(_sentence(n)), Settings(variant="scaled_dot", dim=dim, device="cpu"))
+        request = VariantAsk(SentenceInput(_sentence(n)), Settings(variant="scaled_dot", dim=dim, device="cpu"))
         trace = compute(request)
         q, k, v = (trace.tensor(name) for name in ("query", "key", "value"))
         repeat = 3 if n >= 4096 else 7
@@ -51,7 +51,7 @@ def multihead(sizes: list[int], dim: int, heads: int) -> None:
     print(f"{'tokens':>7} {'compute ms':>11} {'MHA+w ms':>9} {'ratio':>6} {'default':>8} {'ratio':>6} "
           f"{'MHA ms':>8} {'ratio':>6}")
     for n in sizes:
-        request = Request(SentenceInput(_sentence(n)), Settings(variant="multihead", dim=dim, heads=heads,
+        request = VariantAsk(SentenceInput(_sentence(n)), Settings(variant="multihead", dim=dim, heads=heads,
                                                                  device="cpu"))
         trace = compute(request)
         mha = torch.nn.MultiheadAttention(dim, heads, batch_first=True)

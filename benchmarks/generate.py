@@ -22,16 +22,16 @@ def generate(count: int = 64) -> None:
     import torch
     import transformers
 
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import gguf
-    from attn_tui.sources.generate import Writer, output_embedding
+    from attn_tui.sources.generate import Generator, output_embedding
 
-    loaded = gguf._loaded("smollm2", "cpu", None)
+    loaded = gguf.loaded_model("smollm2", "cpu", None)
     lm = transformers.AutoModelForCausalLM.from_config(loaded.model.config, attn_implementation="eager").eval()
     lm.model = loaded.model
     lm.lm_head.weight = loaded.model.embed_tokens.weight  # tied, as SmolLM2 ties them
     ids = loaded.tokenizer(PROMPT, return_tensors="pt")["input_ids"]
-    ask = ModelInput("smollm2", PROMPT, generate=count)
+    ask = ModelAsk("smollm2", PROMPT, generate=count)
     unembed = output_embedding(loaded, None)
     theirs, ours, same = [], [], True
     for _ in range(2):
@@ -41,7 +41,7 @@ def generate(count: int = 64) -> None:
                               output_attentions=True, return_dict_in_generate=True)
         theirs.append((time.perf_counter() - start) / count)
         start = time.perf_counter()
-        trace = Writer(loaded, ask, unembed).write(count)
+        trace = Generator(loaded, ask, unembed).write(count)
         written = list(trace.meta.generated_ids)  # type: ignore[union-attr]
         ours.append((time.perf_counter() - start) / len(written))  # it stops at the end of text; theirs may not
         ended = bool(trace.meta.stopped)  # type: ignore[union-attr]

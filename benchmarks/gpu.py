@@ -52,13 +52,13 @@ def median_s(fn: Callable[[], Any], repeat: int = 5) -> float:
 
 
 def scaled_dot() -> None:
-    from attn_tui.ask.settings import Request, SentenceInput, Settings
+    from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk
     from attn_tui.attention.engine import compute
 
     print("\nscaled_dot on CUDA, d = 64: compute() / SDPA on the same Q, K, V")
     print(f"{'tokens':>7} {'compute ms':>11} {'SDPA ms':>9} {'ratio':>7}")
     for n in (256, 1024, 4096, 16384):
-        request = Request(SentenceInput(" ".join(f"w{i % 97}" for i in range(n))),
+        request = VariantAsk(SentenceInput(" ".join(f"w{i % 97}" for i in range(n))),
                           Settings(variant="scaled_dot", dim=64, device=DEVICE))
         trace = compute(request)
         q, k, v = (trace.tensor(name) for name in ("query", "key", "value"))
@@ -84,9 +84,9 @@ def _folder(root: Path) -> Path:
 def generate(count: int = 64) -> None:
     import transformers
 
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import hf
-    from attn_tui.sources.generate import Writer, output_embedding
+    from attn_tui.sources.generate import Generator, output_embedding
 
     with tempfile.TemporaryDirectory() as root:
         path = _folder(Path(root))
@@ -98,7 +98,7 @@ def generate(count: int = 64) -> None:
                                                                trust_remote_code=False).to(DEVICE).eval()
         lm.generation_config.eos_token_id = None
         ids = loaded.tokenizer(PROMPT, return_tensors="pt")["input_ids"].to(DEVICE)
-        ask = ModelInput(str(path), PROMPT, generate=count, device=DEVICE)
+        ask = ModelAsk(str(path), PROMPT, generate=count, device=DEVICE)
         unembed = output_embedding(loaded, path)
 
         def theirs() -> Any:
@@ -107,7 +107,7 @@ def generate(count: int = 64) -> None:
                                    output_attentions=True, return_dict_in_generate=True, pad_token_id=0)
 
         def ours() -> Any:
-            return Writer(loaded, ask, unembed).write(count)
+            return Generator(loaded, ask, unembed).write(count)
 
         their_s, our_s = median_s(theirs, 3) / count, median_s(ours, 3) / count
         trace, out = ours(), theirs()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from attn_tui.ask.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk
 from attn_tui.tui.app import AttnApp
 
 SIZE = (120, 40)
@@ -66,7 +66,7 @@ async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
     """Median key → last repaint and median handler time (seconds) for one kind of key at n tokens."""
     variant = "multihead" if kind == "head" else "scaled_dot"
     text = " ".join(f"w{i % 97}" for i in range(n))
-    app = _TimedApp(Request(SentenceInput(text), Settings(variant=variant, mask="causal", heads=4)))
+    app = _TimedApp(VariantAsk(SentenceInput(text), Settings(variant=variant, mask="causal", heads=4)))
     walls: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)

@@ -9,12 +9,12 @@ import tempfile
 
 APP = """
 import asyncio, sys
-from attn_tui.ask.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import VariantAsk, SentenceInput, Settings
 from attn_tui.tui.app import AttnApp
 
 async def main():
     text = " ".join(f"w{i % 97}" for i in range(int(sys.argv[1])))
-    app = AttnApp(Request(SentenceInput(text), Settings(mask="causal")))
+    app = AttnApp(VariantAsk(SentenceInput(text), Settings(mask="causal")))
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(2000):
             await app.workers.wait_for_complete()

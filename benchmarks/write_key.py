@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from attn_tui.ask.settings import ModelInput, Request, SentenceInput, Settings
+from attn_tui.ask.settings import ModelAsk, SentenceInput, Settings, VariantAsk
 from attn_tui.tui.app import AttnApp
 
 PROMPT = "The capital of France is Paris, and the capital of Korea is"
@@ -56,7 +56,7 @@ async def _until(pilot: Any, ready: Any, rounds: int = 3000) -> None:
 
 
 async def _measure(model: str, count: int) -> tuple[list[float], list[float], list[float]]:
-    app = _TimedApp(Request(SentenceInput("a b"), Settings()), model=ModelInput(model, PROMPT))
+    app = _TimedApp(VariantAsk(SentenceInput("a b"), Settings()), model=ModelAsk(model, PROMPT))
     steps: list[float] = []
     first: list[float] = []
     last: list[float] = []

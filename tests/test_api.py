@@ -20,7 +20,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def readme_examples() -> list[str]:
     text = README.read_text(encoding="utf-8")
-    section = text.split("### From Python", 1)[1].split("\n### ", 1)[0]
+    section = text.split("## From Python", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 

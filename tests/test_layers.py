@@ -14,11 +14,14 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Mapping, Set
+from pathlib import Path
 
 import grimp
 import pytest
 
 from tests.limits import limit
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _graph(exclude_type_checking: bool) -> dict[str, set[str]]:
@@ -103,3 +106,29 @@ def test_what_can_be_asked_loads_without_torch(module: str) -> None:
                             check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def _private_reaches() -> list[str]:
+    """Each place a module of the package reads another module's private name (`from m import _x`, `m._x`);
+    gettext's `_` is the one public name that starts with an underscore."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "attn_tui").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("attn_tui"):
+                found += [f"{path.name}:{node.lineno} {a.name}" for a in node.names
+                          if a.name.startswith("_") and a.name != "_" and not a.name.startswith("__")]
+                modules |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                modules |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("attn_tui")}
+        found += [f"{path.name}:{node.lineno} {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                  and node.attr.startswith("_") and not node.attr.startswith("__")]
+    return found
+
+
+def test_no_module_reads_another_modules_private_names() -> None:
+    assert _private_reaches() == []

@@ -7,14 +7,14 @@ app can grey out a control the moment the variant changes.
 from __future__ import annotations
 
 from attn_tui.ask.options import SETTINGS
-from attn_tui.ask.settings import SLIDING_MASKS, Request
+from attn_tui.ask.settings import SLIDING_MASKS, VariantAsk
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg
 
 ALWAYS = frozenset(name for name, option in SETTINGS.items() if option.always)  # never greyed out, never refused
 
 
-def applicable(request: Request) -> frozenset[str]:
+def applicable(request: VariantAsk) -> frozenset[str]:
     """The names of the settings (and `head`) that make a difference to this variant on this input."""
     s, source = request.settings, request.source
     variant = VARIANTS[s.variant]
@@ -45,7 +45,7 @@ def applicable(request: Request) -> frozenset[str]:
     return frozenset(found)
 
 
-def not_applying(request: Request, given: set[str]) -> list[Msg]:
+def not_applying(request: VariantAsk, given: set[str]) -> list[Msg]:
     """Why each of the `given` settings changes nothing here (empty when all of them apply)."""
     s = request.settings
     typed = request.source.typed

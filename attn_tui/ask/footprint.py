@@ -9,7 +9,7 @@ from __future__ import annotations
 from attn_tui.ask.budget import Estimate, json_numbers
 from attn_tui.ask.checks import check_fields, matrix_shape
 from attn_tui.ask.options import limit
-from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, XInput
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, VariantAsk, XInput
 from attn_tui.ask.variants import VARIANTS, Sizes, modifier_parts
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg
@@ -18,8 +18,8 @@ from attn_tui.io.files import check_text
 # The widest input and the most heads are the settings' own bounds (`limit("dim")`, `limit("heads")`), read from
 # the option schema when a request is counted, so the budget and every front end agree on them.
 MAX_TOKENS = 16384  # queries or keys
-LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score family lazy
-PASS_ROWS = 64  # query rows per block of the streaming pass over a lazy score family
+LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score stages lazy
+PASS_ROWS = 64  # query rows per block of the streaming pass over lazy score stages
 MAX_TILES = 1024  # flash's steps: each tile is five stages, and the app steps through them one by one
 STAGE_BYTES = 4096  # a stage's record beside its numbers: the Stage, its tensors' headers, its axes and formula
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -61,7 +61,7 @@ def check_width(width: int, name: str | Msg) -> None:
                               width=width, max=limit("dim")))
 
 
-def request_sizes(request: Request) -> tuple[Sizes, int]:
+def request_sizes(request: VariantAsk) -> tuple[Sizes, int]:
     """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
     s = request.settings
     check_fields(s)
@@ -126,25 +126,25 @@ def stage_count(variant_name: str, z: Sizes) -> int:
 
 
 def lazy_parts(z: Sizes) -> dict[str, int]:
-    """What a lazy score family holds: the streaming pass's blocks, the tiles on screen, each row's lse."""
+    """What lazy score stages hold: the streaming pass's blocks, the tiles on screen, each row's lse."""
     block = PASS_ROWS * z.keys * z.heads
     return {N_("score stages"): 8 * block + z.heads * z.queries, N_("energy"): 2 * block * z.hidden,
             N_("pairs [q; k]"): block * (z.d_q + z.d_k)}
 
 
-def estimate(request: Request, json_output: bool = False) -> Estimate:
+def estimate(request: VariantAsk, json_output: bool = False) -> Estimate:
     """Bytes every stage, parameter and input of `request` will take (and its JSON text, if printed)."""
     sizes, inputs = request_sizes(request)
     itemsize = ITEMSIZE.get(request.settings.dtype, 4)
     footprint = VARIANTS[request.settings.variant].footprint(sizes)
-    if sizes.queries * sizes.keys > LAZY_CELLS:  # the score family is streamed: a block of rows at a time
+    if sizes.queries * sizes.keys > LAZY_CELLS:  # the score stages are streamed: a block of rows at a time
         footprint = footprint | {k: v for k, v in lazy_parts(sizes).items() if k in footprint}
     for part, numbers in modifier_parts(request.settings, sizes).items():  # a soft cap, q/k norms, the gate
         footprint[part] = footprint.get(part, 0) + numbers
     found = Estimate()
     found.add(N_("inputs"), inputs, itemsize)
     for part, numbers in footprint.items():
-        # The score family runs in at least float32 from the mask on.
+        # The score stages runs in at least float32 from the mask on.
         found.add(part, numbers, max(itemsize, 4) if part == "score stages" else itemsize)
     found.add(N_("working memory"), max(footprint.values(), default=0), max(itemsize, 4))  # checks, temporaries
     found.add(N_("stage records"), stage_count(request.settings.variant, sizes), STAGE_BYTES)

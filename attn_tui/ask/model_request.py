@@ -1,6 +1,6 @@
 """From given options to a model run (`--model`, or a model sample): the command line's and the API's.
 
-Beside `ask.request`, which builds a variant Request from the same options; this half
+Beside `ask.request`, which builds a variant VariantAsk from the same options; this half
 knows the date models by name (`ask.models`) and their target's alphabet. Torch-free, like all of `ask`, so the
 command line, the API and the app build a model's ask without importing a source.
 """
@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from attn_tui.ask.models import DATE_MODELS, GRU_DATE_MODELS
 from attn_tui.ask.request import MATRIX_OPTIONS, VARIANT_OPTIONS, refuse, sentence
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
@@ -21,7 +21,7 @@ from attn_tui.io.files import check_text, quoted
 DRAW_OPTIONS = ("temperature", "seed")  # settings of the variants that a model's draw reads too
 
 
-def model_input(args: argparse.Namespace) -> ModelInput | None:
+def model_input(args: argparse.Namespace) -> ModelAsk | None:
     """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
     base = None
     if args.sample is not None:
@@ -79,7 +79,7 @@ def model_input(args: argparse.Namespace) -> ModelInput | None:
         check_text(args.target, "--target")
         if not args.target:
             raise InputError(Msg("--target is empty; targets look like 2026-11-22"))
-    model = replace(base or ModelInput(name, ""), **{k: v for k, v in given.items() if v is not None})
+    model = replace(base or ModelAsk(name, ""), **{k: v for k, v in given.items() if v is not None})
     if probing:
         model = replace(model, text="")  # a sample's sentence gives way to the probe
     if model.teacher_forcing and not model.target:
@@ -113,7 +113,7 @@ def kept_positions(n: int, window: tuple[int, int] | None) -> list[int]:
     return list(range(sinks)) + list(range(n - last, n))
 
 
-def check_generation(model: ModelInput) -> None:
+def check_generation(model: ModelAsk) -> None:
     """A model's writing settings as the command line would take them (a session file or an API caller may hand
     anything): each of the right kind and in its declared range, the cache in its one form."""
     from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, OptionError

@@ -159,7 +159,7 @@ SETTINGS: dict[str, Option] = {o.name: o for o in (
     _choice("rule", RULE_NAMES, NP_("setting", "rule"),
             N_("linear: how each token writes the state: gated-delta (decay α_t, then a delta-rule write of "
                "strength β_t, as Qwen3-Next; the default) or plain (S_t = S_(t−1) + k_tᵀv_t)"), own=True),
-    # The 2025 mechanisms any score-based variant may add (issue 25): flags and API keywords, no pane row.
+    # What any score-based variant may add: a soft cap, a QK-norm, the output gate.
     Option("softcap", float, None, N_("a logit soft cap C·tanh(S'/C) before the mask, as Gemma 2 (default: none)"),
            low=0, above=True, high=1e6, optional=True, metavar="C", label=NP_("setting", "soft cap"), row="input",
            own=True, refusal=N_("must be a number above 0 and at most 1000000, got {text}"),

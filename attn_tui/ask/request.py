@@ -1,4 +1,4 @@
-"""From given options to a variant Request, every option accounted for: the command line's and the API's.
+"""From given options to a variant VariantAsk, every option accounted for: the command line's and the API's.
 
 An option that does not apply to what was asked is an error naming it, never dropped:
 `--heads` for `dot`, `--mask` for a model. The options arrive as a namespace (argparse's,
@@ -14,7 +14,7 @@ from dataclasses import replace
 from attn_tui.ask.applies import not_applying
 from attn_tui.ask.inputs import Parsed, parse_rows
 from attn_tui.ask.options import SETTINGS
-from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Join, Msg, Plural
@@ -76,13 +76,13 @@ def sentence(text: str, what: str = "--text") -> str:
     return text
 
 
-def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> Request | None:
-    """The Request the options describe; None when no input was named (the app's default sample)."""
+def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> VariantAsk | None:
+    """The VariantAsk the options describe; None when no input was named (the app's default sample)."""
     reader = reader or Reader()
     refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), Msg("to the attention variants (only to "
                                                                          "--model)"))
     given = [name for name in ("text", "sample", "q", "k", "v", "x") if getattr(args, name) is not None]
-    base: Request | None = None
+    base: VariantAsk | None = None
     if args.sample is not None:
         from attn_tui.ask.samples import get_sample
 
@@ -92,19 +92,19 @@ def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> R
     elif args.text is not None:
         if len(given) > 1:
             raise InputError(Msg("--text cannot be combined with --q/--k/--v or --x"))
-        base = Request(SentenceInput(sentence(args.text)))
+        base = VariantAsk(SentenceInput(sentence(args.text)))
     elif args.x is not None:
         if len(given) > 1:
             raise InputError(Msg("--x cannot be combined with --q/--k/--v"))
         x = reader.matrix(args.x, "X")
-        base = Request(XInput(x.rows, x.labels("x")))
+        base = VariantAsk(XInput(x.rows, x.labels("x")))
     elif any(getattr(args, n) is not None for n in ("q", "k", "v")):
         missing = [f"--{n}" for n in ("q", "k", "v") if getattr(args, n) is None]
         if missing:
             raise InputError(Msg("typed matrices need --q, --k and --v; missing {missing}",
                                  missing=", ".join(missing)))
         q, k, v = (reader.matrix(getattr(args, n), n.upper()) for n in "qkv")
-        base = Request(MatrixInput(q.rows, k.rows, v.rows, q.labels("q"), k.labels("k") or v.labels("k")))
+        base = VariantAsk(MatrixInput(q.rows, k.rows, v.rows, q.labels("q"), k.labels("k") or v.labels("k")))
     if base is None:
         if given_options(args, VARIANT_OPTIONS):
             return _default_with(args, reader)
@@ -112,25 +112,25 @@ def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> R
     return _with_options(args, base, reader)
 
 
-def _default_with(args: argparse.Namespace, reader: Reader) -> Request:
+def _default_with(args: argparse.Namespace, reader: Reader) -> VariantAsk:
     """The app's default sample with the given settings applied (`attn-tui --variant dot`)."""
     from attn_tui.ask.samples import DEFAULT_SAMPLE, get_sample
 
     return _with_options(args, get_sample(DEFAULT_SAMPLE).request, reader)
 
 
-def _with_options(args: argparse.Namespace, base: Request, reader: Reader) -> Request:
+def _with_options(args: argparse.Namespace, base: VariantAsk, reader: Reader) -> VariantAsk:
     overrides = {name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None}
     settings: Settings = replace(base.settings, **overrides)
     custom = base.custom_mask
     if args.mask_file is not None:
         custom = reader.matrix(args.mask_file, Msg("the mask")).rows
-    request = Request(base.source, settings, custom)
+    request = VariantAsk(base.source, settings, custom)
     check_applies(args, request)
     return request
 
 
-def check_applies(args: argparse.Namespace, request: Request) -> None:
+def check_applies(args: argparse.Namespace, request: VariantAsk) -> None:
     """Refuse each given option that would change nothing for this variant and input."""
     s = request.settings
     if request.source.typed and VARIANTS[s.variant].takes_x:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, ModelAsk, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.errors import InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import quoted
@@ -33,9 +33,9 @@ class Sample:
 
     name: str
     description: str
-    request: Request
+    request: VariantAsk
     notes: str = ""
-    model: ModelInput | None = None  # set when the sample runs a real or trained model
+    model: ModelAsk | None = None  # set when the sample runs a real or trained model
     stage: str | None = None  # the stage the app opens on (None: the first of the pipeline)
 
 
@@ -79,11 +79,11 @@ def parse_sample(text: str, origin: str) -> Sample:
         if "text" not in data:
             raise InputError(Msg("a model sample needs 'text'"), source=origin)
         keys = {"layer", "head", "pad_to", "target", "teacher_forcing"} & data.keys()
-        model = ModelInput(data["model"], data["text"], **{k: data[k] for k in keys})
+        model = ModelAsk(data["model"], data["text"], **{k: data[k] for k in keys})
     stage = data.get("stage")
     if stage is not None and not isinstance(stage, str):
         raise InputError(Msg("'stage' must be a stage name"), source=origin)
-    return Sample(data["name"], data["description"], Request(source, settings_obj, data.get("mask_matrix")),
+    return Sample(data["name"], data["description"], VariantAsk(source, settings_obj, data.get("mask_matrix")),
                   data.get("notes", ""), model, stage)
 
 

@@ -152,7 +152,7 @@ class XInput:
 
 
 @dataclass(frozen=True)
-class ModelInput:
+class ModelAsk:
     """A real or trained model run on a sentence: which model, and which layer and head to show.
 
     `target` and `teacher_forcing` apply to the date models only.
@@ -181,16 +181,16 @@ class ModelInput:
     from_panes = True  # the panes show it and an edit asks for it again (the user's code: they cannot)
     runs_code = False  # computing it runs a script (only a RecordAsk that holds no trace yet does)
 
-    def on_device(self, device: str) -> ModelInput:
+    def on_device(self, device: str) -> ModelAsk:
         """The same ask on another device (the door's CPU fallback)."""
         return replace(self, device=device)
 
-    def changed(self, change: dict[str, object]) -> ModelInput:
+    def changed(self, change: dict[str, object]) -> ModelAsk:
         """The same ask with some of its fields (a variants ask: its settings) changed, as compare mode's B."""
         return replace(self, **change)  # type: ignore[arg-type]
 
     @property
-    def model(self) -> ModelInput | None:
+    def model(self) -> ModelAsk | None:
         """This ask where it is a model's (None for any other kind), so a view reads a model's fields untested."""
         return self
 
@@ -200,13 +200,13 @@ class ModelInput:
         return (self.probe, self.probe_length, self.probe_seed) if self.probe else None
 
     @property
-    def request(self) -> Request | None:
+    def request(self) -> VariantAsk | None:
         """This ask where it is the variants' (None for any other kind)."""
         return None
 
 
 @dataclass(frozen=True)
-class Request:
+class VariantAsk:
     """Settings plus input plus an optional custom 0/1 mask: everything `compute` needs."""
 
     source: SentenceInput | MatrixInput | XInput
@@ -222,18 +222,18 @@ class Request:
     def device(self) -> str:
         return self.settings.device
 
-    def on_device(self, device: str) -> Request:
+    def on_device(self, device: str) -> VariantAsk:
         return replace(self, settings=replace(self.settings, device=device))
 
-    def changed(self, change: dict[str, object]) -> Request:
+    def changed(self, change: dict[str, object]) -> VariantAsk:
         return replace(self, settings=replace(self.settings, **change))  # type: ignore[arg-type]
 
     @property
-    def model(self) -> ModelInput | None:
+    def model(self) -> ModelAsk | None:
         return None
 
     @property
-    def request(self) -> Request | None:
+    def request(self) -> VariantAsk | None:
         return self
 
 
@@ -294,11 +294,11 @@ class RecordAsk:
         return self  # the user's code has no settings of attn-tui's to change
 
     @property
-    def model(self) -> ModelInput | None:
+    def model(self) -> ModelAsk | None:
         return None
 
     @property
-    def request(self) -> Request | None:
+    def request(self) -> VariantAsk | None:
         return None
 
     def keeping(self, trace: object) -> RecordAsk:
@@ -307,5 +307,5 @@ class RecordAsk:
         return replace(self, held=_Kept(trace))
 
 
-Ask = Union[Request, ModelInput, RecordAsk]  # what any front end asks the one door for: a variant on an input, a
+Ask = Union[VariantAsk, ModelAsk, RecordAsk]  # what any front end asks the one door for: a variant on an input, a
 # model, or the user's own code

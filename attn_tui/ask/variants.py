@@ -40,7 +40,7 @@ class Variant:
     between them). `takes_x`: projects Q, K, V itself from one X (multihead, gqa).
     `per_head`: splits Q, K, V into `--heads` heads by columns (alibi, sink).
     `options`: the settings only this variant reads (`heads`, `kv_heads`, `rope_base`, `tile`).
-    `lazy`: its score family can be read by tiles, so it runs on inputs of any length.
+    `lazy`: its score stages can be read by tiles, so it runs on inputs of any length.
     `score_based`: takes a soft cap, a QK-norm and the output gate (not additive, concat, flash, linear).
     `footprint`: the numbers each of its stages and parameters holds, by part.
     """
@@ -70,7 +70,7 @@ class Variant:
 
 
 def _tail(z: Sizes, score_stages: int) -> dict[str, int]:
-    """The score family (scores … weights) and the output."""
+    """The score stages (scores … weights) and the output."""
     return {"score stages": score_stages * z.queries * z.keys, "output": z.queries * z.d_v}
 
 
@@ -100,7 +100,7 @@ def _gqa(z: Sizes) -> dict[str, int]:
 
 
 def _split(z: Sizes, score_stages: int) -> dict[str, int]:
-    """A variant that splits Q, K, V into heads: every head's score family, the outputs and their concat."""
+    """A variant that splits Q, K, V into heads: every head's score stages, the outputs and their concat."""
     return {"score stages": score_stages * z.heads * z.queries * z.keys, "output": 2 * z.queries * z.d_v}
 
 

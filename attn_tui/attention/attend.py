@@ -16,7 +16,7 @@ import torch
 from attn_tui.ask.footprint import PASS_ROWS
 from attn_tui.i18n import Msg
 from attn_tui.trace import masks
-from attn_tui.trace.lazy import LazyTensor, PreTile, ScoreFamily
+from attn_tui.trace.lazy import LazyTensor, PreTile, ScoreTiles
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.ops import Masking, Op, Place, SinkMass, Softmax, WeightedSum
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
@@ -124,10 +124,10 @@ class PreStage:
     op: Callable[[Place], Op]
 
 
-def score_family(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreStage], last: str,
+def score_stages(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreStage], last: str,
                  values: torch.Tensor, scores_at: Sequence[Place], values_at: Sequence[Place],
                  lazy: bool) -> torch.Tensor:
-    """The score family of every head, then the tail; returns the outputs (heads, L, d_v).
+    """The score stages of every head, then the tail; returns the outputs (heads, L, d_v).
 
     `pre(rows, cols)` computes the stages before the mask on any tile for every head:
     called once on everything for a short input (whole stages, the batched tail), or
@@ -142,7 +142,7 @@ def score_family(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreSta
                 trace.add(Stage(at.at(stage.name), tiles[stage.name][n], stage.formula, stage.axes,
                                 stage.op(at.at(stage.name))))
         return attend(trace, tail, tiles[last], values, [at.at(last) for at in scores_at], values_at)
-    family = ScoreFamily(pre, last, shape, tail.mask, tail.fill, tail.temperature)
+    family = ScoreTiles(pre, last, shape, tail.mask, tail.fill, tail.temperature)
     sample = pre(slice(0, 1), slice(0, 1))  # one cell tells the dtypes and the hidden width
     for n, at in enumerate(scores_at):
         for stage in stages:
@@ -184,7 +184,7 @@ def pass_rows(device: torch.device, heads: int, keys: int) -> int:
     return max(PASS_ROWS, min(16 * PASS_ROWS, GPU_PASS_CELLS // max(1, heads * keys)))
 
 
-def stream(trace: Trace, tail: Tail, family: ScoreFamily, names: Sequence[str], values: torch.Tensor,
+def stream(trace: Trace, tail: Tail, family: ScoreTiles, names: Sequence[str], values: torch.Tensor,
            scores_at: Sequence[Place], values_at: Sequence[Place]) -> torch.Tensor:
     """One pass over blocks of query rows: the outputs, every row's log-sum-exp, and every stage's stats.
 

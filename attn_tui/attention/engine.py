@@ -10,10 +10,10 @@ import torch
 from attn_tui.ask.budget import memory_limit
 from attn_tui.ask.footprint import LAZY_CELLS, estimate
 from attn_tui.ask.inputs import PAD_TOKEN, check_qkv_shapes, tokenize
-from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.attention import positional
-from attn_tui.attention.attend import PreStage, Tail, score_family
+from attn_tui.attention.attend import PreStage, Tail, score_stages
 from attn_tui.attention.device import resolve_device, resolve_dtype
 from attn_tui.attention.params import ParamFactory
 from attn_tui.errors import ConfigError, InputError
@@ -37,7 +37,7 @@ class Context:
     tail: Tail
     hidden: int | None  # attention hidden size for additive/concat
     source: Operand  # what the projections read: a stage (embedding, embedded_pos) or the input "X"
-    lazy: bool  # the score family is read by tiles (a long input), never held whole
+    lazy: bool  # the score stages are read by tiles (a long input), never held whole
     positions: Positional = field(default_factory=Positional)  # how positions entered the input (sinusoidal: absolute)
 
     @property
@@ -76,18 +76,18 @@ class Context:
                                                heads=heads, temperature=s.temperature, sink=sink)
 
     def scores(self, pre: PreTile, stages: list[PreStage], last: str) -> torch.Tensor:
-        """A single-head variant's score family from `pre`, then the shared tail on the values; the output."""
+        """A single-head variant's score stages from `pre`, then the shared tail on the values; the output."""
         values = self.trace.tensor("value")[None]  # (1, S, d_v)
-        return score_family(self.trace, self.tail, pre, stages, last, values, [Place("scores")], [Place("value")],
+        return score_stages(self.trace, self.tail, pre, stages, last, values, [Place("scores")], [Place("value")],
                             self.lazy)[0]
 
 
-def compute(request: Request, max_memory: int | None = None, lazy: bool | None = None) -> Trace:
+def compute(request: VariantAsk, max_memory: int | None = None, lazy: bool | None = None) -> Trace:
     """Run one request through its variant and return the full trace (never NaN silently).
 
     The request's memory is estimated and checked against the limit before any tensor
     exists (`max_memory` bytes, else the default share of what the machine has free).
-    `lazy` None keeps the score family lazy exactly when it has more than LAZY_CELLS cells.
+    `lazy` None keeps the score stages lazy exactly when they have more than LAZY_CELLS cells.
     """
     s = request.settings
     estimate(request).check(memory_limit(max_memory), Msg("this request"))  # checks every field's type first
@@ -102,7 +102,7 @@ def compute(request: Request, max_memory: int | None = None, lazy: bool | None =
     return trace
 
 
-def _run(request: Request, trace: Trace, params: ParamFactory, device: torch.device, dtype: torch.dtype,
+def _run(request: VariantAsk, trace: Trace, params: ParamFactory, device: torch.device, dtype: torch.dtype,
          lazy: bool | None) -> None:
     s = request.settings
     variant = VARIANTS[s.variant]

@@ -108,7 +108,7 @@ def _output(args: argparse.Namespace) -> Path | None:
 def heads(args: argparse.Namespace) -> int:
     import json
 
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
 
     check_text(args.model, "--model")
     if args.probe and args.text is not None:
@@ -132,7 +132,7 @@ def heads(args: argparse.Namespace) -> int:
     from attn_tui.sources import run
 
     probe = {"probe": args.probe, "probe_length": args.probe_length, "probe_seed": args.probe_seed}
-    asked = ModelInput(args.model, args.text or "", pad_to=args.pad_to, device=args.device or "auto",
+    asked = ModelAsk(args.model, args.text or "", pad_to=args.pad_to, device=args.device or "auto",
                        **{k: v for k, v in probe.items() if v is not None})
     shown = run(asked, args.max_memory)
     trace, model_stats = shown.trace, shown.stats

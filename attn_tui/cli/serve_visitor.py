@@ -2,7 +2,7 @@
 
 textual-serve's AppService runs the app through a shell and, once the browser has gone,
 stops reading what the app writes and only asks it to quit; an app blocked on that full
-pipe never hears the request and loops on (issue 20). Here the app is run directly, in a
+pipe never hears the request and loops on. Here the app is run directly, in a
 process group of its own; the visitor's end asks it to quit, then SIGTERMs it, then
 SIGKILLs the group, and the process is waited for in every case.
 """

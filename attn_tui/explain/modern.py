@@ -1,4 +1,4 @@
-"""The arithmetic of the ops today's attention adds: a rotated pair, a distance bias, a sink, an online softmax.
+"""The arithmetic of the ops modern attention adds: a rotated pair, a distance bias, a sink, an online softmax.
 
 `EXPLAINERS` maps each of these op kinds to its explainer; `explain.cell` puts it in the
 registry, so the inspector explains a RoPE, ALiBi, sink or flash cell (and SmolLM2's) the

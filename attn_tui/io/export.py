@@ -114,7 +114,7 @@ def steps_header(trace: Trace) -> dict[str, object] | None:
 
 
 def _mask(trace: Trace) -> object:
-    """The whole 0/1 matrix; for a long input (its score family lazy) the mask's parts instead."""
+    """The whole 0/1 matrix; for a long input (its score stages lazy) the mask's parts instead."""
     if trace.mask is None:
         return None
     if trace.lazy:

@@ -18,7 +18,7 @@ from typing import Any
 from attn_tui.ask.checks import check_fields, check_ranges, matrix_shape
 from attn_tui.ask.model_request import check_generation
 from attn_tui.ask.options import MODEL_OPTIONS, choices
-from attn_tui.ask.settings import ModelInput, Settings
+from attn_tui.ask.settings import ModelAsk, Settings
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import LANGUAGES, Msg
 from attn_tui.io.files import check_text, read_text, write_text_atomic
@@ -51,7 +51,7 @@ class Session:
     sentence: str = ""
     editors: dict[str, str] = field(default_factory=dict)  # the text of each matrix editor, exactly as typed
     custom_mask: list[list[float]] | None = None
-    model: ModelInput | None = None
+    model: ModelAsk | None = None
     language: str = "en"
     stage: str | None = None
     mask_by_hand: bool = False  # the custom mask was made with `x`: the settings line says "masked by hand"
@@ -97,16 +97,16 @@ def _settings(data: object) -> Settings:
     return settings
 
 
-def _model(data: object) -> ModelInput | None:
+def _model(data: object) -> ModelAsk | None:
     if data is None:
         return None
     if not isinstance(data, dict):
         raise SessionError(str(Msg("{what} has the wrong type", what="model")))
-    known = {f.name: f for f in fields(ModelInput)}
+    known = {f.name: f for f in fields(ModelAsk)}
     values = {k: v for k, v in data.items() if k in known}
     _typed(values.get("name"), str, "model.name")
     _typed(values.get("text", ""), str, "model.text")
-    model = ModelInput(**values)
+    model = ModelAsk(**values)
     _checked(check_fields, model, "model", choices())
     _checked(check_ranges, model, "model", MODEL_OPTIONS)
     _checked(check_generation, model)

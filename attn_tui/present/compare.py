@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.ask.model_request import cache_window, kept_positions
 from attn_tui.ask.models import DATE_MODELS, TRANSFORMER_DATE_MODELS
-from attn_tui.ask.settings import ModelInput, Request
+from attn_tui.ask.settings import ModelAsk, VariantAsk
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells
 
@@ -35,7 +35,7 @@ class Comparison:
     # compares)
     a_label: str | Msg
     b_label: str | Msg
-    change: tuple[tuple[str, object], ...] = ()  # settings (or ModelInput fields) B sets
+    change: tuple[tuple[str, object], ...] = ()  # settings (or ModelAsk fields) B sets
     head: int | None = None  # a head comparison: B is the same trace at this head
     mean_heads: bool = False  # a model comparison: the transformer's alignment averaged over its heads
     layer: int | None = None  # a layer comparison: B is the same trace at this layer
@@ -113,7 +113,7 @@ def comparisons(a: Ask, heads: int, head: int, layers: int = 1, layer: int = 0,
     return found
 
 
-def _model_comparisons(a: ModelInput) -> list[Comparison]:
+def _model_comparisons(a: ModelAsk) -> list[Comparison]:
     """A date model against each other date model; with the transformer on either side, once for its chosen
     head and once for its heads' mean."""
     if a.name not in DATE_MODELS:
@@ -132,7 +132,7 @@ def _model_comparisons(a: ModelInput) -> list[Comparison]:
     return found
 
 
-def _transformer_comparisons(a: ModelInput, layers: int, layer: int, others: Sequence[str],
+def _transformer_comparisons(a: ModelAsk, layers: int, layer: int, others: Sequence[str],
                              windows: Sequence[int | None]) -> list[Comparison]:
     """The same head at another layer (read from A's trace), then another model on the same sentence (B starts at
     its layer 0, head 0: its other layers are traced when a place asks for them)."""
@@ -171,7 +171,7 @@ def _forcing(on: bool) -> Msg:
     return Msg("teacher forcing on") if on else Msg("teacher forcing off")
 
 
-def _variant_comparisons(a: Request) -> list[Comparison]:
+def _variant_comparisons(a: VariantAsk) -> list[Comparison]:
     s = a.settings
     found = []
     masked = s.mask != "none" or a.custom_mask is not None

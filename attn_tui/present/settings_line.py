@@ -11,7 +11,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from attn_tui.ask.applies import applicable
-from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.i18n import _, pgettext
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
     A custom mask is named for where it came from: a file or sample ("custom"), or
     cells toggled with `x` ("cells masked by hand").
     """
-    applying = applicable(Request(source, settings))
+    applying = applicable(VariantAsk(source, settings))
     found: list[tuple[str, str]] = []
     for field in fields(Settings):
         name = field.name

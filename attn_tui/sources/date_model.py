@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from attn_tui.ask.models import DATE_MODELS
-from attn_tui.ask.settings import Ask, ModelInput
+from attn_tui.ask.settings import Ask, ModelAsk
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.trace.stage import Trace
@@ -27,14 +27,14 @@ def date_model(name: str) -> DateModel:
 
 class DateModelSource:
     def handles(self, ask: Ask) -> bool:
-        return isinstance(ask, ModelInput) and ask.name in DATE_MODELS
+        return isinstance(ask, ModelAsk) and ask.name in DATE_MODELS
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
         return self.trace_growing(ask, max_memory, None)
 
     def trace_growing(self, ask: Ask, max_memory: int | None, on_step: Callable[[Trace], None] | None) -> Trace:
         """Decode step by step, handing `on_step` the trace after each step (teacher-forced or free)."""
-        assert isinstance(ask, ModelInput)
+        assert isinstance(ask, ModelAsk)
         from attn_tui.models.seq2seq.codec import check_target
         from attn_tui.models.seq2seq.transformer import DateTransformer
 

@@ -234,7 +234,7 @@ def config_parameters(folder: Path) -> int:
     return embeddings + layers * layer
 
 
-MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers shipped today are a few tens of MB
+MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers are a few tens of MB
 # Bytes in memory per byte of tokenizer file: tokenizers' own parse of an 18 MB tokenizer.json grew by 2× its size
 # (measured); a Python dict of the same JSON (transformers reads it too) is several times more. An upper bound.
 TOKENIZER_FACTOR = 16

@@ -21,7 +21,7 @@ import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
 from attn_tui.ask.model_request import cache_window, check_generation, kept_positions
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.attend import WEIGHTS_FORMULA
 from attn_tui.attention.variants.gqa import kv_map
 from attn_tui.attention.variants.rope import rotate
@@ -46,7 +46,7 @@ from attn_tui.trace.steps import generated_token
 OnStep = Callable[[Trace], None]
 
 
-def draw_of(ask: ModelInput) -> Draw:
+def draw_of(ask: ModelAsk) -> Draw:
     return Draw(ask.do_sample, ask.temperature, ask.top_k, ask.top_p, ask.seed)
 
 
@@ -88,23 +88,23 @@ def _stops(model: Any) -> set[int]:
     return set(found if isinstance(found, list) else [] if found is None else [found])
 
 
-def generate_trace(loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor, max_memory: int | None = None,
+def generate_trace(loaded: LoadedModel, ask: ModelAsk, unembed: torch.Tensor, max_memory: int | None = None,
                    on_step: OnStep | None = None) -> Trace:
     """Write `ask.generate` tokens after `ask.text`, every step traced; `on_step` is handed each step's trace."""
-    return Writer(loaded, ask, unembed).write(ask.generate, max_memory, on_step)
+    return Generator(loaded, ask, unembed).write(ask.generate, max_memory, on_step)
 
 
-class Writer:
+class Generator:
     """One text being written: the model's cache, the inputs every layer read so far, the sampler's generator
     and the trace, kept between calls so that writing one more token costs one step, not all of them again.
 
     A call that is stopped (its `on_step` raises) leaves the writer whole: a step's stages, its token and the
     state the next step reads are all in place before the step is published. One call at a time (`lock`)."""
 
-    def __init__(self, loaded: LoadedModel, ask: ModelInput, unembed: torch.Tensor) -> None:
+    def __init__(self, loaded: LoadedModel, ask: ModelAsk, unembed: torch.Tensor) -> None:
         from transformers import DynamicCache
 
-        from attn_tui.sources.hf import _readable
+        from attn_tui.sources.hf import readable_token
 
         if not loaded.causal:
             raise ConfigError(Msg("{model} reads its text both ways (an encoder): only a causal model writes",
@@ -114,7 +114,7 @@ class Writer:
         cfg = model.config
         self.prompt_ids = _ids(loaded, ask.text)
         self.device = next(model.parameters()).device
-        self.text_of: Callable[[int], str] = lambda i: _readable(tok, tok.convert_ids_to_tokens([i])[0])
+        self.text_of: Callable[[int], str] = lambda i: readable_token(tok, tok.convert_ids_to_tokens([i])[0])
         self.tokens = [self.text_of(i) for i in self.prompt_ids]
         special_ids = set(tok.all_special_ids)
         self.special = tuple(n for n, i in enumerate(self.prompt_ids) if i in special_ids)
@@ -356,34 +356,34 @@ class GenerationSource:
     `n`) writes one step."""
 
     def __init__(self) -> None:
-        self._writers: dict[tuple[object, ...], Writer] = {}
+        self._writers: dict[tuple[object, ...], Generator] = {}
 
     def handles(self, ask: object) -> bool:
         from attn_tui.ask.models import DATE_MODELS
 
-        return isinstance(ask, ModelInput) and ask.generate > 0 and ask.name not in DATE_MODELS
+        return isinstance(ask, ModelAsk) and ask.generate > 0 and ask.name not in DATE_MODELS
 
     def trace(self, ask: object, max_memory: int | None = None) -> Trace:
         return self.trace_growing(ask, max_memory, None)
 
     def trace_growing(self, ask: object, max_memory: int | None, on_step: OnStep | None) -> Trace:
-        assert isinstance(ask, ModelInput)
+        assert isinstance(ask, ModelAsk)
         from attn_tui.ask.models import GGUF_MODELS
 
         check_generation(ask)  # an API caller or a session file may hand anything
         if ask.name in GGUF_MODELS:
             from attn_tui.sources import gguf
 
-            loaded, folder = gguf._loaded(ask.name, ask.device, max_memory), None
+            loaded, folder = gguf.loaded_model(ask.name, ask.device, max_memory), None
         else:
             from attn_tui.sources import transformer
             from attn_tui.sources.folder import resolve
 
-            loaded, folder = transformer._loaded(ask.name, ask.device, max_memory), Path(resolve(ask.name))
+            loaded, folder = transformer.loaded_model(ask.name, ask.device, max_memory), Path(resolve(ask.name))
         key = (ask.name, ask.text, ask.device, draw_of(ask), ask.cache)
         writer = self._writers.get(key)
         if writer is None or writer.loaded is not loaded or writer.steps > ask.generate:
-            writer = Writer(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
+            writer = Generator(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
             kept = list(self._writers.items())[-1:]  # two texts kept: compare mode's A and B write side by side
             self._writers = {**dict(kept), key: writer}
         return writer.write(ask.generate, max_memory, on_step)

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from attn_tui.ask.models import GGUF_MODELS
-from attn_tui.ask.settings import Ask, ModelInput
+from attn_tui.ask.settings import Ask, ModelAsk
 from attn_tui.i18n import Msg
 from attn_tui.sources.gguf_cache import cached_copy
 from attn_tui.sources.gguf_file import pieces
@@ -37,7 +37,7 @@ def load_gguf(name: str, device: torch.device | str = "cpu", max_memory: int | N
 
 
 @lru_cache(maxsize=2)
-def _loaded(name: str, device: str, max_memory: int | None) -> LoadedModel:
+def loaded_model(name: str, device: str, max_memory: int | None) -> LoadedModel:
     from attn_tui.attention.device import resolve_device
 
     return load_gguf(name, resolve_device(device), max_memory)
@@ -47,16 +47,16 @@ def _loaded(name: str, device: str, max_memory: int | None) -> LoadedModel:
 def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
               max_memory: int | None = None, probe: tuple[str, int, int] | None = None) -> ModelRun:
     """One forward pass of a built-in GGUF model over `text`: every layer and head from it."""
-    return run(_loaded(name, device, max_memory), text, pad_to, max_memory, probe)
+    return run(loaded_model(name, device, max_memory), text, pad_to, max_memory, probe)
 
 
 class GgufSource:
     """SmolLM2, Gemma 3 and any other built-in GGUF model: loaded once, traced by its family's adapter."""
 
     def handles(self, ask: Ask) -> bool:
-        return isinstance(ask, ModelInput) and ask.name in GGUF_MODELS
+        return isinstance(ask, ModelAsk) and ask.name in GGUF_MODELS
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
-        assert isinstance(ask, ModelInput)
+        assert isinstance(ask, ModelAsk)
         return trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory, ask.probed),
                      ask.layer, ask.head)

@@ -183,7 +183,7 @@ def _read_gguf(name: str, source: Path) -> tuple[Any, Any]:
     The file is read from a private folder holding nothing but a link to it, so no stray
     tokenizer or config beside it is read; the de-quantising progress bar (stderr) is swallowed.
     """
-    from attn_tui.sources.hf import _no_stdin
+    from attn_tui.sources.hf import no_stdin
 
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE"):
         os.environ.setdefault(key, "1")
@@ -197,7 +197,7 @@ def _read_gguf(name: str, source: Path) -> tuple[Any, Any]:
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     what = Msg("converting {name} from its GGUF file (once)", name=name)
     try:
-        with tempfile.TemporaryDirectory(prefix="attn-tui-gguf-") as private, _no_stdin(), \
+        with tempfile.TemporaryDirectory(prefix="attn-tui-gguf-") as private, no_stdin(), \
                 contextlib.redirect_stderr(io.StringIO()):
             (Path(private) / source.name).symlink_to(source)
             report(what, 0, 2)

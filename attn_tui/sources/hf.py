@@ -44,7 +44,7 @@ from attn_tui.trace.stage import Trace
 
 
 @contextmanager
-def _no_stdin() -> Iterator[None]:
+def no_stdin() -> Iterator[None]:
     """Nothing a library asks while loading can be answered from our standard input."""
     saved = sys.stdin
     sys.stdin = io.StringIO("")
@@ -79,7 +79,7 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     logging.getLogger("accelerate").setLevel(logging.ERROR)  # nor accelerate's ("parameters on the meta device")
     device = torch.device(device)
     try:
-        with _no_stdin():
+        with no_stdin():
             report(Msg("reading config.json"))
             config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
             report(Msg("reading the tokenizer"))
@@ -223,7 +223,7 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
         mask &= torch.ones(n, n, dtype=torch.bool, device=device).tril()
     special_ids = set(tok.all_special_ids)
     raw = tok.convert_ids_to_tokens(ids)
-    tokens = tuple(_readable(tok, t) for t in raw)
+    tokens = tuple(readable_token(tok, t) for t in raw)
     special = tuple(i for i, t in enumerate(ids) if t in special_ids)
     padding = None if bool(keep.all()) else ~keep
     unknown = tok.unk_token_id
@@ -240,7 +240,7 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
                     tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings), tuple(ids))
 
 
-def _readable(tok: Any, token: str) -> str:
+def readable_token(tok: Any, token: str) -> str:
     """GPT-2's byte-level 'Ġcat' → '▁cat' so a leading space stays visible; a piece of a character
     (a Korean syllable is three byte tokens) shows its bytes, `<EB>`, rather than '�'."""
     text = tok.convert_tokens_to_string([token])

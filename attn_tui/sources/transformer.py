@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from attn_tui.ask.settings import Ask, ModelInput
+from attn_tui.ask.settings import Ask, ModelAsk
 from attn_tui.sources import hf
 from attn_tui.trace.stage import Trace
 
 
 @lru_cache(maxsize=4)
-def _loaded(name: str, device: str, max_memory: int | None) -> hf.LoadedModel:
+def loaded_model(name: str, device: str, max_memory: int | None) -> hf.LoadedModel:
     from attn_tui.attention.device import resolve_device
 
     return hf.load(name, resolve_device(device), max_memory)
@@ -20,14 +20,14 @@ def _loaded(name: str, device: str, max_memory: int | None) -> hf.LoadedModel:
 def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
               max_memory: int | None = None, probe: tuple[str, int, int] | None = None) -> hf.ModelRun:
     """A transformer's forward pass over `text`: every layer and head from one run."""
-    return hf.run(_loaded(name, device, max_memory), text, pad_to, max_memory, probe)
+    return hf.run(loaded_model(name, device, max_memory), text, pad_to, max_memory, probe)
 
 
 class TransformerSource:
     def handles(self, ask: Ask) -> bool:
-        return isinstance(ask, ModelInput)
+        return isinstance(ask, ModelAsk)
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
-        assert isinstance(ask, ModelInput)
+        assert isinstance(ask, ModelAsk)
         return hf.trace_run(model_run(ask.name, ask.text, ask.pad_to, ask.device, max_memory, ask.probed),
                         ask.layer, ask.head)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from attn_tui.ask.settings import Ask, Request
+from attn_tui.ask.settings import Ask, VariantAsk
 from attn_tui.trace.stage import Trace
 
 
 class VariantSource:
     def handles(self, ask: Ask) -> bool:
-        return isinstance(ask, Request)
+        return isinstance(ask, VariantAsk)
 
     def trace(self, ask: Ask, max_memory: int | None = None) -> Trace:
-        assert isinstance(ask, Request)
+        assert isinstance(ask, VariantAsk)
         from attn_tui.attention.engine import compute
 
         return compute(ask, max_memory)

@@ -1,4 +1,4 @@
-"""Score-family stages that are never held whole: any tile of them is computed when it is asked for.
+"""Score-stage stages that are never held whole: any tile of them is computed when it is asked for.
 
 At 16,384 tokens one (L, S) stage is a gigabyte. A lazy stage keeps only what makes
 it (the queries and keys, a mask described by its parts, and after one streaming pass
@@ -25,7 +25,7 @@ PreTile = Callable[[slice, slice], dict[str, torch.Tensor]]
 
 
 @dataclass(eq=False)
-class ScoreFamily:
+class ScoreTiles:
     """How the heads' scores, scaled scores, masked scores and weights are computed for any tile.
 
     `pre(rows, cols)` returns the stages before the mask (scores, and scaled when the
@@ -98,7 +98,7 @@ class LazyTensor:
     no view can walk the whole stage by accident.
     """
 
-    def __init__(self, family: ScoreFamily, name: str, head: int, shape: tuple[int, ...], dtype: torch.dtype,
+    def __init__(self, family: ScoreTiles, name: str, head: int, shape: tuple[int, ...], dtype: torch.dtype,
                  device: torch.device) -> None:
         self.family, self.name, self.head = family, name, head
         self.shape = torch.Size(shape)

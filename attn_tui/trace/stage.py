@@ -29,7 +29,7 @@ from attn_tui.trace.steps import Step, Steps
 class Stage:
     """One step of a computation: where it sits, its values, formula, axes and how it was made.
 
-    `data` is a tensor, or for the score family of a long input a LazyTensor that computes
+    `data` is a tensor, or for the score stages of a long input a LazyTensor that computes
     any tile on demand; `tensor` gives the whole stage (refused for a lazy stage too
     large to hold), `row`, `value` and the tensor-style indexing of `data` give parts.
     """

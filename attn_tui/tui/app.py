@@ -29,7 +29,7 @@ from textual.widgets import Static
 from attn_tui import i18n
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import DEFAULT_SAMPLE, load_samples
-from attn_tui.ask.settings import Ask, ModelInput, RecordAsk, Request
+from attn_tui.ask.settings import Ask, ModelAsk, RecordAsk, VariantAsk
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.present.recorded import recorded_rows
 from attn_tui.present.stage_view import StageView
@@ -93,8 +93,8 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
     shown: reactive[Shown | None] = reactive(None, init=False)
     language: reactive[str] = reactive("en", init=False)
 
-    def __init__(self, request: Request | None = None, play_interval: float = PLAY_INTERVAL,
-                 model: ModelInput | None = None, max_memory: int | None = None, fresh: bool = True,
+    def __init__(self, request: VariantAsk | None = None, play_interval: float = PLAY_INTERVAL,
+                 model: ModelAsk | None = None, max_memory: int | None = None, fresh: bool = True,
                  first_stage: str | None = None, record: RecordAsk | None = None) -> None:
         super().__init__()
         sample = load_samples()[DEFAULT_SAMPLE]
@@ -140,7 +140,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
 
     # What the state holds, read by the panes' code and the tests.
     @property
-    def variants(self) -> Request:
+    def variants(self) -> VariantAsk:
         """The variants' ask: the one asked now, or the one kept while a model is shown."""
         return self.state.variants
 
@@ -389,7 +389,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         self.query_one("#main").set_class(message.full_width, "-full")
 
 
-def run_app(request: Request | None = None, model: ModelInput | None = None, max_memory: int | None = None,
+def run_app(request: VariantAsk | None = None, model: ModelAsk | None = None, max_memory: int | None = None,
             fresh: bool = False, first_stage: str | None = None, record: RecordAsk | None = None) -> int:
     """Run the app on `request` (None: the saved session, else the default sample), on `model`, or on the user's
     code (`record`); the exit code."""

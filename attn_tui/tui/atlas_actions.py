@@ -12,7 +12,7 @@ from attn_tui.ask.models import DATE_MODELS
 from attn_tui.i18n import Msg, _
 
 if TYPE_CHECKING:
-    from attn_tui.ask.settings import Ask, ModelInput
+    from attn_tui.ask.settings import Ask, ModelAsk
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -135,7 +135,7 @@ class AtlasActions(_AppBase):
                 screen.show_a(shown)
 
 
-def probe_note(model: ModelInput) -> str:
+def probe_note(model: ModelAsk) -> str:
     """The model pane's status on a probe run: which probe stands in for the sentence (kept for `p`)."""
     if not model.probe:
         return ""

@@ -11,7 +11,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import Request, Settings
+from attn_tui.ask.settings import Settings, VariantAsk
 from attn_tui.i18n import _, pgettext
 from attn_tui.io.session import MENUS
 from attn_tui.tui.screens.help import key_text
@@ -31,7 +31,7 @@ class PaletteHost(Protocol):
     imports them (AttnApp provides every one)."""
 
     @property
-    def variants(self) -> Request: ...
+    def variants(self) -> VariantAsk: ...
 
     @property
     def explorer(self) -> Explorer: ...

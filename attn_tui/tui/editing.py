@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.models import DATE_MODELS
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import MatrixInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
 from attn_tui.tui.messages import (
@@ -76,7 +76,7 @@ class EditingActions(_AppBase):
         def back_to_shown(self) -> None: ...
 
         @property
-        def variants(self) -> Request: ...
+        def variants(self) -> VariantAsk: ...
 
         @property
         def explorer(self) -> Explorer: ...
@@ -132,7 +132,7 @@ class EditingActions(_AppBase):
 
     def apply_settings(self, settings: Settings) -> None:
         source = self.variants.source
-        request = Request(source, settings, self.variants.custom_mask, self.variants.mask_by_hand)
+        request = VariantAsk(source, settings, self.variants.custom_mask, self.variants.mask_by_hand)
         if VARIANTS[settings.variant].takes_x and source.typed:
             self.state.keep_variants(request)
             self.state.drop_in_flight()  # whatever is in flight is no longer wanted
@@ -170,7 +170,7 @@ class EditingActions(_AppBase):
         if mask is None and settings.mask_means != "attend":  # the custom mask went, and its "1 means" with it
             settings = replace(settings, mask_means="attend")
             self.query_one(ModelPane).show(settings)
-        self.ask(Request(message.source, settings, mask, mask is not None and self.variants.mask_by_hand))
+        self.ask(VariantAsk(message.source, settings, mask, mask is not None and self.variants.mask_by_hand))
 
     def _fresh_settings(self, source: SentenceInput | MatrixInput | XInput) -> Settings:
         """Typed matrices of new shapes start a new exercise: its mask starts at none unless the user keeps it.
@@ -185,7 +185,7 @@ class EditingActions(_AppBase):
         if (source.sentence is not None or settings.mask == "none" or self.query_one(InputPane).keep_mask
                 or _shapes(source) == _shapes(self.variants.source)):
             return settings
-        kept = Request(source, settings)  # the new matrices with the old mask: what ctrl+z asks for
+        kept = VariantAsk(source, settings)  # the new matrices with the old mask: what ctrl+z asks for
         self.state.keep_for_undo(Snapshot(kept, self.query_one(InputPane).typed(), kept))
         self.query_one(ModelPane).show(fresh)
         self.notify(str(Msg("new matrices start with mask none (was {mask}); ctrl+z keeps {mask}, and ticking "

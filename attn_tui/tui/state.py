@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from attn_tui.ask.settings import Ask, MatrixInput, ModelInput, RecordAsk, Request, SentenceInput, XInput
+from attn_tui.ask.settings import Ask, MatrixInput, ModelAsk, RecordAsk, SentenceInput, VariantAsk, XInput
 from attn_tui.i18n import Msg
 from attn_tui.present.atlas import AtlasPosition
 
@@ -52,7 +52,7 @@ class Snapshot:
     """What undo puts back: the variants' ask, what was typed, the ask, and a trace that cannot be asked for
     again (a recorded one) when that was on show."""
 
-    variants: Request
+    variants: VariantAsk
     typed: Typed
     wanted: Ask
     recorded: Shown | None = None
@@ -72,7 +72,7 @@ class Failure:
 class AppState:
     """The asks, their results and errors, undo, compare mode's B, and the session's content."""
 
-    def __init__(self, variants: Request, model: ModelInput | RecordAsk | None = None, *, given: bool = False,
+    def __init__(self, variants: VariantAsk, model: ModelAsk | RecordAsk | None = None, *, given: bool = False,
                  first_stage: str | None = None, typed: Callable[[], Typed] | None = None) -> None:
         self.wanted: Ask = model or variants  # what the user asks for now (in flight, or invalid)
         self.kept: dict[str, Ask] = {OWN: variants}  # the last ask of each source, restored on a switch
@@ -95,7 +95,7 @@ class AppState:
 
     # ----- what is asked ---------------------------------------------------------------------
     @property
-    def variants(self) -> Request:
+    def variants(self) -> VariantAsk:
         """The variants' ask: the one asked now, or the one kept while a model is asked for."""
         request = self.wanted.request or self.kept[OWN].request
         assert request is not None  # OWN holds the variants' ask, always
@@ -121,7 +121,7 @@ class AppState:
         self.kept[source_key(ask)] = ask
         return set_aside
 
-    def keep_variants(self, request: Request) -> None:
+    def keep_variants(self, request: VariantAsk) -> None:
         """The variants' ask is wanted now but not computed (it cannot run, or it is what is on show already)."""
         self.kept[OWN] = self.wanted = request
 
@@ -277,7 +277,7 @@ class AppState:
         variants = self.variants
         text = first_text if first_text is not None else (
             sentence if variants.source.sentence is not None else FALLBACK_SENTENCE)
-        return ModelInput(name, text, device=variants.settings.device)
+        return ModelAsk(name, text, device=variants.settings.device)
 
     # ----- compare mode -------------------------------------------------------------------
     def start_compare(self, comparison: Comparison) -> None:
@@ -309,7 +309,7 @@ class AppState:
         return Session(request.settings, request.source.kind, typed.sentence, typed.editors, request.custom_mask,
                        self.wanted.model, language, stage, request.mask_by_hand)
 
-    def restore(self, session: Session, request: Request) -> bool:
+    def restore(self, session: Session, request: VariantAsk) -> bool:
         """Put back a saved session whose input reads as `request`. False: the command line named what to show,
         so the saved session waits on the undo stack (ctrl+z) instead."""
         wanted = session.model or request
@@ -328,7 +328,7 @@ def session_typed(session: Session) -> Typed:
                  else "tab-sentence")
 
 
-def session_request(session: Session, matrices: Callable[[str], MatrixInput | XInput | None]) -> Request:
+def session_request(session: Session, matrices: Callable[[str], MatrixInput | XInput | None]) -> VariantAsk:
     """The variants' ask a saved session holds; `matrices(kind)` reads the restored editors' typed matrices
     ('x' or 'qkv'; None when they do not parse), and a session without a usable input reads a sentence."""
     source: SentenceInput | MatrixInput | XInput | None = None
@@ -336,7 +336,7 @@ def session_request(session: Session, matrices: Callable[[str], MatrixInput | XI
         source = matrices("x" if session.source == "x" else "qkv")
     if source is None:
         source = SentenceInput(session.sentence or SESSION_SENTENCE)
-    return Request(source, session.settings, session.custom_mask, session.mask_by_hand)
+    return VariantAsk(source, session.settings, session.custom_mask, session.mask_by_hand)
 
 
 __all__ = ["OWN", "AppState", "Failure", "Snapshot", "Typed", "session_request", "session_typed",

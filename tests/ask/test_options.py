@@ -11,7 +11,7 @@ from attn_tui import api
 from attn_tui.ask import options
 from attn_tui.ask.footprint import ITEMSIZE, estimate
 from attn_tui.ask.options import SETTINGS
-from attn_tui.ask.settings import Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.cli.parser import build_parser, parse
 from attn_tui.errors import ConfigError
@@ -83,8 +83,8 @@ def test_one_changed_range_reaches_the_cli_the_pane_the_api_the_session_and_the_
 
     sentence = SentenceInput("a b c d e f g h")
     with pytest.raises(ConfigError, match="--heads 5: attn-tui shows 1 to 4 heads"):
-        estimate(Request(sentence, Settings(variant="multihead", heads=5)))
-    assert estimate(Request(sentence, Settings(variant="multihead", heads=4))).total > 0
+        estimate(VariantAsk(sentence, Settings(variant="multihead", heads=5)))
+    assert estimate(VariantAsk(sentence, Settings(variant="multihead", heads=4))).total > 0
 
 
 def test_a_changed_width_reaches_typed_matrices_too(monkeypatch: pytest.MonkeyPatch,
@@ -97,10 +97,10 @@ def test_a_changed_width_reaches_typed_matrices_too(monkeypatch: pytest.MonkeyPa
     with pytest.raises(SessionError, match="settings.dim"):
         parse_session(_session(dim=17))
     with pytest.raises(ConfigError, match="X is 17 numbers wide; attn-tui shows widths up to 16"):
-        estimate(Request(XInput([[0.0] * 17])))
+        estimate(VariantAsk(XInput([[0.0] * 17])))
     with pytest.raises(ConfigError, match="X is 17 numbers wide"):
         api.compute(x=[[0.0] * 17])
-    assert estimate(Request(XInput([[0.0] * 16]))).total > 0
+    assert estimate(VariantAsk(XInput([[0.0] * 16]))).total > 0
 
 
 def test_a_saved_model_run_is_checked_against_the_schema_too() -> None:

@@ -1,4 +1,4 @@
-"""Long inputs: the score family is read by tiles, exactly what the dense computation gives, never held whole."""
+"""Long inputs: the score stages are read by tiles, exactly what the dense computation gives, never held whole."""
 
 from __future__ import annotations
 
@@ -75,10 +75,10 @@ def test_sixteen_thousand_tokens_never_hold_a_whole_stage() -> None:
     # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a big pytest worker would count
     code = ("import torch\n"
             "from attn_tui.attention.engine import compute\n"
-            "from attn_tui.ask.settings import Request, SentenceInput, Settings\n"
+            "from attn_tui.ask.settings import VariantAsk, SentenceInput, Settings\n"
             "text = ' '.join(f'w{i % 300}' for i in range(16384))\n"
             "settings = Settings(variant='scaled_dot', mask='causal', device='cpu')\n"
-            "trace = compute(Request(SentenceInput(text), settings))\n"
+            "trace = compute(VariantAsk(SentenceInput(text), settings))\n"
             "trace.stage('weights').data[8000:8060, 7000:7100]\n"
             "print(next(int(line.split()[1]) for line in open('/proc/self/status')\n"
             "            if line.startswith('VmHWM')) // 1024)\n")

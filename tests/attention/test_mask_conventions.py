@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_tui
-from attn_tui.ask.settings import MatrixInput, Request, Settings
+from attn_tui.ask.settings import MatrixInput, Settings, VariantAsk
 from attn_tui.attention.engine import compute
 from attn_tui.errors import ConfigError, ShapeError
 from attn_tui.io.session import Session, SessionError, parse
@@ -35,7 +35,7 @@ def _sdpa(allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _run(mask: list[list[float]], means: str) -> attn_tui.Trace:
     settings = Settings(variant="scaled_dot", mask_means=means, dtype="float64", device="cpu")
-    return compute(Request(MatrixInput(Q, K, V), settings, mask))
+    return compute(VariantAsk(MatrixInput(Q, K, V), settings, mask))
 
 
 @pytest.mark.parametrize("rows", [[[0, 0, 0, 1]], [[0, 0, 0, 1]] * 3])

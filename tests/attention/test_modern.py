@@ -142,15 +142,15 @@ def test_long_inputs_are_read_by_tiles_equal_to_the_dense_stages(variant: str, m
 def test_sixteen_thousand_tokens_with_a_sliding_window_never_hold_a_whole_stage(variant: str, heads: int) -> None:
     """Like scaled_dot (tests/attention/test_lazy.py), 16k tokens stay far below one dense 1 GB stage.
 
-    rope's score family is scaled_dot's on rotated q and k: its long input is checked by tiles above.
+    rope's score stages are scaled_dot's on rotated q and k: its long input is checked by tiles above.
     """
     # VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so a big pytest worker would count
     code = ("from attn_tui.attention.engine import compute\n"
-            "from attn_tui.ask.settings import Request, SentenceInput, Settings\n"
+            "from attn_tui.ask.settings import VariantAsk, SentenceInput, Settings\n"
             "text = ' '.join(f'w{i % 300}' for i in range(16384))\n"
             f"s = Settings(variant={variant!r}, mask='sliding+padding', window=512, heads={heads}, kv_heads=1,"
             " device='cpu')\n"
-            "trace = compute(Request(SentenceInput(text), s))\n"
+            "trace = compute(VariantAsk(SentenceInput(text), s))\n"
             "head = 1 if trace.heads > 1 else None\n"
             "tile = trace.stage('weights', head=head).data[8000:8060, 7000:7100]\n"
             "assert float(tile[:, :7000 - 8000 + 512 + 100].sum()) >= 0\n"

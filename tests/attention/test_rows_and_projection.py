@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from attn_tui.ask.applies import applicable, not_applying
 from attn_tui.ask.inputs import parse_matrix, parse_rows
-from attn_tui.ask.settings import Request, Settings, XInput
+from attn_tui.ask.settings import Settings, VariantAsk, XInput
 from attn_tui.attention.engine import compute
 from attn_tui.errors import InputError
 from attn_tui.explain.cell import explain
@@ -49,13 +49,13 @@ def test_named_rows_round_trip(rows: list[tuple[str, list[int]]]) -> None:
 def test_identity_projection_is_attention_on_exactly_the_typed_table() -> None:
     x = [[0.9, 0.1, 0.3, -0.2], [0.2, 0.8, -0.1, 0.4], [-0.3, 0.5, 0.7, 0.1]]
     settings = Settings(device="cpu", variant="dot", projection="identity")
-    trace = compute(Request(XInput(x, ("나는", "학교에", "간다")), settings))
+    trace = compute(VariantAsk(XInput(x, ("나는", "학교에", "간다")), settings))
     t = torch.tensor(x)
     expected = torch.softmax(t @ t.T, dim=-1) @ t  # a naive reference: no weights anywhere
     assert torch.allclose(trace.tensor("output"), expected, atol=1e-6)
     assert trace.params == {} and trace.query_tokens == ("나는", "학교에", "간다")
     assert explain(trace, trace.stage("key").place, (1, 2)).matches
-    learned = compute(Request(XInput(x), Settings(device="cpu", variant="dot")))
+    learned = compute(VariantAsk(XInput(x), Settings(device="cpu", variant="dot")))
     assert "W_q" in learned.params and torch.allclose(learned.tensor("query"), t @ learned.params["W_q"].T)
 
 
@@ -63,7 +63,7 @@ def test_identity_projection_is_attention_on_exactly_the_typed_table() -> None:
 def test_x_feeds_every_variant(variant: str) -> None:
     x = [[1.0, 0.0, 2.0], [0.5, 1.0, 0.0]]
     for projection in ("learned", "identity"):
-        trace = compute(Request(XInput(x), Settings(device="cpu", variant=variant, projection=projection)))
+        trace = compute(VariantAsk(XInput(x), Settings(device="cpu", variant=variant, projection=projection)))
         assert torch.allclose(trace.tensor("weights").sum(-1), torch.ones(2))
 
 
@@ -76,7 +76,7 @@ def test_settings_that_apply() -> None:
     assert "seed" in applicable(matrices([[1.0]], [[1.0]], [[1.0]], variant="additive"))
     assert "mask_fill" in applicable(sentence("a b", mask="causal")) and "pad_keys" not in applicable(
         sentence("a b", mask="causal"))
-    identity = Request(XInput([[1.0]]), Settings(device="cpu", variant="dot", projection="identity"))
+    identity = VariantAsk(XInput([[1.0]]), Settings(device="cpu", variant="dot", projection="identity"))
     assert "seed" not in applicable(identity)  # nothing learned, nothing seeded
     assert [str(m) for m in not_applying(sentence("a b"), {"heads", "mask"})] == [
         "--heads does not apply to scaled_dot: it has one head (several: multihead, gqa, alibi, sink, mla, diff)"]

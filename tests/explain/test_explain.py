@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.engine import compute
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
@@ -113,7 +113,7 @@ def test_every_stage_has_an_explanation_in_both_languages() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["seq2seq-dates", "seq2seq-dates-general"])
 def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
-    trace = run(ModelInput(name, "22 Nov 2026")).trace
+    trace = run(ModelAsk(name, "22 Nov 2026")).trace
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
             arithmetic = explain(trace, stage.place, index)
@@ -122,14 +122,14 @@ def test_every_cell_of_a_seq2seq_decode_is_recomputed(name: str) -> None:
 
 
 def test_seq2seq_params_name_the_attention_weights() -> None:
-    assert set(run(ModelInput("seq2seq-dates", "2026-11-22")).trace.params) == {"W_a.weight", "U_a.weight",
+    assert set(run(ModelAsk("seq2seq-dates", "2026-11-22")).trace.params) == {"W_a.weight", "U_a.weight",
                                                                                  "v_a.weight"}
-    assert set(run(ModelInput("seq2seq-dates-general", "2026-11-22")).trace.params) == {"W_a.weight"}
+    assert set(run(ModelAsk("seq2seq-dates-general", "2026-11-22")).trace.params) == {"W_a.weight"}
 
 
 @pytest.mark.slow
 def test_every_cell_of_a_real_model_layer_is_recomputed() -> None:
-    trace = run(ModelInput("minilm", "the cat sat", layer=1, head=3, pad_to=6)).trace  # padding: masked keys too
+    trace = run(ModelAsk("minilm", "the cat sat", layer=1, head=3, pad_to=6)).trace  # padding: masked keys too
     for stage in trace:
         for index in itertools.product(*(range(n) for n in stage.shape)):
             arithmetic = explain(trace, stage.place, index)
@@ -152,7 +152,7 @@ def test_a_cell_that_sums_a_long_row_matches_a_python_loop_over_it() -> None:
     n = 3000
     trace = compute(sentence(" ".join(f"w{i % 89}" for i in range(n)), variant="scaled_dot", mask="causal"))
     i, j = n - 1, 7
-    assert trace.lazy  # the score family is read a row at a time, as the app reads it
+    assert trace.lazy  # the score stages are read a row at a time, as the app reads it
     masked = [float(x) for x in trace.stage("masked").data[i].double()]
     top = max(masked)
     exps = [math.exp(x - top) for x in masked]

@@ -10,7 +10,7 @@ import pytest
 
 from attn_tui.ask.budget import BudgetError, parse_size
 from attn_tui.ask.footprint import estimate, request_sizes
-from attn_tui.ask.settings import Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk, XInput
 from tests.hostile.helpers import TIME_LIMIT, attn_tui
 
 pytestmark = pytest.mark.slow
@@ -20,9 +20,9 @@ def test_a_hundred_thousand_distinct_words_are_refused_before_torch_loads() -> N
     """The check is linear and torch-free: no vocabulary, no embedding, not even `import torch` first."""
     code = ("import sys\n"
             "from attn_tui.ask.footprint import estimate\n"
-            "from attn_tui.ask.settings import Request, SentenceInput\n"
+            "from attn_tui.ask.settings import VariantAsk, SentenceInput\n"
             "text = ' '.join(f'w{i}' for i in range(100_000))\n"
-            "try:\n    estimate(Request(SentenceInput(text)))\nexcept Exception as exc:\n    print(exc)\n"
+            "try:\n    estimate(VariantAsk(SentenceInput(text)))\nexcept Exception as exc:\n    print(exc)\n"
             "print('torch' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIME_LIMIT)
     assert result.stdout.splitlines() == ["100,000 queries; attn-tui shows at most 16,384: shorten the input", "False"]
@@ -53,18 +53,18 @@ def test_max_memory_is_named_with_the_figure() -> None:
 
 
 @pytest.mark.parametrize("request_,part", [
-    (Request(SentenceInput(" ".join(["w"] * 4000)), Settings(variant="additive", dim=64)), "energy"),
-    (Request(SentenceInput(" ".join(["w"] * 9000)), Settings(variant="multihead", heads=8, dim=16)), "score stages"),
-    (Request(XInput([[0.1] * 4096] * 2), Settings(variant="multihead", heads=1)), "parameters"),
+    (VariantAsk(SentenceInput(" ".join(["w"] * 4000)), Settings(variant="additive", dim=64)), "energy"),
+    (VariantAsk(SentenceInput(" ".join(["w"] * 9000)), Settings(variant="multihead", heads=8, dim=16)), "score stages"),
+    (VariantAsk(XInput([[0.1] * 4096] * 2), Settings(variant="multihead", heads=1)), "parameters"),
 ])
-def test_estimate_names_the_largest_part(request_: Request, part: str) -> None:
+def test_estimate_names_the_largest_part(request_: VariantAsk, part: str) -> None:
     found = estimate(request_)
     with pytest.raises(BudgetError, match=f"the largest part, {part}"):
         found.check(found.total // 2, "this request")
 
 
 def test_estimate_counts_the_json_text() -> None:
-    request = Request(SentenceInput("a b c d"))
+    request = VariantAsk(SentenceInput("a b c d"))
     assert estimate(request, json_output=True).total > estimate(request).total
     assert parse_size("1.5G") == int(1.5 * 1024**3) and parse_size("512M") == 512 * 1024**2
 
@@ -102,7 +102,7 @@ def test_the_estimate_counts_every_stage_a_trace_will_hold() -> None:
     from attn_tui.attention.engine import compute
 
     for tile in (1, 3, 8):
-        request = Request(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings(variant="flash", tile=tile))
+        request = VariantAsk(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings(variant="flash", tile=tile))
         trace = compute(request)
         sizes, _ = request_sizes(request)
         assert len(list(trace)) <= stage_count("flash", sizes) <= len(list(trace)) + 4

@@ -11,7 +11,7 @@ import torch
 
 import attn_tui
 from attn_tui.ask.checks import check_fields, matrix_shape
-from attn_tui.ask.settings import ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import ModelAsk, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.attention.engine import compute
 from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.io.session import SessionError, parse
@@ -59,22 +59,22 @@ def test_max_memory_takes_a_size_text_too() -> None:
 
 def test_a_hand_built_request_is_checked_before_any_tensor() -> None:
     with pytest.raises(ConfigError, match="unknown projection 'sideways'"):
-        compute(Request(SentenceInput("a b"), Settings(projection="sideways")))
+        compute(VariantAsk(SentenceInput("a b"), Settings(projection="sideways")))
     with pytest.raises(ConfigError, match="heads must be a whole number, not '2'"):
-        compute(Request(SentenceInput("a b"), Settings(variant="multihead", heads="2")))  # type: ignore[arg-type]
+        compute(VariantAsk(SentenceInput("a b"), Settings(variant="multihead", heads="2")))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="temperature must be a number, not 'warm'"):
-        compute(Request(SentenceInput("a b"), Settings(temperature="warm")))  # type: ignore[arg-type]
+        compute(VariantAsk(SentenceInput("a b"), Settings(temperature="warm")))  # type: ignore[arg-type]
     with pytest.raises(InputError, match="the sentence holds a NUL character"):
-        compute(Request(SentenceInput("a\0b")))
+        compute(VariantAsk(SentenceInput("a\0b")))
     with pytest.raises(InputError, match="X: row 2 has 3 numbers"):
-        compute(Request(XInput([[1.0], [1.0, 2.0, 3.0]])))
+        compute(VariantAsk(XInput([[1.0], [1.0, 2.0, 3.0]])))
 
 
 def test_field_and_shape_checks() -> None:
     check_fields(Settings(dim=None, temperature=2))  # an int is a number; None is a dim not given
-    check_fields(ModelInput("minilm", "a", pad_to=None, target=None))
+    check_fields(ModelAsk("minilm", "a", pad_to=None, target=None))
     with pytest.raises(ConfigError, match="model.layer must be a whole number, not True"):
-        check_fields(ModelInput("minilm", "a", layer=True), "model")  # type: ignore[arg-type]
+        check_fields(ModelAsk("minilm", "a", layer=True), "model")  # type: ignore[arg-type]
     assert matrix_shape([[1, 2], [3, 4], [5, 6]], "X") == (3, 2)
     with pytest.raises(InputError, match="must be a matrix"):
         matrix_shape([1, 2], "X")  # type: ignore[list-item]
@@ -82,14 +82,14 @@ def test_field_and_shape_checks() -> None:
 
 def test_nan_from_an_overflow_names_the_overflow() -> None:
     """1e20 fits float32, but the dot products of its projections do not: ∞ − ∞ inside `scores` is NaN."""
-    trace = compute(Request(XInput([[1e20, 1e20], [1e20, 1e20]])))
+    trace = compute(VariantAsk(XInput([[1e20, 1e20], [1e20, 1e20]])))
     warnings = [str(w) for w in trace.warnings]
     assert any(w.startswith("stage scores has") and "torch.float32 overflowed inside this stage" in w
                for w in warnings), warnings
     assert any(w.startswith("stage weights has") and "they follow from the NaN values of stage scores" in w
                for w in warnings), warnings
     assert trace.dtype == "float32" and torch.isnan(trace.tensor("weights")).any()  # named, not hidden
-    wider = compute(Request(XInput([[1e20, 1e20], [1e20, 1e20]]), Settings(dtype="float64")))
+    wider = compute(VariantAsk(XInput([[1e20, 1e20], [1e20, 1e20]]), Settings(dtype="float64")))
     assert not [w for w in wider.warnings if "NaN" in str(w)] and torch.isfinite(wider.tensor("weights")).all()
 
 
@@ -123,12 +123,13 @@ def test_an_overflow_is_blamed_once_and_followed_per_head() -> None:
     from attn_tui.ask.settings import MatrixInput
 
     rows = [[300.0, 300.0], [1.0, 1.0]]
-    trace = compute(Request(MatrixInput(rows, rows, rows), Settings(dtype="float16")))
+    trace = compute(VariantAsk(MatrixInput(rows, rows, rows), Settings(dtype="float16")))
     warnings = [str(w) for w in trace.warnings]
     assert warnings[0] == ("stage scores has 1 infinite value: torch.float16 overflowed (its largest finite value is "
                            "6.55e+04)")
     assert all("they follow from the infinite values of stage scores" in w for w in warnings[1:]), warnings
-    heads = compute(Request(XInput([[3000.0] * 4, [1.0] * 4]), Settings(variant="multihead", heads=2, dtype="float16")))
+    heads = compute(VariantAsk(XInput([[3000.0] * 4, [1.0] * 4]),
+                               Settings(variant="multihead", heads=2, dtype="float16")))
     text = "\n".join(str(w) for w in heads.warnings)
     assert "scaled@h1 has 1 infinite value: they follow from the infinite values of stage scores@h1" in text, text
 
@@ -139,7 +140,7 @@ def test_an_export_larger_than_the_free_disk_is_refused_before_writing(tmp_path,
 
     from attn_tui.io.export import export
 
-    trace = compute(Request(SentenceInput("나는 학교에 간다")))
+    trace = compute(VariantAsk(SentenceInput("나는 학교에 간다")))
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 100, 100))
     with pytest.raises(InputError, match="it would take about .* and 100 B is free there"):
@@ -192,4 +193,4 @@ def test_a_date_target_is_checked_wherever_it_comes_from() -> None:
     from attn_tui.sources import run
 
     with pytest.raises(InputError, match="target column 1: '나' is not a digit"):
-        run(ModelInput("seq2seq-dates", "22 Nov 2026", target="나는"))
+        run(ModelAsk("seq2seq-dates", "22 Nov 2026", target="나는"))

@@ -161,11 +161,11 @@ def test_atlas_of_refuses_a_count_that_is_not_layers_times_heads() -> None:
 def test_a_variants_atlas_is_read_from_its_own_weights() -> None:
     """multihead: the roles computed from each head's weights stage, checked against the formulas in float64."""
     from attn_tui.ask.samples import load_samples
-    from attn_tui.ask.settings import Request, SentenceInput
+    from attn_tui.ask.settings import SentenceInput, VariantAsk
     from attn_tui.sources import run
 
     request = load_samples()["korean"].request
-    request = Request(SentenceInput("a b a b c a b"), replace(request.settings, variant="multihead", heads=4))
+    request = VariantAsk(SentenceInput("a b a b c a b"), replace(request.settings, variant="multihead", heads=4))
     shown = run(request, None)
     atlas = atlas_for(shown)
     assert atlas is not None and (atlas.layers, atlas.heads, atlas.tokens) == (1, 4, 7)
@@ -186,11 +186,11 @@ def test_a_variants_atlas_is_read_from_its_own_weights() -> None:
 def test_flash_has_no_atlas() -> None:
     """flash's steps are key tiles, not a weights stage: no roles to read."""
     from attn_tui.ask.samples import load_samples
-    from attn_tui.ask.settings import Request
+    from attn_tui.ask.settings import VariantAsk
     from attn_tui.sources import run
 
     request = load_samples()["korean"].request
-    shown = run(Request(request.source, replace(request.settings, variant="flash")), None)
+    shown = run(VariantAsk(request.source, replace(request.settings, variant="flash")), None)
     assert shown.trace.find("weights") is None and atlas_for(shown) is None
 
 

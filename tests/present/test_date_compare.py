@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.present.compare import comparisons
 from attn_tui.present.date_compare import side_by_side
 from attn_tui.sources import run
@@ -17,8 +17,8 @@ TEXT, TARGET = "Sunday, 22 Nov 2026", "2026-11-22"
 
 
 def _traces(forcing: bool = False, target: str | None = TARGET, text: str = TEXT):
-    gru = run(ModelInput("seq2seq-dates", text, target=target, teacher_forcing=forcing)).trace
-    transformer = run(ModelInput("transformer-dates", text, target=target, teacher_forcing=forcing)).trace
+    gru = run(ModelAsk("seq2seq-dates", text, target=target, teacher_forcing=forcing)).trace
+    transformer = run(ModelAsk("transformer-dates", text, target=target, teacher_forcing=forcing)).trace
     return gru, transformer
 
 
@@ -89,23 +89,23 @@ def test_the_note_names_the_steps_where_the_strongest_inputs_differ() -> None:
 def test_outputs_of_different_lengths_have_no_difference_grid() -> None:
     """Rows that do not line up (here A is forced along a shorter target than B wrote): no B − A, and why."""
     _, transformer = _traces(target=None)
-    short = run(ModelInput("seq2seq-dates", TEXT, target="2026-1-2", teacher_forcing=True)).trace  # 9 steps
+    short = run(ModelAsk("seq2seq-dates", TEXT, target="2026-1-2", teacher_forcing=True)).trace  # 9 steps
     pair = side_by_side(short, transformer, "alignment", None, None, 0, 0)
     assert pair.diff is None and "no B − A" in pair.message and pair.steps == short.steps()
     assert pair.b.grid.filled_rows == transformer.steps()  # A has reached its end: B shows all of its own
 
 
 def test_the_choices_offer_every_other_date_model_and_the_transformers_mean() -> None:
-    gru = ModelInput("seq2seq-dates", TEXT)
+    gru = ModelAsk("seq2seq-dates", TEXT)
     found = [(str(c.a_label), str(c.b_label), c.mean_heads) for c in comparisons(gru, 1, 0) if c.models]
     assert found == [("seq2seq-dates", "seq2seq-dates-general", False),
                      ("seq2seq-dates", "transformer-dates", False),
                      ("seq2seq-dates", "transformer-dates, mean of the heads", True)]
-    transformer = ModelInput("transformer-dates", TEXT, target=TARGET)
+    transformer = ModelAsk("transformer-dates", TEXT, target=TARGET)
     chosen = [c for c in comparisons(transformer, 4, 0) if c.models]
     assert {str(c.b_label) for c in chosen} == {"seq2seq-dates", "seq2seq-dates-general"}
-    assert all(c.b_ask(transformer) == ModelInput(dict(c.change)["name"], TEXT, target=TARGET) for c in chosen)
-    assert all(c.fits(transformer) and not c.fits(ModelInput("minilm", TEXT)) for c in chosen)
+    assert all(c.b_ask(transformer) == ModelAsk(dict(c.change)["name"], TEXT, target=TARGET) for c in chosen)
+    assert all(c.fits(transformer) and not c.fits(ModelAsk("minilm", TEXT)) for c in chosen)
     assert not chosen[0].fits(chosen[0].b_ask(transformer))  # A switched to B's model: nothing to compare
 
 

@@ -53,10 +53,10 @@ def test_the_sink_row_sum_note_is_the_same_in_the_app_and_the_table() -> None:
 
 def test_the_date_models_alignments_are_probabilities_in_both_views() -> None:
     """The other disagreement: the transformer's mean alignment was a probability in the app only."""
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import run
 
-    trace = run(ModelInput("transformer-dates", "22 Nov 2026")).trace
+    trace = run(ModelAsk("transformer-dates", "22 Nov 2026")).trace
     mean = next(s for s in trace if s.name == "alignment_mean")
     assert printed_stage(trace, mean).facts.probability
     _agree(trace)

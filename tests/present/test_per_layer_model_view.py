@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.present.model_view import summary_of
 from attn_tui.present.stage_view import place_caption, stage_view
 from attn_tui.sources import run
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 @pytest.mark.parametrize("model_type", ["gemma2", "gemma3_text"])
 def test_blocked_and_the_grid_are_each_layers_own_mask(tmp_path: Path, model_type: str) -> None:
-    shown = run(ModelInput(str(_tiny(tmp_path, model_type)), TEXT))
+    shown = run(ModelAsk(str(_tiny(tmp_path, model_type)), TEXT))
     trace, stats = shown.trace, shown.stats
     assert stats is not None and stats.blocked is not None
     n = len(trace.query_tokens)
@@ -42,7 +42,7 @@ def test_blocked_and_the_grid_are_each_layers_own_mask(tmp_path: Path, model_typ
 
 
 def test_the_caption_says_each_layers_geometry(tmp_path: Path) -> None:
-    trace = run(ModelInput(str(_tiny(tmp_path, "gemma2")), TEXT)).trace
+    trace = run(ModelAsk(str(_tiny(tmp_path, "gemma2")), TEXT)).trace
     captions = [place_caption(trace, stage_view(trace, "weights", layer, 0, 0), layer, 0) for layer in (0, 1)]
     assert captions[0].endswith("\nlayer 0: sliding window 3 · rotary θ=10000 · scale 1/√8 · cap 2")
     assert captions[1].endswith("\nlayer 1: causal · rotary θ=10000 · scale 1/√8 · cap 2")
@@ -54,7 +54,7 @@ def test_the_export_carries_each_layers_own_geometry(tmp_path: Path) -> None:
 
     from attn_tui.io.export import export, read_geometry
 
-    trace = run(ModelInput(str(_tiny(tmp_path, "gemma3_text")), TEXT)).trace
+    trace = run(ModelAsk(str(_tiny(tmp_path, "gemma3_text")), TEXT)).trace
     for layer in range(trace.layers):
         trace.fill(layer, 0)
     path = export(trace, list(trace)[:1], "json", tmp_path / "gemma3.json")

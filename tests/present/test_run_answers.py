@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from attn_tui.ask.settings import MatrixInput, ModelInput, RecordAsk, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, ModelAsk, RecordAsk, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.i18n import Msg
 from attn_tui.trace.meta import DecoderRun, RecordedRun, TransformerRun, VariantRun
 
 PACKAGE = Path(__file__).resolve().parents[2] / "attn_tui"
-KINDS = (r"Request|ModelInput|SentenceInput|MatrixInput|XInput|RecordAsk|VariantRun|TransformerRun|DecoderRun|"
+KINDS = (r"VariantAsk|ModelAsk|SentenceInput|MatrixInput|XInput|RecordAsk|VariantRun|TransformerRun|DecoderRun|"
          r"RecordedRun|Shown")
 TESTED = re.compile(rf"isinstance\([^)]*\b({KINDS})\b")
 
@@ -47,8 +47,8 @@ def test_each_run_writes_its_own_export_header() -> None:
 
 
 def test_each_ask_and_input_answers_the_same_questions() -> None:
-    request = Request(SentenceInput("a b"), Settings(device="cuda"))
-    model = ModelInput("bert-tiny", "a b", device="cuda")
+    request = VariantAsk(SentenceInput("a b"), Settings(device="cuda"))
+    model = ModelAsk("bert-tiny", "a b", device="cuda")
     assert [a.kind for a in (request, model, RecordAsk())] == ["variants", "model", "recorded"]
     assert request.on_device("cpu").device == model.on_device("cpu").device == "cpu"
     assert request.changed({"mask": "causal"}).settings.mask == "causal" and model.changed({"head": 1}).head == 1
@@ -73,6 +73,6 @@ def test_compare_offers_the_users_own_code_only_its_other_heads() -> None:
 
     found = comparisons(RecordAsk(), heads=3, head=1)
     assert [(c.key, c.head) for c in found] == [("head", 0), ("head", 2)]
-    variants = comparisons(Request(SentenceInput("a b"), Settings(mask="causal")), heads=1, head=0)
+    variants = comparisons(VariantAsk(SentenceInput("a b"), Settings(mask="causal")), heads=1, head=0)
     assert variants and not any(c.fits(RecordAsk()) for c in variants)
     assert all(c.b_ask(RecordAsk()) == RecordAsk() for c in found)

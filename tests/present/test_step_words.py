@@ -10,7 +10,7 @@ from rich.console import Console
 
 import attn_tui
 from attn_tui import i18n
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.engine import compute
 from attn_tui.present.printed import printed_trace
 from attn_tui.present.step_words import printed_step, step_label
@@ -39,7 +39,7 @@ def test_a_flash_tile_is_printed_as_a_tile_in_both_languages() -> None:
 
 
 def test_a_decoder_step_is_printed_as_one() -> None:
-    trace = run(ModelInput("seq2seq-dates", "22 Nov 2026")).trace
+    trace = run(ModelAsk("seq2seq-dates", "22 Nov 2026")).trace
     assert printed_step(trace, 2) == "decoder step 2"
     assert "weights · decoder step 2" in _table(trace, [trace.stage("weights", step=2)])
     assert (step_label(trace, 2) or "").startswith("decoder step 2: ")

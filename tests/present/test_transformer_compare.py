@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.present.compare import comparisons
 
-A = ModelInput("/models/llama-tiny", "the cat sat", layer=1, head=2)
+A = ModelAsk("/models/llama-tiny", "the cat sat", layer=1, head=2)
 
 
 def test_a_transformer_offers_its_other_heads_and_layers_and_the_other_models_opened() -> None:
@@ -27,8 +27,8 @@ def test_the_changes_fit_a_transformer_only_and_not_the_model_b_is() -> None:
     found = {c.key: c for c in comparisons(A, 1, 0, 2, 1, ["minilm"])}
     layer, other = found["layer"], found["other"]
     assert layer.fits(A) and other.fits(A)
-    assert not other.fits(ModelInput("minilm", "x"))  # A is now what B was
-    dates = ModelInput("seq2seq-dates", "Nov 22, 2026")
+    assert not other.fits(ModelAsk("minilm", "x"))  # A is now what B was
+    dates = ModelAsk("seq2seq-dates", "Nov 22, 2026")
     assert not layer.fits(dates) and not other.fits(dates)
     assert not [c for c in comparisons(dates, 1, 0, 1, 0, ["minilm"]) if c.key in ("layer", "other")]
 
@@ -37,10 +37,10 @@ def test_the_same_transformer_on_its_sentence_twice() -> None:
     """The head atlas's second input: B is A's model on A's sentence repeated, following A's edits."""
     repeat = next(c for c in comparisons(A, 1, 0, 2, 1) if c.key == "repeat")
     assert not repeat.same_trace and repeat.fits(A)
-    assert repeat.b_ask(A) == ModelInput("/models/llama-tiny", "the cat sat the cat sat", layer=1, head=2)
-    edited = ModelInput("/models/llama-tiny", "a b")
+    assert repeat.b_ask(A) == ModelAsk("/models/llama-tiny", "the cat sat the cat sat", layer=1, head=2)
+    edited = ModelAsk("/models/llama-tiny", "a b")
     assert repeat.b_ask(edited).text == "a b a b"
     assert str(repeat.title) == "A: the sentence   B: the sentence twice"
-    assert not repeat.fits(ModelInput("seq2seq-dates", "Nov 22, 2026"))
-    writing = ModelInput("/models/llama-tiny", "a b", generate=3)
+    assert not repeat.fits(ModelAsk("seq2seq-dates", "Nov 22, 2026"))
+    writing = ModelAsk("/models/llama-tiny", "a b", generate=3)
     assert not repeat.fits(writing) and not [c for c in comparisons(writing, 1, 0, 2, 1) if c.key == "repeat"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from attn_tui.trace.stage import Stage, Trace
 from attn_tui.trace.written import written_rows
@@ -54,7 +54,7 @@ def _same_stages(gpu: Trace, cpu: Trace) -> None:
 def test_every_stage_of_every_family_on_cuda_equals_the_cpu_and_its_weights_transformers(tmp_path: Path,
                                                                                          model_type: str) -> None:
     path = str(tiny(tmp_path, model_type, CONFIGS[model_type]))
-    gpu, cpu = (run(ModelInput(path, TEXT, device=device)).trace for device in ("cuda", "cpu"))
+    gpu, cpu = (run(ModelAsk(path, TEXT, device=device)).trace for device in ("cuda", "cpu"))
     _same_stages(gpu, cpu)
     if model_type in NO_WEIGHTS:
         return
@@ -66,7 +66,7 @@ def test_every_stage_of_every_family_on_cuda_equals_the_cpu_and_its_weights_tran
 @pytest.mark.parametrize("model_type", sorted(test_generate.CONFIGS))
 def test_writing_on_cuda_writes_the_cpus_tokens_and_every_steps_rows(tmp_path: Path, model_type: str) -> None:
     path = str(tiny(tmp_path, model_type, test_generate.CONFIGS[model_type]))
-    gpu, cpu = (run(ModelInput(path, TEXT, generate=test_generate.WRITE, device=device)).trace
+    gpu, cpu = (run(ModelAsk(path, TEXT, generate=test_generate.WRITE, device=device)).trace
                 for device in ("cuda", "cpu"))
     assert gpu.meta.generated_ids == cpu.meta.generated_ids  # type: ignore[union-attr]
     for layer in range(gpu.layers):
@@ -80,14 +80,14 @@ def test_a_cache_of_its_own_writes_on_cuda_as_on_the_cpu(tmp_path: Path, model_t
     """DeepSeek's latent cache, Qwen3-Next's state and DiffLlama's pairs, written on the GPU: the CPU's tokens,
     and every stage published as the steps were written (the weights rows, the caches, the states) the same."""
     path = str(tiny(tmp_path, model_type, CONFIGS[model_type]))
-    gpu, cpu = (run(ModelInput(path, TEXT, generate=3, device=device)).trace for device in ("cuda", "cpu"))
+    gpu, cpu = (run(ModelAsk(path, TEXT, generate=3, device=device)).trace for device in ("cuda", "cpu"))
     assert gpu.meta.generated_ids == cpu.meta.generated_ids  # type: ignore[union-attr]
     _same_stages(gpu, cpu)
 
 
 def test_a_streaming_window_on_cuda_equals_the_cpus(tmp_path: Path) -> None:
     path = str(tiny(tmp_path, "llama", test_generate.CONFIGS["llama"]))
-    gpu, cpu = (run(ModelInput(path, TEXT, generate=test_generate.WRITE, cache="window:4,sinks:2",
+    gpu, cpu = (run(ModelAsk(path, TEXT, generate=test_generate.WRITE, cache="window:4,sinks:2",
                                device=device)).trace for device in ("cuda", "cpu"))
     assert gpu.meta.generated_ids == cpu.meta.generated_ids  # type: ignore[union-attr]
     _same_stages(gpu, cpu)

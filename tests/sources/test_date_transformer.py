@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.cli import main
 from attn_tui.explain.cell import explain
 from attn_tui.present.model_view import alignment_so_far
@@ -27,7 +27,7 @@ def _close(a: float, b: float) -> bool:
 
 @pytest.fixture(scope="module")
 def trace():
-    return run(ModelInput(NAME, "22 Nov 2026")).trace
+    return run(ModelAsk(NAME, "22 Nov 2026")).trace
 
 
 def test_corner_cells_of_every_stage_are_recomputed(trace) -> None:
@@ -66,7 +66,7 @@ def test_the_alignment_fills_in_at_each_steps_cross_attention(trace) -> None:
     title, grid = alignment_so_far(trace, "alignment_mean", None, 0, None, "cross_attn")
     assert grid.filled_rows == trace.steps() and "mean of the heads" in title
     assert (grid.values == trace.tensor("alignment_mean", 0, None, None, "cross_attn").numpy()).all()
-    gru = run(ModelInput("seq2seq-dates", "22 Nov 2026")).trace
+    gru = run(ModelAsk("seq2seq-dates", "22 Nov 2026")).trace
     assert alignment_so_far(gru, "weights", 2)[1].filled_rows == 3  # the GRU's, as before
 
 
@@ -114,8 +114,8 @@ def test_train_command_writes_a_transformer_checkpoint(tmp_path, capsys) -> None
 def test_both_date_models_align_the_same_input_side_by_side(forcing: bool) -> None:
     """What a compare view needs: the GRU's and the transformer's alignments of one input, teacher-forced or not."""
     text, target = "Sunday, 22 Nov 2026", "2026-11-22"
-    gru = run(ModelInput("seq2seq-dates", text, target=target, teacher_forcing=forcing)).trace
-    transformer = run(ModelInput(NAME, text, target=target, teacher_forcing=forcing)).trace
+    gru = run(ModelAsk("seq2seq-dates", text, target=target, teacher_forcing=forcing)).trace
+    transformer = run(ModelAsk(NAME, text, target=target, teacher_forcing=forcing)).trace
     assert gru.key_tokens == transformer.key_tokens and gru.query_tokens == transformer.query_tokens
     for step in range(gru.steps()):
         _, left = alignment_so_far(gru, "weights", step)
@@ -143,7 +143,7 @@ def test_each_layers_geometry_redoes_its_cross_attention(trace) -> None:
 
 
 def test_the_gru_records_its_one_unscaled_full_attention() -> None:
-    gru = run(ModelInput("seq2seq-dates", "22 Nov 2026")).trace
+    gru = run(ModelAsk("seq2seq-dates", "22 Nov 2026")).trace
     geometry = gru.geometry_of(0)
     assert geometry is not None and (geometry.mask, geometry.window, geometry.scale) == ("full", None, 1.0)
     assert geometry.positional.kind == "none"

@@ -19,7 +19,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.attention import params as params_module  # noqa: E402
 from attn_tui.attention.engine import compute  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
@@ -59,7 +59,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def traces(folders: dict[str, Path]) -> dict[str, Trace]:
-    return {name: run(ModelInput(str(path), TEXT)).trace for name, path in folders.items()}
+    return {name: run(ModelAsk(str(path), TEXT)).trace for name, path in folders.items()}
 
 
 def _module_run(path: Path) -> tuple[Any, dict[int, torch.Tensor], tuple[torch.Tensor, ...]]:

@@ -12,7 +12,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.attention.engine import compute  # noqa: E402
 from attn_tui.attention.params import ParamFactory  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
@@ -34,7 +34,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def trace(folder: Path) -> Trace:
-    return run(ModelInput(str(folder), TEXT)).trace
+    return run(ModelAsk(str(folder), TEXT)).trace
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attn_tui.ask.models import FAMILY_OF  # noqa: E402
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
@@ -43,7 +43,7 @@ def _tiny(tmp_path: Path, model_type: str) -> Path:
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
 def test_every_layer_and_head_equals_output_attentions(tmp_path: Path, model_type: str) -> None:
     path = _tiny(tmp_path, model_type)
-    trace = run(ModelInput(str(path), TEXT)).trace
+    trace = run(ModelAsk(str(path), TEXT)).trace
     expected = reference(path)
     assert trace.meta.family == FAMILY_OF[model_type]  # type: ignore[union-attr]
     assert len(expected) == trace.layers
@@ -60,7 +60,7 @@ def test_every_layer_and_head_equals_output_attentions(tmp_path: Path, model_typ
 
 @pytest.mark.parametrize("model_type", ["gemma2", "gemma3_text"])
 def test_layers_alternate_a_sliding_window_and_global_attention(tmp_path: Path, model_type: str) -> None:
-    trace = run(ModelInput(str(_tiny(tmp_path, model_type)), TEXT)).trace
+    trace = run(ModelAsk(str(_tiny(tmp_path, model_type)), TEXT)).trace
     n = len(trace.query_tokens)
     assert n > 4  # longer than the window of 3, so the window masks something
     causal = torch.ones(n, n, dtype=torch.bool).tril()
@@ -83,14 +83,14 @@ def test_layers_alternate_a_sliding_window_and_global_attention(tmp_path: Path, 
 
 
 def test_gemma2_caps_its_scores_and_gemma3_norms_each_heads_q_and_k(tmp_path: Path) -> None:
-    capped = run(ModelInput(str(_tiny(tmp_path, "gemma2")), TEXT)).trace
+    capped = run(ModelAsk(str(_tiny(tmp_path, "gemma2")), TEXT)).trace
     names = capped.names()
     assert names.index("scaled") < names.index("capped") < names.index("masked") and "query_norm" not in names
     assert capped.geometry_of(1).soft_cap == 2.0  # type: ignore[union-attr]
     scaled, cap = capped.tensor("scaled", 1, 0), capped.tensor("capped", 1, 0)
     assert float(cap.abs().max()) <= 2.0 < float(scaled.abs().max())  # the cap bends the large scores
     torch.testing.assert_close(cap, 2.0 * torch.tanh(scaled / 2.0))
-    normed = run(ModelInput(str(_tiny(tmp_path, "gemma3_text")), TEXT)).trace
+    normed = run(ModelAsk(str(_tiny(tmp_path, "gemma3_text")), TEXT)).trace
     names = normed.names()
     assert names.index("query") < names.index("query_norm") < names.index("query_rot") < names.index("scores")
     assert "capped" not in names and normed.geometry_of(0).soft_cap is None  # type: ignore[union-attr]
@@ -106,7 +106,7 @@ def test_gemma2_caps_its_scores_and_gemma3_norms_each_heads_q_and_k(tmp_path: Pa
                                                     ("gemma2", ("capped", "query_rot"))])
 def test_the_inspector_explains_the_norm_the_rotation_and_the_cap(tmp_path: Path, model_type: str,
                                                                   names: tuple[str, ...]) -> None:
-    trace = run(ModelInput(str(_tiny(tmp_path, model_type)), TEXT)).trace
+    trace = run(ModelAsk(str(_tiny(tmp_path, model_type)), TEXT)).trace
     for name in names:
         for index in ((0, 0), (3, 5), (5, 2)):
             found = explain(trace, Place(name, 1, 2), index)

@@ -20,7 +20,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attn_tui.ask.models import FAMILY_OF  # noqa: E402
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
@@ -57,7 +57,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def traces(folders: dict[str, Path]) -> dict[str, Trace]:
-    return {model_type: run(ModelInput(str(path), TEXT)).trace for model_type, path in folders.items()}
+    return {model_type: run(ModelAsk(str(path), TEXT)).trace for model_type, path in folders.items()}
 
 
 def _hidden_states(path: Path) -> tuple[list[int], tuple[torch.Tensor, ...]]:

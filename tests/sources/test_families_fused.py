@@ -16,7 +16,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attn_tui.ask.models import FAMILY_OF  # noqa: E402
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.present.geometry_line import geometry_line  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
@@ -47,7 +47,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def traces(folders: dict[str, Path]) -> dict[str, Trace]:
-    return {model_type: run(ModelInput(str(path), TEXT)).trace for model_type, path in folders.items()}
+    return {model_type: run(ModelAsk(str(path), TEXT)).trace for model_type, path in folders.items()}
 
 
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
@@ -263,7 +263,7 @@ def test_a_bin_read_with_weights_only_and_a_sharded_checkpoint_open_as_the_safet
         for shard in set(shards.values()):
             save_file({n: tensors[n] for n in names if shards[n] == shard}, path / shard, metadata={"format": "pt"})
         (path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": shards}))
-    trace, single = run(ModelInput(str(path), TEXT)).trace, traces["gpt_neox"]
+    trace, single = run(ModelAsk(str(path), TEXT)).trace, traces["gpt_neox"]
     for layer in range(2):
         for head in range(HEADS):
             torch.testing.assert_close(trace.tensor("weights", layer, head), single.tensor("weights", layer, head),
@@ -272,14 +272,14 @@ def test_a_bin_read_with_weights_only_and_a_sharded_checkpoint_open_as_the_safet
 
 def test_gpt_neox_without_biases_traces_and_says_so(tmp_path: Path) -> None:
     path = tiny(tmp_path, "gpt_neox", dict(CONFIGS["gpt_neox"], attention_bias=False))
-    trace = run(ModelInput(str(path), TEXT)).trace
+    trace = run(ModelAsk(str(path), TEXT)).trace
     expected = reference(path)
     for head in range(HEADS):
         torch.testing.assert_close(trace.tensor("weights", 0, head), expected[0][head], atol=1e-5, rtol=1e-5)
     assert "blocks.0.b_q" not in trace.params
     formula = str(trace.stage("query", 0, 1).formula)
     assert formula.startswith("Q_h = X·W_qᵀ, columns of head 1") and "b_q" not in formula
-    with_bias = str(run(ModelInput(str(tiny(tmp_path, "gpt_neox", CONFIGS["gpt_neox"], name="biased")), TEXT))
+    with_bias = str(run(ModelAsk(str(tiny(tmp_path, "gpt_neox", CONFIGS["gpt_neox"], name="biased")), TEXT))
                     .trace.stage("query", 0, 1).formula)
     assert with_bias.startswith("Q_h = X·W_qᵀ + b_q, columns of head 1")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
 from attn_tui.trace.shown import Shown
@@ -50,7 +50,7 @@ def _hf(path: Path):
 
 
 def _written(root: Path, model_type: str, **draw: object) -> Trace:
-    return run(ModelInput(str(_folder(root, model_type)), TEXT, generate=WRITE, **draw)).trace  # type: ignore[arg-type]
+    return run(ModelAsk(str(_folder(root, model_type)), TEXT, generate=WRITE, **draw)).trace  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
@@ -175,7 +175,7 @@ def test_a_generated_tokens_rotation_and_norm_explain_at_its_own_position(root: 
 
 
 def test_each_published_step_is_the_finished_traces_and_a_stopped_writer_keeps_what_it_wrote(root: Path) -> None:
-    ask = ModelInput(str(_folder(root, "llama")), "a dog ran to the door", generate=WRITE)  # written by no other test
+    ask = ModelAsk(str(_folder(root, "llama")), "a dog ran to the door", generate=WRITE)  # written by no other test
     snapshots: list[Shown] = []
     final = run(ask, on_step=snapshots.append).trace
     assert len(snapshots) == WRITE
@@ -198,7 +198,7 @@ def test_each_published_step_is_the_finished_traces_and_a_stopped_writer_keeps_w
         if len(kept) == 2:
             raise StopError
 
-    other = ModelInput(ask.name, "the mat", generate=WRITE)  # a text not written yet
+    other = ModelAsk(ask.name, "the mat", generate=WRITE)  # a text not written yet
     with pytest.raises(StopError):
         run(other, on_step=stop_after_two)
     stopped = kept[-1].trace
@@ -213,8 +213,8 @@ def test_too_many_tokens_for_the_budget_is_one_refusal_naming_the_figure(root: P
     from attn_tui.sources.generate import generate_trace, output_embedding
 
     folder = _folder(root, "llama")
-    loaded = transformer._loaded(str(folder), "auto", None)  # loaded already: the writing alone is refused
-    ask = ModelInput(str(folder), TEXT, generate=50)
+    loaded = transformer.loaded_model(str(folder), "auto", None)  # loaded already: the writing alone is refused
+    ask = ModelAsk(str(folder), TEXT, generate=50)
     with pytest.raises(BudgetError) as refused:
         generate_trace(loaded, ask, output_embedding(loaded, folder), max_memory=2**20)
     message = str(refused.value)
@@ -225,21 +225,21 @@ def test_an_encoder_cannot_write(root: Path) -> None:
     from attn_tui.errors import ConfigError
 
     with pytest.raises(ConfigError, match="only a causal model writes"):
-        run(ModelInput("minilm", TEXT, generate=2))
+        run(ModelAsk("minilm", TEXT, generate=2))
 
 
 def test_asking_for_more_tokens_writes_only_the_new_steps_and_equals_writing_them_at_once(root: Path) -> None:
     folder = str(_folder(root, "gemma3_text"))
-    at_once = run(ModelInput(folder, "the cat", generate=5)).trace
-    run(ModelInput(folder, "the cat", generate=2))
+    at_once = run(ModelAsk(folder, "the cat", generate=5)).trace
+    run(ModelAsk(folder, "the cat", generate=2))
     published: list[Shown] = []
-    more = run(ModelInput(folder, "the cat", generate=5), on_step=published.append).trace
+    more = run(ModelAsk(folder, "the cat", generate=5), on_step=published.append).trace
     assert [s.trace.steps() for s in published] == [3, 4, 5]  # steps 0 and 1 were written already
     assert more.meta.generated_ids == at_once.meta.generated_ids  # type: ignore[union-attr]
     assert set(more.stages) == set(at_once.stages)
     for place, stage in at_once.stages.items():
         torch.testing.assert_close(more.stages[place].tensor, stage.tensor, atol=1e-6, rtol=0)
-    fewer = run(ModelInput(folder, "the cat", generate=3)).trace  # fewer than written: written afresh
+    fewer = run(ModelAsk(folder, "the cat", generate=3)).trace  # fewer than written: written afresh
     assert fewer.steps() == 3 and fewer.meta.generated_ids == at_once.meta.generated_ids[:3]  # type: ignore[union-attr]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from tests.sources.test_diffllama import CONFIG
 from tests.sources.tiny_models import TEXT, tiny
@@ -22,7 +22,7 @@ def test_diffllama_steps_show_both_maps_lambda_and_the_difference_as_its_prompt_
     import transformers
 
     path = tiny(tmp_path, "diffllama", CONFIG)
-    trace = run(ModelInput(str(path), TEXT, generate=WRITE)).trace
+    trace = run(ModelAsk(str(path), TEXT, generate=WRITE)).trace
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
     prompt = tokenizer(TEXT, return_tensors="pt")["input_ids"]  # (1, P)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from attn_tui.trace.ops import Place
 from tests.sources.test_families import CONFIGS as FORWARD
@@ -30,7 +30,7 @@ def test_every_family_writes_rows_of_one_full_forward_and_traces_the_rest_when_a
     import transformers
 
     path = tiny(tmp_path, model_type, CAUSAL[model_type])
-    trace = run(ModelInput(str(path), TEXT, generate=WRITE)).trace
+    trace = run(ModelAsk(str(path), TEXT, generate=WRITE)).trace
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
     prompt = tokenizer(TEXT, return_tensors="pt")["input_ids"][0].tolist()
@@ -58,7 +58,7 @@ def test_streamingllm_is_refused_in_one_line_before_writing_where_keys_do_not_tu
 
     path = tiny(tmp_path, model_type, CAUSAL[model_type])  # absolute positions; half of each head turned
     with pytest.raises(ConfigError) as refused:
-        run(ModelInput(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
+        run(ModelAsk(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
     message = str(refused.value)
     assert "no rotate-half rotary embedding" in message and "\n" not in message
 
@@ -66,8 +66,8 @@ def test_streamingllm_is_refused_in_one_line_before_writing_where_keys_do_not_tu
 @pytest.mark.parametrize("model_type", sorted(set(CAUSAL) - {"gpt2", "phi3", "gpt_neox"}))
 def test_streamingllm_writes_with_every_rotate_half_family(tmp_path: Path, model_type: str) -> None:
     path = tiny(tmp_path, model_type, CAUSAL[model_type])
-    whole = run(ModelInput(str(path), TEXT, generate=3)).trace
-    window = run(ModelInput(str(path), TEXT, generate=3, cache="window:4,sinks:1")).trace
+    whole = run(ModelAsk(str(path), TEXT, generate=3)).trace
+    window = run(ModelAsk(str(path), TEXT, generate=3, cache="window:4,sinks:1")).trace
     # the prefill reads the prompt whole either way: the first token is the same
     assert window.meta.generated_ids[0] == whole.meta.generated_ids[0]  # type: ignore[union-attr]
     for t in (1, 2):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
 from attn_tui.trace.ops import Place
@@ -33,7 +33,7 @@ def _hf(path: Path):  # type: ignore[no-untyped-def]
 def test_mla_steps_are_rows_of_one_full_forward_the_ids_generates_and_the_cache_a_latent(tmp_path: Path,
                                                                                        name: str) -> None:
     path = tiny(tmp_path, TYPES.get(name, "deepseek_v3"), CONFIGS[name])
-    trace = run(ModelInput(str(path), TEXT, generate=WRITE)).trace
+    trace = run(ModelAsk(str(path), TEXT, generate=WRITE)).trace
     tokenizer, model = _hf(path)
     prompt = tokenizer(TEXT, return_tensors="pt")["input_ids"]  # (1, P)
     p = prompt.shape[1]
@@ -78,5 +78,5 @@ def test_streamingllm_is_refused_in_one_line_for_a_latent_cache(tmp_path: Path) 
 
     path = tiny(tmp_path, "deepseek_v3", CONFIGS["interleaved"])
     with pytest.raises(ConfigError) as refused:
-        run(ModelInput(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
+        run(ModelAsk(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
     assert "caches a latent" in str(refused.value) and "\n" not in str(refused.value)

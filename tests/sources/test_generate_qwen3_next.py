@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.variants.linear import implied_matrix, l2_rows, recurrence
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
@@ -47,7 +47,7 @@ def test_qwen3_next_writes_full_rows_of_one_forward_and_linear_states_of_the_who
     import transformers
 
     path = tiny(tmp_path, "qwen3_next", CONFIGS[name])
-    trace = run(ModelInput(str(path), text, generate=WRITE)).trace
+    trace = run(ModelAsk(str(path), text, generate=WRITE)).trace
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
     prompt = tokenizer(text, return_tensors="pt")["input_ids"]  # (1, P)
@@ -112,5 +112,5 @@ def test_streamingllm_is_refused_in_one_line_for_a_recurrent_state(tmp_path: Pat
 
     path = tiny(tmp_path, "qwen3_next", CONFIGS["dense"])
     with pytest.raises(ConfigError) as refused:
-        run(ModelInput(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
+        run(ModelAsk(str(path), TEXT, generate=2, cache="window:4,sinks:1"))
     assert "recurrent state" in str(refused.value) and "\n" not in str(refused.value)

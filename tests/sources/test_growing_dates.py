@@ -8,27 +8,27 @@ import math
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
 from attn_tui.trace.shown import Shown
 from attn_tui.trace.stage import Trace
 
-ASKS = [ModelInput("seq2seq-dates", "22 Nov 2026"),
-        ModelInput("seq2seq-dates", "2026년 11월 22일", target="2026-11-23", teacher_forcing=True),
-        ModelInput("transformer-dates", "Nov 22, 2026"),
-        pytest.param(ModelInput("transformer-dates", "22.11.2026", target="2026-11-22", teacher_forcing=True),
+ASKS = [ModelAsk("seq2seq-dates", "22 Nov 2026"),
+        ModelAsk("seq2seq-dates", "2026년 11월 22일", target="2026-11-23", teacher_forcing=True),
+        ModelAsk("transformer-dates", "Nov 22, 2026"),
+        pytest.param(ModelAsk("transformer-dates", "22.11.2026", target="2026-11-22", teacher_forcing=True),
                      marks=pytest.mark.slow)]
 
 
 @functools.lru_cache(maxsize=4)
-def _whole(ask: ModelInput) -> Trace:
+def _whole(ask: ModelAsk) -> Trace:
     """The same ask computed at once, without anyone waiting for steps."""
     return run(ask).trace
 
 
 @functools.lru_cache(maxsize=4)
-def _grown(ask: ModelInput) -> tuple[list[Shown], Shown]:
+def _grown(ask: ModelAsk) -> tuple[list[Shown], Shown]:
     """Each step's snapshot as the door handed it, and the finished result."""
     snapshots: list[Shown] = []
     final = run(ask, on_step=snapshots.append)
@@ -37,7 +37,7 @@ def _grown(ask: ModelInput) -> tuple[list[Shown], Shown]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ask", ASKS, ids=["gru", "gru-forced", "transformer", "transformer-forced"])
-def test_each_published_step_equals_the_one_shot_trace_stage_by_stage(ask: ModelInput) -> None:
+def test_each_published_step_equals_the_one_shot_trace_stage_by_stage(ask: ModelAsk) -> None:
     snapshots, final = _grown(ask)
     whole = _whole(ask)
     steps = whole.steps()
@@ -97,7 +97,7 @@ def test_an_ask_whose_source_does_not_grow_is_returned_whole_without_steps() -> 
 
 
 @pytest.mark.parametrize("ask", ASKS[::2], ids=["gru", "transformer"])
-def test_the_alignment_of_a_decode_being_made_is_the_finished_alignments_first_rows(ask: ModelInput) -> None:
+def test_the_alignment_of_a_decode_being_made_is_the_finished_alignments_first_rows(ask: ModelAsk) -> None:
     import numpy as np
 
     from attn_tui.present.model_view import alignment_so_far

@@ -20,7 +20,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput, Request, Settings, XInput
+from attn_tui.ask.settings import ModelAsk, Settings, VariantAsk, XInput
 from attn_tui.attention.engine import compute
 from attn_tui.attention.params import ParamFactory
 from attn_tui.sources import run
@@ -59,7 +59,7 @@ def copied_in(monkeypatch: pytest.MonkeyPatch, given: dict[str, torch.Tensor]) -
 
 
 def _family(tmp_path: Path, model_type: str, config: dict[str, Any]) -> Trace:
-    return run(ModelInput(str(tiny(tmp_path, model_type, config)), TEXT)).trace
+    return run(ModelAsk(str(tiny(tmp_path, model_type, config)), TEXT)).trace
 
 
 def _twin(monkeypatch: pytest.MonkeyPatch, family: Trace, variant: str, settings: dict[str, object],
@@ -71,7 +71,7 @@ def _twin(monkeypatch: pytest.MonkeyPatch, family: Trace, variant: str, settings
     copied_in(monkeypatch, given)
     x = family.inputs["blocks.0.X"]  # (N, d): what the family's projections read
     base = family.geometry[0].positional.base or 10000.0
-    return compute(Request(XInput(x.tolist(), family.query_tokens),
+    return compute(VariantAsk(XInput(x.tolist(), family.query_tokens),
                            Settings(variant=variant, mask="causal", device="cpu", heads=heads, kv_heads=kv_heads,
                                     rope_base=base, **settings)))  # type: ignore[arg-type]
 

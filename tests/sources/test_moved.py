@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.summary import rollout
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
@@ -75,7 +75,7 @@ def _reference(path: Path, model_type: str) -> tuple[list[list[list[list[float]]
 @pytest.mark.parametrize("model_type", sorted(VALUE_AND_OUTPUT))
 def test_moved_equals_the_loop_over_the_models_own_values_and_w_o(tmp_path: Path, model_type: str) -> None:
     path = tiny(tmp_path, model_type, CONFIGS[model_type])
-    shown = run(ModelInput(str(path), TEXT, device="cpu"))
+    shown = run(ModelAsk(str(path), TEXT, device="cpu"))
     trace = shown.trace
     expected, n = _reference(path, model_type)
     assert "moved" in trace.names()

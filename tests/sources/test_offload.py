@@ -14,7 +14,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.sources import run  # noqa: E402
 from attn_tui.sources.load_plan import load_plan  # noqa: E402
 from attn_tui.sources.offload import layer_list  # noqa: E402
@@ -56,8 +56,8 @@ def test_a_model_over_the_budget_is_offloaded_and_traced_as_the_whole_model(tmp_
     path = tiny(tmp_path, model_type, CONFIGS[model_type])
     budget = _budget(path)
     said: list[str] = []
-    offloaded = run(ModelInput(str(path), TEXT), max_memory=budget, on_progress=lambda p: said.append(str(p.what)))
-    whole = run(ModelInput(str(path), TEXT)).trace
+    offloaded = run(ModelAsk(str(path), TEXT), max_memory=budget, on_progress=lambda p: said.append(str(p.what)))
+    whole = run(ModelAsk(str(path), TEXT)).trace
     trace = offloaded.trace
     loaded = model_run(str(path), TEXT, None, "auto", budget).loaded
     assert any("offloading layers" in line for line in said), said
@@ -84,7 +84,7 @@ def test_a_model_over_the_budget_is_offloaded_and_traced_as_the_whole_model(tmp_
     for name, tensor in whole.inputs.items():
         assert torch.equal(trace.inputs[name], tensor), name
     assert offloaded.stats is not None and whole.stats is not None  # the grid of heads reads the same weights
-    assert torch.equal(offloaded.stats.weights, run(ModelInput(str(path), TEXT)).stats.weights)  # type: ignore
+    assert torch.equal(offloaded.stats.weights, run(ModelAsk(str(path), TEXT)).stats.weights)  # type: ignore
 
 
 def test_the_command_line_says_which_layers_are_offloaded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

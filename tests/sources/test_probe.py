@@ -11,7 +11,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.cli import main
 from attn_tui.errors import ConfigError
 from attn_tui.sources import hf, run
@@ -50,7 +50,7 @@ def _check_roles(shown: Shown, attentions: tuple[torch.Tensor, ...], ids: list[i
 @pytest.mark.parametrize("model_type", ["bert", "gpt2", "llama"])
 def test_role_scores_of_a_text_equal_the_loop_on_output_attentions(tmp_path: Path, model_type: str) -> None:
     path = tiny(tmp_path, model_type, CONFIGS[model_type])
-    shown = run(ModelInput(str(path), TEXT))
+    shown = run(ModelAsk(str(path), TEXT))
     ids = list(shown.trace.meta.token_ids)  # type: ignore[union-attr]
     import transformers
 
@@ -61,7 +61,7 @@ def test_role_scores_of_a_text_equal_the_loop_on_output_attentions(tmp_path: Pat
 @pytest.mark.parametrize("model_type", ["bert", "llama"])
 def test_role_scores_of_the_probe_equal_the_loop_on_its_repeated_half(tmp_path: Path, model_type: str) -> None:
     path = tiny(tmp_path, model_type, CONFIGS[model_type])
-    shown = run(ModelInput(str(path), "", probe="induction", probe_length=10, probe_seed=5))
+    shown = run(ModelAsk(str(path), "", probe="induction", probe_length=10, probe_seed=5))
     meta = shown.trace.meta
     ids = list(meta.token_ids)  # type: ignore[union-attr]
     assert meta.scored_from == len(ids) - 10 and meta.probe == "induction"  # type: ignore[union-attr]
@@ -127,12 +127,12 @@ def test_smollm2_roles_equal_the_loop_and_its_induction_heads_score_over_half(sm
     from attn_tui.present.role_table import role_table
 
     text = "The quick brown fox jumps over the lazy dog. The quick brown fox"
-    shown = run(ModelInput("smollm2", text, device="cpu"))
+    shown = run(ModelAsk("smollm2", text, device="cpu"))
     ids = list(shown.trace.meta.token_ids)  # type: ignore[union-attr]
     with torch.no_grad():
         out = smollm2.model(input_ids=torch.tensor([ids]), output_attentions=True)
     _check_roles(shown, tuple(a[0].double() for a in out.attentions), ids, 0)
-    probed = run(ModelInput("smollm2", "", device="cpu", probe="induction", probe_length=32, probe_seed=0))
+    probed = run(ModelAsk("smollm2", "", device="cpu", probe="induction", probe_length=32, probe_seed=0))
     assert probed.stats is not None
     table = role_table(probed.stats.roles, 30, 9, "induction")
     assert table is not None
@@ -142,7 +142,7 @@ def test_smollm2_roles_equal_the_loop_and_its_induction_heads_score_over_half(sm
         if (roles.layer, roles.head) in named:
             assert roles.scores["induction"] > 0.5
     for seed in (1, 2):  # another draw names the strongest of them again, each over half
-        other = run(ModelInput("smollm2", "", device="cpu", probe="induction", probe_length=32, probe_seed=seed))
+        other = run(ModelAsk("smollm2", "", device="cpu", probe="induction", probe_length=32, probe_seed=seed))
         assert other.stats is not None
         scores = {(r.layer, r.head): r.scores["induction"] for r in other.stats.roles}
         assert all(scores[head] > 0.5 for head in ((17, 3), (17, 4), (17, 5), (18, 6))), seed

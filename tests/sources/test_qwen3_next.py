@@ -19,7 +19,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attn_tui.ask.models import FAMILY_OF  # noqa: E402
-from attn_tui.ask.settings import ModelInput  # noqa: E402
+from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.attention.variants import linear  # noqa: E402
 from attn_tui.cli import main  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
@@ -58,7 +58,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def traces(folders: dict[str, Path]) -> dict[str, Trace]:
     found = {}
     for name, path in folders.items():
-        trace = run(ModelInput(str(path), TEXT)).trace
+        trace = run(ModelAsk(str(path), TEXT)).trace
         for layer in range(trace.layers):
             trace.stage("output", layer, 0)  # computes the layer
         found[name] = trace

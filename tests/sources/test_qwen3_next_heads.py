@@ -87,13 +87,13 @@ def test_the_api_reaches_the_value_heads_and_the_trace_says_each_layers_count(wi
 def test_the_grid_shows_each_layers_own_heads_and_the_rollout_each_layers_mean(wide: Path, capsys) -> None:
     from rich.console import Console
 
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.present.model_view import summary_of
     from attn_tui.render.model_grid import model_grid_table
     from attn_tui.sources import run
     from tests.sources.tiny_models import reference
 
-    shown = run(ModelInput(str(wide), TEXT))
+    shown = run(ModelAsk(str(wide), TEXT))
     summary = summary_of(shown)
     assert summary is not None and (summary.layers, summary.heads) == (2, 4)
     assert [(c.layer, c.head) for c in summary.cells] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)]
@@ -130,8 +130,8 @@ def test_a_generation_writes_every_value_head_and_the_full_layers_own(wide: Path
                  "--stage", "state", "--format", "json"]) == 0
     steps = {s["step"] for s in json.loads(capsys.readouterr().out)["stages"]}
     assert {0, 1} <= steps
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import run
 
-    shown = run(ModelInput(str(wide), "a cat", generate=2))  # the grid of a generation: each layer's own heads
+    shown = run(ModelAsk(str(wide), "a cat", generate=2))  # the grid of a generation: each layer's own heads
     assert shown.stats is not None and len(shown.stats.stats) == 6 and shown.stats.weights.shape[:2] == (2, 4)

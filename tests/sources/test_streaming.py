@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.errors import ConfigError
 from attn_tui.sources import run
 from tests.sources.tiny_models import SMALL, tiny
@@ -86,7 +86,7 @@ def _streaming_llama(path: Path, prompt: list[int], count: int) -> tuple[list[in
 
 
 def test_the_window_keeps_the_sinks_and_the_last_tokens_and_equals_a_float64_streaming_llama(folder: Path) -> None:
-    trace = run(ModelInput(str(folder), TEXT, generate=WRITE, cache=f"window:{WINDOW},sinks:{SINKS}")).trace
+    trace = run(ModelAsk(str(folder), TEXT, generate=WRITE, cache=f"window:{WINDOW},sinks:{SINKS}")).trace
     prompt = list(trace.meta.prompt_ids)  # type: ignore[union-attr]
     ids, weights = _streaming_llama(folder, prompt, WRITE)
     assert list(trace.meta.generated_ids) == ids  # type: ignore[union-attr]
@@ -102,7 +102,7 @@ def test_the_window_keeps_the_sinks_and_the_last_tokens_and_equals_a_float64_str
     assert [label.split(":")[0] for label in cache.axes[0].labels] == \
         [str(i) for i in (*range(SINKS), *range(newest - WINDOW + 1, newest + 1))]
     assert "StreamingLLM evicted" in str(cache.formula)
-    full = run(ModelInput(str(folder), TEXT, generate=WRITE)).trace  # the whole cache: another text at the end
+    full = run(ModelAsk(str(folder), TEXT, generate=WRITE)).trace  # the whole cache: another text at the end
     assert full.tensor("weights", 0, 0, WRITE - 1).shape == (1, p + WRITE - 1)
 
 
@@ -121,7 +121,7 @@ def test_a_session_or_api_ask_with_a_wrong_writing_setting_is_refused_before_loa
     from attn_tui.ask.model_request import check_generation
 
     with pytest.raises(ConfigError):
-        check_generation(ModelInput("smollm2", "the cat", **change))
+        check_generation(ModelAsk("smollm2", "the cat", **change))
     if "generate" not in change:  # an ask to write: refused by the writing source before it loads anything
         with pytest.raises(ConfigError):
-            run(ModelInput("no-such-model", "the cat", **dict(dict(generate=1), **change)))
+            run(ModelAsk("no-such-model", "the cat", **dict(dict(generate=1), **change)))

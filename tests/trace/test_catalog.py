@@ -36,11 +36,11 @@ def test_every_stage_of_every_variant_is_in_the_catalog(variant: str) -> None:
 
 def test_every_stage_of_the_date_models_is_in_the_catalog() -> None:
     from attn_tui.ask.models import DATE_MODELS
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import run
 
     for model in DATE_MODELS:
-        assert not _unknown(set(run(ModelInput(model, "22 Nov 2026")).trace.names())), model
+        assert not _unknown(set(run(ModelAsk(model, "22 Nov 2026")).trace.names())), model
 
 
 def _recorded_names() -> set[str]:

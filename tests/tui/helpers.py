@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import Request
+from attn_tui.ask.settings import VariantAsk
 from attn_tui.tui.app import AttnApp
 from tests.limits import limit
 
@@ -42,7 +42,7 @@ def sample_app(name: str = "korean", play_interval: float = 0.8, **settings: obj
     """An app opened on a sample, optionally with some settings changed."""
     request = load_samples()[name].request
     if settings:
-        request = Request(request.source, replace(request.settings, **settings), request.custom_mask)
+        request = VariantAsk(request.source, replace(request.settings, **settings), request.custom_mask)
     return RecordingApp(request, play_interval=play_interval)
 
 
@@ -82,10 +82,10 @@ async def searched(pilot: Pilot) -> None:
 
 def model_app(name: str, text: str, play_interval: float = 0.8, **options: Any) -> RecordingApp:
     """An app opened on a real or trained model (as `attn-tui --model NAME --text TEXT` does)."""
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
 
     return RecordingApp(load_samples()["korean"].request, play_interval=play_interval,
-                        model=ModelInput(name, text, **options))
+                        model=ModelAsk(name, text, **options))
 
 
 async def run_from_palette(pilot: Pilot, command: str) -> None:

@@ -254,7 +254,7 @@ async def test_t_in_the_atlas_switches_the_language() -> None:
 async def test_c_puts_the_same_model_on_its_sentence_twice_beside_it() -> None:
     """The same model on two inputs: B is A's sentence repeated (the induction probe's shape)."""
     pytest.importorskip("transformers")
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import run
 
     app = model_app("minilm", "the cat sat")
@@ -274,7 +274,7 @@ async def test_c_puts_the_same_model_on_its_sentence_twice_beside_it() -> None:
             if screen.atlases.get("b") is not None:
                 break
         b = screen.atlases["b"]
-        twice = run(ModelInput("minilm", "the cat sat the cat sat"), None)
+        twice = run(ModelAsk("minilm", "the cat sat the cat sat"), None)
         assert b is not None and b.tokens == len(twice.trace.key_tokens) == 8  # [CLS] … [SEP]
         for cell, scores in zip(b.cells, _roles_of(twice), strict=True):
             assert all(cell.scores[r] == pytest.approx(scores[r], abs=1e-6) for r in ROLES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from textual.widgets import Checkbox, Input, OptionList, Static
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from attn_tui.tui.screens.choose import ChoiceScreen
 from attn_tui.tui.widgets.compare_view import CompareView
@@ -45,8 +45,8 @@ def _grid(view: CompareView, side: str) -> torch.Tensor:
 
 async def test_the_gru_beside_the_transformer_fills_in_step_by_step() -> None:
     app = model_app("seq2seq-dates", DATE)
-    gru = run(ModelInput("seq2seq-dates", DATE)).trace
-    transformer = run(ModelInput("transformer-dates", DATE)).trace
+    gru = run(ModelAsk("seq2seq-dates", DATE)).trace
+    transformer = run(ModelAsk("transformer-dates", DATE)).trace
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("home")
@@ -100,7 +100,7 @@ async def test_the_transformers_mean_beside_the_gru_with_teacher_forcing_on_both
         b_trace = app.explorer.shown_b.trace
         assert app.trace.meta.teacher_forcing and b_trace.meta.teacher_forcing
         assert app.trace.meta.fed == b_trace.meta.fed == ("<s>", *"2026-12-25")  # both fed the target's characters
-        forced = run(ModelInput("transformer-dates", DATE, target="2026-12-25", teacher_forcing=True)).trace
+        forced = run(ModelAsk("transformer-dates", DATE, target="2026-12-25", teacher_forcing=True)).trace
         await pilot.press("end")
         layer = app.explorer.layer_index
         assert torch.allclose(_grid(view, "a"), forced.tensor("alignment_mean", layer, None, None, "cross_attn"))
@@ -110,7 +110,7 @@ async def test_the_transformers_mean_beside_the_gru_with_teacher_forcing_on_both
         await settle(pilot)
         await _b_drawn(pilot)
         assert not app.trace.meta.teacher_forcing and not app.explorer.shown_b.trace.meta.teacher_forcing
-        free = run(ModelInput("seq2seq-dates", DATE, target="2026-12-25")).trace
+        free = run(ModelAsk("seq2seq-dates", DATE, target="2026-12-25")).trace
         assert torch.allclose(_grid(view, "b"), free.tensor("alignment"))
         app.query_one("#set-target", Input).value = ""  # no target: teacher forcing is gone, the models stay
         await pilot.pause()

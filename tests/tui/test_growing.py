@@ -8,7 +8,7 @@ import threading
 import pytest
 import torch
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.stage_bar import StageBar
 from tests.limits import limit
@@ -52,7 +52,7 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
             assert held.reached.is_set() and not held.release.is_set()  # the worker waits inside step 1's turn
             assert app.shown is None and app.trace is app.explorer.trace and app.trace.version == 1  # a snapshot
             assert {p.step for p in app.explorer.places} == {0}  # only step 0 exists; no alignment yet
-            whole = run(ModelInput("seq2seq-dates", DATE)).trace
+            whole = run(ModelAsk("seq2seq-dates", DATE)).trace
             await pilot.press("8")  # the user goes to step 0's weights while the decode is held
             assert app.view.place.key == "weights@t0"
             assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), whole.tensor("weights", step=0))
@@ -87,7 +87,7 @@ async def test_a_stale_asks_steps_are_dropped_and_its_decode_stops(monkeypatch) 
             await until(pilot, held.reached.is_set)
             await pilot.pause()
             first = next(w for w in app.workers if w.group == "compute")
-            app.ask(ModelInput("seq2seq-dates", "3 Mar 1999"))  # a newer ask while the first is held at step 1
+            app.ask(ModelAsk("seq2seq-dates", "3 Mar 1999"))  # a newer ask while the first is held at step 1
             assert first.is_cancelled
             held.release.set()
             await until(pilot, lambda: first.is_finished and first not in app.workers)
@@ -101,7 +101,7 @@ async def test_a_stale_asks_steps_are_dropped_and_its_decode_stops(monkeypatch) 
 
 async def test_a_stage_asked_for_that_comes_with_the_last_step_is_where_the_whole_decode_opens(monkeypatch) -> None:
     held = Held(monkeypatch)
-    app = RecordingApp(model=ModelInput("seq2seq-dates", DATE), first_stage="alignment")
+    app = RecordingApp(model=ModelAsk("seq2seq-dates", DATE), first_stage="alignment")
     try:
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)
@@ -137,7 +137,7 @@ def test_snapshot_of_step_0_on_show_while_the_decode_goes_on(snap_compare, monke
         def on_unmount(self) -> None:  # the picture is taken: the held decode may finish
             held.release.set()
 
-    app = LettingGo(model=ModelInput("seq2seq-dates", DATE))
+    app = LettingGo(model=ModelAsk("seq2seq-dates", DATE))
 
     async def run_before(pilot) -> None:
         await until(pilot, lambda: app.explorer.trace is not None and app.explorer.trace.steps() == 1)

@@ -6,7 +6,7 @@ import pytest
 from rich.cells import cell_len
 from textual.widgets import Input, TextArea
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.present.stage_view import PARAM_COLS, PARAM_ROWS, param_grids
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -72,7 +72,7 @@ async def test_a_model_that_fails_keeps_the_matrix_editors() -> None:
         await pilot.pause()
         app.choose_model("/no/such/model/folder")
         await settle(pilot)
-        assert not isinstance(app.wanted, ModelInput) and "no model" in app.error
+        assert not isinstance(app.wanted, ModelAsk) and "no model" in app.error
         assert app.query_one("#edit-Q", TextArea).text == "1 2 3\n4 5 x"
         assert app.trace is not None  # the last good trace stays on show
 
@@ -102,12 +102,12 @@ async def test_a_rejected_setting_is_said_where_it_cannot_scroll_away() -> None:
 
 @pytest.mark.slow
 async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
-    from attn_tui.ask.settings import Request, SentenceInput, Settings
+    from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk
     from attn_tui.present.stage_view import SMALL_COLS, SMALL_ROWS, heads_panel
     from tests.tui.helpers import RecordingApp
 
     text = " ".join(f"w{i % 97}" for i in range(3000))
-    app = RecordingApp(Request(SentenceInput(text), Settings(variant="multihead", heads=4, dim=16)))
+    app = RecordingApp(VariantAsk(SentenceInput(text), Settings(variant="multihead", heads=4, dim=16)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.go_to_stage(app.stage_names().index("weights"))
@@ -165,7 +165,7 @@ async def test_a_result_that_arrives_while_the_app_shuts_down_is_dropped() -> No
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         ask = app.wanted
-    app.on_compute_failed(ComputeFailed(app.state.generation, ModelInput("minilm", "a"), "late"))
+    app.on_compute_failed(ComputeFailed(app.state.generation, ModelAsk("minilm", "a"), "late"))
     app.on_trace_ready(type("Late", (), {"generation": app.state.generation, "shown": None})())  # type: ignore[arg-type]
     assert app.wanted is ask and app._exception is None
 

@@ -15,7 +15,7 @@ import pytest
 from textual.widgets import ProgressBar
 
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.i18n import Msg
 from attn_tui.sources.progress import Progress
 from attn_tui.trace.meta import TransformerRun
@@ -54,7 +54,7 @@ class HeldApp(RecordingApp):
 
 
 def held_app(folder: str, hold_at: str = WEIGHTS) -> HeldApp:
-    return HeldApp(load_samples()["korean"].request, model=ModelInput(folder, "the cat sat on the mat"),
+    return HeldApp(load_samples()["korean"].request, model=ModelAsk(folder, "the cat sat on the mat"),
                    hold_at=hold_at)
 
 
@@ -73,7 +73,7 @@ def llama(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
     tiny(tmp_path, "llama", dict(SMALL, num_key_value_heads=2), name="llama-tiny")
     monkeypatch.chdir(tmp_path)
-    transformer._loaded.cache_clear()  # the loads are cached by name, and every test's folder has this one
+    transformer.loaded_model.cache_clear()  # the loads are cached by name, and every test's folder has this one
     transformer.model_run.cache_clear()
     return "./llama-tiny"
 

@@ -9,7 +9,7 @@ from textual.widgets import Select, Static
 
 import attn_tui
 from attn_tui.ask.samples import load_samples, samples_dir
-from attn_tui.ask.settings import MatrixInput, RecordAsk, Request
+from attn_tui.ask.settings import MatrixInput, RecordAsk, VariantAsk
 from attn_tui.tui.messages import SourceEdited
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
@@ -61,7 +61,7 @@ async def test_the_row_is_hidden_without_a_custom_mask() -> None:
 
 async def test_x_writes_the_mask_as_typed_and_spreads_a_row_per_key_over_the_queries() -> None:
     sample = load_samples()["korean"].request
-    app = RecordingApp(Request(sample.source, replace(sample.settings, mask_means="block"), [[0.0, 0.0, 1.0]]))
+    app = RecordingApp(VariantAsk(sample.source, replace(sample.settings, mask_means="block"), [[0.0, 0.0, 1.0]]))
     async with app.run_test(size=SIZE) as pilot:
         await _to_masked(pilot, "down", "x")  # cell (1, 0): masked by hand
         await settle(pilot)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Checkbox, Input, Select
 
-from attn_tui.ask.settings import Request, SentenceInput, Settings
+from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk
 from attn_tui.explain.cell import explain
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
@@ -50,7 +50,7 @@ async def test_the_rows_are_greyed_out_on_linear() -> None:
 
 async def test_diff_on_a_long_input_opens_its_lazy_difference_and_explains_a_far_cell() -> None:
     text = " ".join(f"w{i}" for i in range(300))  # 90,000 cells a map: read by tiles
-    app = RecordingApp(Request(SentenceInput(text), Settings(variant="diff", heads=2, mask="causal", softcap=4.0)))
+    app = RecordingApp(VariantAsk(SentenceInput(text), Settings(variant="diff", heads=2, mask="causal", softcap=4.0)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.go_to_stage(app.stage_names().index("diff_weights"))

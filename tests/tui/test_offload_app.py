@@ -29,12 +29,12 @@ def offloaded_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tiny(tmp_path, "llama", CONFIGS["llama"], name=NAME)
     monkeypatch.chdir(tmp_path)
     transformer.model_run.cache_clear()  # a model of this name from another test's folder is another model
-    transformer._loaded.cache_clear()
+    transformer.loaded_model.cache_clear()
     app = model_app(NAME, TEXT, layer=4, head=1)
     app.max_memory = _budget(path)
     yield app, path
     transformer.model_run.cache_clear()
-    transformer._loaded.cache_clear()
+    transformer.loaded_model.cache_clear()
 
 
 async def test_the_app_says_which_layers_are_offloaded(offloaded_app) -> None:

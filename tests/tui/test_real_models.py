@@ -9,7 +9,7 @@ import torch
 from rich.console import Console
 from textual.widgets import Input, Label, Select, Static
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.present.model_view import summary_of
 from attn_tui.trace.meta import TransformerRun
 
@@ -70,7 +70,7 @@ async def test_brackets_change_the_head_and_braces_the_layer() -> None:
         await settle(pilot)
         assert app.explorer.layer_index == 5
         assert app.view.name == "weights"  # the stage stays put while the head changes
-        same = run(ModelInput("minilm", TEXT, layer=5, head=11)).trace
+        same = run(ModelAsk("minilm", TEXT, layer=5, head=11)).trace
         assert torch.equal(app.trace.tensor("scores", 5, 11), same.tensor("scores", 5, 11))
         # The heatmap is our own arithmetic on the model's tensors; the model's fused kernels may round the
         # last bit differently on another CPU, so equal to within float32 rounding.
@@ -186,7 +186,7 @@ async def test_the_model_select_switches_to_minilm_and_back() -> None:
         app.query_one("#set-model", Select).value = "variants"
         await pilot.pause()
         await settle(pilot)
-        assert app.trace.meta.title == "scaled_dot" and not isinstance(app.wanted, ModelInput)
+        assert app.trace.meta.title == "scaled_dot" and not isinstance(app.wanted, ModelAsk)
 
 
 async def test_a_missing_model_shows_the_error_and_keeps_the_last_model() -> None:

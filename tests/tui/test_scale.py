@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import Request, SentenceInput
+from attn_tui.ask.settings import SentenceInput, VariantAsk
 from attn_tui.present.grid import TiledCells
 from tests.tui.helpers import RecordingApp, sample_app, settle
 
 
 def _long_app(tokens: int) -> RecordingApp:
     text = " ".join(f"w{i % 97}" for i in range(tokens))
-    return RecordingApp(Request(SentenceInput(text), load_samples()["korean"].request.settings))
+    return RecordingApp(VariantAsk(SentenceInput(text), load_samples()["korean"].request.settings))
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import pytest
 import torch
 from textual.widgets import Checkbox, Input
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from tests.models.test_seq2seq import STEP_STAGES
@@ -34,7 +34,7 @@ async def test_stepping_runs_through_each_decoder_steps_stages_then_the_next_ste
         assert app.stage_names() == [*STEPS, "alignment"]  # the bar lists this step's stages
         await pilot.press("8")  # digits jump inside the step
         assert app.explorer.places[app.explorer.stage_index][:2] == ("weights", 1)
-        expected = run(ModelInput("seq2seq-dates", DATE)).trace.tensor("weights", step=1)
+        expected = run(ModelAsk("seq2seq-dates", DATE)).trace.tensor("weights", step=1)
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected)
         await pilot.press("left")
         assert app.explorer.places[app.explorer.stage_index][:2] == ("masked", 1)
@@ -64,7 +64,7 @@ async def test_g_fills_the_alignment_one_row_per_decoder_step() -> None:
         assert panel.grid.filled_rows == 1
         await pilot.press(*["right"] * len(STEPS))
         assert panel.grid.filled_rows == 2
-        expected = run(ModelInput("seq2seq-dates", DATE)).trace.tensor("alignment")
+        expected = run(ModelAsk("seq2seq-dates", DATE)).trace.tensor("alignment")
         assert torch.allclose(torch.from_numpy(panel.grid.values[:2]).float(), expected[:2])
         await pilot.press("end")
         assert panel.grid.filled_rows == app.trace.steps()
@@ -87,7 +87,7 @@ async def test_teacher_forcing_needs_a_target_and_decodes_with_it() -> None:
         await pilot.pause()
         await settle(pilot)
         assert app.trace.meta.teacher_forcing and app.trace.meta.target == "2026-12-25"
-        forced = run(ModelInput("seq2seq-dates", DATE, target="2026-12-25", teacher_forcing=True)).trace
+        forced = run(ModelAsk("seq2seq-dates", DATE, target="2026-12-25", teacher_forcing=True)).trace
         assert torch.equal(app.trace.tensor("alignment"), forced.tensor("alignment"))
         assert not torch.equal(app.trace.tensor("alignment"), free.tensor("alignment"))
         assert "teacher forcing on 2026-12-25" in str(app.query_one("#tokens").render())
@@ -118,7 +118,7 @@ async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
         assert app.query_one("#set-target", Input).value == "2026-11-22"
         app.load_sample("korean")
         await settle(pilot)
-        assert not isinstance(app.wanted, ModelInput) and app.trace.meta.title == "scaled_dot"
+        assert not isinstance(app.wanted, ModelAsk) and app.trace.meta.title == "scaled_dot"
 
 
 @pytest.mark.slow

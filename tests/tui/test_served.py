@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.errors import InputError
 from attn_tui.tui.served import EXPORT_ENV, SERVED_ENV, check_ask, export_folder, inside_export_folder
 from tests.tui.helpers import sample_app, settle
@@ -30,7 +30,7 @@ def test_outside_serve_paths_are_as_typed(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv(EXPORT_ENV, str(tmp_path))  # read only under serve
     assert export_folder() == Path.cwd()
     assert inside_export_folder(Path("/etc/passwd")) == Path("/etc/passwd")
-    check_ask(ModelInput("/some/folder", "a b"))
+    check_ask(ModelAsk("/some/folder", "a b"))
 
 
 def test_served_paths_stay_in_serve_folder(exports: Path, tmp_path: Path) -> None:
@@ -47,10 +47,10 @@ def test_served_paths_stay_in_serve_folder(exports: Path, tmp_path: Path) -> Non
 
 
 def test_served_models_are_the_shipped_ones(exports: Path, tmp_path: Path) -> None:
-    check_ask(ModelInput("minilm", "a b"))
+    check_ask(ModelAsk("minilm", "a b"))
     for name in (str(tmp_path), "gpt2", "../models/x", "sshleifer/tiny-gpt2"):
         with pytest.raises(InputError, match="shipped models"):
-            check_ask(ModelInput(name, "a b"))
+            check_ask(ModelAsk(name, "a b"))
 
 
 @pytest.mark.slow
@@ -95,7 +95,7 @@ async def test_a_served_app_refuses_a_typed_model_folder(exports: Path, tmp_path
         app.choose_model(str(tmp_path))
         await settle(pilot)
         assert any("shipped models" in str(n.message) for n in app.notices)
-        assert app.trace is before and not isinstance(app.wanted, ModelInput)  # back on what was shown
+        assert app.trace is before and not isinstance(app.wanted, ModelAsk)  # back on what was shown
 
 
 @pytest.mark.slow

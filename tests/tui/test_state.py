@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_tui.ask.settings import MatrixInput, ModelInput, Request, SentenceInput, Settings, XInput
+from attn_tui.ask.settings import MatrixInput, ModelAsk, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.io.session import load, save
 from attn_tui.present.compare import comparisons
 from attn_tui.trace.shown import Shown
@@ -31,9 +31,9 @@ from attn_tui.tui.state import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-A = Request(SentenceInput("the cat sat"), Settings(variant="scaled_dot"))
-B = Request(SentenceInput("the cat sat"), Settings(variant="dot"))
-QKV = Request(MatrixInput([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [3.0, 4.0]]), Settings(mask="causal"))
+A = VariantAsk(SentenceInput("the cat sat"), Settings(variant="scaled_dot"))
+B = VariantAsk(SentenceInput("the cat sat"), Settings(variant="dot"))
+QKV = VariantAsk(MatrixInput([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [3.0, 4.0]]), Settings(mask="causal"))
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ class Pane:
         return self.typed
 
 
-def sent(state: AppState, ask: Request | ModelInput) -> int:
+def sent(state: AppState, ask: VariantAsk | ModelAsk) -> int:
     """Ask for `ask` and send it to the worker, as an edit does; its generation."""
     state.ask(ask)
     asked, generation = state.send()
@@ -122,7 +122,7 @@ def test_steps_of_a_decode_in_flight_go_with_it_when_an_edit_is_refused(shown: d
 def test_a_model_that_never_opened_goes_back_to_what_was_shown(shown: dict[str, Shown]) -> None:
     state = AppState(A)
     state.result_arrived(sent(state, A), shown["a"])
-    broken = ModelInput("/no/such/model", "a b")
+    broken = ModelAsk("/no/such/model", "a b")
     assert state.loading(broken) == "/no/such/model"
     failure = state.failed(sent(state, broken), broken, "not found")
     assert failure is not None and failure.unopened and failure.model == "/no/such/model"
@@ -131,7 +131,7 @@ def test_a_model_that_never_opened_goes_back_to_what_was_shown(shown: dict[str, 
 
 
 def test_a_model_that_never_opened_with_nothing_shown_computes_the_variants() -> None:
-    state = AppState(A, ModelInput("/no/such/model", "a b"))
+    state = AppState(A, ModelAsk("/no/such/model", "a b"))
     generation = state.send()[1]
     failure = state.failed(generation, state.wanted, "not found")
     assert failure is not None and failure.back is A and failure.recompute and state.wanted is A
@@ -139,7 +139,7 @@ def test_a_model_that_never_opened_with_nothing_shown_computes_the_variants() ->
 
 def test_a_loaded_model_that_fails_stays_asked(shown: dict[str, Shown]) -> None:
     state = AppState(A)
-    model = ModelInput("minilm", "a b")
+    model = ModelAsk("minilm", "a b")
     state.loaded_models.add("minilm")
     assert state.loading(model) is None
     failure = state.failed(sent(state, model), model, "too long")
@@ -148,7 +148,7 @@ def test_a_loaded_model_that_fails_stays_asked(shown: dict[str, Shown]) -> None:
 
 def test_a_models_result_marks_it_loaded(shown: dict[str, Shown]) -> None:
     state = AppState(A)
-    model = ModelInput("minilm", "the cat sat")
+    model = ModelAsk("minilm", "the cat sat")
     generation = sent(state, model)
     state.result_arrived(generation, Shown(model, shown["a"].trace))
     assert state.loaded_models == {"minilm"} and state.loading(model) is None
@@ -196,7 +196,7 @@ def test_an_edit_sets_the_recorded_trace_aside_and_undo_shows_it_again(shown: di
 def test_switching_source_restores_the_kept_ask() -> None:
     state = AppState(A)
     minilm = state.switch_source("minilm", "a dog ran")
-    assert minilm == ModelInput("minilm", "a dog ran", device=A.settings.device)
+    assert minilm == ModelAsk("minilm", "a dog ran", device=A.settings.device)
     assert state.kept[OWN] == replace(A, source=SentenceInput("a dog ran"))  # the sentence typed goes with it
     state.ask(replace(minilm, layer=2, head=3))
     assert source_key(state.wanted) == "minilm" and state.variants == state.kept[OWN]
@@ -204,12 +204,12 @@ def test_switching_source_restores_the_kept_ask() -> None:
     assert back is state.kept[OWN]
     state.ask(back)
     again = state.switch_source("minilm", "a dog sat")
-    assert again == ModelInput("minilm", "a dog sat", layer=2, head=3)  # its layer and head kept, the text typed
+    assert again == ModelAsk("minilm", "a dog sat", layer=2, head=3)  # its layer and head kept, the text typed
 
 
 def test_a_date_model_starts_on_its_date_and_typed_matrices_give_a_sentence() -> None:
     state = AppState(QKV)
-    assert state.switch_source("dates_rnn", "ignored", first_text="1999-12-31").model == ModelInput(
+    assert state.switch_source("dates_rnn", "ignored", first_text="1999-12-31").model == ModelAsk(
         "dates_rnn", "1999-12-31")
     assert state.kept[OWN] is QKV  # typed matrices: the sentence field is not theirs
     model = state.switch_source("minilm", "typed for the sentence tab").model
@@ -219,12 +219,12 @@ def test_a_date_model_starts_on_its_date_and_typed_matrices_give_a_sentence() ->
 def test_a_rejected_source_goes_back_to_the_input_on_show(shown: dict[str, Shown]) -> None:
     state = AppState(A)
     state.result_arrived(sent(state, A), shown["a"])
-    half_typed = Request(SentenceInput("the cat"), A.settings)
+    half_typed = VariantAsk(SentenceInput("the cat"), A.settings)
     in_flight = sent(state, half_typed)
     assert state.source_rejected("Q: row 2 has 1 number, row 1 has 2")
     assert state.variants.source == A.source and state.wanted == state.kept[OWN]
     assert state.result_arrived(in_flight, shown["a"]) is False
-    state.ask(ModelInput("minilm", "a b"))
+    state.ask(ModelAsk("minilm", "a b"))
     assert state.source_rejected("anything") is False  # a model reads the sentence: the editors feed nothing
 
 
@@ -249,19 +249,19 @@ def test_the_session_round_trips_through_its_file(tmp_path: Path) -> None:
     pane = Pane()
     state = AppState(A, typed=pane)
     state.ask(replace(A, custom_mask=[[1.0, 0.0, 1.0]], mask_by_hand=True))
-    state.ask(ModelInput("minilm", "the cat sat", layer=1))
+    state.ask(ModelAsk("minilm", "the cat sat", layer=1))
     save(state.session("ko", "weights"), tmp_path / "session.json")
     session = load(tmp_path / "session.json")
     assert session is not None and session.language == "ko" and session.stage == "weights"
-    again = AppState(Request(SentenceInput("fresh")))
+    again = AppState(VariantAsk(SentenceInput("fresh")))
     assert again.restore(session, session_request(session, lambda kind: None))
-    assert again.wanted == ModelInput("minilm", "the cat sat", layer=1)
+    assert again.wanted == ModelAsk("minilm", "the cat sat", layer=1)
     assert again.variants == replace(A, custom_mask=[[1.0, 0.0, 1.0]], mask_by_hand=True)
     assert again.first_stage == "weights" and session_typed(session) == pane.typed
 
 
 def test_a_session_of_typed_matrices_reads_them_from_the_editors(tmp_path: Path) -> None:
-    x = Request(XInput([[1.0, 2.0], [3.0, 4.0]]), Settings(variant="multihead"))
+    x = VariantAsk(XInput([[1.0, 2.0], [3.0, 4.0]]), Settings(variant="multihead"))
     state = AppState(x, typed=lambda: Typed("", {"X": "1 2\n3 4"}, "tab-matrices"))
     session = state.session("en", None)
     assert session.source == "x" and session.model is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from textual.widgets import Checkbox, Input, Label
 
-from attn_tui.ask.settings import ModelInput
+from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from tests.tui.helpers import model_app, settle
@@ -53,7 +53,7 @@ async def test_stepping_runs_through_the_encoder_then_each_steps_self_and_cross_
 
 async def test_layer_and_head_keys_move_through_every_head_of_the_step() -> None:
     app = model_app(NAME, DATE)
-    reference = run(ModelInput(NAME, DATE)).trace
+    reference = run(ModelAsk(NAME, DATE)).trace
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.go_to_stage(app.stage_names().index("cross_attn.weights"))
@@ -76,7 +76,7 @@ async def test_layer_and_head_keys_move_through_every_head_of_the_step() -> None
 
 async def test_g_fills_the_cross_attention_alignment_of_the_chosen_head() -> None:
     app = model_app(NAME, DATE)
-    reference = run(ModelInput(NAME, DATE)).trace
+    reference = run(ModelAsk(NAME, DATE)).trace
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("home", "g")
@@ -107,7 +107,7 @@ async def test_teacher_forcing_works_for_the_transformer() -> None:
         await pilot.pause()
         await settle(pilot)
         assert app.trace.meta.teacher_forcing and app.trace.meta.target == "2026-12-25"
-        forced = run(ModelInput(NAME, DATE, target="2026-12-25", teacher_forcing=True)).trace
+        forced = run(ModelAsk(NAME, DATE, target="2026-12-25", teacher_forcing=True)).trace
         key = ("alignment", 1, 3, None, "cross_attn")
         assert torch.equal(app.trace.tensor(*key), forced.tensor(*key))
         assert app.trace.stage("key", 0, 0, 8, "self_attn").axes[0].labels[-3:] == ("1", "2", "-")

@@ -24,7 +24,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> None:
-    from attn_tui.ask.settings import ModelInput
+    from attn_tui.ask.settings import ModelAsk
     from attn_tui.sources import run
 
     app = model_app(str(folder), TEXT)
@@ -39,7 +39,7 @@ async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> N
         await settle(pilot)
         trace = app.trace
         assert trace.steps() == 2
-        whole = run(ModelInput(str(folder), TEXT, generate=2)).trace
+        whole = run(ModelAsk(str(folder), TEXT, generate=2)).trace
         assert trace.meta.generated_ids == whole.meta.generated_ids  # type: ignore[union-attr]
         await pilot.press("9")  # the weights of the newest step: one row over every key so far
         app.explorer.go_to_place(max(i for i, p in enumerate(app.explorer.places)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.attention.attend import PreStage, score_family
+from attn_tui.attention.attend import PreStage, score_stages
 from attn_tui.attention.variants.heads import concat_heads, heads_of
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_stages
@@ -74,6 +74,6 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
                  lambda at: Sum((at.at("scaled"), at.at("bias")))),
     ]
     capped, stages, last = soft_cap(ctx, pre, normed_scores(ctx, stages), "biased")
-    outputs = score_family(ctx.trace, ctx.tail, capped, stages, last, heads.v, heads.scores_at, heads.values_at,
+    outputs = score_stages(ctx.trace, ctx.tail, capped, stages, last, heads.v, heads.scores_at, heads.values_at,
                            ctx.lazy)
     concat_heads(ctx, heads, *gate(ctx, outputs, [at.at("output") for at in heads.scores_at]))

@@ -18,14 +18,14 @@ import torch
 from attn_tui.attention.attend import Tail, pass_rows, softmax_rows, warn_empty_rows
 from attn_tui.attention.variants.diff_maps import MAPS, Halves, map_stages, map_tiles, record_heads
 from attn_tui.trace import masks
-from attn_tui.trace.lazy import LazyTensor, ScoreFamily
+from attn_tui.trace.lazy import LazyTensor, ScoreTiles
 from attn_tui.trace.ops import LambdaTerms, Place
 from attn_tui.trace.stage import Stage, Trace
 from attn_tui.trace.values import StageStats, fold_heads, fold_row_sums
 
 
 @dataclass(eq=False)
-class DiffFamily(ScoreFamily):
+class DiffTiles(ScoreTiles):
     """Both maps of every head for any tile, and D = A1 − λ·A2; `last` is the stage each mask reads (scaled or
     capped, suffixed _1 and _2), `lse` map 1's log-sum-exp per row and `lse_2` map 2's."""
 
@@ -58,7 +58,7 @@ class DiffFamily(ScoreFamily):
         return found[name]
 
 
-def stream(trace: Trace, tail: Tail, family: DiffFamily, pre_names: Sequence[str], values: torch.Tensor,
+def stream(trace: Trace, tail: Tail, family: DiffTiles, pre_names: Sequence[str], values: torch.Tensor,
            at: Sequence[Place]) -> torch.Tensor:
     """One pass over blocks of query rows: D·V (heads, L, 2d), both maps' log-sum-exp, every stage's stats."""
     rows_total, keys = family.shape
@@ -105,7 +105,7 @@ def record_lazy(trace: Trace, tail: Tail, halves: Halves, at: list[Place], facto
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
         return map_tiles(halves, factor, cap, rows, cols)
 
-    family = DiffFamily(pre, "scaled" if cap is None else "capped", shape, tail.mask, tail.fill, tail.temperature,
+    family = DiffTiles(pre, "scaled" if cap is None else "capped", shape, tail.mask, tail.fill, tail.temperature,
                         lam=float(lam[0, 3]))
     stages = {n: map_stages(tail, halves, n, factor, cap) for n in MAPS}
     pre_names = [stage.name for n in MAPS for stage in stages[n][:-2]]  # scores_n, scaled_n, capped_n

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.attention.attend import score_family
+from attn_tui.attention.attend import score_stages
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
@@ -100,7 +100,7 @@ def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     stages, factor = scaled_stages(ctx.qk_axes, d_h)
     pre, stages, last = soft_cap(ctx, scaled_pre(queries, keys, factor), normed_scores(ctx, stages), "scaled")
     ctx.record_geometry(factor)
-    outputs = score_family(trace, ctx.tail, pre, stages, last, values, [Place("scores", head=h) for h in range(heads)],
+    outputs = score_stages(trace, ctx.tail, pre, stages, last, values, [Place("scores", head=h) for h in range(heads)],
                            [Place("value", head=h) for h in range(heads)], ctx.lazy)  # (H, N, d_h)
     outputs, name = gate(ctx, outputs, [Place("output", head=h) for h in range(heads)])
     concat = trace.add(Stage(Place("concat"), outputs.permute(1, 0, 2).reshape(n, heads * d_h),

@@ -1,7 +1,7 @@
 """Heads of a variant that splits Q, K and V by columns (alibi, sink): where each head's stages sit, and their concat.
 
 The engine hands such a variant (L, d) tensors for one head or (heads, L, d_h) tensors
-for several; this turns both into the batched form the score family takes, with the
+for several; this turns both into the batched form the score stages take, with the
 places of each head's scores and values.
 """
 

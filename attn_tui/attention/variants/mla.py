@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
-from attn_tui.attention.attend import PreStage, Tail, score_family
+from attn_tui.attention.attend import PreStage, Tail, score_stages
 from attn_tui.attention.variants.modifiers import EPS as NORM_EPS
 from attn_tui.attention.variants.modifiers import NORM_STD, gate, norm_qk, norm_rows, normed_scores, soft_cap
 from attn_tui.attention.variants.rope import angles, rotate
@@ -282,7 +282,7 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
     last = "scaled"
     if ctx is not None:
         read, stages, last = soft_cap(ctx, pre, stages if norm_absorbed else normed_scores(ctx, stages), last)
-    return score_family(trace, tail, read, stages, last, values, [at("scores", h) for h in range(heads)],
+    return score_stages(trace, tail, read, stages, last, values, [at("scores", h) for h in range(heads)],
                         [at("value", h) for h in range(heads)], lazy)
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.attention.attend import score_family
+from attn_tui.attention.attend import score_stages
 from attn_tui.attention.variants.heads import concat_heads, heads_of
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
@@ -40,5 +40,5 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     stages, factor = scaled_stages(ctx.qk_axes, heads.q.shape[-1])
     pre, stages, last = soft_cap(ctx, scaled_pre(q, k, factor), normed_scores(ctx, stages), "scaled")
     ctx.record_geometry(factor, sink=True)
-    outputs = score_family(ctx.trace, tail, pre, stages, last, heads.v, heads.scores_at, heads.values_at, ctx.lazy)
+    outputs = score_stages(ctx.trace, tail, pre, stages, last, heads.v, heads.scores_at, heads.values_at, ctx.lazy)
     concat_heads(ctx, heads, *gate(ctx, outputs, [at.at("output") for at in heads.scores_at]))

@@ -5,8 +5,8 @@ Projections (a head's rows of W_q, W_k, W_v), a norm on q and k where the model 
 it is rotary (all of a head or a fraction of it, rotate-half or interleaved), scores and
 the model's own scale, a soft cap, then the shared tail with the layer's own mask (its
 window where it slides). The stages and ops are those of the `scaled_dot`, `rope` and
-`gqa` variants, recorded by the same functions, so today's models
-trace exactly as before; each layer also records its geometry (trace/geometry.py).
+`gqa` variants, recorded by the same functions, so a model's stages read as the variants'
+do; each layer also records its geometry (trace/geometry.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 
-from attn_tui.attention.attend import PreStage, Tail, score_family
+from attn_tui.attention.attend import PreStage, Tail, score_stages
 from attn_tui.attention.variants.gqa import kv_map, shared_formula
 from attn_tui.attention.variants.rope import angles, record_rotation, rotate, rotated_score_stages
 from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
@@ -194,7 +194,7 @@ def record_layer(trace: Trace, spec: LayerSpec, layer: int, run_: ModelRun, grou
         mask = mask.part(rows, slice(None))  # the query rows' part: cell (0, j) is cell (first, j) of the whole
     tail = Tail(tokens, keys, mask, "-inf", 1.0, output_formula="O = A·V_h")
     values = projected["v"][torch.tensor(groups, device=spec.x.device)]  # (H, N, d_h): each head's group's
-    score_family(trace, tail, pre, stages, last, values, [Place("scores", layer, h, step) for h in range(heads)],
+    score_stages(trace, tail, pre, stages, last, values, [Place("scores", layer, h, step) for h in range(heads)],
                  [Place("value", layer, h, step) for h in range(heads)], lazy=False)
     if "W_o" in spec.weights:
         record_moved(trace, spec.weights["W_o"], values, layer, (tokens, keys), step)
@@ -318,7 +318,7 @@ def _record_rotary(trace: Trace, rotary: RotarySpec, q: torch.Tensor, k: torch.T
         cos_x, sin_x = cos[start:], sin[start:]  # (rows, r): the angles of the rows' positions
         for h in range(x.shape[0]):
             at, src = Place(name, layer, h, step), Place(source, layer, h, step)
-            if whole:  # today's Llama layout: the `rope` variant's own stage and op
+            if whole:  # Llama's layout, the whole head turned: the `rope` variant's own stage and op
                 turned.append(record_rotation(trace, at, src, x[h], cos_x, sin_x, (axis, dims), rotary.base,
                                               rotary.scaling, start))
                 continue

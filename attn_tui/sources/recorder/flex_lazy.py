@@ -37,7 +37,7 @@ from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output
 from attn_tui.sources.recorder.refs import Ref, resolve
 from attn_tui.trace import ops
-from attn_tui.trace.lazy import LazyTensor, ScoreFamily
+from attn_tui.trace.lazy import LazyTensor, ScoreTiles
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.stage_stats import StageStats
 from attn_tui.trace.values import fold_heads, fold_row_sums
@@ -49,8 +49,8 @@ Allow = Callable[[slice, slice], torch.Tensor]  # (rows, cols) → (n, rows, col
 
 
 @dataclass(eq=False)
-class FlexFamily(ScoreFamily):
-    """The score family of one flex call: `pre` runs Q·Kᵀ, the scale and the score_mod on a tile; `allow` masks it."""
+class FlexFamily(ScoreTiles):
+    """The score stages of one flex call: `pre` runs Q·Kᵀ, the scale and the score_mod on a tile; `allow` masks it."""
 
     allow: Allow | None = None
 
@@ -151,7 +151,7 @@ def fold_kept(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor) 
 
 def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor: float, working: torch.dtype,
                    score_mod: Any, block_mask: Any, shape4: tuple[int, int, int, int]) -> None:
-    """The roles of a long call: query, key and value are whole, the score family lazy."""
+    """The roles of a long call: query, key and value are whole, the score stages lazy."""
     batch, heads, length, keys = shape4
     q_name, k_name, v_name = names
     origin = node.origin

@@ -18,7 +18,7 @@ import torch
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.found import ConcatOp, Found, LinearOp, MaskOp, ReduceOp, Role, RoleOp, TanhOfPairOp
 from attn_tui.sources.recorder.node import Node, Scope
-from attn_tui.sources.recorder.operands import _through_views, param_name
+from attn_tui.sources.recorder.operands import param_name, through_views
 from attn_tui.sources.recorder.refs import UnfollowableError, resolve
 
 PARAMS: dict[type, tuple[str, ...]] = {LinearOp: ("weight", "bias"), TanhOfPairOp: ("weight", "bias"),
@@ -46,7 +46,7 @@ def _siblings(found: Found, founds: list[Found]) -> tuple[Node, list[Found]] | N
     """The `cat` that reads this call's output along its last dimension, and the calls it reads, in order."""
     if found.output is None or found.output.node is None or found.heads != 1:
         return None
-    for cat in _through_views(found.output.node):
+    for cat in through_views(found.output.node):
         if cat.name != "cat" or not cat.inputs:
             continue
         parts = cat.inputs[0] if isinstance(cat.inputs[0], tuple) else ()
@@ -148,7 +148,7 @@ def _concat_and_project(found: Found, cat: Node) -> None:
     concat = cat.value.reshape(found.batch, -1, width)  # (B, L, H·dv)
     found.add(Role("concat", concat, ConcatOp("output"), cat.origin,
                    Msg("C = [O_0 | O_1 | … ]: every head's output side by side"), ("query", "dim"), shared=True))
-    for linear in _through_views(cat):
+    for linear in through_views(cat):
         if linear.name != "linear" or not isinstance(linear.inputs[0], Node) or len(linear.inputs) < 2:
             continue
         try:

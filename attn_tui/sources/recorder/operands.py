@@ -225,7 +225,7 @@ def after_output(found: Found, output: Ref, output_role: str) -> None:
     node = output.node
     if node is None:
         return
-    for consumer in _through_views(node):
+    for consumer in through_views(node):
         if consumer.name != "linear" or not isinstance(consumer.inputs[0], Node):
             continue
         try:
@@ -238,7 +238,7 @@ def after_output(found: Found, output: Ref, output_role: str) -> None:
         return
 
 
-def _through_views(node: Node) -> list[Node]:
+def through_views(node: Node) -> list[Node]:
     """Consumers of `node`, seen through views and casts, and through a `cat` of its own pieces (breadth first)."""
     seen, queue, out = set(), [node], []
     while queue:

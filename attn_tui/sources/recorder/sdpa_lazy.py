@@ -24,7 +24,7 @@ from attn_tui.sources.recorder.found import DotOp, Found, GivenOp, Role, ScaleOp
 from attn_tui.sources.recorder.maskparts import by_parts
 from attn_tui.sources.recorder.slices import Layout
 from attn_tui.trace import ops
-from attn_tui.trace.lazy import ScoreFamily
+from attn_tui.trace.lazy import ScoreTiles
 from attn_tui.trace.masks import MaskSpec, code_rule_says, softmax_dtype
 from attn_tui.trace.stage_stats import StageStats
 from attn_tui.trace.values import fold_heads, fold_row_sums
@@ -95,8 +95,8 @@ class SdpaRecipe:
             out["biased"] = out["scaled"] + bias.to(scores.device, scores.dtype)
         return out
 
-    def family(self) -> SdpaFamily:
-        return SdpaFamily(self.pre, self.last, self.shape, None, "-inf", 1.0, lse=self.lse, recipe=self)
+    def family(self) -> SdpaTiles:
+        return SdpaTiles(self.pre, self.last, self.shape, None, "-inf", 1.0, lse=self.lse, recipe=self)
 
     def held(self, n: int, i: int, j: int) -> torch.Tensor:
         """The mask value slice n's cell (i, j) read, as the code held it."""
@@ -106,8 +106,8 @@ class SdpaRecipe:
 
 
 @dataclass(eq=False)
-class SdpaFamily(ScoreFamily):
-    """The score family of one SDPA call: each slice masked by its own mask (a head or batch item may differ)."""
+class SdpaTiles(ScoreTiles):
+    """The score stages of one SDPA call: each slice masked by its own mask (a head or batch item may differ)."""
 
     recipe: SdpaRecipe | None = None
 

@@ -20,7 +20,7 @@ import torch
 from attn_tui.errors import AttnError
 from attn_tui.i18n import Join, Msg, Plural
 from attn_tui.sources.recorder.sdpa_lazy import SdpaRecipe, TiledSdpaMask
-from attn_tui.trace.lazy import MATERIALIZE_CELLS, LazyTensor, ScoreFamily
+from attn_tui.trace.lazy import MATERIALIZE_CELLS, LazyTensor, ScoreTiles
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RecordedRun
 from attn_tui.trace.ops import Given, Masking, Place
@@ -105,7 +105,7 @@ class _Reader:
         self.kinds = _allowed()
         self.recipes = recipes or []
         self._recipes: dict[int, SdpaRecipe] = {}
-        self._families: dict[int, ScoreFamily] = {}
+        self._families: dict[int, ScoreTiles] = {}
 
     def recipe(self, at: int) -> SdpaRecipe:
         """Recipe `at`, rebuilt once: every stage of its call computes its tiles from the same tensors."""

@@ -23,7 +23,7 @@ from textual.widgets import Checkbox, Input, Label, ProgressBar, Select, Static
 
 from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
-from attn_tui.ask.settings import ModelInput, Settings
+from attn_tui.ask.settings import ModelAsk, Settings
 from attn_tui.i18n import N_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
@@ -205,7 +205,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self.query_one(f"#row-{name}").set_class(unused, "-unused")
             self.query_one(f"#set-{name}").disabled = unused
 
-    def show_model(self, model: ModelInput | None) -> None:
+    def show_model(self, model: ModelAsk | None) -> None:
         """Put a model choice into the controls without posting it back; rows follow its kind."""
         name = None if model is None else model.name
         choice = VARIANTS if name is None else (name if name in MODELS else OTHER)
