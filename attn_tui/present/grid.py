@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from attn_tui.present.text import printable_labels
-from attn_tui.trace.catalog import ScaleKind
+from attn_tui.trace.catalog import ColourScale
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,19 +112,19 @@ class Grid:
     row_axis: str = "row"
     col_axis: str = "col"
     masked: np.ndarray | Cells | None = None  # (rows, cols) bool
-    probability: bool = False  # rows sum to 1: drawn on 0…1 (the same as scale="probability")
+    probability: bool = False  # rows sum to 1: drawn on 0…1 (the same as colour_scale="probability")
     filled_rows: int | None = None  # rows from here on are not reached yet: drawn blank
     special_rows: frozenset[int] = frozenset()  # labels drawn dimmed: a model's special tokens
     special_cols: frozenset[int] = frozenset()
     stats: GridStats | None = None  # precomputed range and marks; None: worked out from the (small) values
     pad_cols: frozenset[int] = frozenset()  # keys the padding mask hides: their labels are struck through
     miss_rows: frozenset[int] = frozenset()  # a decoder's outputs that differ from the target: labels in red
-    scale: ScaleKind = "diverging"  # the stage kind's colour scale (trace.catalog); probability sets "probability"
+    colour_scale: ColourScale = "diverging"  # the stage kind's (trace.catalog); probability sets "probability"
 
     def __post_init__(self) -> None:
         import numpy as np  # not at import time: the app's first frame needs no numpy
 
-        if self.probability or self.scale == "probability":
+        if self.probability or self.colour_scale == "probability":
             object.__setattr__(self, "probability", True)
             object.__setattr__(self, "scale", "probability")
         object.__setattr__(self, "row_labels", printable_labels(tuple(self.row_labels)))

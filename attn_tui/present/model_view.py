@@ -86,8 +86,8 @@ def summarise(trace: Trace, stats: ModelStats) -> ModelSummary:
     hidden = None if stats.blocked is None else stats.blocked.numpy()  # (layers, N, N): each layer's own mask
 
     def grid(name: str, values: np.ndarray, masked: np.ndarray | None = None) -> Grid:
-        return Grid(values, tokens, tokens, "query", "key", masked, scale=kind_of(name).scale, special_rows=special,
-                    special_cols=special)
+        return Grid(values, tokens, tokens, "query", "key", masked, colour_scale=kind_of(name).colour_scale,
+                    special_rows=special, special_cols=special)
 
     cells = tuple(HeadCell(s.layer, s.head, grid("weights", as_array(stats.weights[s.layer, s.head]),
                                                  None if hidden is None else hidden[s.layer]),
@@ -126,8 +126,8 @@ def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: in
     if meta.fed and len(meta.fed) == len(rows):  # a decode: each row is what was fed and what was written
         missed = frozenset(t for t, written in enumerate(rows) if meta.missed(t, written))
         rows = tuple(f"{fed}→{written}" for fed, written in zip(meta.fed, rows))
-    return Grid(values, rows, cols, "output", "input", scale=kind_of("alignment").scale, filled_rows=filled,
-                miss_rows=missed)
+    return Grid(values, rows, cols, "output", "input", colour_scale=kind_of("alignment").colour_scale,
+                filled_rows=filled, miss_rows=missed)
 
 
 def _alignment(trace: Trace, layer: int | None, head: int | None) -> tuple[np.ndarray, tuple[str, ...],

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.i18n import _
 from attn_tui.present.titles import stage_title
-from attn_tui.trace.catalog import ScaleKind, kind_of
+from attn_tui.trace.catalog import ColourScale, kind_of
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Stage
@@ -28,18 +28,18 @@ class StageFacts:
     name: str
     title: str
     symbol: str
-    scale: ScaleKind
+    colour_scale: ColourScale
     notes: tuple[str, ...] = ()
 
     @property
     def probability(self) -> bool:
-        return self.scale == "probability"
+        return self.colour_scale == "probability"
 
 
 def kind_facts(name: str, notes: tuple[str, ...] = ()) -> StageFacts:
     """The facts of a stage name alone (a view built from a summary rather than a stage: the rollout)."""
     kind = kind_of(name)
-    return StageFacts(name, stage_title(name), kind.symbol, kind.scale, notes)
+    return StageFacts(name, stage_title(name), kind.symbol, kind.colour_scale, notes)
 
 
 def stage_facts(stage: Stage, stats: StageStats) -> StageFacts:

@@ -16,7 +16,7 @@ from attn_tui.present.geometry_line import geometry_line
 from attn_tui.present.grid import Grid, GridStats, TiledCells, as_array
 from attn_tui.present.stage_facts import StageFacts, stage_facts
 from attn_tui.present.titles import axis_title
-from attn_tui.trace.catalog import ScaleKind
+from attn_tui.trace.catalog import ColourScale
 from attn_tui.trace.meta import DecoderRun, GenerationRun, RecordedRun
 from attn_tui.trace.ops import Place
 
@@ -120,7 +120,7 @@ def stage_slice(trace: Trace, stage: Stage, query: int | None = None) -> StageSl
     special = frozenset(trace.meta.special_tokens)  # a real model's [CLS], [SEP], …
     col_axis = axes[-1]
     grid = Grid(_cells(data[None, :] if vector else data), tuple(rows), tuple(col_axis.labels), row_axis,
-                col_axis.name, masked, scale=facts.scale,
+                col_axis.name, masked, colour_scale=facts.colour_scale,
                 special_rows=special if row_axis in TOKEN_AXES else frozenset(),
                 special_cols=special if col_axis.name in TOKEN_AXES else frozenset(),
                 stats=GridStats(*stats.finite_range, frozenset(stats.marks)),
@@ -267,7 +267,7 @@ class HeadsPanel:
     note: str
     shared: tuple[float, float] | None
     probability: bool
-    scale: ScaleKind = "diverging"  # the stage kind's colour scale (trace.catalog)
+    colour_scale: ColourScale = "diverging"  # the stage kind's colour scale (trace.catalog)
 
 
 def one_head_note() -> str:
@@ -288,7 +288,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     if view.head is None:
         note = one_head_note() if trace.heads == 1 else _("this stage is shared by all heads")
         return HeadsPanel([(view.name, small(view.grid))], 0, note, view.grid.finite_range() if shared else None,
-                          probability, view.grid.scale)
+                          probability, view.grid.colour_scale)
     place = view.place
     views = [stage_view(trace, view.name, place.layer, h, query, place.step, place.module)
              for h in range(trace.heads_at(place.layer))]  # the layer's own heads
@@ -298,7 +298,7 @@ def heads_panel(trace: Trace, view: StageView, query: int, shared: bool = True) 
     ranges = [v.grid.finite_range() for v in views]
     together = (0.0, 1.0) if probability else (min(lo for lo, _hi in ranges), max(hi for _lo, hi in ranges))
     return HeadsPanel(grids, view.head, _("every head drawn from evenly spaced rows and columns") if sampled else "",
-                      together if shared else None, probability, view.grid.scale)
+                      together if shared else None, probability, view.grid.colour_scale)
 
 
 def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
@@ -315,7 +315,8 @@ def small(grid: Grid, rows: int = SMALL_ROWS, cols: int = SMALL_COLS) -> Grid:
         hidden = np.stack([grid.masked_block(int(i), int(i) + 1, 0, grid.cols)[0, pick_cols]  # type: ignore[index]
                            for i in pick_rows])
     return Grid(values, tuple(grid.row_labels[i] for i in pick_rows), tuple(grid.col_labels[j] for j in pick_cols),
-                grid.row_axis, grid.col_axis, hidden, grid.probability, stats=grid.stats, scale=grid.scale)
+                grid.row_axis, grid.col_axis, hidden, grid.probability, stats=grid.stats,
+                colour_scale=grid.colour_scale)
 
 
 def overview(tensor: torch.Tensor, rows: int = PARAM_ROWS, cols: int = PARAM_COLS) -> tuple[torch.Tensor, str]:

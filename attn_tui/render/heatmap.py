@@ -52,7 +52,7 @@ def grid_scale(grid: Grid) -> Scale:
     """The colour scale of a grid, of its stage kind's scale: [0, 1] for probabilities, symmetric about 0 for
     signed values."""
     lo, hi = grid.finite_range()
-    return Scale.fit(lo, hi, kind=grid.scale)
+    return Scale.fit(lo, hi, kind=grid.colour_scale)
 
 
 @dataclass(frozen=True)

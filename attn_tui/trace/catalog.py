@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from attn_tui.i18n import N_, NP_
 from attn_tui.trace.catalog_modern import MODERN_KINDS
-from attn_tui.trace.stage_kind import ScaleKind, StageKind
+from attn_tui.trace.stage_kind import ColourScale, StageKind
 
-__all__ = ["KINDS", "ScaleKind", "StageKind", "kind_of", "symbol"]
+__all__ = ["KINDS", "ColourScale", "StageKind", "kind_of", "symbol"]
 
 _KINDS = (
     # the words and their positions
@@ -162,7 +162,7 @@ _KINDS = (
         "is False everywhere (dark), computes it without the mask where it is True everywhere (full, bright), "
         "and applies the mask_mod cell by cell only in the partial tiles between. Skipped tiles are the speed "
         "of a sparse mask."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("bias", "B", NP_("stage", "bias"), N_(
         "Something the code adds to the scores that is not a mask: a position bias, for example. It "
         "shifts some scores up or down before the softmax."),
@@ -196,7 +196,7 @@ _KINDS = (
         "Softmax turns each row of scores into probabilities: exponentiate, then divide by the row's sum,"
         " so every row sums to 1. Subtracting the row's maximum first changes nothing but avoids "
         "overflow."),
-        scale="probability",
+        colour_scale="probability",
         by_run={
         "sink": N_(
         "Softmax runs over the keys plus one more logit, the head's learned sink. The sink's share is then "
@@ -211,11 +211,11 @@ _KINDS = (
         "times the key's value after the output projection, ‖A[i,j] · v_j·W_O,hᵀ‖ (Kobayashi et al. 2020, "
         "\"Attention is not only a weight\"). A large weight on a key whose value W_O maps to almost nothing "
         "moves almost nothing; the first token often takes much weight and moves little."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("sink_mass", "p_sink", NP_("stage", "sink_mass"), N_(
         "How much of each query's softmax went to the sink. A query with high sink mass mostly ignored the "
         "keys; trained models without a sink use the first token for this."),
-        scale="sequential"),
+        colour_scale="sequential"),
     # the output
     StageKind("output", "O", NP_("stage", "output"), N_(
         "Each output row is a weighted average of the value rows, using that query's weights. A query "
@@ -249,7 +249,7 @@ _KINDS = (
     StageKind("alignment", "A", NP_("stage", "alignment"), N_(
         "One row per output character, one column per input character: the weights of every decoder step "
         "stacked. A trained model lines up '11' with the month and '22' with the day."),
-        scale="probability",
+        colour_scale="probability",
         by_run={
         "transformer-dates": N_(
         "One row per output character, one column per input character: the cross-attention weights of the "
@@ -258,9 +258,9 @@ _KINDS = (
     StageKind("alignment_mean", "alignment_mean", NP_("stage", "alignment_mean"), N_(
         "The cross-attention alignments of the layer's heads averaged cell by cell. Each row still sums to 1; "
         "it shows where the layer as a whole read from, at the price of blurring what single heads do."),
-        scale="probability"),
+        colour_scale="probability"),
     StageKind("rollout", "rollout", NP_("stage", "rollout"), "",
-        scale="probability"),
+        colour_scale="probability"),
     # flash attention's online softmax, a tile of keys at a time
     StageKind("tile_scores", "S_t", NP_("stage", "tile_scores"), N_(
         "Flash attention never builds the whole score matrix: it reads the keys a tile at a time. These are "
@@ -271,11 +271,11 @@ _KINDS = (
     StageKind("rescale", "α", NP_("stage", "rescale"), N_(
         "When a tile raises a row's maximum, everything summed with the old maximum is too large by exp(m_old "
         "− m_new). This factor shrinks the running sum and output; it is 1 when the maximum did not change."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("denominator", "l", NP_("stage", "denominator"), N_(
         "The softmax denominator so far: the old sum, rescaled, plus the exponentials of this tile. After the "
         "last tile it is the full Σ_k exp(s_k − max)."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("accumulator", "Õ", NP_("stage", "accumulator"), N_(
         "The output so far, not yet divided: the old accumulator, rescaled, plus this tile's exponentials times "
         "its value rows. Only this and two numbers per row are kept between tiles.")),
@@ -307,7 +307,7 @@ _KINDS = (
     StageKind("mean_weights", "mean_weights", NP_("stage", "mean_weights"), N_(
         "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
         "that average, as the module returned it."),
-        scale="probability"),
+        colour_scale="probability"),
 )
 KINDS: dict[str, StageKind] = {kind.name: kind for kind in _KINDS + MODERN_KINDS}
 

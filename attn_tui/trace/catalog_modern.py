@@ -44,7 +44,7 @@ MODERN_KINDS = (
     StageKind("key_scale", "r_k", NP_("stage", "key_scale"), N_(
         "The absorbed form with a QK-norm: each key's norm factor 1/RMS, found from the cached latent alone. The "
         "rebuilt key's size is ĉ·(W_ukᵀW_uk)·ĉ, a small Gram matrix, so the norm needs no key to be built."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("query_full", "q", NP_("stage", "query_full"), N_(
         "The head's whole query put back together, the no-position part beside the rotated part: what a QK-norm "
         "normalises (--qk-norm), as it does the whole key.")),
@@ -86,7 +86,7 @@ MODERN_KINDS = (
         "use the same mask.")),
     StageKind("weights_1", "A₁", NP_("stage", "weights_1"), N_(
         "The first attention map: a softmax over the keys, each row summing to 1. It holds the signal, and the "
-        "noise every softmax must put somewhere."), scale="probability"),
+        "noise every softmax must put somewhere."), colour_scale="probability"),
     StageKind("scores_2", "S₂", NP_("stage", "scores_2"), N_(
         "The second map's scores: every second-half query against every second-half key. This map is the one that "
         "will be subtracted.")),
@@ -101,7 +101,7 @@ MODERN_KINDS = (
         "too.")),
     StageKind("weights_2", "A₂", NP_("stage", "weights_2"), N_(
         "The second attention map, also a softmax summing to 1 per row. Trained, it learns to look where the "
-        "first map's noise is, so that subtracting it cancels the noise."), scale="probability"),
+        "first map's noise is, so that subtracting it cancels the noise."), colour_scale="probability"),
     StageKind("lambda", "λ", NP_("stage", "lambda"), N_(
         "λ, how much of the second map to subtract: exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init, from four "
         "learned vectors and a starting value λ_init that grows with the layer's depth. The cells show its "
@@ -131,11 +131,11 @@ MODERN_KINDS = (
         "of what the state held for that key when β is 1.")),
     StageKind("decay", "α", NP_("stage", "decay"), N_(
         "How much of the state each token keeps before it writes: α_t = exp(g_t), between 0 and 1, computed "
-        "from the token. A small α forgets the past quickly, like a short window."), scale="sequential"),
+        "from the token. A small α forgets the past quickly, like a short window."), colour_scale="sequential"),
     StageKind("beta", "β", NP_("stage", "beta"), N_(
         "How strongly each token writes into the state, σ(x_t·w_b). The delta rule replaces a share β of what "
         "the state recalls for the token's key by the token's value, instead of piling values up."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("state", "S_t", NP_("stage", "state"), N_(
         "Everything the layer remembers after token t: one d_k × d_v matrix, the same size at every step. A "
         "query reads it as q·S_t; the state replaces the whole cache of keys and values of softmax attention.")),
@@ -155,7 +155,7 @@ MODERN_KINDS = (
     StageKind("written", "A_≤t", NP_("stage", "written"), N_(
         "The weights rows the model wrote so far, one under the other: each generated token's one row over "
         "the keys it had (the prompt's rows at the first step). A row is added each step; right of a row's "
-        "last key nothing was there yet."), scale="probability"),
+        "last key nothing was there yet."), colour_scale="probability"),
     StageKind("logits", "z", NP_("stage", "logits"), N_(
         "The last layer's output at the newest position times the output embedding of each token of the "
         "vocabulary: one score per token. Shown are the likeliest 20.")),
@@ -166,8 +166,8 @@ MODERN_KINDS = (
         "token gets −∞ and can no longer be drawn.")),
     StageKind("probs", "p", NP_("stage", "probs"), N_(
         "Softmax of the logits over the whole vocabulary: the probability of each token being written next."),
-        scale="sequential"),
+        colour_scale="sequential"),
     StageKind("chosen", "chosen", NP_("stage", "chosen"), N_(
         "The token written at this step: the most probable (greedy) or one drawn from the probabilities."),
-        scale="sequential"),
+        colour_scale="sequential"),
 )

@@ -25,7 +25,8 @@ def _agree(trace: Trace) -> None:
         cli = printed_stage(trace, stage)
         kind = kind_of(stage.name)
         assert app.grid.probability == cli.facts.probability == kind.probability, stage.key
-        assert app.grid.scale == cli.facts.scale == cli.slices[0][1].scale == kind.scale, stage.key
+        assert (app.grid.colour_scale == cli.facts.colour_scale == cli.slices[0][1].colour_scale
+                == kind.colour_scale), stage.key
         assert grid_scale(app.grid) == grid_scale(cli.slices[0][1]), stage.key  # the same colours
         if stage.data.dim() != 3:  # a 3-D stage's app note says which query slice is on show
             assert (app.note,) == (cli.facts.notes or ("",)), stage.key
@@ -69,7 +70,8 @@ def test_the_rollout_is_drawn_as_the_app_draws_it() -> None:
     from attn_tui.present.model_view import HeadCell, ModelSummary
 
     tokens = ("a", "b")
-    rollout = Grid(np.array([[0.9, 0.1], [0.4, 0.6]]), tokens, tokens, "query", "key", scale=kind_of("rollout").scale)
+    rollout = Grid(np.array([[0.9, 0.1], [0.4, 0.6]]), tokens, tokens, "query", "key",
+                   colour_scale=kind_of("rollout").colour_scale)
     summary = ModelSummary("m", tokens, 1, 1, (HeadCell(0, 0, rollout, 0.5, 0.9, 0.6),), rollout)
     printed = printed_rollout(summary)
     assert printed.facts.probability and grid_scale(printed.slices[0][1]).lo == 0.0  # 0…1, not its own 0.1…0.9

@@ -92,7 +92,7 @@ def test_every_stage_name_written_in_a_source_is_in_the_catalog() -> None:
 
 def test_an_unknown_stage_gets_a_plain_default() -> None:
     kind = kind_of("my_module_out")
-    assert (kind.symbol, kind.title, kind.explanation, kind.scale, kind.probability) == (
+    assert (kind.symbol, kind.title, kind.explanation, kind.colour_scale, kind.probability) == (
         "my_module_out", "my_module_out", "", "diverging", False)
 
 

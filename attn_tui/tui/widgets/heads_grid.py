@@ -29,7 +29,7 @@ def scale_caption(panel: HeadsPanel) -> Text:
     """Which colour scale the heads share, as a legend line (the key that switches it included)."""
     if panel.shared is None:
         return Text(_("each head on its own colour range (s: one scale for all heads)"), style="dim")
-    scale = Scale.fit(*panel.shared, kind=panel.scale)
+    scale = Scale.fit(*panel.shared, kind=panel.colour_scale)
     text = Text(_("one colour scale for every head:") + " ", style="dim")
     text.append_text(ramp(scale))
     text.append("  " + _("(s: each head on its own range)"), style="dim")
@@ -61,7 +61,7 @@ class HeadsGrid(VerticalScroll, inherit_bindings=False):
         """`extra` is drawn above the heads: which key/value head each query head reads (grouped-query)."""
         self.titles = [name for name, _grid in panel.grids]  # what is on show, for tests and the palette
         self.extra = extra
-        shared = None if panel.shared is None else Scale.fit(*panel.shared, kind=panel.scale)
+        shared = None if panel.shared is None else Scale.fit(*panel.shared, kind=panel.colour_scale)
         blocks = [_block(name, grid, shared or grid_scale(grid), n == panel.current)
                   for n, (name, grid) in enumerate(panel.grids)]
         parts: list[RenderableType] = [shown(title, "bold")]  # a model's name: user text
