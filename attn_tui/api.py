@@ -20,9 +20,9 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.text import Text
 
 from attn_tui.ask.inputs import Parsed
-from attn_tui.ask.model_request import model_input
+from attn_tui.ask.model_request import model_ask
 from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, Option, OptionError
-from attn_tui.ask.request import VARIANT_OPTIONS, Reader, variant_request
+from attn_tui.ask.request import VARIANT_OPTIONS, Reader, variant_ask
 from attn_tui.ask.settings import RecordAsk
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg, _
@@ -219,7 +219,7 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
     values = {name: options.get(name) for name in OPTIONS}
     values["text"] = text if text is not None else options.get("text")
     args = argparse.Namespace(**_checked(values))
-    ask = model_input(args) or variant_request(args, _Matrices(max_memory))
+    ask = model_ask(args) or variant_ask(args, _Matrices(max_memory))
     if ask is None:
         raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
     from attn_tui.sources import run

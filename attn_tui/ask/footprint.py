@@ -61,7 +61,7 @@ def check_width(width: int, name: str | Msg) -> None:
                               width=width, max=limit("dim")))
 
 
-def request_sizes(request: VariantAsk) -> tuple[Sizes, int]:
+def ask_sizes(request: VariantAsk) -> tuple[Sizes, int]:
     """(the variant's sizes, the numbers the inputs themselves hold: embedding table, X, PE, W_q/W_k/W_v)."""
     s = request.settings
     check_fields(s)
@@ -134,7 +134,7 @@ def lazy_parts(z: Sizes) -> dict[str, int]:
 
 def estimate(request: VariantAsk, json_output: bool = False) -> Estimate:
     """Bytes every stage, parameter and input of `request` will take (and its JSON text, if printed)."""
-    sizes, inputs = request_sizes(request)
+    sizes, inputs = ask_sizes(request)
     itemsize = ITEMSIZE.get(request.settings.dtype, 4)
     footprint = VARIANTS[request.settings.variant].footprint(sizes)
     if sizes.queries * sizes.keys > LAZY_CELLS:  # the score stages are streamed: a block of rows at a time

@@ -21,7 +21,7 @@ from attn_tui.io.files import check_text, quoted
 DRAW_OPTIONS = ("temperature", "seed")  # settings of the variants that a model's draw reads too
 
 
-def model_input(args: argparse.Namespace) -> ModelAsk | None:
+def model_ask(args: argparse.Namespace) -> ModelAsk | None:
     """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
     base = None
     if args.sample is not None:

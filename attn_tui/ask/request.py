@@ -76,7 +76,7 @@ def sentence(text: str, what: str = "--text") -> str:
     return text
 
 
-def variant_request(args: argparse.Namespace, reader: Reader | None = None) -> VariantAsk | None:
+def variant_ask(args: argparse.Namespace, reader: Reader | None = None) -> VariantAsk | None:
     """The VariantAsk the options describe; None when no input was named (the app's default sample)."""
     reader = reader or Reader()
     refuse(args, ("layer", "pad_to", "target", "teacher_forcing"), Msg("to the attention variants (only to "

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attn_tui.ask.model_request import model_input
+from attn_tui.ask.model_request import model_ask
 from attn_tui.ask.models import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
-from attn_tui.ask.request import Reader, variant_request
+from attn_tui.ask.request import Reader, variant_ask
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.io.controls import json_safe
@@ -36,7 +36,7 @@ def samples(args: argparse.Namespace) -> int:
 
 def stages(args: argparse.Namespace) -> int:
     out = _output(args)
-    model = model_input(args)
+    model = model_ask(args)
     if model is not None:
         from attn_tui.sources import run
 
@@ -45,7 +45,7 @@ def stages(args: argparse.Namespace) -> int:
         if model.generate and args.layer is None and args.head is None:
             layer, head = None, None  # a generation prints every layer and head of every step unless one is named
     else:
-        request = variant_request(args, Reader())
+        request = variant_ask(args, Reader())
         if request is None:
             raise InputError(Msg("give an input: --text, --sample, --q/--k/--v or --x"))
         from attn_tui.ask.budget import memory_limit
@@ -218,7 +218,7 @@ def train(args: argparse.Namespace) -> int:
 
 
 def app(args: argparse.Namespace) -> int:
-    model = model_input(args)
+    model = model_ask(args)
     if model is not None and model.name in GGUF_MODELS:
         from attn_tui.sources.gguf import find_gguf
 
@@ -230,7 +230,7 @@ def app(args: argparse.Namespace) -> int:
 
         folder = known_model(model.name)  # broken, scheming, or too big even offloaded: said here, not in the app
         load_plan(folder, memory_limit(args.max_memory), model.name)
-    request = variant_request(args, Reader()) if model is None else None
+    request = variant_ask(args, Reader()) if model is None else None
     if request is not None:
         from attn_tui.ask.budget import memory_limit
         from attn_tui.ask.footprint import estimate

@@ -356,7 +356,7 @@ class GenerationSource:
     `n`) writes one step."""
 
     def __init__(self) -> None:
-        self._writers: dict[tuple[object, ...], Generator] = {}
+        self._generators: dict[tuple[object, ...], Generator] = {}
 
     def handles(self, ask: object) -> bool:
         from attn_tui.ask.models import DATE_MODELS
@@ -381,9 +381,9 @@ class GenerationSource:
 
             loaded, folder = transformer.loaded_model(ask.name, ask.device, max_memory), Path(resolve(ask.name))
         key = (ask.name, ask.text, ask.device, draw_of(ask), ask.cache)
-        writer = self._writers.get(key)
-        if writer is None or writer.loaded is not loaded or writer.steps > ask.generate:
-            writer = Generator(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
-            kept = list(self._writers.items())[-1:]  # two texts kept: compare mode's A and B write side by side
-            self._writers = {**dict(kept), key: writer}
-        return writer.write(ask.generate, max_memory, on_step)
+        generator = self._generators.get(key)
+        if generator is None or generator.loaded is not loaded or generator.steps > ask.generate:
+            generator = Generator(loaded, ask, output_embedding(loaded, folder))  # a shorter text is written afresh
+            kept = list(self._generators.items())[-1:]  # two texts kept: compare mode's A and B write side by side
+            self._generators = {**dict(kept), key: generator}
+        return generator.write(ask.generate, max_memory, on_step)

@@ -1,4 +1,4 @@
-"""Score-stage stages that are never held whole: any tile of them is computed when it is asked for.
+"""Score stages that are never held whole: any tile of them is computed when it is asked for.
 
 At 16,384 tokens one (L, S) stage is a gigabyte. A lazy stage keeps only what makes
 it (the queries and keys, a mask described by its parts, and after one streaming pass

@@ -30,7 +30,7 @@ from attn_tui.tui.messages import (
     TargetEdited,
     TraceReady,
 )
-from attn_tui.tui.state import OWN, Snapshot, session_request
+from attn_tui.tui.state import OWN, Snapshot, session_ask
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 
@@ -372,5 +372,5 @@ class EditingActions(_AppBase):
             inputs.last_matrix = kind
             return inputs.matrix_source()
 
-        if self.state.restore(session, session_request(session, matrices)):
+        if self.state.restore(session, session_ask(session, matrices)):
             self.query_one(ModelPane).show(session.settings)

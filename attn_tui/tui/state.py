@@ -328,7 +328,7 @@ def session_typed(session: Session) -> Typed:
                  else "tab-sentence")
 
 
-def session_request(session: Session, matrices: Callable[[str], MatrixInput | XInput | None]) -> VariantAsk:
+def session_ask(session: Session, matrices: Callable[[str], MatrixInput | XInput | None]) -> VariantAsk:
     """The variants' ask a saved session holds; `matrices(kind)` reads the restored editors' typed matrices
     ('x' or 'qkv'; None when they do not parse), and a session without a usable input reads a sentence."""
     source: SentenceInput | MatrixInput | XInput | None = None
@@ -339,5 +339,5 @@ def session_request(session: Session, matrices: Callable[[str], MatrixInput | XI
     return VariantAsk(source, session.settings, session.custom_mask, session.mask_by_hand)
 
 
-__all__ = ["OWN", "AppState", "Failure", "Snapshot", "Typed", "session_request", "session_typed",
+__all__ = ["OWN", "AppState", "Failure", "Snapshot", "Typed", "session_ask", "session_typed",
            "source_key"]

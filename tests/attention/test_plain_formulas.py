@@ -25,12 +25,11 @@ def formula(variant: str) -> str:
     module = importlib.import_module(f"attn_tui.attention.variants.{variant}")
     assert module.__file__ is not None
     doc = ast.get_docstring(ast.parse(Path(module.__file__).read_text(encoding="utf-8")), clean=False) or ""
-    block, started = [], False
+    block: list[str] = []
     for line in doc.split("\n")[1:]:
         if line.startswith("    "):
             block.append(line)
-            started = True
-        elif (started and not line.strip()) or started:
+        elif block:  # the first line after the block ends it
             break
     return textwrap.dedent("\n".join(block))
 

@@ -91,10 +91,10 @@ class AppInPty:
     def text(self) -> str:
         return "\n".join(self.screen.display)
 
-    def wait_for(self, fragment: str, seconds: float = TIME_LIMIT) -> None:
+    def wait_for(self, fragment: str, seconds: float = 60.0) -> None:
         import time
 
-        end = time.monotonic() + seconds
+        end = time.monotonic() + limit(seconds)
         while fragment not in self.text:
             assert time.monotonic() < end, f"{fragment!r} never appeared:\n{self.text}"
             self.pump(0.1)

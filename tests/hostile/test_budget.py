@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from attn_tui.ask.budget import BudgetError, parse_size
-from attn_tui.ask.footprint import estimate, request_sizes
+from attn_tui.ask.footprint import ask_sizes, estimate
 from attn_tui.ask.settings import SentenceInput, Settings, VariantAsk, XInput
 from tests.hostile.helpers import TIME_LIMIT, attn_tui
 
@@ -104,6 +104,6 @@ def test_the_estimate_counts_every_stage_a_trace_will_hold() -> None:
     for tile in (1, 3, 8):
         request = VariantAsk(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings(variant="flash", tile=tile))
         trace = compute(request)
-        sizes, _ = request_sizes(request)
+        sizes, _ = ask_sizes(request)
         assert len(list(trace)) <= stage_count("flash", sizes) <= len(list(trace)) + 4
         assert estimate(request).parts["stage records"] == stage_count("flash", sizes) * STAGE_BYTES

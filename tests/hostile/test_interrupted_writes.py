@@ -22,6 +22,7 @@ import pytest
 from attn_tui.io.files import partial, remove_partials, write_atomic, write_text_atomic
 from attn_tui.io.session import Session, save
 from tests.hostile.helpers import MEMORY_CEILING, TIME_LIMIT
+from tests.limits import limit
 
 OLD = "the old file\n"
 
@@ -89,7 +90,7 @@ def test_a_signal_while_another_thread_writes_leaves_no_partial_file(tmp_path: P
 
     thread = threading.Thread(target=worker)
     thread.start()
-    assert writing.wait(10)
+    assert writing.wait(limit(10))
     partial = _leftovers(tmp_path)
     assert remove_partials() == partial and not _leftovers(tmp_path)  # what the app's signal handler does
     release.set()

@@ -4,7 +4,6 @@ stage; the families' weights against transformers' own. Runs only where torch se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -13,25 +12,12 @@ from attn_tui.ask.settings import ModelAsk
 from attn_tui.sources import run
 from attn_tui.trace.stage import Stage, Trace
 from attn_tui.trace.written import written_rows
-from tests.sources import (
-    test_deepseek_v3,
-    test_diffllama,
-    test_families,
-    test_families_decoders,
-    test_families_fused,
-    test_generate,
-    test_qwen3_next,
-)
-from tests.sources.tiny_models import TEXT, reference, tiny
+from tests.sources import test_generate
+from tests.sources.tiny_models import CONFIGS, TEXT, reference, tiny
 
 pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"), pytest.mark.cuda,
               pytest.mark.models]
 pytest.importorskip("transformers")
-CONFIGS: dict[str, dict[str, Any]] = {**test_families.CONFIGS, **test_families_decoders.CONFIGS,
-                                      **test_families_fused.CONFIGS, "diffllama": test_diffllama.CONFIG,
-                                      "deepseek_v3": test_deepseek_v3.CONFIGS["interleaved"],
-                                      "deepseek_v2": test_deepseek_v3.CONFIGS["v2"],
-                                      "qwen3_next": test_qwen3_next.CONFIGS["dense"]}
 NO_WEIGHTS = {"qwen3_next"}  # its linear layers return no attention weights to compare with
 
 

@@ -28,26 +28,11 @@ from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
 from tests.cli.test_cli import run_cli  # noqa: E402
 from tests.conftest import x_matrix  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import DEEPSEEK, TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
-LATENT: dict[str, Any] = dict(SMALL, num_key_value_heads=4, q_lora_rank=16, kv_lora_rank=8, qk_nope_head_dim=8,
-                              qk_rope_head_dim=4, v_head_dim=8, first_k_dense_replace=2)  # dense: no experts
-CONFIGS: dict[str, dict[str, Any]] = {
-    "interleaved": LATENT,
-    # no low-rank query path, rotate-half, biases on the down-projections and o_proj, values wider than the keys'
-    # no-position part, an MoE layer 1
-    "plain_query": dict(LATENT, q_lora_rank=None, rope_interleave=False, attention_bias=True, kv_lora_rank=6,
-                        v_head_dim=10, qk_rope_head_dim=6, first_k_dense_replace=1, n_routed_experts=4,
-                        num_experts_per_tok=2, moe_intermediate_size=16, n_group=1, topk_group=1),
-    # DeepSeek-V3's own rope: YaRN's frequencies and its mscale on the scores' factor
-    "yarn": dict(LATENT, rope_parameters={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
-                                          "rope_theta": 10000.0, "mscale": 1.0, "mscale_all_dim": 1.0,
-                                          "beta_fast": 32.0, "beta_slow": 1.0}),
-    # DeepSeek-V2: the same layer, its pairs turned as complex numbers (routed to this family)
-    "v2": dict(LATENT, qk_rope_head_dim=6, head_dim=6),
-}
+CONFIGS = DEEPSEEK
 TYPES = {"v2": "deepseek_v2"}  # each model's model_type; the others are deepseek_v3
 
 

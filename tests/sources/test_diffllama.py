@@ -19,12 +19,12 @@ from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import run  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
 from tests.conftest import matrices  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import CONFIGS, TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 # 4 query heads in 2 pairs over 2 key/value heads (grouped), 3 layers so λ_init differs by depth
-CONFIG = dict(SMALL, num_hidden_layers=3, num_key_value_heads=2, head_dim=8)
+CONFIG = CONFIGS["diffllama"]
 
 
 @pytest.fixture(scope="module")

@@ -20,20 +20,12 @@ from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
-from tests.sources.tiny_models import ALTERNATE, SMALL, TEXT, VOCAB, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import CONFIGS as FAMILIES  # noqa: E402
+from tests.sources.tiny_models import TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
-CONFIGS: dict[str, dict[str, Any]] = {
-    "bert": SMALL,
-    "gpt2": dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64),
-    "llama": dict(SMALL, num_key_value_heads=2),
-    "qwen2": dict(SMALL, num_key_value_heads=2, use_sliding_window=True, sliding_window=3, max_window_layers=1),
-    "gemma2": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
-                   sliding_window=3, attn_logit_softcapping=2.0, layer_types=ALTERNATE),
-    "gemma3_text": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
-                        sliding_window=3, layer_types=ALTERNATE),
-}
+CONFIGS = {t: FAMILIES[t] for t in ("bert", "gpt2", "llama", "qwen2", "gemma2", "gemma3_text")}
 
 
 def _tiny(tmp_path: Path, model_type: str) -> Path:

@@ -26,23 +26,12 @@ from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import CONFIGS as REGISTRY  # noqa: E402
+from tests.sources.tiny_models import MULTIPLIER, TEXT, WINDOW, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
-WINDOW = 3  # shorter than TEXT's tokens, so every sliding layer's window hides keys
-MULTIPLIER = 0.07  # Granite's attention_multiplier: far from 1/√8 ≈ 0.354, and no 1/√n of a whole n
-CONFIGS: dict[str, dict[str, Any]] = {
-    "mistral": dict(SMALL, num_key_value_heads=2, sliding_window=WINDOW),
-    # layer 0 global, layer 1 slides (max_window_layers 1: transformers derives layer_types from it)
-    "qwen3": dict(SMALL, num_key_value_heads=2, head_dim=8, use_sliding_window=True, sliding_window=WINDOW,
-                  max_window_layers=1),
-    # heads 16 wide over a width of 32 with 4 heads (not 32 / 4 = 8), one key/value head as Gemma 2B's
-    "gemma": dict(SMALL, num_key_value_heads=1, head_dim=16),
-    "granite": dict(SMALL, num_key_value_heads=2, attention_multiplier=MULTIPLIER, embedding_multiplier=3.0,
-                    residual_multiplier=0.5),
-    "starcoder2": dict(SMALL, num_key_value_heads=2, sliding_window=WINDOW, use_bias=True),
-}
+CONFIGS = {t: REGISTRY[t] for t in ("mistral", "qwen3", "gemma", "granite", "starcoder2")}
 FAMILIES = sorted(CONFIGS)
 SLIDING = {"mistral": (WINDOW, WINDOW), "starcoder2": (WINDOW, WINDOW), "qwen3": (None, WINDOW),
            "gemma": (None, None), "granite": (None, None)}  # each layer's window, written out

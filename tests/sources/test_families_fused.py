@@ -22,19 +22,12 @@ from attn_tui.present.geometry_line import geometry_line  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import CONFIGS as REGISTRY  # noqa: E402
+from tests.sources.tiny_models import TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
-TOKENS = dict(pad_token_id=0, bos_token_id=101, eos_token_id=102)  # inside the tiny vocabulary
-CONFIGS: dict[str, dict[str, Any]] = {
-    # 4 query heads over 2 key/value heads, half of each head turned, a window of 3 on every layer
-    "phi3": dict(SMALL, **TOKENS, num_key_value_heads=2, sliding_window=3,
-                 rope_parameters=dict(rope_type="default", rope_theta=500.0, partial_rotary_factor=0.5)),
-    # rotary_pct 0.5: 4 of each head's 8 dimensions turned, with its own base
-    "gpt_neox": dict(SMALL, **TOKENS, rotary_pct=0.5, rotary_emb_base=500),
-    "olmo2": dict(SMALL, **TOKENS, num_key_value_heads=2),
-}
+CONFIGS = {t: REGISTRY[t] for t in ("phi3", "gpt_neox", "olmo2")}
 BASE = {"phi3": 500.0, "gpt_neox": 500.0, "olmo2": 10000.0}
 D_H, HEADS = 8, 4
 

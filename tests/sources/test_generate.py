@@ -17,17 +17,12 @@ from attn_tui.sources import run
 from attn_tui.trace.shown import Shown
 from attn_tui.trace.stage import Trace
 from attn_tui.trace.written import written_rows
-from tests.sources.tiny_models import ALTERNATE, SMALL, TEXT, tiny
+from tests.sources.tiny_models import CONFIGS as FAMILIES
+from tests.sources.tiny_models import TEXT, tiny
 
 pytestmark = pytest.mark.slow  # each test builds and runs tiny transformers models
 
-CONFIGS = {
-    "llama": dict(SMALL, num_key_value_heads=2),
-    # layer 1 slides with a window of 3: the text's 12 tokens are far longer
-    "qwen2": dict(SMALL, num_key_value_heads=2, use_sliding_window=True, sliding_window=3, max_window_layers=1),
-    "gemma3_text": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8,
-                        sliding_window=3, layer_types=ALTERNATE),
-}
+CONFIGS = {t: FAMILIES[t] for t in ("llama", "qwen2", "gemma3_text")}  # qwen2's window of 3: the text is longer
 WRITE = 6
 
 

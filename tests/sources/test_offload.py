@@ -20,18 +20,18 @@ from attn_tui.sources.load_plan import load_plan  # noqa: E402
 from attn_tui.sources.offload import layer_list  # noqa: E402
 from attn_tui.sources.transformer import model_run  # noqa: E402
 from tests.hostile.helpers import attn_tui  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, VOCAB, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import CONFIGS as FAMILIES  # noqa: E402
+from tests.sources.tiny_models import TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 LAYERS = 6
 WIDE = dict(num_hidden_layers=LAYERS, intermediate_size=2048)  # layers big beside the embeddings
 CONFIGS: dict[str, dict[str, Any]] = {
-    "bert": dict(SMALL, **WIDE),
-    "gpt2": dict(vocab_size=VOCAB, n_embd=32, n_layer=LAYERS, n_head=4, n_positions=64, n_inner=2048),
-    "llama": dict(SMALL, **WIDE, num_key_value_heads=2),
-    "gemma3_text": dict(SMALL, **WIDE, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=3,
-                        layer_types=["sliding_attention", "full_attention"] * 3),
+    "bert": dict(FAMILIES["bert"], **WIDE),
+    "gpt2": dict(FAMILIES["gpt2"], n_layer=LAYERS, n_inner=2048),
+    "llama": dict(FAMILIES["llama"], **WIDE),
+    "gemma3_text": dict(FAMILIES["gemma3_text"], **WIDE, layer_types=["sliding_attention", "full_attention"] * 3),
 }
 
 

@@ -26,26 +26,12 @@ from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
-from tests.sources.tiny_models import SMALL, TEXT, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import LINEAR_KINDS, QWEN3_NEXT, TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
-KINDS = ["linear_attention", "full_attention"]
-CONFIGS: dict[str, dict[str, Any]] = {
-    # two value heads per key head (transformers' repeat_interleave), a quarter of each head rotated, dense MLPs
-    "dense": dict(SMALL, num_hidden_layers=4, layer_types=KINDS * 2, num_key_value_heads=2, head_dim=8,
-                  linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=6,
-                  linear_conv_kernel_dim=3, num_experts=0),
-    # small experts, one value head per key head, half of each head rotated, a full layer first
-    "experts": dict(SMALL, num_hidden_layers=3, layer_types=["full_attention", "linear_attention", "linear_attention"],
-                    num_key_value_heads=1, head_dim=16, partial_rotary_factor=0.5, linear_num_value_heads=2,
-                    linear_num_key_heads=2, linear_key_head_dim=4, linear_value_head_dim=8, linear_conv_kernel_dim=4,
-                    num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, decoder_sparse_step=1),
-    # biased q/k/v/o (the gate's bias too), more value heads than attention heads, as the released model has
-    "biased": dict(SMALL, num_hidden_layers=2, num_attention_heads=2, layer_types=KINDS, num_key_value_heads=1,
-                   head_dim=8, attention_bias=True, linear_num_value_heads=6, linear_num_key_heads=3,
-                   linear_key_head_dim=4, linear_value_head_dim=4, linear_conv_kernel_dim=2, num_experts=0),
-}
+KINDS = LINEAR_KINDS
+CONFIGS = QWEN3_NEXT
 
 
 @pytest.fixture(scope="module")

@@ -74,9 +74,9 @@ async def until(pilot: Pilot, condition: Callable[[], object], seconds: float = 
 
 
 async def searched(pilot: Pilot) -> None:
-    """Wait until the command palette has listed its matches for what was typed (it gathers them in a worker)."""
-    with contextlib.suppress(WorkerCancelled):
-        await pilot.app.workers.wait_for_complete()
+    """Wait until the command palette has listed its matches for what was typed: it gathers them in a worker,
+    and each key typed cancels the search before, so the wait is for every worker to have ended."""
+    await until(pilot, lambda: all(worker.is_finished for worker in pilot.app.workers))
     await pilot.pause()
 
 

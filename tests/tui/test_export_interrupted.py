@@ -11,6 +11,7 @@ import pytest
 from attn_tui.io import export as exporting
 from attn_tui.io.files import remove_partials
 from attn_tui.tui.screens.export import ExportAsk
+from tests.limits import limit
 from tests.tui.helpers import sample_app, settle, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.app]
@@ -28,7 +29,7 @@ async def test_an_export_cut_short_by_a_signal_leaves_the_old_file(tmp_path: Pat
         out.write('{"half": ')
         out.flush()
         writing.set()
-        release.wait(30)  # the signal arrives here, halfway through
+        release.wait(limit(30))  # the signal arrives here, halfway through
         real(trace, out, stages, params)
 
     monkeypatch.setattr(exporting, "write_trace_json", slow)

@@ -21,6 +21,7 @@ from attn_tui.sources.progress import Progress
 from attn_tui.trace.meta import TransformerRun
 from attn_tui.tui.messages import LoadProgressed
 from attn_tui.tui.workers import Throttle, post_progress
+from tests.limits import limit
 from tests.tui.helpers import RecordingApp, settle
 
 SIZE = (100, 32)
@@ -44,7 +45,7 @@ class HeldApp(RecordingApp):
             tell(progress)
             if progress.what.text == self.hold_at:
                 self.reached.set()
-                self.release.wait(60)
+                self.release.wait(limit(60))
 
         return listen
 

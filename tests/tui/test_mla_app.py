@@ -55,8 +55,7 @@ async def test_stepping_mla_walks_the_latent_path_then_every_heads_scores() -> N
 @pytest.mark.models
 async def test_a_deepseek_v3_folder_opens_on_its_latent_stages(tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from tests.sources.test_deepseek_v3 import LATENT
-    from tests.sources.tiny_models import TEXT, tiny
+    from tests.sources.tiny_models import LATENT, TEXT, tiny
 
     path = tiny(tmp_path, "deepseek_v3", LATENT)
     app = model_app(str(path), TEXT)

@@ -25,7 +25,7 @@ from attn_tui.tui.state import (
     AppState,
     Snapshot,
     Typed,
-    session_request,
+    session_ask,
     session_typed,
     source_key,
 )
@@ -254,7 +254,7 @@ def test_the_session_round_trips_through_its_file(tmp_path: Path) -> None:
     session = load(tmp_path / "session.json")
     assert session is not None and session.language == "ko" and session.stage == "weights"
     again = AppState(VariantAsk(SentenceInput("fresh")))
-    assert again.restore(session, session_request(session, lambda kind: None))
+    assert again.restore(session, session_ask(session, lambda kind: None))
     assert again.wanted == ModelAsk("minilm", "the cat sat", layer=1)
     assert again.variants == replace(A, custom_mask=[[1.0, 0.0, 1.0]], mask_by_hand=True)
     assert again.first_stage == "weights" and session_typed(session) == pane.typed
@@ -271,9 +271,9 @@ def test_a_session_of_typed_matrices_reads_them_from_the_editors(tmp_path: Path)
         asked.append(kind)
         return XInput([[1.0, 2.0], [3.0, 4.0]])
 
-    request = session_request(session, matrices)
+    request = session_ask(session, matrices)
     assert asked == ["x"] and request == x
-    unreadable = session_request(replace(session, sentence=""), lambda kind: None)
+    unreadable = session_ask(replace(session, sentence=""), lambda kind: None)
     assert unreadable.source.sentence  # editors that no longer parse: a sentence to start on
 
 
@@ -283,7 +283,7 @@ def test_a_session_waits_on_the_undo_stack_when_the_command_line_named_an_input(
     session = load(tmp_path / "session.json")
     assert session is not None
     given = AppState(B, given=True)
-    assert given.restore(session, session_request(session, lambda kind: None)) is False
+    assert given.restore(session, session_ask(session, lambda kind: None)) is False
     assert given.wanted is B and given.first_stage is None
     assert [s.wanted for s in given.undo_stack] == [A]
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-WAIT = 90.0  # seconds for the first screen (a fresh app imports torch)
+WAIT = limit(90.0)  # seconds for the first screen (a fresh app imports torch)
 HOOK = """
 (() => {
   const Native = window.WebSocket;

@@ -17,6 +17,7 @@ from aiohttp import ClientSession, CookieJar, WSServerHandshakeError, web
 
 from attn_tui.cli.serve_gate import gate_for, new_secret
 from attn_tui.cli.serve_visitor import MAX_COLUMNS, MAX_ROWS, clamp_size
+from tests.limits import limit
 
 SECRET = new_secret()
 
@@ -101,7 +102,7 @@ async def _raw(port: int, head: str) -> str:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(head.encode("latin-1") + b"Connection: close\r\n\r\n")
     await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 10)
+    answer = await asyncio.wait_for(reader.read(), limit(10))
     writer.close()
     return answer.split(b"\r\n", 1)[0].decode("latin-1")
 

@@ -3,7 +3,8 @@
     q = (x @ W_q.T).view(L, H, d_h).transpose(0, 1)     # (H, L, d_h)
     k = (x @ W_k.T).view(L, K, d_h).transpose(0, 1)     # (K, L, d_h): K key/value heads, H % K == 0
     v = (x @ W_v.T).view(L, K, d_h).transpose(0, 1)
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)   # head h reads h // (H/K)
+    k, v = k.repeat_interleave(H // K, 0), v.repeat_interleave(H // K, 0)   # query head h reads h // (H/K)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)   # as enable_gqa=True lays them out
     y = o.transpose(0, 1).reshape(L, H * d_h) @ W_o.T
 
 Llama 2 70B, Llama 3, Mistral, Qwen and SmolLM2 use it: the keys and values are what a

@@ -3,7 +3,7 @@
     s = q @ k.T / math.sqrt(q.shape[-1])                # (L, S)
     s = s.masked_fill(~mask, float("-inf"))            # mask (L, S): True where query i may attend to key j
     a = torch.softmax(s / temperature, dim=-1)         # (L, S)
-    o = a @ v                                          # (L, d_v): F.scaled_dot_product_attention(q, k, v, mask)
+    o = a @ v                                          # (L, d_v): at temperature 1, SDPA(q, k, v, mask)
 
 Dividing by √d_k keeps the scores' variance near 1 whatever the width, so softmax
 does not saturate into a one-hot as d_k grows.

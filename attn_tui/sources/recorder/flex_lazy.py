@@ -49,7 +49,7 @@ Allow = Callable[[slice, slice], torch.Tensor]  # (rows, cols) → (n, rows, col
 
 
 @dataclass(eq=False)
-class FlexFamily(ScoreTiles):
+class FlexTiles(ScoreTiles):
     """The score stages of one flex call: `pre` runs Q·Kᵀ, the scale and the score_mod on a tile; `allow` masks it."""
 
     allow: Allow | None = None
@@ -99,7 +99,7 @@ class TiledModMask(MaskSpec):
 @dataclass(frozen=True)
 class LazyMaskRole(GivenOp):
     source: str
-    family: FlexFamily
+    family: FlexTiles
     mod: str
     block: tuple[int, int]
     mod_tile: Allow | None
@@ -116,7 +116,7 @@ class LazyMaskRole(GivenOp):
 class Slices:
     """A lazy role's data: slice n is a LazyTensor of the family's stage `name`."""
 
-    def __init__(self, family: FlexFamily, name: str, dtype: torch.dtype, device: torch.device) -> None:
+    def __init__(self, family: FlexTiles, name: str, dtype: torch.dtype, device: torch.device) -> None:
         self.family, self.name, self.dtype, self.device = family, name, dtype, device
 
     @property
@@ -208,7 +208,7 @@ def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor
         allow = kernel_allows
 
     last = "score_mod" if modded else "scaled"
-    family = FlexFamily(pre, last, (length, keys), None, "-inf", 1.0, allow=allow)
+    family = FlexTiles(pre, last, (length, keys), None, "-inf", 1.0, allow=allow)
     stats = {name: [StageStats() for _ in range(batch * heads)]
              for name in ("scores", "scaled", *(("score_mod",) if modded else ()), "masked", "weights")}
     made_by = resolve(node)

@@ -20,16 +20,17 @@ import transformers
 import attn_tui
 from attn_tui.trace.stage import Trace
 from tests.cli.test_cli import run_cli
-from tests.sources.tiny_models import ALTERNATE, SMALL, TEXT, VOCAB, reference, tiny
+from tests.sources.tiny_models import CONFIGS as FAMILIES
+from tests.sources.tiny_models import SMALL, TEXT, VOCAB, reference, tiny
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "llama": dict(SMALL, num_key_value_heads=2),  # grouped kv heads: 4 query heads share 2
-    "gpt2": dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=64),
-    "gemma3_text": dict(SMALL, num_hidden_layers=4, num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=32,
-                        sliding_window=3, layer_types=ALTERNATE),  # layers 0 and 2 slide; SDPA gets scale=32^-½
-    "bert": SMALL,
+    "llama": FAMILIES["llama"],  # grouped kv heads: 4 query heads share 2
+    "gpt2": FAMILIES["gpt2"],
+    # layers 0 and 2 slide; SDPA gets scale=32^-½, not the 1/√head_dim a kernel would take by default
+    "gemma3_text": dict(FAMILIES["gemma3_text"], query_pre_attn_scalar=32),
+    "bert": FAMILIES["bert"],
 }
 PATHS = {"llama": "model.layers.{i}.self_attn", "gpt2": "transformer.h.{i}.attn",
          "gemma3_text": "model.layers.{i}.self_attn", "bert": "encoder.layer.{i}.attention.self"}
@@ -112,7 +113,6 @@ def test_gemma2s_soft_cap_is_a_stage_of_its_own(tmp_path: Path) -> None:
     """gemma2 runs eager by default and caps its scores, cap·tanh(s / cap), between the scale and the mask: the cap
     is its own stage, each cell of it what the formula gives (the inspector agrees), the weights eager's own."""
     from tests.sources.recorder.test_parity import every_cell_matches
-    from tests.sources.tiny_models import SMALL
 
     config = dict(SMALL, head_dim=8, num_key_value_heads=2, attn_logit_softcapping=2.0, query_pre_attn_scalar=8,
                   final_logit_softcapping=None)

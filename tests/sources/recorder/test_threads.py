@@ -145,7 +145,7 @@ def test_a_recording_in_one_thread_leaves_out_threads_and_tasks_other_threads_st
 
     a = threading.Thread(target=recorded)
     a.start()
-    assert inside.wait(30)
+    assert inside.wait(limit(30))
     other = threading.Thread(target=lambda: attend(*(torch.randn(1, 2, 9, 4) for _ in range(3))))
     other.start()
     other.join()
@@ -263,9 +263,9 @@ def test_recordings_in_two_threads_that_end_out_of_order_put_threading_back() ->
 
     a, b = threading.Thread(target=first), threading.Thread(target=second)
     a.start()
-    assert first_in.wait(30)
+    assert first_in.wait(limit(30))
     b.start()
-    assert second_in.wait(30)
+    assert second_in.wait(limit(30))
     first_may_end.set()  # the first to begin ends first
     a.join()
     second_may_end.set()
