@@ -23,6 +23,7 @@ from open import open_models
 from recorder import main as recorder
 from smollm2 import smollm2
 from startup import startup
+from ui_thread import ui_thread
 from write_key import write_key
 
 SIZES = [16, 256, 1024, 4096, 16384]
@@ -33,7 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--only", choices=("startup", "compute", "keys", "memory", "recorder", "smollm2", "open",
-                                                "generate", "write_key", "gpu"),
+                                                "generate", "write_key", "ui_thread", "gpu"),
                         help="one section")
     args = parser.parse_args()
     sizes = QUICK if args.quick else SIZES
@@ -47,6 +48,7 @@ def main() -> None:
         "open": open_models,
         "generate": lambda: generate(16 if args.quick else 64),
         "write_key": lambda: write_key(4 if args.quick else 8),
+        "ui_thread": ui_thread,
         "gpu": gpu,  # skipped where torch sees no GPU
     }
     for name, run in sections.items():
