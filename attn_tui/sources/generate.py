@@ -190,7 +190,7 @@ class Generator:
         states = tuple(out.hidden_states[layer][0] for layer in range(loaded.layers))  # each (q, d): a layer's input
         for layer in range(loaded.layers):
             self.inputs[layer].append(states[layer])
-        new = ModelRun(loaded, tuple(tokens[n - queries:n]), (), states, (), torch.ones(1, 1), None)
+        new = ModelRun.of_inputs(loaded, tuple(tokens[n - queries:n]), (), states, torch.ones(1, 1))
         axes = (Axis("query", tuple(tokens[n - queries:n])), Axis("key", tuple(tokens[:n])))
         masks: dict[int | None, MaskSpec] = {}
         labels = tuple(f"{p}:{token}" for p, token in enumerate(tokens[:n]))
@@ -216,8 +216,8 @@ class Generator:
         self.later.kept([None if self.own[layer] is not None else held(self.cache, layer)
                          for layer in range(loaded.layers)], n, queries)
         if t == 0:  # the prompt: every stage of every layer now, as a forward pass's trace holds them
-            view = ModelRun(loaded, tuple(tokens), self.special, states, (),
-                            torch.ones(n, n, dtype=torch.bool, device=self.device).tril(), None)
+            view = ModelRun.of_inputs(loaded, tuple(tokens), self.special, states,
+                                      torch.ones(n, n, dtype=torch.bool, device=self.device).tril())
             for layer in range(loaded.layers):
                 own = self.own[layer]
                 if own is not None:
@@ -245,8 +245,7 @@ class Generator:
         if layer not in self.tables or (table is not None and table[0].shape[0] < n):
             length = min(max(2 * n, 64), max(self.loaded.positions, n))
             blank = torch.zeros(length, self.loaded.width, device=self.device, dtype=self.inputs[layer][0].dtype)
-            run = ModelRun(self.loaded, ("",) * length, (), (blank,) * self.loaded.layers, (), torch.ones(1, 1),
-                           None)
+            run = ModelRun.of_inputs(self.loaded, ("",) * length, (), (blank,) * self.loaded.layers, torch.ones(1, 1))
             spec = self.family.layer(run, layer)
             table = None if spec.rotary is None else rotary_table(spec.rotary, length, spec.head_dim, blank.dtype,
                                                                   blank.device)
@@ -269,9 +268,10 @@ class Generator:
         for layer in range(loaded.layers):
             self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
         index = torch.tensor(kept, device=self.device)
-        view = ModelRun(loaded, tuple(tokens[p] for p in kept), tuple(i for i, p in enumerate(kept) if p in
-                        self.special), tuple(torch.cat(rows)[index] for rows in self.inputs), (),
-                        torch.ones(m, m, dtype=torch.bool, device=self.device).tril(), None)
+        view = ModelRun.of_inputs(loaded, tuple(tokens[p] for p in kept),
+                                  tuple(i for i, p in enumerate(kept) if p in self.special),
+                                  tuple(torch.cat(rows)[index] for rows in self.inputs),
+                                  torch.ones(m, m, dtype=torch.bool, device=self.device).tril())
         labels = tuple(f"{p}:{tokens[p]}" for p in kept)
         for layer in range(loaded.layers):
             spec = self.family.layer(view, layer)
@@ -317,7 +317,7 @@ class Generator:
             raise ConfigError(Msg("--cache window:W,sinks:S evicts keys and values: {model} caches a latent or a "
                                   "recurrent state in some layers, not keys and values", model=self.loaded.name))
         blank = torch.zeros(2, self.loaded.width, device=self.device)
-        run = ModelRun(self.loaded, ("", ""), (), (blank,) * self.loaded.layers, (), torch.ones(1, 1), None)
+        run = ModelRun.of_inputs(self.loaded, ("", ""), (), (blank,) * self.loaded.layers, torch.ones(1, 1))
         for layer in range(self.loaded.layers):
             rotary = self.family.layer(run, layer).rotary
             if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
@@ -332,8 +332,8 @@ class Generator:
 
         cache = DynamicCache()
         index = torch.tensor(held, device=self.device)
-        view = ModelRun(self.loaded, tuple(self.tokens[p] for p in held), (),
-                        tuple(torch.cat(rows)[index] for rows in self.inputs), (), torch.ones(1, 1), None)
+        view = ModelRun.of_inputs(self.loaded, tuple(self.tokens[p] for p in held), (),
+                                  tuple(torch.cat(rows)[index] for rows in self.inputs), torch.ones(1, 1))
         for layer in range(self.loaded.layers):
             rotary = self.family.layer(view, layer).rotary
             if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \

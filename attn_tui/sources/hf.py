@@ -109,9 +109,10 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     blocks = layer_list(model, cfg.num_hidden_layers)
     device_map = getattr(model, "hf_device_map", None) or {}
     offloaded = placement(device_map, blocks, cfg.num_hidden_layers, device.type) if device_map else ()
-    return LoadedModel(shown, model, tokenizer, family.name, cfg.num_hidden_layers, cfg.num_attention_heads,
-                       family.causal, positions, cfg.hidden_size, offloaded if any(offloaded) else (), blocks,
-                       str(device))
+    return LoadedModel(name=shown, model=model, tokenizer=tokenizer, family=family.name,
+                       layers=cfg.num_hidden_layers, heads=cfg.num_attention_heads, causal=family.causal,
+                       positions=positions, width=cfg.hidden_size, offloaded=offloaded if any(offloaded) else (),
+                       blocks=blocks, device=str(device))
 
 
 def _weights(folder: Path, config: Any, device: torch.device, plan: LoadPlan, name: str) -> Any:
@@ -236,8 +237,9 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
         warnings.append(Msg("{model}'s vocabulary breaks Korean syllables into jamo (separate letters such as ㅎ ㅏ "
                             "ㄱ): its tokens are pieces of letters, not words, so read its Korean attention with care",
                             model=loaded.name))
-    return ModelRun(loaded, tokens, special, tuple(h[0] for h in out.hidden_states),
-                    tuple(a[0] for a in out.attentions), mask, padding, tuple(warnings), tuple(ids))
+    return ModelRun(loaded=loaded, tokens=tokens, special=special, hidden_states=tuple(h[0] for h in out.hidden_states),
+                    attentions=tuple(a[0] for a in out.attentions), mask=mask, padding=padding,
+                    warnings=tuple(warnings), ids=tuple(ids))
 
 
 def readable_token(tok: Any, token: str) -> str:

@@ -61,9 +61,9 @@ class StepStages:
                 return
             n, queries = self.sizes[step]
             hidden = torch.cat(self.inputs[layer][:step + 1])  # (n, d): what the layer read up to this step
-            view = ModelRun(self.loaded, tuple(self.tokens[:n]), tuple(p for p in self.special if p < n),
-                            (hidden,) * self.loaded.layers, (),
-                            torch.ones(n, n, dtype=torch.bool, device=hidden.device).tril(), None)
+            view = ModelRun.of_inputs(self.loaded, tuple(self.tokens[:n]), tuple(p for p in self.special if p < n),
+                                      (hidden,) * self.loaded.layers,
+                                      torch.ones(n, n, dtype=torch.bool, device=hidden.device).tril())
             shown = {place: stage for place, stage in trace.stages.items()
                      if place.layer == layer and place.step == step}  # the published weights stay on show
             mask, geometry = trace.layer_masks.get(layer), trace.geometry.get(layer)

@@ -14,7 +14,7 @@ import torch
 from attn_tui.i18n import Msg
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoadedModel:
     """A model ready to trace: its tokenizer, family adapter and sizes."""
 
@@ -32,7 +32,7 @@ class LoadedModel:
     device: str = "cpu"  # where the model runs (an offloaded layer is read in there while it runs)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ModelRun:
     """One forward pass over one text; traces for any layer and head are cut from it."""
 
@@ -48,3 +48,11 @@ class ModelRun:
     # print as the same string)
     probe: str = ""  # the built-in probe fed instead of a text ("" for a text)
     scored_from: int = 0  # the first query row the head roles score (a probe's repeated half)
+
+    @classmethod
+    def of_inputs(cls, loaded: LoadedModel, tokens: tuple[str, ...], special: tuple[int, ...],
+                  hidden_states: tuple[torch.Tensor, ...], mask: torch.Tensor) -> ModelRun:
+        """A run made of layer inputs alone (a written step, what a cache holds): none of the model's own
+        weights to compare with, and no padding."""
+        return cls(loaded=loaded, tokens=tokens, special=special, hidden_states=hidden_states, attentions=(),
+                   mask=mask, padding=None)
