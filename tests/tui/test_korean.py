@@ -83,7 +83,6 @@ async def test_korean_mode_leaves_no_english_message_on_any_screen() -> None:
         assert "Next stage" in _screen_text(app)
 
 
-@pytest.mark.slow
 async def test_t_relabels_the_panes_footer_and_stage_bar() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:

@@ -30,7 +30,6 @@ class _NoTorchYet(AttnApp):
         return None
 
 
-@pytest.mark.slow
 async def test_first_screen_shows_loading_and_takes_edits_before_torch() -> None:
     app = _NoTorchYet(sample_app().variants)
     async with app.run_test(size=(100, 32)) as pilot:
