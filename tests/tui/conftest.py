@@ -6,7 +6,6 @@ app's smoke tests are also `slow`: the fast subset stays under a minute, and CI 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,10 +31,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 @pytest.fixture(autouse=True)
-def _steady_cursors(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _steady_cursors(monkeypatch: pytest.MonkeyPatch) -> None:
     """An input's cursor stays as it is drawn: a picture (or a check of the screen) never depends on when in its
     half-second blink a loaded machine got round to taking it."""
     from textual.widgets import Input
 
     monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
-    yield
