@@ -14,7 +14,7 @@ from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, VariantA
 def _settings(settings: dict[str, object]) -> Settings:
     """The settings asked for, on the CPU unless a device is named: the references tests compare with are CPU
     tensors, and `auto` would pick CUDA where there is one (tests/attention/test_cuda.py compares the two)."""
-    return Settings(**{"device": "cpu", **settings})  # type: ignore[arg-type]
+    return Settings.of(**{"device": "cpu", **settings})
 
 
 def sentence(text: str, **settings: object) -> VariantAsk:

@@ -6,7 +6,7 @@ app can grey out a control the moment the variant changes.
 
 from __future__ import annotations
 
-from attn_tui.ask.options import SETTINGS
+from attn_tui.ask.options import SETTINGS, VARIANT_OWN
 from attn_tui.ask.settings import SLIDING_MASKS, VariantAsk
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg
@@ -22,7 +22,7 @@ def applicable(request: VariantAsk) -> frozenset[str]:
     found = set(ALWAYS)
     if variant.has_heads:
         found |= {"heads", "head"}
-    found |= set(variant.options)  # kv_heads (gqa), rope_base (rope), tile (flash)
+    found |= set(variant.options)  # what it reads (heads, rope_base) and declares (gqa's kv_heads, flash's tile)
     if s.mask in SLIDING_MASKS:
         found.add("window")
     if source.embedded or variant.uses_hidden:
@@ -76,7 +76,7 @@ def not_applying(request: VariantAsk, given: set[str]) -> list[Msg]:
         **{name: Msg("{option} does not apply to {variant}: it belongs to {owners}",
                      option=SETTINGS[name].flag, variant=s.variant,
                      owners=", ".join(n for n, v in VARIANTS.items() if name in v.options))
-           for name in ("kv_heads", "rope_base", "tile", "absorbed", "depth", "rule")},
+           for name in VARIANT_OWN},
         **{name: Msg("{option} does not apply to {variant}: it acts on the scores q·k of {owners}",
                      option=SETTINGS[name].flag, variant=s.variant,
                      owners=", ".join(n for n, v in VARIANTS.items() if v.score_based))
@@ -86,8 +86,7 @@ def not_applying(request: VariantAsk, given: set[str]) -> list[Msg]:
                  Msg("--gate does not apply to {variant}: it gates each head's weighted sum in {owners}",
                      variant=s.variant, owners=", ".join(n for n, v in VARIANTS.items() if v.score_based))),
     }
-    if s.variant == "linear":  # its own line: no scores at all, and its implied matrix is not a softmax
-        reasons |= {name: Msg("{option} does not apply to linear: it has no scores q·k, and its implied matrix is "
-                              "not a softmax", option=SETTINGS[name].flag) for name in ("softcap", "qk_norm", "gate")}
+    if variant.unscored:  # the variant's own words for why nothing acts on its scores
+        reasons |= {name: Msg(variant.unscored, option=SETTINGS[name].flag) for name in ("softcap", "qk_norm", "gate")}
     found = applicable(request)
     return [reasons[name] for name in sorted(given - found, key=list(reasons).index) if name in reasons]

@@ -48,16 +48,19 @@ def check_fields(value: Any, what: str = "", choices: dict[str, tuple[str, ...]]
     assert is_dataclass(value)
     if choices is None:
         choices = {name: names for name, names in options.choices().items() if name not in CHECKED_ELSEWHERE}
-    for f in fields(value):
-        found = getattr(value, f.name)
-        accepted = _accepted(f.type)
-        label = f"{what}.{f.name}" if what else f.name
+    own = getattr(value, "own", None)
+    pairs = [(f.name, getattr(value, f.name), f.type) for f in fields(value) if f.name != "own"]
+    if isinstance(own, options.OwnValues):  # a variant's own settings, typed by their declarations
+        pairs += [(name, found, options.SETTINGS[name].kind.__name__) for name, found in own.changed]
+    for name, found, annotation in pairs:
+        accepted = _accepted(annotation)
+        label = f"{what}.{name}" if what else name
         if accepted is not None:
             kinds, kind = accepted
             if not isinstance(found, kinds) or (isinstance(found, bool) and bool not in kinds):
                 raise ConfigError(Msg("{name} must be {kind}, not {value}", name=label, kind=Msg(kind),
                                       value=short_repr(found)))
-        known = choices.get(f.name)
+        known = choices.get(name)
         if known is not None and isinstance(found, str) and found not in known:
             raise ConfigError(Msg("unknown {name} {value}; choose one of {names}", name=label,
                                   value=quoted(found, QUOTE_LIMIT // 2), names=", ".join(known)))
@@ -66,8 +69,10 @@ def check_fields(value: Any, what: str = "", choices: dict[str, tuple[str, ...]]
 def check_ranges(value_of: Any, what: str = "", schema: dict[str, options.Option] | None = None) -> None:
     """Every number of settings (or of a model run, with `options.MODEL_OPTIONS`) lies in its declared range, the
     schema's as it is now, said as the command line says it."""
+    own = getattr(value_of, "own", None)
     for option in (options.SETTINGS if schema is None else schema).values():
-        value = getattr(value_of, option.name, None)
+        value = own.get(option.name) if isinstance(own, options.OwnValues) and option.name in options.VARIANT_OWN \
+            else getattr(value_of, option.name, None)
         if option.kind in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
             try:
                 option.read(str(value))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from attn_tui.ask.budget import Estimate, json_numbers
 from attn_tui.ask.checks import check_fields, matrix_shape
 from attn_tui.ask.options import limit
-from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, VariantAsk, XInput
-from attn_tui.ask.variants import VARIANTS, Sizes, modifier_parts
+from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, Settings, VariantAsk, XInput
+from attn_tui.ask.variants import VARIANTS, Sizes
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import check_text
@@ -20,7 +20,6 @@ from attn_tui.io.files import check_text
 MAX_TOKENS = 16384  # queries or keys
 LAZY_CELLS = 1 << 16  # an attention with more query × key cells than this keeps its score stages lazy
 PASS_ROWS = 64  # query rows per block of the streaming pass over lazy score stages
-MAX_TILES = 1024  # flash's steps: each tile is five stages, and the app steps through them one by one
 STAGE_BYTES = 4096  # a stage's record beside its numbers: the Stage, its tensors' headers, its axes and formula
 ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -87,42 +86,37 @@ def ask_sizes(request: VariantAsk) -> tuple[Sizes, int]:
     heads = s.heads if variant.has_heads else 1
     if not 1 <= heads <= limit("heads"):
         raise ConfigError(Msg("--heads {heads}: attn-tui shows 1 to {max} heads", heads=heads, max=limit("heads")))
-    if not variant.lazy and n_q * n_k > LAZY_CELLS and s.variant == "flash":
-        raise ConfigError(Msg("{variant} keeps every tile's stages so they can be stepped through: at most {most} "
-                              "query × key cells, here {cells}; scaled_dot computes the same output for long inputs",
-                              variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
-    if not variant.lazy and n_q * n_k > LAZY_CELLS:  # a variant whose stages are never read by tiles (diff)
-        raise ConfigError(Msg("{variant} holds each of its stages whole so they can be stepped through: at most {most} "
-                              "query × key cells, here {cells}; shorten the input", variant=s.variant,
-                              most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
-    kv_heads = s.kv_heads if "kv_heads" in variant.options else 1
-    if not 1 <= kv_heads <= limit("kv_heads"):
-        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads,
-                              most=limit("kv_heads")))
-    if "tile" in variant.options:
-        _check_tiles(n_k, s.tile)
-    return Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, kv_heads, max(1, s.tile)), inputs
-
-
-def _check_tiles(keys: int, tile: int) -> None:
-    """Flash makes five stages a tile: `--tile 1` on 16k keys would be 80k stages and a minute of Python, so the
-    number of tiles is bounded like the number of tokens, before any of them is made."""
-    tiles = -(-keys // max(1, tile))
-    if tiles > MAX_TILES:
-        raise ConfigError(Msg("--tile {tile} cuts {keys} keys into {tiles} tiles; attn-tui steps through at most "
-                              "{most}: use --tile {least} or more", tile=tile, keys=f"{keys:,}", tiles=f"{tiles:,}",
-                              most=f"{MAX_TILES:,}", least=-(-keys // MAX_TILES)))
+    if not variant.lazy and n_q * n_k > LAZY_CELLS:  # a variant that holds its stages whole (flash, diff, linear)
+        raise ConfigError(Msg(variant.long_input, variant=s.variant, most=f"{LAZY_CELLS:,}", cells=f"{n_q * n_k:,}"))
+    sizes = Sizes(n_q, n_k, d_q, d_k, d_v, hidden, heads, s)
+    if variant.check is not None:
+        variant.check(sizes)
+    return sizes, inputs
 
 
 def stage_count(variant_name: str, z: Sizes) -> int:
-    """How many stages the trace will hold: per head where it splits heads, five more per extra flash tile."""
+    """How many stages the trace will hold: per head where it splits heads, and those the variant adds by size."""
     variant = VARIANTS[variant_name]
     count = len(variant.stages) * (z.heads if variant.has_heads else 1)
-    if "tile" in variant.options:
-        count += 5 * (-(-z.keys // z.tile) - 1)
-    if "rule" in variant.options:  # linear: one state stage per token
-        count += z.queries - 1
+    if variant.more_stages is not None:  # flash's tiles, linear's states
+        count += variant.more_stages(z)
     return count + 4  # the input stages a sentence adds (embedding, positional, …)
+
+
+def modifier_parts(settings: Settings, z: Sizes) -> dict[str, int]:
+    """What a soft cap, a QK-norm and the output gate add to a score-based variant's footprint, by part."""
+    variant = VARIANTS[settings.variant]
+    if not variant.score_based:
+        return {}
+    found = {"score stages": variant.maps * z.heads * z.queries * z.keys} if settings.softcap is not None else {}
+    extra = 0
+    if settings.qk_norm != "none":
+        d_h = max(1, z.d_q // z.heads)
+        extra += z.heads * (z.queries + z.keys) * d_h + z.d_q + z.d_k  # q_n, k_n, weights
+        extra += variant.query_norm_parts * z.heads * z.queries * d_h
+    if settings.gate:
+        extra += 2 * z.queries * z.d_v * max(1, z.heads) + z.d_q * z.d_v * max(1, z.heads)  # gate, gated, W_g
+    return found | ({"output": extra} if extra else {})
 
 
 def lazy_parts(z: Sizes) -> dict[str, int]:

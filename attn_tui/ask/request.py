@@ -9,7 +9,6 @@ the same namespace by `ask.model_request`.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 from attn_tui.ask.applies import not_applying
 from attn_tui.ask.inputs import Parsed, parse_rows
@@ -121,7 +120,7 @@ def _default_with(args: argparse.Namespace, reader: Reader) -> VariantAsk:
 
 def _with_options(args: argparse.Namespace, base: VariantAsk, reader: Reader) -> VariantAsk:
     overrides = {name: getattr(args, name) for name in SETTINGS if getattr(args, name, None) is not None}
-    settings: Settings = replace(base.settings, **overrides)
+    settings: Settings = base.settings.replace(**overrides)
     custom = base.custom_mask
     if args.mask_file is not None:
         custom = reader.matrix(args.mask_file, Msg("the mask")).rows

@@ -5,13 +5,13 @@ Read with tomllib only (no torch), so the app can list samples on its first fram
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from attn_tui.ask.options import SETTINGS
 from attn_tui.ask.settings import MatrixInput, ModelAsk, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.errors import InputError
 from attn_tui.i18n import Msg
@@ -22,7 +22,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - 3.10 only
     import tomli as tomllib
 
-_SETTING_KEYS = {f.name for f in dataclasses.fields(Settings)}
 DEFAULT_SAMPLE = "korean"  # what the app opens on when no input is named
 
 
@@ -60,9 +59,9 @@ def parse_sample(text: str, origin: str) -> Sample:
     for key in ("name", "description"):
         if not isinstance(data.get(key), str):
             raise InputError(Msg("needs a string '{key}'", key=key), source=origin)
-    settings = {k: data[k] for k in _SETTING_KEYS & data.keys()}
+    settings = {k: data[k] for k in SETTINGS.keys() & data.keys()}
     try:
-        settings_obj = Settings(**settings)
+        settings_obj = Settings.of(**settings)
     except TypeError as exc:
         raise InputError(str(exc), source=origin) from None
     if "text" in data:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
-from typing import Protocol, TypeVar, Union
+from typing import Any, Protocol, TypeVar, Union
 
 # The choices, re-exported where the code has always found them; they are declared in ask/options.py.
 from attn_tui.ask.options import DEFAULT_DIM as DEFAULT_DIM
@@ -17,8 +17,8 @@ from attn_tui.ask.options import FILL_NAMES as FILL_NAMES
 from attn_tui.ask.options import MASK_MEANS_NAMES as MASK_MEANS_NAMES
 from attn_tui.ask.options import MASK_NAMES as MASK_NAMES
 from attn_tui.ask.options import PROJECTION_NAMES as PROJECTION_NAMES
+from attn_tui.ask.options import SETTINGS, SHARED, OwnValues, default, default_model
 from attn_tui.ask.options import VARIANT_NAMES as VARIANT_NAMES
-from attn_tui.ask.options import default, default_model
 
 SLIDING_MASKS = ("sliding", "sliding+padding")  # the kinds --window applies to
 T_co = TypeVar("T_co", covariant=True)
@@ -27,8 +27,9 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob of a computation; the same object drives the CLI and the app. Each field's default, range and
-    help are declared once, in `ask/options.py`."""
+    """Every knob of a computation; the same object drives the CLI and the app. Each setting's default, range and
+    help are declared once: the shared ones in `ask/options.py`, a variant's own in its package (held in `own`).
+    Read any of them by name with `value`, change them with `replace`."""
 
     variant: str = default("variant")
     mask: str = default("mask")  # none | causal | padding | causal+padding | sliding | sliding+padding
@@ -43,16 +44,32 @@ class Settings:
     dtype: str = default("dtype")
     temperature: float = default("temperature")  # divides the scores; 1 = the variant as written
     projection: str = default("projection")  # learned | identity (Q = K = V = X, as in a first attention lesson)
-    rope_base: float = default("rope_base")  # rope: θ_i = base^(−2i/d)
-    kv_heads: int = default("kv_heads")  # gqa: key/value heads shared by the query heads (1 = multi-query)
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
-    tile: int = default("tile")  # flash: keys per tile of the online softmax
-    absorbed: bool = default("absorbed")  # mla: W_uk folded into the query
-    depth: int = default("depth")  # diff: the layer's index from 0, which sets λ_init
-    rule: str = default("rule")  # linear: gated-delta | plain, how each token writes the recurrent state
     softcap: float | None = default("softcap")  # C·tanh(S'/C) before the mask; None: no cap
     qk_norm: str = default("qk_norm")  # none | rms (per head) | rms-all (over the whole projection)
     gate: bool = default("gate")  # σ(X·W_g) on each head's weighted sum
+    own: OwnValues = OwnValues()  # the settings each variant declares for itself (flash's tile, gqa's kv_heads …)
+
+    @classmethod
+    def of(cls, **values: Any) -> Settings:
+        """Settings from values by name, shared and variants' own alike (a sample, a session, a test)."""
+        unknown = set(values) - set(SETTINGS)
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        return cls(**{name: value for name, value in values.items() if name in SHARED},
+                   own=OwnValues.of({name: value for name, value in values.items() if name not in SHARED}))
+
+    def value(self, name: str) -> Any:  # the setting's own type, which its Option declares
+        """Any setting's value by name."""
+        return getattr(self, name) if name in SHARED else self.own.get(name)
+
+    def replace(self, **changes: Any) -> Settings:
+        """These settings with some changed, shared and variants' own alike."""
+        return Settings.of(**(self.as_dict() | changes))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every setting by name, in the schema's order (the session file, the export)."""
+        return {name: self.value(name) for name in SETTINGS}
 
 
 class InputReader(Protocol[T_co]):
@@ -226,7 +243,7 @@ class VariantAsk:
         return replace(self, settings=replace(self.settings, device=device))
 
     def changed(self, change: dict[str, object]) -> VariantAsk:
-        return replace(self, settings=replace(self.settings, **change))  # type: ignore[arg-type]
+        return replace(self, settings=self.settings.replace(**change))
 
     @property
     def model(self) -> ModelAsk | None:

@@ -5,24 +5,26 @@ The registry: one explainer per kind of op, gathered here from the explainer mod
 shows the lines; the tests check that every recomputed `total` equals the stage's own
 cell, so what the inspector claims is what was computed.
 
-To add explainers: write a module beside these with its own `EXPLAINERS` and add it to
-`MODULES` below (one edit). An op kind explained by two modules is refused at import.
+A variant's own ops are explained in its package (`attention/variants/<name>/explain.py`), found through the
+variants' registry; the shared ops in the modules beside this one, listed in `SHARED` below. An op kind explained
+by two modules is refused at import.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from attn_tui.explain import classic, diff_ops, flex_ops, gate_ops, latent_ops, layer_ops, linear_ops, modern, sampler
+from attn_tui.ask.variants import parts
+from attn_tui.explain import classic, flex_ops, gate_ops, layer_ops, modern, sampler
 from attn_tui.explain.common import Arithmetic, Explainer, tolerance_of
 from attn_tui.trace.ops import Op, Place
 from attn_tui.trace.stage import Trace
 
 __all__ = ["EXPLAINERS", "MODULES", "Arithmetic", "explain"]
 
-# every explainer module, each with its EXPLAINERS
-MODULES: tuple[ModuleType, ...] = (classic, modern, layer_ops, flex_ops, sampler, latent_ops, diff_ops, linear_ops,
-                                   gate_ops)
+SHARED: tuple[ModuleType, ...] = (classic, modern, layer_ops, flex_ops, sampler, gate_ops)
+# every explainer module, each with its EXPLAINERS: the shared ones, then each variant's `explain`
+MODULES: tuple[ModuleType, ...] = SHARED + parts("explain")
 
 
 def _registry(modules: tuple[ModuleType, ...]) -> dict[type[Op], Explainer]:

@@ -1,6 +1,7 @@
 """The arithmetic of the stages a layer may hold between projection and scores: a per-head q/k norm,
-a rotation of part of a head (or of interleaved pairs), and a logit soft cap; and beside the weights, how
-much each key moves a query's output through the head (`moved`).
+a rotation of part of a head (or of interleaved pairs), and a logit soft cap; beside the weights, how
+much each key moves a query's output through the head (`moved`); and a Gated DeltaNet layer's short causal
+convolution and gated norm around its state.
 
 `EXPLAINERS` maps each of these op kinds to its explainer; `explain.cell` puts it in the
 registry, so the inspector explains a Qwen3 or Gemma cell the same way as any other,
@@ -13,7 +14,7 @@ import math
 
 import torch
 
-from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, param, row64
+from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, param, row64, sum_terms
 from attn_tui.i18n import _
 from attn_tui.trace import ops
 from attn_tui.trace.stage import Stage, Trace
@@ -127,5 +128,40 @@ def _moved(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     return f"{stage.symbol}[{i},{j}] = ‖A[{i},{j}] · v_{j}·W_O,hᵀ‖", lines, total
 
 
+def _gated_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.GatedNorm)
+    i, j = index
+    source = trace.stages[op.source]
+    row = row64(source.data[i])
+    root = math.sqrt(float((row * row).mean()) + op.eps)
+    weight = param(trace, op.weight, j)
+    z = float(trace.operand(op.gate)[i, j].double())
+    silu = z / (1 + math.exp(-z))
+    total = float(row[j]) / root * weight * silu
+    return (f"{stage.symbol}[{i},{j}] = {source.symbol}[{i},{j}] / rms · w[{j}] · SiLU(z[{i},{j}])",
+            [f"rms = √(mean_m {source.symbol}[{i},m]² + {op.eps:g}) = {fmt(root)}",
+             f"SiLU({fmt(z)}) = {fmt(silu)}",
+             f"{fmt(float(row[j]))} / {fmt(root)} · {fmt(weight)} · {fmt(silu)} = {fmt(total)}"], total)
+
+
+def _conv(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
+    op = stage.op
+    assert isinstance(op, ops.CausalConv)
+    t, j = index
+    c = op.offset + j
+    weight = row64(trace.params[op.weight][c])  # (K,)
+    kernel = weight.numel()
+    column = row64(trace.inputs[op.source][:, c])  # (N,): the channel before the convolution
+    rows = [t - kernel + 1 + i for i in range(kernel)]
+    read = torch.tensor([float(column[r]) if r >= 0 else 0.0 for r in rows], dtype=torch.float64)
+    lines, dot = sum_terms(weight, read, "w", "x")
+    total = dot / (1 + math.exp(-dot))
+    return (f"{stage.symbol}[{t},{j}] = SiLU(Σ_i w[{c}, i]·x[{t} − {kernel - 1} + i, {c}])",
+            [_("channel {c} of the projection, rows {a}…{b} (a row before 0 reads 0)").format(c=c, a=rows[0], b=t),
+             *lines, f"SiLU({fmt(dot)}) = {fmt(total)}"], total)
+
+
 EXPLAINERS: dict[type[ops.Op], Explainer] = {ops.HeadNorm: _head_norm, ops.PartialRotary: _partial_rotary,
-                                              ops.SoftCap: _soft_cap, ops.MovedNorm: _moved}
+                                              ops.SoftCap: _soft_cap, ops.MovedNorm: _moved,
+                                              ops.GatedNorm: _gated_norm, ops.CausalConv: _conv}

@@ -17,7 +17,7 @@ from typing import Any
 
 from attn_tui.ask.checks import check_fields, check_ranges, matrix_shape
 from attn_tui.ask.model_request import check_generation
-from attn_tui.ask.options import MODEL_OPTIONS, choices
+from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, choices
 from attn_tui.ask.settings import ModelAsk, Settings
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import LANGUAGES, Msg
@@ -58,7 +58,7 @@ class Session:
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"version": VERSION, **asdict(self)}
-        data["settings"] = asdict(self.settings)
+        data["settings"] = self.settings.as_dict()
         data["model"] = None if self.model is None else asdict(self.model)
         return json.dumps(data, ensure_ascii=False, indent=1)
 
@@ -90,8 +90,7 @@ def _settings(data: object) -> Settings:
     menu of the app, its choices."""
     if not isinstance(data, dict):
         raise SessionError(str(Msg("{what} has the wrong type", what="settings")))
-    known = {f.name for f in fields(Settings)}
-    settings = Settings(**{k: v for k, v in data.items() if k in known})
+    settings = Settings.of(**{k: v for k, v in data.items() if k in SETTINGS})
     _checked(check_fields, settings, "settings", choices())
     _checked(check_ranges, settings, "settings")
     return settings

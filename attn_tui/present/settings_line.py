@@ -7,25 +7,21 @@ the stage bar and the CLI table both print this line, so it cannot be missed or 
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from attn_tui.ask.applies import applicable
+from attn_tui.ask.options import SETTINGS
 from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.i18n import _, pgettext
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
 
-# The variant is left out: the formula and the stage titles name it.
-LABELS = {  # the model pane's row labels, marked there (context "setting"): the line reads like the pane
-    "mask": "mask", "mask_fill": "fill", "pad_keys": "pad keys", "heads": "heads", "dim": "dim",
-    "positional": "pos enc", "seed": "seed", "device": "device", "dtype": "dtype", "temperature": "temp",
-    "projection": "proj", "rope_base": "θ base", "kv_heads": "kv heads", "window": "window", "tile": "tile",
-    "depth": "λ depth",
-    "rule": "rule",
-    "softcap": "soft cap", "qk_norm": "qk norm", "gate": "gate",
-}
+# The model pane's row labels (context "setting"), so the line reads like the pane. Left out: the variant (the
+# formula and the stage titles name it), what a custom mask means (named with the mask) and what the stage names
+# already show (`in_summary`).
+LABELS = {name: option.label for name, option in SETTINGS.items()
+          if option.label and option.in_summary and name not in ("variant", "mask_means")}
 DEFAULTS = Settings()
 
 
@@ -42,11 +38,9 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
     """
     applying = applicable(VariantAsk(source, settings))
     found: list[tuple[str, str]] = []
-    for field in fields(Settings):
-        name = field.name
-        value = getattr(settings, name)
-        default = DEFAULT_DIM if name == "dim" and source.embedded else getattr(DEFAULTS, name)
-        if name not in LABELS or name not in applying or value in (default, getattr(DEFAULTS, name)):
+    for name, value in settings.as_dict().items():
+        default = DEFAULT_DIM if name == "dim" and source.embedded else DEFAULTS.value(name)
+        if name not in LABELS or name not in applying or value in (default, DEFAULTS.value(name)):
             continue
         found.append((pgettext("setting", LABELS[name]), _value(value)))
     if custom_mask:

@@ -14,11 +14,8 @@ from attn_tui.trace.catalog import kind_of
 AXES = (
     NP_("axis", "query"), NP_("axis", "key"), NP_("axis", "token"), NP_("axis", "dim"), NP_("axis", "hidden"),
     NP_("axis", "position"), NP_("axis", "qkv"), NP_("axis", "output"), NP_("axis", "input"),
-    # the axes of rope, gqa, alibi, sink and flash, and of the real models traced like them
-    NP_("axis", "sink"), NP_("axis", "max"), NP_("axis", "rescale"), NP_("axis", "sum"), NP_("axis", "head.dim"),
-    NP_("axis", "cached"),  # mla: what a token's cache holds (the latent's c…, the rotary key's r…)
-    # linear attention's state and gates (variant linear, Qwen3-Next's linear layers)
-    NP_("axis", "key dim"), NP_("axis", "value dim"), NP_("axis", "decay"), NP_("axis", "beta"),
+    # the shared tail's sink and a head's own dimensions; a variant marks its own axes where it makes them
+    NP_("axis", "sink"), NP_("axis", "head.dim"),
 )
 
 

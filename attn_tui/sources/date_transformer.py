@@ -18,7 +18,7 @@ import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
 from attn_tui.attention.attend import Tail, attend
-from attn_tui.attention.variants.scaled_dot import SCALE_REASON
+from attn_tui.attention.variants.scaled_dot.compute import SCALE_REASON
 from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.models.seq2seq import codec, dates
 from attn_tui.models.seq2seq.transformer import DateTransformer, MultiHeadAttention, Tap

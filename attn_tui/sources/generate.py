@@ -23,8 +23,8 @@ from attn_tui.ask.budget import Estimate, memory_limit
 from attn_tui.ask.model_request import cache_window, check_generation, kept_positions
 from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.attend import WEIGHTS_FORMULA
-from attn_tui.attention.variants.gqa import kv_map
-from attn_tui.attention.variants.rope import rotate
+from attn_tui.attention.variants.gqa.compute import kv_map
+from attn_tui.attention.variants.rope.compute import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.cache_stage import held, record_cache

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attn_tui.attention.variants.rope import angles, rotate
+from attn_tui.attention.variants.rope.compute import angles, rotate
 from attn_tui.sources.families.spec import LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.families.tracer import head_norm, rotate_pairs
 from attn_tui.trace.masks import softmax_dtype

@@ -11,20 +11,22 @@ Titles and explanations are English message ids (marked with `NP_("stage", …)`
 show. A run may do a step its own way: `by_run` holds the explanation for a run whose
 explanation keys (`meta.explains`, most specific first) name it ("additive", "llama", …).
 
-A new stage kind (a norm on q/k, a soft cap) is one `StageKind` below (or in catalog_modern.py) and its Korean title in
-the message catalog; tests/trace/test_catalog.py fails for a stage name a source writes and
-the catalog lacks.
+A stage kind shared by several sources is one `StageKind` below; a variant's own kinds, and its own words for a
+shared stage (`Variant.explains`), are declared in its package and gathered here. Each needs its Korean title in
+the message catalog; tests/trace/test_catalog.py fails for a stage name a source writes and the catalog lacks.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from attn_tui.ask.variants import VARIANTS, declarations
 from attn_tui.i18n import N_, NP_
-from attn_tui.trace.catalog_modern import MODERN_KINDS
 from attn_tui.trace.stage_kind import ColourScale, StageKind
 
 __all__ = ["KINDS", "ColourScale", "StageKind", "kind_of", "symbol"]
 
-_KINDS = (
+_SHARED = (
     # the words and their positions
     StageKind("embedding", "X", NP_("stage", "embedding"), N_(
         "Each word is looked up in a table and becomes a vector of numbers. The table here is random but "
@@ -63,9 +65,6 @@ _KINDS = (
         "Each head projects its own keys with W_k. In the encoder and in cross-attention there is one key per "
         "input character (cross-attention's come from the encoder's output); in the decoder's self-attention "
         "one per position written so far, starting with <s>."),
-        "gqa": N_(
-        "This query head has no keys of its own: it reads the keys of its group's key/value head. The query "
-        "heads of one group see the same keys and differ only in what they ask."),
         "llama": N_(
         "The key this head reads is its group's: SmolLM2 has 9 query heads and 3 key/value heads, so three "
         "query heads share each key. Shown before the rotation.")}),
@@ -76,9 +75,6 @@ _KINDS = (
         "transformer-dates": N_(
         "Each head projects its own values with W_v from the same rows as the keys. The keys decide where a "
         "head looks; the values are what it carries back from there."),
-        "gqa": N_(
-        "The values are shared by the group in the same way. Heads of one group mix the same rows, each with "
-        "its own weights."),
         "llama": N_(
         "The value rows of this head's key/value head, shared with the other query heads of its group. They are"
         " not rotated: only queries and keys carry position.")}),
@@ -96,11 +92,7 @@ _KINDS = (
         "values.")),
     StageKind("query_proj", "Q'", NP_("stage", "query_proj"), N_(
         "The query is multiplied by a learned matrix W_a before it meets the keys. This lets the model "
-        "compare vectors of different sizes and decide which directions matter."),
-        by_run={
-        "additive": N_(
-        "Bahdanau attention first maps each query into a hidden space with W_a. Doing it once per query, "
-        "rather than once per query-key pair, keeps the cost down.")}),
+        "compare vectors of different sizes and decide which directions matter.")),
     StageKind("key_proj", "K'", NP_("stage", "key_proj"), N_(
         "Each key is mapped into the same hidden space with U_a. A query and a key can now be added "
         "together, which is the heart of additive attention.")),
@@ -128,22 +120,10 @@ _KINDS = (
         "Every query is compared with every key by a dot product: large when they point the same way. Row"
         " i says how well query i matches each key, before any normalisation."),
         by_run={
-        "additive": N_(
-        "The energy vector of each pair is reduced to one number by a learned vector v_a. The score is "
-        "what a tiny network thinks of the match, not a plain dot product."),
-        "concat": N_(
-        "The energy vector of each pair is reduced to one number by a learned vector v_c. The concat form"
-        " is additive attention with its two weight matrices written as one."),
-        "general": N_(
-        "Each projected query W_a q is compared with every key by a dot product. The learned W_a decides "
-        "which features of the query should line up with which features of the key."),
         "transformer-dates": N_(
         "Every query is compared with every key by a dot product, separately in each head. A head only sees "
         "its own slice of W_q and W_k, so different heads can match on different things: digits, month names, "
-        "positions."),
-        "rope": N_(
-        "Every rotated query is compared with every rotated key by a dot product. Nothing was added to the "
-        "tokens: position enters only through the rotation, as in Llama, Qwen and Mistral.")}),
+        "positions.")}),
     StageKind("scaled", "S'", NP_("stage", "scaled"), N_(
         "The scores are divided by √d_k. A dot product of d_k random terms grows like √d_k, and large "
         "scores push softmax into a one-hot with vanishing gradients; the division keeps them near unit "
@@ -165,17 +145,9 @@ _KINDS = (
         colour_scale="sequential"),
     StageKind("bias", "B", NP_("stage", "bias"), N_(
         "Something the code adds to the scores that is not a mask: a position bias, for example. It "
-        "shifts some scores up or down before the softmax."),
-        by_run={
-        "alibi": N_(
-        "ALiBi adds no position to the tokens. Instead each head subtracts its slope m times the distance "
-        "between query and key, so far keys score lower; steep heads look nearby, gentle heads look far.")}),
+        "shifts some scores up or down before the softmax.")),
     StageKind("biased", "S'+B", NP_("stage", "biased"), N_(
-        "The scores with the code's bias added: what the softmax (or the mask) reads next."),
-        by_run={
-        "alibi": N_(
-        "The scaled scores with the distance bias added. Between two equally good keys, the nearer one now "
-        "wins.")}),
+        "The scores with the code's bias added: what the softmax (or the mask) reads next.")),
     StageKind("masked", "M", NP_("stage", "masked"), N_(
         "Where the mask is 0 (padding, or a future word under a causal mask) the score is replaced by -∞ "
         "or -1e9, so softmax gives it no weight. The mask here follows torch: 1 means the query may "
@@ -198,10 +170,6 @@ _KINDS = (
         "overflow."),
         colour_scale="probability",
         by_run={
-        "sink": N_(
-        "Softmax runs over the keys plus one more logit, the head's learned sink. The sink's share is then "
-        "dropped, so a row sums to less than 1: a head that finds nothing useful can give its weight away "
-        "instead of piling it on some token."),
         "diffllama": N_(
         "An ordinary softmax map of this head, as transformers' output_attentions returns it. DiffLlama's heads "
         "come in pairs, h and h + H/2: at the pair's first head, the next stages subtract the second map from "
@@ -223,13 +191,7 @@ _KINDS = (
         by_run={
         "transformer-dates": N_(
         "Each row is this head's weighted average of the value rows. The heads' outputs are then joined side "
-        "by side and mixed by W_o, added to the layer's input, and passed on."),
-        "flash": N_(
-        "Dividing the accumulator by the denominator once, at the end, gives exactly softmax(QKᵀ/√d_k)·V. The "
-        "weight matrix never existed, which is why flash attention needs memory linear in the length."),
-        "linear": N_(
-        "Each query reads the state its own token left: o_t = q̂_t·S_t. No softmax and no score matrix were "
-        "computed, yet the same numbers come out of the implied matrix times V, which the inspector shows.")}),
+        "by side and mixed by W_o, added to the layer's input, and passed on.")}),
     StageKind("gate", "G", NP_("stage", "gate"), N_(
         "The output gate: σ(X·W_g), one number between 0 and 1 for every query and every dimension of the head, "
         "computed from the token itself. It decides how much of what attention gathered is let through.")),
@@ -262,23 +224,6 @@ _KINDS = (
     StageKind("rollout", "rollout", NP_("stage", "rollout"), "",
         colour_scale="probability"),
     # flash attention's online softmax, a tile of keys at a time
-    StageKind("tile_scores", "S_t", NP_("stage", "tile_scores"), N_(
-        "Flash attention never builds the whole score matrix: it reads the keys a tile at a time. These are "
-        "the scaled, masked scores of every query against this tile's keys only.")),
-    StageKind("running_max", "m", NP_("stage", "running_max"), N_(
-        "For each query, the largest score seen so far. Softmax subtracts the row's maximum to avoid overflow; "
-        "here the maximum is only known up to the current tile, so it may still grow.")),
-    StageKind("rescale", "α", NP_("stage", "rescale"), N_(
-        "When a tile raises a row's maximum, everything summed with the old maximum is too large by exp(m_old "
-        "− m_new). This factor shrinks the running sum and output; it is 1 when the maximum did not change."),
-        colour_scale="sequential"),
-    StageKind("denominator", "l", NP_("stage", "denominator"), N_(
-        "The softmax denominator so far: the old sum, rescaled, plus the exponentials of this tile. After the "
-        "last tile it is the full Σ_k exp(s_k − max)."),
-        colour_scale="sequential"),
-    StageKind("accumulator", "Õ", NP_("stage", "accumulator"), N_(
-        "The output so far, not yet divided: the old accumulator, rescaled, plus this tile's exponentials times "
-        "its value rows. Only this and two numbers per row are kept between tiles.")),
     # what recorded code does that the variants do not (attn-tui trace, attn_tui.record())
     StageKind("input", "X", NP_("stage", "input"), N_(
         "The tensor the code handed to its projections, as it was at that call: the token vectors the "
@@ -308,8 +253,55 @@ _KINDS = (
         "nn.MultiheadAttention returns the weights averaged over its heads unless told otherwise; this is "
         "that average, as the module returned it."),
         colour_scale="probability"),
+    # Qwen3-Next's Gated DeltaNet layers (their state's stages are the linear variant's)
+    StageKind("gated_norm", "O_n", NP_("stage", "gated_norm"), N_(
+        "A Gated DeltaNet head's output, normed (RMSNorm with a learned weight) and multiplied by SiLU of a gate "
+        "z computed from the token: what the layer's out_proj reads.")),
+    # a causal model writing: its key/value cache and the sampler after its last layer (sources/generate.py)
+    StageKind("cache_keys", "K_cache", NP_("stage", "cache_keys"), N_(
+        "What the model keeps of every position it has read, so a new token's query need not recompute them: "
+        "the keys after their rotation, one row a position, per key/value head. Each step adds a row; a "
+        "sliding-window layer drops the rows that left its window.")),
+    StageKind("cache_values", "V_cache", NP_("stage", "cache_values"), N_(
+        "The values kept beside the cached keys, one row a position: what a new token's weights mix.")),
+    StageKind("written", "A_≤t", NP_("stage", "written"), N_(
+        "The weights rows the model wrote so far, one under the other: each generated token's one row over "
+        "the keys it had (the prompt's rows at the first step). A row is added each step; right of a row's "
+        "last key nothing was there yet."), colour_scale="probability"),
+    StageKind("logits", "z", NP_("stage", "logits"), N_(
+        "The last layer's output at the newest position times the output embedding of each token of the "
+        "vocabulary: one score per token. Shown are the likeliest 20.")),
+    StageKind("tempered", "z/T", NP_("stage", "tempered"), N_(
+        "The logits divided by the temperature: below 1 the likeliest tokens gain, above 1 the choice spreads.")),
+    StageKind("cut", "z_cut", NP_("stage", "cut"), N_(
+        "Top-k keeps the k likeliest tokens, top-p the likeliest whose probabilities reach p; every other "
+        "token gets −∞ and can no longer be drawn.")),
+    StageKind("probs", "p", NP_("stage", "probs"), N_(
+        "Softmax of the logits over the whole vocabulary: the probability of each token being written next."),
+        colour_scale="sequential"),
+    StageKind("chosen", "chosen", NP_("stage", "chosen"), N_(
+        "The token written at this step: the most probable (greedy) or one drawn from the probabilities."),
+        colour_scale="sequential"),
 )
-KINDS: dict[str, StageKind] = {kind.name: kind for kind in _KINDS + MODERN_KINDS}
+
+
+def _catalog() -> dict[str, StageKind]:
+    """The shared kinds, each variant's own (its package's `KINDS`), and each variant's words for a shared stage
+    (its `explains`, under the variant's name as the run's explanation key)."""
+    found = {kind.name: kind for kind in _SHARED}
+    for module in declarations():
+        for kind in getattr(module, "KINDS", ()):
+            if kind.name in found:
+                raise TypeError(f"the stage kind {kind.name!r} is declared twice (again in {module.__name__})")
+            found[kind.name] = kind
+    for variant in VARIANTS.values():
+        for name, explanation in variant.explains.items():
+            kind = found[name]
+            found[name] = replace(kind, by_run={**kind.by_run, variant.name: explanation})
+    return found
+
+
+KINDS: dict[str, StageKind] = _catalog()
 
 
 def kind_of(name: str) -> StageKind:

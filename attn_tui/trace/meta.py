@@ -99,7 +99,7 @@ class VariantRun(_Answers):
         return Msg("tile {t}", t=step)  # flash: a step is a tile of keys
 
     def header(self) -> dict[str, object]:
-        kind: dict[str, object] = {"kind": "variant", "variant": self.variant, "settings": asdict(self.settings),
+        kind: dict[str, object] = {"kind": "variant", "variant": self.variant, "settings": self.settings.as_dict(),
                                    "vocab": list(self.vocab) or None, "heads": self.heads}
         if self.kv_map:  # grouped-query: the key/value head each query head reads
             kind |= {"kv_heads": self.kv_heads, "kv_map": list(self.kv_map)}

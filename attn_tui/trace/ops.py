@@ -9,25 +9,10 @@ piece of user code alike, and recomputes it to show that it matches.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, ClassVar
 
 from attn_tui.i18n import Msg
-from attn_tui.trace.ops_modern import Absorb as Absorb
-from attn_tui.trace.ops_modern import CausalConv as CausalConv
-from attn_tui.trace.ops_modern import Decay as Decay
-from attn_tui.trace.ops_modern import DiffNorm as DiffNorm
-from attn_tui.trace.ops_modern import DiffWeights as DiffWeights
-from attn_tui.trace.ops_modern import DotSum as DotSum
-from attn_tui.trace.ops_modern import GatedNorm as GatedNorm
-from attn_tui.trace.ops_modern import Implied as Implied
-from attn_tui.trace.ops_modern import L2Norm as L2Norm
-from attn_tui.trace.ops_modern import LambdaTerms as LambdaTerms
-from attn_tui.trace.ops_modern import LatentKeyScale as LatentKeyScale
-from attn_tui.trace.ops_modern import NormedAbsorb as NormedAbsorb
-from attn_tui.trace.ops_modern import NormedLatentScore as NormedLatentScore
-from attn_tui.trace.ops_modern import StateReadout as StateReadout
-from attn_tui.trace.ops_modern import StateUpdate as StateUpdate
-from attn_tui.trace.ops_modern import WriteStrength as WriteStrength
+from attn_tui.trace.op import Op as Op
 from attn_tui.trace.ops_writing import Chosen as Chosen
 from attn_tui.trace.ops_writing import VocabCut as VocabCut
 from attn_tui.trace.ops_writing import VocabSoftmax as VocabSoftmax
@@ -40,14 +25,14 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Given:
+class Given(Op):
     """Typed, or computed by a network that is not attention: the value is shown as it is."""
 
     what: str | Msg
 
 
 @dataclass(frozen=True)
-class Lookup:
+class Lookup(Op):
     """Row `rows[i]` of the embedding table `table` (a parameter), one per token."""
 
     table: str
@@ -55,21 +40,21 @@ class Lookup:
 
 
 @dataclass(frozen=True)
-class Sinusoid:
+class Sinusoid(Op):
     """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(…)."""
 
     base: float = 10000.0
 
 
 @dataclass(frozen=True)
-class Sum:
+class Sum(Op):
     """Cell-wise sum of stages of the same shape (embedding + PE, scores + bias)."""
 
     parts: tuple[Place, ...]
 
 
 @dataclass(frozen=True)
-class Linear:
+class Linear(Op):
     """out[i, j] = Σ_m source[i, m]·weight[offset + j, m] (+ bias[offset + j]): a row of X·Wᵀ + b.
 
     `offset` picks a head's rows of a fused or stacked weight.
@@ -82,14 +67,14 @@ class Linear:
 
 
 @dataclass(frozen=True)
-class Identity:
+class Identity(Op):
     """out[i, j] = source[i, j]: the identity projection (Q = K = V = X), as a first attention lesson has it."""
 
     source: Operand
 
 
 @dataclass(frozen=True)
-class Columns:
+class Columns(Op):
     """out[i, j] = source[i, offset + j]: a head's slice of a fused projection (or of a typed input)."""
 
     source: Operand
@@ -97,7 +82,7 @@ class Columns:
 
 
 @dataclass(frozen=True)
-class Dot:
+class Dot(Op):
     """out[i, j] = Σ_m left[i, m]·right[j, m]: every query against every key."""
 
     left: Place
@@ -105,7 +90,7 @@ class Dot:
 
 
 @dataclass(frozen=True)
-class Scale:
+class Scale(Op):
     """out = source · factor (1/√d_k, or a model's own scaling)."""
 
     source: Place
@@ -114,8 +99,10 @@ class Scale:
 
 
 @dataclass(frozen=True)
-class Masking:
+class Masking(Op):
     """out[i, j] = source[i, j] / temperature where the mask allows, the fill where it does not."""
+
+    masks: ClassVar[bool] = True
 
     source: Place
     mask: MaskSpec | None
@@ -124,7 +111,7 @@ class Masking:
 
 
 @dataclass(frozen=True)
-class Softmax:
+class Softmax(Op):
     """Softmax of each row of `source` over the keys (a learned sink logit joins it when `sink` is named).
 
     The sink is entry `sink_index` of the parameter `sink` (one logit per head): it takes
@@ -137,7 +124,7 @@ class Softmax:
 
 
 @dataclass(frozen=True)
-class WeightedSum:
+class WeightedSum(Op):
     """out[i, j] = Σ_k weights[i, k]·values[k, j]."""
 
     weights: Place
@@ -145,7 +132,7 @@ class WeightedSum:
 
 
 @dataclass(frozen=True)
-class TanhOfSum:
+class TanhOfSum(Op):
     """out[i, j, h] = tanh(left[i, h] + right[j, h]): Bahdanau's energy from separate projections."""
 
     left: Place
@@ -153,7 +140,7 @@ class TanhOfSum:
 
 
 @dataclass(frozen=True)
-class TanhOfPair:
+class TanhOfPair(Op):
     """out[i, j, h] = tanh(Σ_m weight[h, m]·[query_i; key_j][m] (+ bias[h])): the concat form's energy."""
 
     query: Place
@@ -163,7 +150,7 @@ class TanhOfPair:
 
 
 @dataclass(frozen=True)
-class Reduce:
+class Reduce(Op):
     """out[i, j] = Σ_h vector[h]·source[i, j, h] (+ bias): a learned vector turns an energy into a score."""
 
     source: Place
@@ -172,28 +159,28 @@ class Reduce:
 
 
 @dataclass(frozen=True)
-class Concat:
+class Concat(Op):
     """The parts side by side along their last axis (the heads' outputs)."""
 
     parts: tuple[Place, ...]
 
 
 @dataclass(frozen=True)
-class Stack:
+class Stack(Op):
     """Row t is row 0 of part t: one decoder step's weights per row (an alignment)."""
 
     parts: tuple[Place, ...]
 
 
 @dataclass(frozen=True)
-class Mean:
+class Mean(Op):
     """Cell-wise mean of stages of the same shape (an alignment averaged over heads)."""
 
     parts: tuple[Place, ...]
 
 
 @dataclass(frozen=True)
-class Rotary:
+class Rotary(Op):
     """Row p of `source` with each pair of dimensions (i, i + d/2) turned by the angle p·θ_i, θ_i = base^(−2i/d).
 
     Llama's rotate-half convention, as transformers' `apply_rotary_pos_emb` has it:
@@ -208,7 +195,7 @@ class Rotary:
 
 
 @dataclass(frozen=True)
-class HeadNorm:
+class HeadNorm(Op):
     """Row p of `source` normalised over a head's dimensions, then scaled (and shifted) per dimension.
 
     rms: out[p, j] = x_j / √(mean_m x_m² + eps) · (offset + weight[j]);
@@ -231,7 +218,7 @@ class HeadNorm:
 
 
 @dataclass(frozen=True)
-class PartialRotary:
+class PartialRotary(Op):
     """Rotary on the first `rotated` dimensions of `source`'s rows (the rest pass through), pairs as
     rotate-half (i, i + r/2) or interleaved (2i, 2i + 1); θ_i = base^(−2i/r), the angle p·θ_i."""
 
@@ -245,7 +232,7 @@ class PartialRotary:
 
 
 @dataclass(frozen=True)
-class SoftCap:
+class SoftCap(Op):
     """out = cap · tanh(source / cap): a score kept inside (−cap, cap) (Gemma 2's logit soft cap)."""
 
     source: Place
@@ -253,7 +240,7 @@ class SoftCap:
 
 
 @dataclass(frozen=True)
-class SigmoidGate:
+class SigmoidGate(Op):
     """out[i, j] = σ(Σ_m source[i, m]·weight[offset + j, m]): the output gate of gated attention, one number in
     (0, 1) for each query row and each dimension of a head (`offset` picks the head's rows of W_g)."""
 
@@ -264,7 +251,7 @@ class SigmoidGate:
 
 
 @dataclass(frozen=True)
-class GateProduct:
+class GateProduct(Op):
     """out[i, j] = output[i, j]·gate[i, j]: a head's weighted sum let through by its gate, element by element."""
 
     output: Place
@@ -272,15 +259,7 @@ class GateProduct:
 
 
 @dataclass(frozen=True)
-class DistanceBias:
-    """out[i, j] = −m·|i − j|, m = entry `index` of the parameter `slopes`: ALiBi's linear distance bias."""
-
-    slopes: str
-    index: int
-
-
-@dataclass(frozen=True)
-class SinkMass:
+class SinkMass(Op):
     """out[i, 0] = exp(s − max) / (Σ_k exp(source[i, k] − max) + exp(s − max)): the share the sink logit took.
 
     s is entry `index` of the parameter `sink`; max is the largest of the row and s.
@@ -292,7 +271,7 @@ class SinkMass:
 
 
 @dataclass(frozen=True)
-class MovedNorm:
+class MovedNorm(Op):
     """out[i, j] = ‖A[i, j] · v_j · W_Oᵀ[column : column + d_h]‖: how much key j moves query i's output through this
     head after the output projection (Kobayashi et al. 2020). `weights` and `value` are the head's stages, `w_o` the
     parameter (d, heads·d_h) in nn.Linear's layout, `column` the head's first column in it."""
@@ -304,66 +283,7 @@ class MovedNorm:
 
 
 @dataclass(frozen=True)
-class TileScores:
-    """out[i, c] = (q_i·k_{offset+c})·factor / T where `mask` (the tile's part) allows, the fill where not."""
-
-    query: Place
-    key: Place
-    offset: int
-    factor: float
-    mask: MaskSpec | None
-    fill: str
-    temperature: float = 1.0
-
-
-@dataclass(frozen=True)
-class RunningMax:
-    """out[i, 0] = max(previous[i, 0], max_c tile[i, c]): the largest score seen so far (−∞ before the first)."""
-
-    tile: Place
-    previous: Place | None
-
-
-@dataclass(frozen=True)
-class Rescale:
-    """out[i, 0] = exp(previous[i, 0] − current[i, 0]): how much the sums so far shrink (0 before the first)."""
-
-    current: Place
-    previous: Place | None
-
-
-@dataclass(frozen=True)
-class Denominator:
-    """out[i, 0] = α[i]·previous[i, 0] + Σ_c exp(tile[i, c] − m[i]): the running softmax denominator l."""
-
-    tile: Place
-    max: Place
-    rescale: Place
-    previous: Place | None
-
-
-@dataclass(frozen=True)
-class Accumulate:
-    """out[i, j] = α[i]·previous[i, j] + Σ_c exp(tile[i, c] − m[i])·values[offset + c, j]: the unnormalised output."""
-
-    tile: Place
-    max: Place
-    rescale: Place
-    previous: Place | None
-    values: Place
-    offset: int
-
-
-@dataclass(frozen=True)
-class Normalise:
-    """out[i, j] = accumulator[i, j] / denominator[i, 0]; 0 where the denominator is 0 (nothing to attend)."""
-
-    accumulator: Place
-    denominator: Place
-
-
-@dataclass(frozen=True)
-class ScoreMod:
+class ScoreMod(Op):
     """out[q, kv] = score_mod(source[q, kv], b, h, q, kv): flex_attention's user function, run on every score.
 
     The function is the user's code, so it is never called here: it ran where the code ran,
@@ -378,7 +298,7 @@ class ScoreMod:
 
 
 @dataclass(frozen=True)
-class BlockTiles:
+class BlockTiles(Op):
     """A flex_attention BlockMask as a tile map: out[qb, kb] = 0 (skipped), 1 (partial: mask_mod applied per cell)
     or 2 (full: computed without the mask_mod), for tiles of `block` = (query rows, key columns)."""
 
@@ -387,10 +307,22 @@ class BlockTiles:
     mask_mod: str  # the mask_mod's name and place, as the partial tiles apply it
 
 
-Op = Union[Given, Lookup, Sinusoid, Sum, Linear, Identity, Columns, Dot, Scale, Masking, Softmax, WeightedSum,
-           TanhOfSum, TanhOfPair, Reduce, Concat, Stack, Rotary, DistanceBias, SinkMass, TileScores, RunningMax,
-           Rescale, Denominator, Accumulate, Normalise, Mean, HeadNorm, PartialRotary, SoftCap, ScoreMod, BlockTiles,
-           VocabCut, VocabSoftmax, Chosen, DotSum, Absorb, LambdaTerms, DiffWeights, DiffNorm, L2Norm, Decay,
-           WriteStrength, StateUpdate, Implied, StateReadout, SigmoidGate, GateProduct, GatedNorm, CausalConv,
-           MovedNorm, Written,
-           LatentKeyScale, NormedAbsorb, NormedLatentScore]
+@dataclass(frozen=True)
+class GatedNorm(Op):
+    """out[i, j] = source[i, j] / √(mean_m source[i, m]² + eps)·weight[j]·SiLU(gate[i, j]): Gated DeltaNet's
+    norm of a head's output, opened by SiLU of the gate `gate` (an input of the trace, the layer's z)."""
+
+    source: Place
+    gate: str
+    weight: str
+    eps: float
+
+
+@dataclass(frozen=True)
+class CausalConv(Op):
+    """out[t, j] = SiLU(Σ_i weight[c, i]·source[t − K + 1 + i, c]), c = offset + j, rows before 0 read as 0: a short
+    causal convolution over each channel of `source` (an input of the trace), as Gated DeltaNet runs on q, k, v."""
+
+    source: str
+    weight: str
+    offset: int

@@ -1,15 +1,16 @@
-"""The ops of a model writing: the sampler's stages after the last layer and the rows written so far; `ops`
-names them in its `Op` union."""
+"""The ops of a model writing: the sampler's stages after the last layer and the rows written so far (`ops`
+re-exports them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attn_tui.trace.op import Op
 from attn_tui.trace.place import Place
 
 
 @dataclass(frozen=True)
-class VocabCut:
+class VocabCut(Op):
     """The sampler's top-k / top-p cut, as transformers' warpers make it: out[0, j] = source[0, j] for a token
     they keep, −∞ for one they drop. `ranks[j]` is column j's rank in the whole vocabulary (0 = likeliest) and
     `before[j]` the probability of every token ranked above it (what top-p compares with P)."""
@@ -22,7 +23,7 @@ class VocabCut:
 
 
 @dataclass(frozen=True)
-class VocabSoftmax:
+class VocabSoftmax(Op):
     """out[0, j] = exp(source[0, j] − log Σ_v exp(source[0, v])): a probability over the whole vocabulary, of
     which a stage shows a few columns; `log_total` is that log-sum over all `vocab` tokens."""
 
@@ -32,7 +33,7 @@ class VocabSoftmax:
 
 
 @dataclass(frozen=True)
-class Chosen:
+class Chosen(Op):
     """out[0, j] = 1 for the token written, 0 elsewhere: the largest probability (greedy), or drawn from
     `source`'s probabilities by a generator seeded with `seed`."""
 
@@ -43,7 +44,7 @@ class Chosen:
 
 
 @dataclass(frozen=True)
-class Written:
+class Written(Op):
     """out[r, j] = row `rows[r][1]` of stage `rows[r][0]` at key j (0 right of the keys that row read): the
     weights rows a model wrote so far, one under the other, each from its own step."""
 

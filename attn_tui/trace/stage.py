@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import torch
 
@@ -20,7 +21,8 @@ from attn_tui.trace.geometry import LayerGeometry
 from attn_tui.trace.lazy import LazyTensor
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.meta import RunMeta
-from attn_tui.trace.ops import Given, Masking, Op, Place, Scale, Softmax, TileScores
+from attn_tui.trace.op import MaskingOp
+from attn_tui.trace.ops import Given, Op, Place, Scale, Softmax
 from attn_tui.trace.stage_stats import StageStats
 from attn_tui.trace.steps import Step, Steps
 
@@ -263,7 +265,7 @@ class Trace:
         """The attention modules of the trace in order ([None] when there is only the one)."""
         return list(dict.fromkeys(place.module for place in self.stages))
 
-    def masking(self, stage: Stage) -> Masking | TileScores | None:
+    def masking(self, stage: Stage) -> MaskingOp | None:
         """The masking that shaped a stage: its own (masked, a flash tile's scores), or its source's (the
         weights of a masked stage).
 
@@ -280,7 +282,7 @@ class Trace:
             if source is None:
                 break
             op = source.op
-        return op if isinstance(op, (Masking, TileScores)) else None
+        return cast("MaskingOp", op) if op.masks else None
 
     def mask_of(self, stage: Stage | int) -> MaskSpec | None:
         """The mask of `masking(stage)`, or None when nothing was masked; given a layer, that layer's mask

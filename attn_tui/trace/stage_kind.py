@@ -1,5 +1,5 @@
 """What a stage name means wherever it is drawn (`StageKind`), kept apart from the catalog that lists every kind
-(catalog.py, catalog_modern.py) so that both lists read it from one place."""
+(catalog.py) and from the variants that declare their own kinds, so that every list reads it from one place."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import math
 import torch
 
 from attn_tui.i18n import Msg, Plural
-from attn_tui.trace.ops import Given, Masking, RunningMax, Softmax
+from attn_tui.trace.ops import Given, Masking, Softmax
 from attn_tui.trace.stage import Stage, Trace
 from attn_tui.trace.stage_stats import StageStats as StageStats
 
@@ -50,7 +50,7 @@ def check_values(trace: Trace) -> None:
                 trace.warn(Msg("stage {stage}: dividing by the temperature {temperature} underflowed every score to 0, "
                                "so the weights are uniform", stage=stage.key, temperature=f"{temperature:g}"))
         # A running max is −∞ until its row has seen a key it may attend: that is the online softmax's start.
-        n_inf = stats.posinf + (0 if isinstance(stage.op, RunningMax) else stats.neginf)
+        n_inf = stats.posinf + (0 if stage.op.starts_infinite else stats.neginf)
         overflowed = _earlier(infinite, stage)
         if n_inf:
             dtype = stage.data.dtype

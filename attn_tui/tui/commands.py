@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -11,7 +10,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.samples import load_samples
-from attn_tui.ask.settings import Settings, VariantAsk
+from attn_tui.ask.settings import VariantAsk
 from attn_tui.i18n import _, pgettext
 from attn_tui.io.session import MENUS
 from attn_tui.tui.screens.help import key_text
@@ -50,17 +49,15 @@ class PaletteHost(Protocol):
 
 
 def setting_commands(app: PaletteHost) -> Iterator[Command]:
-    """A command for each value of each setting, generated from `Settings`' own fields and the menus' choices:
+    """A command for each value of each setting, generated from the option schema and the menus' choices:
     a setting with choices offers each other choice, a switch its other state, a number its field to type in.
     Settings that change nothing for this variant on this input are left out, as the model pane greys them."""
     settings = app.variants.settings
     used = applicable(app.variants)
-    for field in fields(Settings):
-        name = field.name
+    for name, now in settings.as_dict().items():
         if name in GREYABLE and name not in used:
             continue
         label = pgettext("setting", LABELS[name])
-        now = getattr(settings, name)
         if name in MENUS:
             for value in MENUS[name]:
                 if value != now:

@@ -245,7 +245,7 @@ class EditingActions(_AppBase):
 
     def set_setting(self, name: str, value: object) -> None:
         """One setting changed from outside the model pane (the palette): the pane shows it, the variants run it."""
-        settings = replace(self.variants.settings, **{name: value})  # type: ignore[arg-type]
+        settings = self.variants.settings.replace(**{name: value})
         if self.state.wanted.model is not None:
             self.choose_model(None)
         self.query_one(ModelPane).show(settings)

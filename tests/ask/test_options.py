@@ -23,9 +23,16 @@ KINDS = {"int": int, "float": float, "bool": bool, "str": str, "int | None": int
 
 
 def test_every_settings_field_has_exactly_one_schema_entry() -> None:
-    """The dataclass and the schema name the same settings, in the same order, with the same type and default."""
-    assert [f.name for f in fields(Settings)] == list(SETTINGS)
-    for f in fields(Settings):
+    """The dataclass and the shared schema name the same settings, in the same order, with the same type and default;
+    every other setting is one variant's own, declared in its package and held in `own`."""
+    shared = [f for f in fields(Settings) if f.name != "own"]
+    assert [f.name for f in shared] == list(options.SHARED)
+    assert set(SETTINGS) == set(options.SHARED) | set(options.VARIANT_OWN)
+    assert tuple(o.name for v in VARIANTS.values() for o in v.own) == options.VARIANT_OWN
+    for name in options.VARIANT_OWN:
+        assert Settings().value(name) == SETTINGS[name].default
+        assert Settings.of(**{name: SETTINGS[name].default}) == Settings()  # a default is no change
+    for f in shared:
         option = SETTINGS[f.name]
         assert option.name == f.name
         assert KINDS[str(f.type)] is option.kind, f.name

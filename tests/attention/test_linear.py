@@ -63,7 +63,7 @@ def _inputs(trace: Trace, gated: bool) -> tuple[torch.Tensor, ...]:
 @pytest.mark.parametrize("key", list(REQUESTS))
 def test_states_and_output_equal_the_papers_formula_in_float64(key: str) -> None:
     trace = compute(REQUESTS[key])
-    gated = trace.meta.settings.rule == "gated-delta"  # type: ignore[attr-defined]
+    gated = trace.meta.settings.value("rule") == "gated-delta"  # type: ignore[attr-defined]
     q, k, v, alpha, beta = _inputs(trace, gated)
     assert torch.allclose(trace.tensor("query_l2").double(), q, atol=1e-6)
     assert torch.allclose(trace.tensor("key_l2").double(), k, atol=1e-6)

@@ -14,7 +14,7 @@ import torch
 
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.attention.engine import compute
-from attn_tui.attention.variants.mla import sizes
+from attn_tui.attention.variants.mla.compute import sizes
 from attn_tui.explain.cell import explain
 from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Trace

@@ -148,7 +148,7 @@ def test_sixteen_thousand_tokens_with_a_sliding_window_never_hold_a_whole_stage(
     code = ("from attn_tui.attention.engine import compute\n"
             "from attn_tui.ask.settings import VariantAsk, SentenceInput, Settings\n"
             "text = ' '.join(f'w{i % 300}' for i in range(16384))\n"
-            f"s = Settings(variant={variant!r}, mask='sliding+padding', window=512, heads={heads}, kv_heads=1,"
+            f"s = Settings.of(variant={variant!r}, mask='sliding+padding', window=512, heads={heads}, kv_heads=1,"
             " device='cpu')\n"
             "trace = compute(VariantAsk(SentenceInput(text), s))\n"
             "head = 1 if trace.heads > 1 else None\n"

@@ -17,7 +17,7 @@ import torch
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.attention.engine import compute
-from attn_tui.attention.variants.alibi import slopes
+from attn_tui.attention.variants.alibi.compute import slopes
 from attn_tui.cli import main
 from attn_tui.explain.cell import explain
 from attn_tui.trace.ops import Place

@@ -16,8 +16,8 @@ import torch
 
 from attn_tui.ask.applies import applicable, not_applying
 from attn_tui.attention.engine import compute
-from attn_tui.attention.variants.diff_maps import lambda_init
-from attn_tui.attention.variants.mla import sizes
+from attn_tui.attention.variants.diff.maps import lambda_init
+from attn_tui.attention.variants.mla.compute import sizes
 from attn_tui.cli import main
 from attn_tui.explain.cell import explain
 from attn_tui.i18n import set_language

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.attention.engine import compute
-from attn_tui.attention.variants.alibi import slopes
+from attn_tui.attention.variants.alibi.compute import slopes
 from tests.conftest import matrices, sentence, x_matrix
 
 MASKS = ["none", "causal", "padding", "causal+padding", "sliding", "sliding+padding"]

@@ -22,7 +22,7 @@ L, S, D, HEADS = 5, 5, 8, 2
 
 def formula(variant: str) -> str:
     """The indented block of the variant module's docstring: the lines a reader can run."""
-    module = importlib.import_module(f"attn_tui.attention.variants.{variant}")
+    module = importlib.import_module(f"attn_tui.attention.variants.{variant}.compute")
     assert module.__file__ is not None
     doc = ast.get_docstring(ast.parse(Path(module.__file__).read_text(encoding="utf-8")), clean=False) or ""
     block: list[str] = []
@@ -89,7 +89,7 @@ def test_the_plain_formula_gives_the_staged_output(variant: str) -> None:
                   lq2=ns["lambda_q2"], lk2=ns["lambda_k2"])
         result = "y"
     if variant == "linear":  # its gates are made from each token (the formula reads them as α, β)
-        from attn_tui.attention.variants.linear import l2_rows
+        from attn_tui.attention.variants.linear.compute import l2_rows
 
         ns.update({"l2": l2_rows, "d_k": D, "α": trace.tensor("decay")[:, 0], "β": trace.tensor("beta")[:, 0]})
         result = "out"

@@ -14,8 +14,8 @@ import torch
 
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.attention.engine import compute
-from attn_tui.attention.variants.alibi import SLOPES
-from attn_tui.attention.variants.sink import SINK
+from attn_tui.attention.variants.alibi.compute import SLOPES
+from attn_tui.attention.variants.sink.compute import SINK
 from attn_tui.trace.geometry import LayerGeometry
 from attn_tui.trace.stage import Trace
 from tests.conftest import sentence

@@ -102,7 +102,7 @@ def test_the_estimate_counts_every_stage_a_trace_will_hold() -> None:
     from attn_tui.attention.engine import compute
 
     for tile in (1, 3, 8):
-        request = VariantAsk(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings(variant="flash", tile=tile))
+        request = VariantAsk(XInput([[0.1 * i, 0.2] for i in range(20)]), Settings.of(variant="flash", tile=tile))
         trace = compute(request)
         sizes, _ = ask_sizes(request)
         assert len(list(trace)) <= stage_count("flash", sizes) <= len(list(trace)) + 4

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.ask.settings import ModelAsk
-from attn_tui.attention.variants.linear import implied_matrix, l2_rows, recurrence
+from attn_tui.attention.variants.linear.compute import implied_matrix, l2_rows, recurrence
 from attn_tui.explain.cell import explain
 from attn_tui.sources import run
 from attn_tui.trace.ops import Place

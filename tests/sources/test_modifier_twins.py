@@ -72,8 +72,8 @@ def _twin(monkeypatch: pytest.MonkeyPatch, family: Trace, variant: str, settings
     x = family.inputs["blocks.0.X"]  # (N, d): what the family's projections read
     base = family.geometry[0].positional.base or 10000.0
     return compute(VariantAsk(XInput(x.tolist(), family.query_tokens),
-                           Settings(variant=variant, mask="causal", device="cpu", heads=heads, kv_heads=kv_heads,
-                                    rope_base=base, **settings)))  # type: ignore[arg-type]
+                           Settings.of(variant=variant, mask="causal", device="cpu", heads=heads, kv_heads=kv_heads,
+                                       rope_base=base, **settings)))
 
 
 @pytest.mark.parametrize("name", sorted(SINGLE))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from textual.pilot import Pilot
@@ -42,7 +42,7 @@ def sample_app(name: str = "korean", play_interval: float = 0.8, **settings: obj
     """An app opened on a sample, optionally with some settings changed."""
     request = load_samples()[name].request
     if settings:
-        request = VariantAsk(request.source, replace(request.settings, **settings), request.custom_mask)
+        request = VariantAsk(request.source, request.settings.replace(**settings), request.custom_mask)
     return RecordingApp(request, play_interval=play_interval)
 
 

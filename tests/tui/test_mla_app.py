@@ -49,7 +49,7 @@ async def test_stepping_mla_walks_the_latent_path_then_every_heads_scores() -> N
         app.query_one("#set-absorbed", Checkbox).value = True  # the pane's box: W_uk folded into the query
         await settle(pilot)
         names = app.stage_names()
-        assert app.trace.meta.settings.absorbed and "query_absorbed" in names and "key" not in names
+        assert app.trace.meta.settings.value("absorbed") and "query_absorbed" in names and "key" not in names
 
 
 @pytest.mark.models

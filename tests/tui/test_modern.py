@@ -162,7 +162,7 @@ async def test_kv_heads_input_regroups_the_heads_and_refuses_what_does_not_divid
         assert app.trace.meta.kv_map == (0,) * 6 and "must divide --heads 6" in app.error
         app.query_one("#set-kv_heads").value = "0"
         await pilot.pause()
-        assert app.wanted.settings.kv_heads == 4 and not app.workers._workers  # refused: nothing asked
+        assert app.wanted.settings.value("kv_heads") == 4 and not app.workers._workers  # refused: nothing asked
         assert "at least 1" in str(app.query_one("#settings-error").render())
 
 
@@ -172,7 +172,7 @@ async def test_window_tile_and_rope_base_inputs_recompute() -> None:
         await settle(pilot)
         assert app.trace.steps() == 3
         await _change(pilot, "#set-tile", "2")
-        assert app.trace.steps() == 5 and app.trace.meta.settings.tile == 2
+        assert app.trace.steps() == 5 and app.trace.meta.settings.value("tile") == 2
         await _change(pilot, "#set-mask", "sliding")
         await _change(pilot, "#set-window", "2")
         allowed = app.trace.mask.allowed
@@ -180,9 +180,9 @@ async def test_window_tile_and_rope_base_inputs_recompute() -> None:
         await _change(pilot, "#set-variant", "rope")
         before = app.trace.tensor("query_rot")
         await _change(pilot, "#set-rope_base", "100")
-        assert app.trace.meta.settings.rope_base == 100.0
+        assert app.trace.meta.settings.value("rope_base") == 100.0
         assert not torch.equal(before, app.trace.tensor("query_rot"))
         app.query_one("#set-rope_base").value = "1"
         await pilot.pause()
-        assert app.wanted.settings.rope_base == 100.0 and not app.workers._workers  # refused: nothing asked
+        assert app.wanted.settings.value("rope_base") == 100.0 and not app.workers._workers  # refused: nothing asked
         assert "above 1" in str(app.query_one("#settings-error").render())

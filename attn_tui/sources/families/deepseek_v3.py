@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 from attn_tui.attention.attend import Tail
-from attn_tui.attention.variants.mla import Latent, Turn, record
-from attn_tui.attention.variants.rope import rotate
+from attn_tui.attention.variants.mla.compute import Latent, Turn, record
+from attn_tui.attention.variants.rope.compute import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import rope_base

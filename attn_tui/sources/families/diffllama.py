@@ -12,13 +12,14 @@ from __future__ import annotations
 import torch
 
 from attn_tui.attention.attend import Tail
-from attn_tui.attention.variants.diff_maps import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
+from attn_tui.attention.variants.diff import LambdaTerms
+from attn_tui.attention.variants.diff.maps import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, layer, rope_base
 from attn_tui.sources.families.spec import Family, LayerSpec
 from attn_tui.sources.model_run import ModelRun
-from attn_tui.trace.ops import Concat, LambdaTerms, Place
+from attn_tui.trace.ops import Concat, Place
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.ask.budget import format_bytes
-from attn_tui.attention.variants.mla import rms
+from attn_tui.attention.variants.mla.compute import rms
 from attn_tui.i18n import Msg
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.masks import softmax_dtype

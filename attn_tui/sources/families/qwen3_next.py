@@ -17,14 +17,15 @@ import torch
 from transformers.activations import ACT2FN
 
 from attn_tui.ask.budget import format_bytes
-from attn_tui.attention.variants.linear import record_gates, record_normed, record_state, token_steps
+from attn_tui.attention.variants.linear import Decay, WriteStrength
+from attn_tui.attention.variants.linear.compute import record_gates, record_normed, record_state, token_steps
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, OwnStep, RotarySpec
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import LoadedModel, ModelRun
-from attn_tui.trace.ops import CausalConv, Decay, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate, WriteStrength
+from attn_tui.trace.ops import CausalConv, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 STATES_BYTES = 1 << 29  # a linear layer's states are stepped through one by one; more is only memory

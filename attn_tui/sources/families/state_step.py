@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from transformers.activations import ACT2FN
 
 from attn_tui.ask.budget import format_bytes
-from attn_tui.attention.variants.linear import BETA_AXIS, DECAY_AXIS, l2_rows
+from attn_tui.attention.variants.linear.compute import BETA_AXIS, DECAY_AXIS, l2_rows
 from attn_tui.i18n import Msg
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import Given, Place

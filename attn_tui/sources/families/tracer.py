@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.attention.attend import PreStage, Tail, score_stages
-from attn_tui.attention.variants.gqa import kv_map, shared_formula
-from attn_tui.attention.variants.rope import angles, record_rotation, rotate, rotated_score_stages
-from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.attention.variants.gqa.compute import kv_map, shared_formula
+from attn_tui.attention.variants.rope.compute import angles, record_rotation, rotate, rotated_score_stages
+from attn_tui.attention.variants.scaled_dot.compute import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.output_proj import output_weight

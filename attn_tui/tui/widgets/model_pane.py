@@ -11,7 +11,6 @@ shown only where they apply.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -138,7 +137,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Static("", id="recorded")
         for name in ORDER:
             yield from self._row(name, self._control(name), row_classes(SETTINGS[name]))
-            if name == "tile":
+            if name == ORDER[ORDER.index("mask") - 1]:  # after the variants' own rows
                 yield from self._model_rows()
             elif name == "device":
                 yield from self._row("used", Label("—", id="device-used", classes="value"))
@@ -155,7 +154,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
 
     def _control(self, name: str) -> Widget:
         """A setting's control, as the schema declares its row: a menu of its choices, a number field or a box."""
-        option, value, ident = SETTINGS[name], getattr(self.settings, name), f"set-{name}"
+        option, value, ident = SETTINGS[name], self.settings.value(name), f"set-{name}"
         if option.row == "select":
             return Select([(c, c) for c in option.choices or ()], value=value, allow_blank=False, compact=True,
                           id=ident)
@@ -301,11 +300,11 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.held = False
         with self.prevent(Select.Changed, Input.Changed, Checkbox.Changed):
             for name in SELECTS:
-                self.query_one(f"#set-{name}", Select).value = getattr(settings, name)
+                self.query_one(f"#set-{name}", Select).value = settings.value(name)
             for name in INPUTS:
                 self.query_one(f"#set-{name}", Input).value = number_text(settings, name)
             for name in CAPTIONS:
-                self.query_one(f"#set-{name}", Checkbox).value = getattr(settings, name)
+                self.query_one(f"#set-{name}", Checkbox).value = settings.value(name)
         self.query_one("#settings-error", Label).update("")
 
     def show_view(self, head: int, heads: int, device_used: str) -> None:
@@ -321,8 +320,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             if event.value != self.choice:
                 self._model_picked(str(event.value))
             return
-        if name in SELECTS and event.value != getattr(self.settings, name):
-            self._edited(replace(self.settings, **{name: str(event.value)}))  # type: ignore[arg-type]
+        if name in SELECTS and event.value != self.settings.value(name):
+            self._edited(self.settings.replace(**{name: str(event.value)}))
 
     def _model_picked(self, choice: str) -> None:
         self._set_kind(choice)
@@ -355,8 +354,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             self._target_edited()
             return
         name = (event.checkbox.id or "").removeprefix("set-")
-        if name in CAPTIONS and event.value != getattr(self.settings, name):
-            self._edited(replace(self.settings, **{name: event.value}))  # type: ignore[arg-type]
+        if name in CAPTIONS and event.value != self.settings.value(name):
+            self._edited(self.settings.replace(**{name: event.value}))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -379,8 +378,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         shown = error or next(iter(self.refused.values()), "")  # this field's, else another still refused
         self.query_one("#settings-error", Label).update(drawn(shown))
         self.post_message(SettingsRejected(shown))  # shown where it cannot scroll out of sight too
-        if not error and value != getattr(self.settings, name):
-            self._edited(replace(self.settings, **{name: value}))  # type: ignore[arg-type]
+        if not error and value != self.settings.value(name):
+            self._edited(self.settings.replace(**{name: value}))
         elif not self.refused and self.held:
             self._edited(self.settings)
 

@@ -7,9 +7,9 @@ key is typed, the same range the command line, the API, the session and the budg
 
 from __future__ import annotations
 
-from attn_tui.ask.options import SETTINGS, Option
+from attn_tui.ask.options import SETTINGS, VARIANT_OWN, Option
 from attn_tui.ask.settings import Settings
-from attn_tui.i18n import N_, NP_, _, pgettext
+from attn_tui.i18n import NP_, _, pgettext
 
 # The rows that are no setting: the model choice and what belongs to a real model (context "setting").
 MODEL_LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path"), "layer": NP_("setting", "layer"),
@@ -17,11 +17,12 @@ MODEL_LABELS = {"model": NP_("setting", "model"), "path": NP_("setting", "path")
                 "forcing": NP_("setting", "forcing"), "used": NP_("setting", "used")}
 # Each row's label, by the setting it shows (translated with the context "setting").
 LABELS = MODEL_LABELS | {name: option.label for name, option in SETTINGS.items()}
-# The pane's order, top to bottom; the model's own rows come after `tile`, the device actually used after `device`.
-ORDER = ("variant", "projection", "dim", "heads", "kv_heads", "rope_base", "absorbed", "depth", "tile", "rule", "mask",
-         "window", "pad_keys", "mask_fill", "mask_means", "positional", "temperature", "seed", "device", "dtype",
-         "softcap", "qk_norm", "gate")  # the 2025 mechanisms a score-based variant may add
-CAPTIONS = {"positional": N_("sinusoidal"), "absorbed": N_("W_uk in q"), "gate": N_("σ(X·W_g)")}  # beside its box
+# The pane's order, top to bottom: the shape of the run, each variant's own settings (in the variants' order), the
+# mask, the rest, and the 2025 mechanisms a score-based variant may add. The model's own rows come after the
+# variants' own, the device actually used after `device`.
+ORDER = ("variant", "projection", "dim", "heads", *VARIANT_OWN, "mask", "window", "pad_keys", "mask_fill", "mask_means",
+         "positional", "temperature", "seed", "device", "dtype", "softcap", "qk_norm", "gate")
+CAPTIONS = {name: option.caption for name, option in SETTINGS.items() if option.caption}  # beside its box
 OWN = tuple(name for name, option in SETTINGS.items() if option.own)  # shown only where they apply
 GREYABLE = tuple(name for name, option in SETTINGS.items() if not option.always)  # greyed out where they change nothing
 INPUTS = tuple(name for name, option in SETTINGS.items() if option.row == "input")
@@ -35,7 +36,7 @@ def row_classes(option: Option) -> str:
 
 def number_text(settings: Settings, name: str) -> str:
     """A number field's text: '' for the default size, floats without a trailing '.0'."""
-    value = getattr(settings, name)
+    value = settings.value(name)
     return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 

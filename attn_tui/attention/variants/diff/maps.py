@@ -10,22 +10,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import PreStage, warn_empty_rows
+from attn_tui.attention.variants.diff import DiffNorm, DiffWeights, LambdaTerms
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace import masks
 from attn_tui.trace.lazy import LazyTensor
-from attn_tui.trace.ops import (
-    Concat,
-    DiffNorm,
-    DiffWeights,
-    Dot,
-    LambdaTerms,
-    Masking,
-    Place,
-    Scale,
-    SoftCap,
-    Softmax,
-    WeightedSum,
-)
+from attn_tui.trace.ops import Concat, Dot, Masking, Place, Scale, SoftCap, Softmax, WeightedSum
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 if TYPE_CHECKING:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import math
 
+from attn_tui.attention.variants.mla import Absorb, DotSum, LatentKeyScale, NormedAbsorb, NormedLatentScore
 from attn_tui.explain.common import Explained, Explainer, fmt, row64, sum_terms
 from attn_tui.i18n import _
-from attn_tui.trace import ops
+from attn_tui.trace.ops import Op
 from attn_tui.trace.stage import Stage, Trace
 
 
 def _dot_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.DotSum)
+    assert isinstance(op, DotSum)
     i, j = index
     lines: list[str] = []
     parts: list[float] = []
@@ -39,7 +40,7 @@ def _dot_sum(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _absorb(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.Absorb)
+    assert isinstance(op, Absorb)
     i, m = index
     source = trace.stages[op.source]
     x = row64(source.data[i])  # (d_nope,)
@@ -52,7 +53,7 @@ def _absorb(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _latent_key_scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.LatentKeyScale)
+    assert isinstance(op, LatentKeyScale)
     j = index[0]
     latent, rot = trace.stages[op.latent], trace.stages[op.rot]
     c = row64(latent.data[j])  # (r,)
@@ -74,7 +75,7 @@ def _latent_key_scale(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Exp
 
 def _normed_absorb(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.NormedAbsorb)
+    assert isinstance(op, NormedAbsorb)
     i, m = index
     source = trace.stages[op.source]
     x = row64(source.data[i])[:op.width] * trace.params[op.norm][op.column:op.column + op.width].double().cpu()
@@ -89,7 +90,7 @@ def _normed_absorb(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explai
 
 def _normed_latent_score(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.NormedLatentScore)
+    assert isinstance(op, NormedLatentScore)
     i, j = index
     absorbed, latent, source = trace.stages[op.absorbed], trace.stages[op.latent], trace.stages[op.source]
     rot, scale = trace.stages[op.rot], trace.stages[op.scale]
@@ -109,6 +110,6 @@ def _normed_latent_score(trace: Trace, stage: Stage, index: tuple[int, ...]) -> 
         total
 
 
-EXPLAINERS: dict[type[ops.Op], Explainer] = {ops.DotSum: _dot_sum, ops.Absorb: _absorb,
-                                             ops.LatentKeyScale: _latent_key_scale, ops.NormedAbsorb: _normed_absorb,
-                                             ops.NormedLatentScore: _normed_latent_score}
+EXPLAINERS: dict[type[Op], Explainer] = {DotSum: _dot_sum, Absorb: _absorb,
+                                             LatentKeyScale: _latent_key_scale, NormedAbsorb: _normed_absorb,
+                                             NormedLatentScore: _normed_latent_score}

@@ -24,21 +24,24 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import warn_empty_rows
+from attn_tui.attention.variants.flash import Accumulate, Denominator, Normalise, Rescale, RunningMax, TileScores
 from attn_tui.errors import ConfigError
-from attn_tui.i18n import Msg
+from attn_tui.i18n import NP_, Msg
 from attn_tui.trace import masks
-from attn_tui.trace.ops import Accumulate, Denominator, Normalise, Place, Rescale, RunningMax, TileScores
+from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Axis, Stage, dim_axis
 from attn_tui.trace.steps import Steps, key_tile
 
 if TYPE_CHECKING:
     from attn_tui.attention.engine import Context
 
-M_AXIS, ALPHA_AXIS, L_AXIS = Axis("max", ("m",)), Axis("rescale", ("α",)), Axis("sum", ("l",))
+# the one-column axes of the running max m, the rescale α and the denominator l (their names marked for translation)
+M_AXIS, ALPHA_AXIS = Axis(NP_("axis", "max"), ("m",)), Axis(NP_("axis", "rescale"), ("α",))
+L_AXIS = Axis(NP_("axis", "sum"), ("l",))
 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    size = ctx.settings.tile
+    size = ctx.settings.value("tile")
     if size < 1:
         raise ConfigError(Msg("--tile must be at least 1 key, not {tile}", tile=size))
     trace, tail = ctx.trace, ctx.tail

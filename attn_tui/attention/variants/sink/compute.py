@@ -22,7 +22,7 @@ import torch
 from attn_tui.attention.attend import score_stages
 from attn_tui.attention.variants.heads import concat_heads, heads_of
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
-from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.attention.variants.scaled_dot.compute import scaled_pre, scaled_stages
 from attn_tui.trace import masks
 
 if TYPE_CHECKING:

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
+from attn_tui.attention.variants.linear import Decay, Implied, L2Norm, StateReadout, StateUpdate, WriteStrength
 from attn_tui.errors import ConfigError
-from attn_tui.i18n import Msg
+from attn_tui.i18n import NP_, Msg
 from attn_tui.trace import masks
 from attn_tui.trace.geometry import LayerGeometry
-from attn_tui.trace.ops import Decay, Implied, L2Norm, Operand, Place, StateReadout, StateUpdate, WriteStrength
+from attn_tui.trace.ops import Operand, Place
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 from attn_tui.trace.steps import Step, Steps
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from attn_tui.attention.engine import Context
 
 EPS = 1e-6  # the l2 norm's, as transformers' `l2norm` (and the FLA kernels) have it
-DECAY_AXIS, BETA_AXIS = Axis("decay", ("α",)), Axis("beta", ("β",))
+DECAY_AXIS, BETA_AXIS = Axis(NP_("axis", "decay"), ("α",)), Axis(NP_("axis", "beta"), ("β",))
 STATE_FORMULAS = {
     "plain": Msg("S_t = S_(t−1) + k̂_tᵀ·v_t: token t adds its key times its value (S_(−1) = 0)"),
     "gated-delta": Msg("S_t = α_t·S_(t−1) + β_t·k̂_tᵀ·(v_t − α_t·k̂_t·S_(t−1)): decay, then write the value's "
@@ -107,7 +108,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     if s.temperature != 1:
         raise ConfigError(Msg("--temperature does not apply to linear attention: it has no softmax to temper"))
     trace = ctx.trace
-    gated = s.rule == "gated-delta"
+    gated = s.value("rule") == "gated-delta"
     dtype = masks.softmax_dtype(q.dtype)
     factor = 1 / math.sqrt(q.shape[1])
     trace.geometry[0] = LayerGeometry("causal", None, ctx.positions, factor)
@@ -125,7 +126,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
         decay, beta_place = record_gates(trace, Place("decay"), g.to(dtype), beta.to(dtype), ctx.query_axis,
                                          Decay(source, "w_a", "A_log", "dt_bias"), WriteStrength(source, "w_b"))
     record_state(trace, Place("state"), q_hat, k_hat, v.to(dtype), g, beta, Place("value"), decay, beta_place,
-                 ctx.query_axis, s.rule)
+                 ctx.query_axis, s.value("rule"))
     trace.step_axis = token_steps(ctx.query_axis.labels)
 
 
@@ -165,7 +166,8 @@ def record_state(trace: Trace, at: Place, q_hat: torch.Tensor, k_hat: torch.Tens
 
     The output is also A·V; where the two ways differ by more than rounding, the trace says so."""
     states, out = recurrence(q_hat, k_hat, v, g, beta)  # (L, d_k, d_v), (L, d_v)
-    key_dims, value_dims = dim_axis(k_hat.shape[1], "key dim", "k"), dim_axis(v.shape[1], "value dim", "v")
+    key_dims = dim_axis(k_hat.shape[1], NP_("axis", "key dim"), "k")
+    value_dims = dim_axis(v.shape[1], NP_("axis", "value dim"), "v")
     q_at, k_at = at.at("query_l2"), at.at("key_l2")
     placed: list[Place] = []
     for t in range(states.shape[0]):

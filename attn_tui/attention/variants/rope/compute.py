@@ -22,7 +22,7 @@ import torch
 
 from attn_tui.attention.attend import PreStage
 from attn_tui.attention.variants.modifiers import gate, norm_qk, soft_cap
-from attn_tui.attention.variants.scaled_dot import SCALE_REASON, scaled_pre
+from attn_tui.attention.variants.scaled_dot.compute import SCALE_REASON, scaled_pre
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.trace.geometry import Positional
@@ -83,7 +83,7 @@ def rotated_score_stages(axes: tuple[Axis, Axis], d_k: int, scale: float | None 
 
 def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     check_even(q.shape[1])
-    base = ctx.settings.rope_base
+    base = ctx.settings.value("rope_base")
     if not math.isfinite(base) or base <= 1:
         raise ConfigError(Msg("--rope-base must be a number above 1, not {base}", base=f"{base:g}"))
     d = q.shape[1]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 
+from attn_tui.attention.variants.diff import DiffNorm, DiffWeights, LambdaTerms
 from attn_tui.explain.common import Explained, Explainer, first_terms, fmt, row64, sum_terms
 from attn_tui.i18n import _
-from attn_tui.trace import ops
+from attn_tui.trace.ops import Op
 from attn_tui.trace.stage import Stage, Trace
 
 
@@ -29,7 +30,7 @@ def _exp_dot(trace: Trace, left: str, right: str, n: int) -> tuple[list[str], fl
 
 def _lambda_terms(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.LambdaTerms)
+    assert isinstance(op, LambdaTerms)
     column = index[1]
     if column == 0:
         lines, total = _exp_dot(trace, op.q1, op.k1, 1)
@@ -51,7 +52,7 @@ def _lambda_terms(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
 
 def _diff_weights(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.DiffWeights)
+    assert isinstance(op, DiffWeights)
     i, j = index
     first, second = trace.stages[op.first], trace.stages[op.second]
     lam = float(trace.stages[op.lam].data[0, 3].double())
@@ -69,7 +70,7 @@ def _diff_weights(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explain
 
 def _diff_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.DiffNorm)
+    assert isinstance(op, DiffNorm)
     p, j = index
     source = trace.stages[op.source]
     init = float(trace.stages[op.lam].data[0, 2].double())
@@ -86,5 +87,5 @@ def _diff_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     return f"{stage.symbol}[{p},{j}] = (1 − λ_init)·{source.symbol}[{p},{j}] / rms", lines, total
 
 
-EXPLAINERS: dict[type[ops.Op], Explainer] = {ops.LambdaTerms: _lambda_terms, ops.DiffWeights: _diff_weights,
-                                              ops.DiffNorm: _diff_norm}
+EXPLAINERS: dict[type[Op], Explainer] = {LambdaTerms: _lambda_terms, DiffWeights: _diff_weights,
+                                              DiffNorm: _diff_norm}

@@ -28,30 +28,16 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.attention.attend import PreStage, Tail, score_stages
+from attn_tui.attention.variants.mla import Absorb, DotSum, LatentKeyScale, NormedAbsorb, NormedLatentScore
 from attn_tui.attention.variants.modifiers import EPS as NORM_EPS
 from attn_tui.attention.variants.modifiers import NORM_STD, gate, norm_qk, norm_rows, normed_scores, soft_cap
-from attn_tui.attention.variants.rope import angles, rotate
-from attn_tui.attention.variants.scaled_dot import SCALE_REASON
+from attn_tui.attention.variants.rope.compute import angles, rotate
+from attn_tui.attention.variants.scaled_dot.compute import SCALE_REASON
 from attn_tui.errors import ConfigError
-from attn_tui.i18n import Msg
+from attn_tui.i18n import NP_, Msg
 from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.masks import softmax_dtype
-from attn_tui.trace.ops import (
-    Absorb,
-    Columns,
-    Concat,
-    DotSum,
-    HeadNorm,
-    LatentKeyScale,
-    Linear,
-    NormedAbsorb,
-    NormedLatentScore,
-    Op,
-    Operand,
-    Place,
-    Rotary,
-    Scale,
-)
+from attn_tui.trace.ops import Columns, Concat, HeadNorm, Linear, Op, Operand, Place, Rotary, Scale
 from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
 
 if TYPE_CHECKING:
@@ -201,7 +187,8 @@ def record(trace: Trace, m: Latent, x: torch.Tensor, source: Operand, tail: Tail
         "these {heads} heads would cache a key and a value per head, {plain} numbers ({plain_bytes} bytes): "
         "{ratio}× as much", r=m.kv_rank, d=m.d_rope, n=m.cached(), bytes=m.cached() * item, heads=heads,
         plain=m.plain(), plain_bytes=m.plain() * item, ratio=f"{m.plain() / m.cached():.3g}"),
-           (keys, Axis("cached", tuple(f"c{i}" for i in range(m.kv_rank)) + tuple(f"r{i}" for i in range(m.d_rope)))),
+           (keys, Axis(NP_("axis", "cached"),
+                       tuple(f"c{i}" for i in range(m.kv_rank)) + tuple(f"r{i}" for i in range(m.d_rope)))),
            Concat((at("kv_latent_norm"), at("key_rot"))))  # columns: the latent's c…, then the rotary key's r…
 
     # values (and, unless absorbed, keys) expanded from the latent, per head
@@ -359,7 +346,7 @@ def _bias(params: dict[str, torch.Tensor], name: str) -> str | None:
 
 def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     n, d = x.shape
-    m = replace(sizes(d, heads), absorbed=ctx.settings.absorbed, base=ctx.settings.rope_base)
+    m = replace(sizes(d, heads), absorbed=ctx.settings.value("absorbed"), base=ctx.settings.value("rope_base"))
     ctx.describe(heads)
     params = ctx.params
     params.weight("W_qa", m.q_rank, d)

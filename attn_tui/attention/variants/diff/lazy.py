@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import torch
 
 from attn_tui.attention.attend import Tail, pass_rows, softmax_rows, warn_empty_rows
-from attn_tui.attention.variants.diff_maps import MAPS, Halves, map_stages, map_tiles, record_heads
+from attn_tui.attention.variants.diff import LambdaTerms
+from attn_tui.attention.variants.diff.maps import MAPS, Halves, map_stages, map_tiles, record_heads
 from attn_tui.trace import masks
 from attn_tui.trace.lazy import LazyTensor, ScoreTiles
-from attn_tui.trace.ops import LambdaTerms, Place
+from attn_tui.trace.ops import Place
 from attn_tui.trace.stage import Stage, Trace
 from attn_tui.trace.values import StageStats, fold_heads, fold_row_sums
 

@@ -13,9 +13,11 @@ import math
 
 import torch
 
+from attn_tui.attention.variants.linear import Decay, Implied, L2Norm, StateReadout, StateUpdate, WriteStrength
 from attn_tui.explain.common import Explained, Explainer, fmt, param, row64, sum_terms
 from attn_tui.i18n import _
 from attn_tui.trace import ops
+from attn_tui.trace.ops import Op
 from attn_tui.trace.stage import Stage, Trace
 
 
@@ -28,7 +30,7 @@ def _gate_input(trace: Trace, source: ops.Operand, t: int, weight: str, index: i
 
 def _l2(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.L2Norm)
+    assert isinstance(op, L2Norm)
     i, j = index
     source = trace.stages[op.source]
     row = row64(source.data[i])
@@ -45,7 +47,7 @@ def _l2(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _decay(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.Decay)
+    assert isinstance(op, Decay)
     t = index[0]
     lines, dot = _gate_input(trace, op.source, t, op.weight, op.index)
     bias, a_log = param(trace, op.dt_bias, op.index), param(trace, op.a_log, op.index)
@@ -60,7 +62,7 @@ def _decay(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _beta(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.WriteStrength)
+    assert isinstance(op, WriteStrength)
     t = index[0]
     lines, dot = _gate_input(trace, op.source, t, op.weight, op.index)
     total = 1 / (1 + math.exp(-dot))
@@ -75,7 +77,7 @@ def _cell(trace: Trace, place: ops.Place | None, i: int, j: int = 0) -> float:
 
 def _state(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.StateUpdate)
+    assert isinstance(op, StateUpdate)
     a, b = index
     t = op.row
     k = row64(trace.stages[op.key].data[t])
@@ -103,7 +105,7 @@ def _state(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _implied(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.Implied)
+    assert isinstance(op, Implied)
     t, s = index
     q = row64(trace.stages[op.query].data[t])
     keys = trace.stages[op.key].data
@@ -129,7 +131,7 @@ def _implied(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
 
 def _readout(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     op = stage.op
-    assert isinstance(op, ops.StateReadout)
+    assert isinstance(op, StateReadout)
     t, j = index
     q = trace.stages[op.query].data[t]
     column = trace.stages[op.states[t]].data[:, j]
@@ -140,42 +142,5 @@ def _readout(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
     return f"O[{t},{j}] = Σ_a q̂_{t}[a]·S_{t}[a,{j}]", lines, total
 
 
-def _gated_norm(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
-    op = stage.op
-    assert isinstance(op, ops.GatedNorm)
-    i, j = index
-    source = trace.stages[op.source]
-    row = row64(source.data[i])
-    root = math.sqrt(float((row * row).mean()) + op.eps)
-    weight = param(trace, op.weight, j)
-    z = float(trace.operand(op.gate)[i, j].double())
-    silu = z / (1 + math.exp(-z))
-    total = float(row[j]) / root * weight * silu
-    return (f"{stage.symbol}[{i},{j}] = {source.symbol}[{i},{j}] / rms · w[{j}] · SiLU(z[{i},{j}])",
-            [f"rms = √(mean_m {source.symbol}[{i},m]² + {op.eps:g}) = {fmt(root)}",
-             f"SiLU({fmt(z)}) = {fmt(silu)}",
-             f"{fmt(float(row[j]))} / {fmt(root)} · {fmt(weight)} · {fmt(silu)} = {fmt(total)}"], total)
-
-
-def _conv(trace: Trace, stage: Stage, index: tuple[int, ...]) -> Explained:
-    op = stage.op
-    assert isinstance(op, ops.CausalConv)
-    t, j = index
-    c = op.offset + j
-    weight = row64(trace.params[op.weight][c])  # (K,)
-    kernel = weight.numel()
-    column = row64(trace.inputs[op.source][:, c])  # (N,): the channel before the convolution
-    rows = [t - kernel + 1 + i for i in range(kernel)]
-    read = torch.tensor([float(column[r]) if r >= 0 else 0.0 for r in rows], dtype=torch.float64)
-    lines, dot = sum_terms(weight, read, "w", "x")
-    total = dot / (1 + math.exp(-dot))
-    return (f"{stage.symbol}[{t},{j}] = SiLU(Σ_i w[{c}, i]·x[{t} − {kernel - 1} + i, {c}])",
-            [_("channel {c} of the projection, rows {a}…{b} (a row before 0 reads 0)").format(c=c, a=rows[0], b=t),
-             *lines, f"SiLU({fmt(dot)}) = {fmt(total)}"], total)
-
-
-EXPLAINERS: dict[type[ops.Op], Explainer] = {
-    ops.L2Norm: _l2, ops.Decay: _decay, ops.WriteStrength: _beta, ops.StateUpdate: _state, ops.Implied: _implied,
-    ops.StateReadout: _readout, ops.GatedNorm: _gated_norm,
-    ops.CausalConv: _conv,
-}
+EXPLAINERS: dict[type[Op], Explainer] = {L2Norm: _l2, Decay: _decay, WriteStrength: _beta, StateUpdate: _state,
+                                         Implied: _implied, StateReadout: _readout}

@@ -18,7 +18,7 @@ import torch
 
 from attn_tui.attention.attend import score_stages
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
-from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.attention.variants.scaled_dot.compute import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Join, Msg
 from attn_tui.trace.ops import Columns, Concat, Linear, Place

@@ -22,7 +22,7 @@ import torch
 
 from attn_tui.attention.attend import score_stages
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
-from attn_tui.attention.variants.scaled_dot import scaled_pre, scaled_stages
+from attn_tui.attention.variants.scaled_dot.compute import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg, Plural
 from attn_tui.trace.ops import Columns, Concat, Linear, Place
@@ -60,7 +60,7 @@ def _labels(prefix: str, heads: int, d_h: int) -> tuple[str, ...]:
 
 def run(ctx: Context, x: torch.Tensor, heads: int) -> None:
     n, d_model = x.shape
-    kv_heads = ctx.settings.kv_heads
+    kv_heads = ctx.settings.value("kv_heads")
     check_heads(heads, kv_heads, d_model)
     d_h = d_model // heads
     kv = kv_map(heads, kv_heads)

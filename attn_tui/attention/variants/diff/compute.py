@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attn_tui.attention.variants.diff_lazy import record_lazy
-from attn_tui.attention.variants.diff_maps import (
+from attn_tui.attention.variants.diff import LambdaTerms
+from attn_tui.attention.variants.diff.lazy import record_lazy
+from attn_tui.attention.variants.diff.maps import (
     LAMBDA_NAMES,
     LAMBDA_STD,
     SUB,
@@ -34,7 +35,7 @@ from attn_tui.attention.variants.heads import heads_of
 from attn_tui.attention.variants.modifiers import gate, norm_qk
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
-from attn_tui.trace.ops import Columns, LambdaTerms, Place
+from attn_tui.trace.ops import Columns, Place
 from attn_tui.trace.stage import Stage, dim_axis
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
     cap = ctx.settings.softcap
     if cap is not None and (not math.isfinite(cap) or cap <= 0):
         raise ConfigError(Msg("--softcap must be a positive number, not {cap}", cap=f"{cap:g}"))
-    depth = ctx.settings.depth
+    depth = ctx.settings.value("depth")
     vectors = {name: ctx.params.normal(name, d, std=LAMBDA_STD) for name in LAMBDA_NAMES}  # (d,) each
     lam = lambda_terms(vectors, "", depth)
     op = LambdaTerms(*LAMBDA_NAMES, depth=depth)

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from attn_tui.attention.attend import PreStage, score_stages
+from attn_tui.attention.variants.alibi import DistanceBias
 from attn_tui.attention.variants.heads import concat_heads, heads_of
 from attn_tui.attention.variants.modifiers import gate, norm_qk, normed_scores, soft_cap
-from attn_tui.attention.variants.scaled_dot import scaled_stages
+from attn_tui.attention.variants.scaled_dot.compute import scaled_stages
 from attn_tui.i18n import Msg
 from attn_tui.trace.geometry import HeadGeometry, Positional
-from attn_tui.trace.ops import DistanceBias, Sum
+from attn_tui.trace.ops import Sum
 
 if TYPE_CHECKING:
     from attn_tui.attention.engine import Context
