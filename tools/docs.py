@@ -88,23 +88,24 @@ def _values(option: object) -> str:
 def settings_page() -> str:
     """Every setting of a computation and every option of a model run, from `ask/options.py`."""
     from attn_tui import i18n
-    from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS
+    from attn_tui.ask.options import MODEL_OPTIONS, SETTINGS, help_text
 
     i18n.set_language("en")
     rows = ["| setting | flag | values | default | pane row | what it does |", "|---|---|---|---|---|---|"]
     for o in SETTINGS.values():
         label = i18n.pgettext("setting", o.label) if o.label else ""
         rows.append(f"| `{o.name}` | `{o.flag}` | {_cell(_values(o))} | `{o.default}` | {_cell(label or '—')} | "
-                    f"{_cell(i18n._(o.help) if o.help else '—')} |")
+                    f"{_cell(help_text(o) if o.help else '—')} |")
     model = ["| option | flag | values | default | what it does |", "|---|---|---|---|---|"]
     for o in MODEL_OPTIONS.values():
         model.append(f"| `{o.name}` | `{o.flag}` | {_cell(_values(o))} | `{o.default}` | "
-                     f"{_cell(i18n._(o.help) if o.help else '—')} |")
+                     f"{_cell(help_text(o) if o.help else '—')} |")
     return "".join([
         NOTICE, "# Settings\n\n",
-        "Each setting is declared once in `attn_tui/ask/options.py`: the command line's flag, the model pane's "
-        "row, the API's keyword (`attn_tui.compute(..., name=value)`) and the saved session's check are made "
-        "from that one declaration. A setting that does not apply to what is asked is greyed out in the pane "
+        "Each setting is declared once, in `attn_tui/ask/options.py` or, where one variant alone reads it, in "
+        "that variant's package (`attn_tui/attention/variants/<name>/__init__.py`): the command line's flag, the "
+        "model pane's row, the API's keyword (`attn_tui.compute(..., name=value)`) and the saved session's check "
+        "are made from that one declaration. A setting that does not apply to what is asked is greyed out in the pane "
         "and refused on the command line, naming why.\n\n", "## A computation's settings\n\n",
         "\n".join(rows), "\n\n## A model run's options\n\n", "\n".join(model), "\n"])
 

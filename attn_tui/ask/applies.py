@@ -57,8 +57,8 @@ def not_applying(request: VariantAsk, given: set[str]) -> list[Msg]:
         "head": Msg("--head does not apply to {variant}: it has one head (several: {several}, or --model)",
                     variant=s.variant, several=several),
         "dim": Msg("--dim does not apply to {variant} on typed matrices: their width is what was typed (--dim sets "
-                   "the width of a sentence's embedding, or the hidden size of additive and concat)",
-                   variant=s.variant),
+                   "the width of a sentence's embedding, or the hidden size of {hidden})", variant=s.variant,
+                   hidden=", ".join(name for name, v in VARIANTS.items() if v.uses_hidden)),
         "positional": Msg("--positional does not apply to typed Q, K, V: positions are added to token vectors (give "
                           "--text or --x)"),
         "projection": (Msg("--projection does not apply to typed Q, K, V: they are already the projections")

@@ -45,7 +45,7 @@ class Option:
     label: str = ""  # the model pane's row label, context "setting" (NP_); "" for no row
     row: Row = ""
     always: bool = False  # applies to every variant on every input: never greyed out
-    own: bool = False  # one variant's (or one mask's) knob: its row shows only where it applies
+    situational: bool = False  # one variant's (or one mask's) knob: its row shows only where it applies
     for_models: bool = False  # a real model reads it too: its row stays when a model is chosen
     refusal: str = ""
     pane_refusal: str = ""
@@ -86,11 +86,12 @@ class Option:
 
 
 def whole(name: str, default: int | None, low: int, high: int, metavar: str, label: str, help: str | None = None,
-         *, optional: bool = False, own: bool = False, pane_refusal: str = "") -> Option:
+         *, optional: bool = False, situational: bool = False, pane_refusal: str = "") -> Option:
     return Option(name, int, default, help, low=low, high=high, metavar=metavar, label=label, row="input",
-                  optional=optional, own=own, pane_refusal=pane_refusal)
+                  optional=optional, situational=situational, pane_refusal=pane_refusal)
 
 
 def choice(name: str, names: tuple[str, ...], label: str, help: str | None = None, *, always: bool = False,
-            own: bool = False) -> Option:
-    return Option(name, str, names[0], help, choices=names, label=label, row="select", always=always, own=own)
+            situational: bool = False) -> Option:
+    return Option(name, str, names[0], help, choices=names, label=label, row="select", always=always,
+                  situational=situational)

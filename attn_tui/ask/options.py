@@ -14,14 +14,14 @@ read by the same code. The `Option` type is `ask/option.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from attn_tui.ask.option import MAX_HEADS, choice, whole
 from attn_tui.ask.option import Option as Option
 from attn_tui.ask.option import OptionError as OptionError
 from attn_tui.ask.variants import VARIANTS
-from attn_tui.i18n import N_, NP_
+from attn_tui.i18n import N_, NP_, _
 
 VARIANT_NAMES = tuple(VARIANTS)  # in their declared order
 MASK_NAMES = ("none", "causal", "padding", "causal+padding", "sliding", "sliding+padding")
@@ -43,12 +43,12 @@ _SHARED = (
     choice("mask_fill", FILL_NAMES, NP_("setting", "fill"), N_("value written into masked scores (default -inf)")),
     choice("mask_means", MASK_MEANS_NAMES, NP_("setting", "1 means"),
             N_("what a 1 in the mask means: attend (1 = may attend, torch's SDPA; the default) or block (1 = padding, "
-               "the key is blocked, as some notes write it)"), own=True),
+               "the key is blocked, as some notes write it)"), situational=True),
     whole("pad_keys", 0, 0, 10**9, "N", NP_("setting", "pad keys"), N_("treat the last N keys as padding")),
     whole("heads", 2, 1, MAX_HEADS, "N", NP_("setting", "heads"),
-         N_("heads for multihead, gqa, alibi, sink and diff (must divide the width)")),
+         N_("heads for {with_heads} (must divide the width)")),
     whole("dim", None, 1, 4096, "D", NP_("setting", "dim"),  # widths beyond are no longer to look at, only to wait for
-         N_("model dimension for sentences; hidden size for additive/concat"), optional=True),
+         N_("model dimension for sentences; hidden size for {with_hidden}"), optional=True),
     Option("positional", bool, False, N_("add sinusoidal positions"), label=NP_("setting", "pos enc"),
            row="checkbox", caption=N_("sinusoidal")),
     whole("seed", 0, -(2**62), 2**62, "S", NP_("setting", "seed"),
@@ -63,24 +63,26 @@ _SHARED = (
     choice("projection", PROJECTION_NAMES, NP_("setting", "proj"),
             N_("from a sentence or X: learned (seeded) W_q, W_k, W_v, or identity (Q = K = V = X)")),
     whole("window", 3, 1, 100_000, "W", NP_("setting", "window"),
-         N_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"), own=True),
+         N_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"), situational=True),
     # What any score-based variant may add: a soft cap, a QK-norm, the output gate.
     Option("softcap", float, None, N_("a logit soft cap C·tanh(S'/C) before the mask, as Gemma 2 (default: none)"),
            low=0, above=True, high=1e6, optional=True, metavar="C", label=NP_("setting", "soft cap"), row="input",
-           own=True, refusal=N_("must be a number above 0 and at most 1000000, got {text}"),
+           situational=True, refusal=N_("must be a number above 0 and at most 1000000, got {text}"),
            pane_refusal=N_("{setting} must be a positive number, or empty for none")),
     Option("qk_norm", str, "none", N_("RMSNorm on q and k with a seeded weight: rms over each head's dimensions "
                                       "(Qwen3, Gemma 3), rms-all over the whole projection (OLMo-2)"),
-           choices=QK_NORM_NAMES, label=NP_("setting", "qk norm"), row="select", own=True),
+           choices=QK_NORM_NAMES, label=NP_("setting", "qk norm"), row="select", situational=True),
     Option("gate", bool, False, N_("the output gate σ(X·W_g) on each head's weighted sum, as Qwen3-Next's gated "
-                                   "attention"), label=NP_("setting", "gate"), row="checkbox", own=True,
+                                   "attention"), label=NP_("setting", "gate"), row="checkbox", situational=True,
            caption=N_("σ(X·W_g)")),
 )
 SHARED: dict[str, Option] = {o.name: o for o in _SHARED}
-# Every setting: the shared ones, with each variant's own after `window`, in the variants' order.
-_SPLIT = list(SHARED).index("window") + 1
+# Every setting: the shared ones, with each variant's own after `projection`, in the variants' order.
+_SPLIT = list(SHARED).index("projection") + 1
+# A variant's own setting applies only to the variants that read it: its row shows only there.
 SETTINGS: dict[str, Option] = {o.name: o for o in (
-    *_SHARED[:_SPLIT], *(option for variant in VARIANTS.values() for option in variant.own), *_SHARED[_SPLIT:])}
+    *_SHARED[:_SPLIT], *(replace(option, situational=True) for variant in VARIANTS.values() for option in variant.own),
+    *_SHARED[_SPLIT:])}
 if len(SETTINGS) != len(_SHARED) + sum(len(variant.own) for variant in VARIANTS.values()):
     raise TypeError("two settings share a name: a variant's own setting must have a name of its own")
 VARIANT_OWN = tuple(option.name for variant in VARIANTS.values() for option in variant.own)
@@ -129,14 +131,20 @@ class OwnValues:
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> OwnValues:
-        return cls(tuple(sorted((name, value) for name, value in values.items() if value != default(name))))
+        """Kept: each value that is not its default, in the default's own type (so `True` for a number, or `4.0`
+        for a whole one, stays to be refused by the checks)."""
+        return cls(tuple(sorted((name, value) for name, value in values.items()
+                                if type(value) is not type(default(name)) or value != default(name))))
 
     def get(self, name: str) -> Any:
         return next((value for key, value in self.changed if key == name), SETTINGS[name].default)
 
-    def items(self) -> list[tuple[str, Any]]:
-        """Every variant's own setting with its value, in the schema's order."""
-        return [(name, self.get(name)) for name in VARIANT_OWN]
+
+def help_text(option: Option) -> str:
+    """An option's help in the language on show, with the variants it concerns named from the registry."""
+    return "" if option.help is None else _(option.help).format(
+        with_heads=", ".join(name for name, variant in VARIANTS.items() if variant.has_heads),
+        with_hidden=", ".join(name for name, variant in VARIANTS.items() if variant.uses_hidden))
 
 
 def setting(name: str) -> Option:

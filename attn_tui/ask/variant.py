@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from attn_tui.ask.option import Option
+from attn_tui.i18n import N_
 
 
 class Valued(Protocol):
@@ -20,9 +21,10 @@ class Valued(Protocol):
 
     def value(self, name: str) -> Any: ...
 
+
 # The default refusal of a variant whose stages are held whole (`lazy=False`) for an input past LAZY_CELLS.
-WHOLE_STAGES = ("{variant} holds each of its stages whole so they can be stepped through: at most {most} query × key "
-                "cells, here {cells}; shorten the input")
+WHOLE_STAGES = N_("{variant} holds each of its stages whole so they can be stepped through: at most {most} query × "
+                  "key cells, here {cells}; shorten the input")
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""Attention as torch math: the shared tail, positions, seeded parameters and one module per variant."""
+"""Attention as torch math: the shared tail, positions, seeded parameters and one package per variant."""

@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from attn_tui import __version__
 from attn_tui.ask.models import MODEL_NAMES
-from attn_tui.ask.options import DEVICE_NAMES, MODEL_OPTIONS, SETTINGS, Option, OptionError
+from attn_tui.ask.options import DEVICE_NAMES, MODEL_OPTIONS, SETTINGS, Option, OptionError, help_text
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
@@ -73,7 +73,7 @@ _positive_number = reader(Option("", float, None, low=0, above=True,
 
 def _add_option(group: argparse._ArgumentGroup, option: Option, prefix: str) -> None:
     """One setting's flag, exactly as the schema declares it; absent means None, so a sample's own value wins."""
-    about = None if option.help is None else _(option.help)
+    about = None if option.help is None else help_text(option)
     dest = f"{prefix}{option.name}"
     if option.kind is bool:
         group.add_argument(option.flag, action="store_const", const=True, dest=dest, help=about)

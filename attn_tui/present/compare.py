@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from attn_tui.ask.model_request import cache_window, kept_positions
 from attn_tui.ask.models import DATE_MODELS, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.settings import ModelAsk, VariantAsk
+from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg
 from attn_tui.present.grid import Grid, GridStats, TiledCells
 
@@ -193,7 +194,7 @@ def _variant_comparisons(a: VariantAsk) -> list[Comparison]:
     if not a.source.typed:  # token vectors: positions and projections apply
         found.append(Comparison("positional", _positions(s.positional), _positions(not s.positional),
                                 (("positional", not s.positional),)))
-        if s.variant != "multihead":
+        if not VARIANTS[s.variant].takes_x:  # a variant that projects X itself reads no projection setting
             other = "identity" if s.projection == "learned" else "learned"
             found.append(Comparison("projection", Msg("projection {p}", p=s.projection), Msg("projection {p}", p=other),
                                     (("projection", other),)))

@@ -223,7 +223,6 @@ _SHARED = (
         colour_scale="probability"),
     StageKind("rollout", "rollout", NP_("stage", "rollout"), "",
         colour_scale="probability"),
-    # flash attention's online softmax, a tile of keys at a time
     # what recorded code does that the variants do not (attn-tui trace, attn_tui.record())
     StageKind("input", "X", NP_("stage", "input"), N_(
         "The tensor the code handed to its projections, as it was at that call: the token vectors the "

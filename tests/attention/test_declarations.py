@@ -76,7 +76,7 @@ COSINE = {
 
         KINDS = (StageKind("cosine", "S_cos", "cosine", "The cosine of query and key, times tau."),)
         TAU = Option("tau", float, 10.0, "cosine: the scores' scale (default 10)", low=0, above=True, metavar="TAU",
-                     label="tau", row="input", own=True, refusal="must be a positive number, got {text}")
+                     label="tau", row="input", refusal="must be a positive number, got {text}")
         VARIANT = Variant(name="cosine", title="Cosine", order=1000,
                           stages=("query", "key", "value", "cosine", "masked", "weights", "output"),
                           footprint=lambda z: score_tail(z, 4), learned=False, own=(TAU,), score_based=False)

@@ -18,12 +18,12 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from attn_tui.ask.models import FAMILY_OF  # noqa: E402
 from attn_tui.ask.settings import ModelAsk  # noqa: E402
-from attn_tui.attention.variants import linear  # noqa: E402
+from attn_tui.attention.variants.linear import compute as linear  # noqa: E402
 from attn_tui.cli import main  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
+from attn_tui.sources.families import routing  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
 from tests.sources.tiny_models import LINEAR_KINDS, QWEN3_NEXT, TEXT, reference, tiny  # noqa: E402
@@ -163,7 +163,7 @@ def test_every_cell_of_a_linear_head_and_of_a_gate_is_recomputed(traces: dict[st
 
 
 def test_routing_the_folder_check_and_the_command_line(folders: dict[str, Path], capsys) -> None:
-    assert FAMILY_OF["qwen3_next"] == "qwen3_next"
+    assert routing()["qwen3_next"] == "qwen3_next"
     assert folder.check_folder(folders["experts"]) == "qwen3_next"
     assert main(["stages", "--model", str(folders["dense"]), "--text", "a cat", "--layer", "2", "--head", "3",
                  "--stage", "implied"]) == 0

@@ -4,7 +4,6 @@ the stage picker (`/`) and palette commands that change settings."""
 from __future__ import annotations
 
 import io
-from dataclasses import fields
 
 import torch
 from rich.cells import cell_len
@@ -14,7 +13,8 @@ from textual.widgets import Select, Static
 
 import attn_tui
 from attn_tui.ask.applies import applicable
-from attn_tui.ask.settings import RecordAsk, Settings
+from attn_tui.ask.options import SETTINGS
+from attn_tui.ask.settings import RecordAsk
 from attn_tui.present.positions import place_title
 from attn_tui.tui.commands import setting_commands
 from attn_tui.tui.stage_picker import stage_commands
@@ -211,7 +211,7 @@ async def test_the_palette_changes_settings_generated_from_their_declaration() -
         assert "Set mask: causal" in titles and "Set pos enc: on" in titles and "Type temp…" in titles
         assert "Set variant: scaled_dot" not in titles  # the value it has now is not offered
         used = applicable(app.variants)
-        offered = [f.name for f in fields(Settings) if f.name not in GREYABLE or f.name in used]
+        offered = [name for name in SETTINGS if name not in GREYABLE or name in used]
         assert "heads" not in offered and len(offered) >= 9  # scaled_dot has one head: greyed, not offered
         for name in offered:  # every setting that applies has a command, named by its pane label
             assert any(title.startswith((f"Set {LABELS[name]}: ", f"Type {LABELS[name]}…")) for title in titles), name

@@ -67,7 +67,7 @@ def norm_qk(ctx: Context, q: torch.Tensor, k: torch.Tensor, q_at: Sequence[Place
 
 def norm_rows(ctx: Context, x: torch.Tensor, name: str, at: Sequence[Place], weight: str) -> torch.Tensor:
     """--qk-norm on one side alone, x (H, N, d_h) read at `at[h]`: MLA's absorbed query, whose key is normed
-    through the latent instead (attention/variants/mla.py)."""
+    through the latent instead (attention/variants/mla/compute.py)."""
     return _record_norm(ctx, x, name, at, list(range(len(at))), ctx.settings.qk_norm == "rms-all",
                         [place.at(f"{name}_norm") for place in at], weight)
 

@@ -32,7 +32,16 @@ from attn_tui.tui.served import served
 from attn_tui.tui.widgets.echo import EchoInput
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.path_input import PathInput, PathSuggester, model_hint
-from attn_tui.tui.widgets.setting_rows import CAPTIONS, INPUTS, ORDER, SELECTS, number_text, parse_field, row_classes
+from attn_tui.tui.widgets.setting_rows import (
+    CAPTIONS,
+    INPUTS,
+    MODEL_ROWS_AFTER,
+    ORDER,
+    SELECTS,
+    number_text,
+    parse_field,
+    row_classes,
+)
 from attn_tui.tui.widgets.setting_rows import GREYABLE as GREYABLE
 from attn_tui.tui.widgets.setting_rows import LABELS as LABELS
 from attn_tui.tui.widgets.toggle import ShapeCheckbox
@@ -137,7 +146,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Static("", id="recorded")
         for name in ORDER:
             yield from self._row(name, self._control(name), row_classes(SETTINGS[name]))
-            if name == ORDER[ORDER.index("mask") - 1]:  # after the variants' own rows
+            if name == MODEL_ROWS_AFTER:
                 yield from self._model_rows()
             elif name == "device":
                 yield from self._row("used", Label("—", id="device-used", classes="value"))

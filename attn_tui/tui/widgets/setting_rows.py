@@ -22,8 +22,9 @@ LABELS = MODEL_LABELS | {name: option.label for name, option in SETTINGS.items()
 # variants' own, the device actually used after `device`.
 ORDER = ("variant", "projection", "dim", "heads", *VARIANT_OWN, "mask", "window", "pad_keys", "mask_fill", "mask_means",
          "positional", "temperature", "seed", "device", "dtype", "softcap", "qk_norm", "gate")
+MODEL_ROWS_AFTER = ORDER[ORDER.index("mask") - 1]  # the last of the variants' own rows (or heads)
 CAPTIONS = {name: option.caption for name, option in SETTINGS.items() if option.caption}  # beside its box
-OWN = tuple(name for name, option in SETTINGS.items() if option.own)  # shown only where they apply
+OWN = tuple(name for name, option in SETTINGS.items() if option.situational)  # shown only where they apply
 GREYABLE = tuple(name for name, option in SETTINGS.items() if not option.always)  # greyed out where they change nothing
 INPUTS = tuple(name for name, option in SETTINGS.items() if option.row == "input")
 SELECTS = tuple(name for name, option in SETTINGS.items() if option.row == "select")
@@ -31,7 +32,7 @@ SELECTS = tuple(name for name, option in SETTINGS.items() if option.row == "sele
 
 def row_classes(option: Option) -> str:
     """The CSS classes of a setting's row: hidden while a model is chosen unless a model reads it too."""
-    return " ".join(([] if option.for_models else ["variant-only"]) + (["own"] if option.own else []))
+    return " ".join(([] if option.for_models else ["variant-only"]) + (["own"] if option.situational else []))
 
 
 def number_text(settings: Settings, name: str) -> str:

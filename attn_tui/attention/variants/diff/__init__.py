@@ -47,6 +47,7 @@ class DiffNorm(Op):
     lam: Place
     eps: float
 
+
 KINDS = (
     StageKind("query_1", "Q₁", NP_("stage", "query_1"), N_(
         "The first half of each query's columns. Differential attention cuts every head's query and key in two "
@@ -125,7 +126,7 @@ KINDS = (
 
 
 DEPTH = whole("depth", 0, 0, 1000, "L", NP_("setting", "λ depth"),
-              N_("diff: the layer's index from 0, which sets λ_init = 0.8 − 0.6·exp(−0.3·L) (default 0)"), own=True)
+              N_("diff: the layer's index from 0, which sets λ_init = 0.8 − 0.6·exp(−0.3·L) (default 0)"))
 
 
 def _footprint(z: Sizes) -> dict[str, int]:

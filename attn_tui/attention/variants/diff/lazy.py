@@ -2,7 +2,7 @@
 
     for each block of query rows:   A1, A2 = softmax(M1), softmax(M2);  O[rows] = (A1 − λ·A2)·V
 
-The same arithmetic as `diff.record_maps` and `diff.record_difference`, streamed as `attend.stream` streams one
+The same arithmetic as `maps.record_maps` and `maps.record_difference`, streamed as `attend.stream` streams one
 map: one pass over blocks of rows keeps each map's log-sum-exp per row, the outputs and every stage's stats,
 and afterwards any tile of scores_n … weights_n or of diff_weights is recomputed on demand from q, k and the
 two log-sum-exps (weights_n = exp(masked_n − lse_n)).

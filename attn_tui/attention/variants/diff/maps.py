@@ -1,4 +1,4 @@
-"""Differential attention's parts, shared by the variant (diff.py, diff_lazy.py) and the DiffLlama family: λ from
+"""Differential attention's parts, shared by the variant (compute.py, lazy.py) and the DiffLlama family: λ from
 its four vectors, the two maps' stages, their difference, each head's norm and the heads side by side."""
 
 from __future__ import annotations

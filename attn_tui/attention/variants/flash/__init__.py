@@ -82,6 +82,7 @@ class Normalise(Op):
     accumulator: Place
     denominator: Place
 
+
 KINDS = (
     StageKind("tile_scores", "S_t", NP_("stage", "tile_scores"), N_(
         "Flash attention never builds the whole score matrix: it reads the keys a tile at a time. These are "
@@ -105,7 +106,7 @@ KINDS = (
 
 MAX_TILES = 1024  # each tile is five stages, and the app steps through them one by one
 TILE = whole("tile", 4, 1, 100_000, "T", NP_("setting", "tile"),
-             N_("flash: keys per tile of the online softmax (default 4)"), own=True)
+             N_("flash: keys per tile of the online softmax (default 4)"))
 
 
 def _tiles(z: Sizes) -> int:

@@ -10,7 +10,7 @@ from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, NP_, Msg
 
 KV_HEADS = whole("kv_heads", 1, 1, MAX_HEADS, "K", NP_("setting", "kv heads"),
-                 N_("gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)"), own=True)
+                 N_("gqa: key/value heads shared by the query heads (must divide --heads; 1 = multi-query)"))
 
 
 def _footprint(z: Sizes) -> dict[str, int]:
@@ -21,9 +21,9 @@ def _footprint(z: Sizes) -> dict[str, int]:
 
 
 def _check(z: Sizes) -> None:
-    kv_heads = z.value("kv_heads")
-    if not 1 <= kv_heads <= MAX_HEADS:
-        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=MAX_HEADS))
+    kv_heads, most = z.value("kv_heads"), int(KV_HEADS.high or MAX_HEADS)
+    if not 1 <= kv_heads <= most:
+        raise ConfigError(Msg("--kv-heads {kv}: attn-tui shows 1 to {most} heads", kv=kv_heads, most=most))
 
 
 VARIANT = Variant(

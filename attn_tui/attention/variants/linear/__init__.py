@@ -84,6 +84,7 @@ class StateReadout(Op):
     implied: Place
     value: Place
 
+
 KINDS = (
     StageKind("query_l2", "q̂", NP_("stage", "query_l2"), N_(
         "Each query divided by its length, then by √d_k. Linear attention has no softmax to tame large "
@@ -110,7 +111,7 @@ KINDS = (
 RULE_NAMES = ("gated-delta", "plain")  # how each token writes the state (Qwen3-Next's, or a plain sum)
 RULE = choice("rule", RULE_NAMES, NP_("setting", "rule"),
               N_("linear: how each token writes the state: gated-delta (decay α_t, then a delta-rule write of "
-                 "strength β_t, as Qwen3-Next; the default) or plain (S_t = S_(t−1) + k_tᵀv_t)"), own=True)
+                 "strength β_t, as Qwen3-Next; the default) or plain (S_t = S_(t−1) + k_tᵀv_t)"))
 
 
 def _footprint(z: Sizes) -> dict[str, int]:

@@ -75,6 +75,7 @@ class NormedLatentScore(Op):
     rot: Place
     scale: Place
 
+
 KINDS = (
     StageKind("q_latent", "c_q", NP_("stage", "q_latent"), N_(
         "The query's low-rank path starts here: each token is squeezed into a few numbers by W_qa before every "
@@ -118,7 +119,7 @@ KINDS = (
 
 ABSORBED = Option("absorbed", bool, False,
                   N_("mla: fold W_uk into the query, so the scores meet the cached latent itself"),
-                  label=NP_("setting", "absorbed"), row="checkbox", own=True, caption=N_("W_uk in q"), in_summary=False)
+                  label=NP_("setting", "absorbed"), row="checkbox", caption=N_("W_uk in q"), in_summary=False)
 
 
 def _footprint(z: Sizes) -> dict[str, int]:

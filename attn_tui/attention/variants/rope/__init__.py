@@ -9,9 +9,10 @@ from attn_tui.ask.variant import Variant, score_tail
 from attn_tui.i18n import N_, NP_
 
 ROPE_BASE = Option("rope_base", float, 10000.0, N_("rope: θ_i = BASE^(−2i/d) (default 10000)"), low=1, above=True,
-                   metavar="BASE", label=NP_("setting", "θ base"), row="input", own=True,
+                   metavar="BASE", label=NP_("setting", "θ base"), row="input",
                    refusal=N_("must be a finite number above 1, got {text}"),
                    pane_refusal=N_("{setting} must be a finite number above 1"))
+
 
 VARIANT = Variant(
     name="rope", title="Rotary positions (RoPE)", order=70,
