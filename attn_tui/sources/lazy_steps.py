@@ -69,16 +69,17 @@ class StepStages:
             mask, geometry = trace.layer_masks.get(layer), trace.geometry.get(layer)
             own = self.own[layer] if self.own else None
             cache = self.held[step][layer]
-            if own is not None:  # DeepSeek's latent: the layer records itself
-                own.record(trace, view, step, queries)
-            else:
-                spec = self.family.layer(view, layer)
-                record_layer(trace, spec, layer, view, self.grouped, step=step, queries=queries)
-                if self.family.step_after is not None:
-                    self.family.step_after(trace, spec, layer, view, step, queries)
-                if cache is not None:
-                    labels = tuple(f"{p}:{token}" for p, token in enumerate(self.tokens[:n]))
-                    record_cache(trace, cache, layer, step, spec.window, labels, self.loaded.heads)
+            with self.loaded.in_memory(layer):
+                if own is not None:  # DeepSeek's latent: the layer records itself
+                    own.record(trace, view, step, queries)
+                else:
+                    spec = self.family.layer(view, layer)
+                    record_layer(trace, spec, layer, view, self.grouped, step=step, queries=queries)
+                    if self.family.step_after is not None:
+                        self.family.step_after(trace, spec, layer, view, step, queries)
+                    if cache is not None:
+                        labels = tuple(f"{p}:{token}" for p, token in enumerate(self.tokens[:n]))
+                        record_cache(trace, cache, layer, step, spec.window, labels, self.loaded.heads)
             trace.stages.update(shown)
             if geometry is not None:
                 trace.geometry[layer] = geometry

@@ -6,12 +6,14 @@ stages), so the two do not import each other; `sources.hf` re-exports both names
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.sources.offload import HOOKS, materialised
 
 
 @dataclass(kw_only=True)
@@ -21,7 +23,7 @@ class LoadedModel:
     name: str
     model: Any  # a transformers PreTrainedModel: its submodules are read by attribute
     tokenizer: Any
-    family: str  # the family adapter that reads it (ask.models.FAMILY_OF): bert | gpt2 | llama | gemma2 | gemma3
+    family: str  # the name of the family adapter that reads it (sources/families/<name>.py)
     layers: int
     heads: int
     causal: bool
@@ -30,6 +32,15 @@ class LoadedModel:
     offloaded: tuple[str, ...] = ()  # where accelerate offloaded each layer: "" (not), "cpu" or "disk"; () when none
     blocks: str | None = None  # the qualified name of the model's list of layers (`layers`, `encoder.layer`, `h`)
     device: str = "cpu"  # where the model runs (an offloaded layer is read in there while it runs)
+
+    def in_memory(self, layer: int) -> AbstractContextManager[None]:
+        """Within it, layer `layer`'s weights are in memory: an offloaded layer's are read in for whatever reads
+        them (a family adapter, a stepper) and let go after; a layer in memory is left as it is."""
+        return materialised(self.model, self.blocks, layer)
+
+    def running(self) -> AbstractContextManager[object]:
+        """Around a forward pass: an offloaded model's hooks take turns with a layer being read elsewhere."""
+        return HOOKS if self.offloaded else nullcontext()
 
 
 @dataclass(kw_only=True)

@@ -27,12 +27,14 @@ OFFLOADED = ("cpu", "disk")  # where accelerate puts what it offloads (cpu only 
 HOOKS = threading.RLock()
 
 
-def layer_list(model: torch.nn.Module, layers: int) -> str | None:
-    """The qualified name of the model's list of `layers` blocks (`layers`, `encoder.layer`, `h`), or None."""
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.ModuleList) and len(module) == layers:
-            return str(name)
-    return None
+def layer_list(model: torch.nn.Module, blocks: str, layers: int) -> str | None:
+    """`blocks`, where its family says the model keeps its layers (`layers`, `encoder.layer`, `h`), when the model
+    holds a list of `layers` blocks there; None otherwise."""
+    try:
+        found = model.get_submodule(blocks)
+    except AttributeError:
+        return None
+    return blocks if isinstance(found, torch.nn.ModuleList) and len(found) == layers else None
 
 
 def placement(device_map: dict[str, Any], blocks: str | None, layers: int, main: str) -> tuple[str, ...]:

@@ -7,15 +7,15 @@ from pathlib import Path
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.sources.families import family_named
 from attn_tui.sources.folder import ModelError
 from attn_tui.sources.model_run import LoadedModel
-
-OUTPUT_NAMES = ("lm_head.weight", "embed_out.weight")  # what a causal LM's checkpoint calls it (GPT-NeoX: embed_out)
 
 
 def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
     """(V, d) the matrix that turns the last hidden state into logits: the input embedding where the model ties
-    them, else the folder's own `lm_head.weight` (read alone from its safetensors, not a second model)."""
+    them, else the folder's own, under the name its family gives it (`lm_head.weight`; GPT-NeoX's
+    `embed_out.weight`), read alone from its safetensors, not a second model."""
     model = loaded.model
     config = model.config
     embedding: torch.Tensor = model.get_input_embeddings().weight.detach()  # (V, d)
@@ -23,12 +23,12 @@ def output_embedding(loaded: LoadedModel, folder: Path | None) -> torch.Tensor:
         return embedding
     from safetensors import safe_open
 
+    name = family_named(loaded.family).unembedding
+
     for file in sorted(folder.glob("*.safetensors")):
         with safe_open(str(file), framework="pt") as weights:
-            names = set(weights.keys())
-            for name in OUTPUT_NAMES:
-                if name in names:
-                    found: torch.Tensor = weights.get_tensor(name)
-                    return found.to(embedding.device, embedding.dtype)
-    raise ModelError(Msg("{model} holds no lm_head.weight and does not tie it to its input embedding: it cannot "
-                         "write", model=loaded.name))
+            if name in set(weights.keys()):
+                found: torch.Tensor = weights.get_tensor(name)
+                return found.to(embedding.device, embedding.dtype)
+    raise ModelError(Msg("{model} holds no {name} and does not tie it to its input embedding: it cannot write",
+                         model=loaded.name, name=name))

@@ -14,11 +14,10 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from attn_tui.ask.models import FAMILY_OF  # noqa: E402
 from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
-from attn_tui.sources.families import family_for  # noqa: E402
+from attn_tui.sources.families import families, family_for, routing  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 from tests.sources.tiny_models import CONFIGS as FAMILIES  # noqa: E402
 from tests.sources.tiny_models import TEXT, reference, tiny  # noqa: E402
@@ -37,7 +36,7 @@ def test_every_layer_and_head_equals_output_attentions(tmp_path: Path, model_typ
     path = _tiny(tmp_path, model_type)
     trace = run(ModelAsk(str(path), TEXT)).trace
     expected = reference(path)
-    assert trace.meta.family == FAMILY_OF[model_type]  # type: ignore[union-attr]
+    assert trace.meta.family == routing()[model_type]  # type: ignore[union-attr]
     assert len(expected) == trace.layers
     if model_type == "qwen2":  # max_window_layers 1: layer 0 global, layer 1 slides (its window is in the weights)
         assert [trace.mask_of(layer).window for layer in range(2)] == [None, 3]  # type: ignore[union-attr]
@@ -105,12 +104,12 @@ def test_the_inspector_explains_the_norm_the_rotation_and_the_cap(tmp_path: Path
             assert found.matches, (name, index, found)
 
 
-def test_routing_is_one_table_by_model_type_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
+def test_each_family_declares_the_model_types_it_reads_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
     assert family_for("bert").name == "bert" and family_for("gpt2").name == "gpt2"  # type: ignore[union-attr]
     assert family_for("llama").name == family_for("qwen2").name == "llama"  # type: ignore[union-attr]
     assert family_for("gemma2").name == "gemma2" and family_for("gemma3_text").name == "gemma3"  # type: ignore[union-attr]
     assert family_for("t5") is None
-    assert set(folder.SUPPORTED_TYPES) == set(FAMILY_OF)
+    assert set(routing()) == {model_type for family in families().values() for model_type in family.reads}
 
 
 @pytest.mark.parametrize("interleaved", [False, True])

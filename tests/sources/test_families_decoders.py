@@ -19,11 +19,14 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from attn_tui.ask.models import FAMILY_OF  # noqa: E402
 from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
-from attn_tui.sources.families import family_for  # noqa: E402
+from attn_tui.sources.families import (  # noqa: E402
+    family_for,
+    routing,
+    supported_types,
+)
 from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
 from tests.sources.tiny_models import CONFIGS as REGISTRY  # noqa: E402
@@ -117,7 +120,7 @@ def float64_layer(model_type: str, config: dict[str, Any], saved: dict[str, torc
 def test_every_layer_and_head_equals_output_attentions(folders: dict[str, Path], traces: dict[str, Trace],
                                                        model_type: str) -> None:
     trace, expected = traces[model_type], reference(folders[model_type])
-    assert trace.meta.family == FAMILY_OF[model_type] == model_type  # type: ignore[union-attr]
+    assert trace.meta.family == routing()[model_type] == model_type  # type: ignore[union-attr]
     assert len(expected) == trace.layers == 2 and len(trace.query_tokens) > WINDOW + 2
     for layer, weights in enumerate(expected):
         for head in range(trace.heads):
@@ -260,7 +263,7 @@ def test_routing_names_each_family_and_the_folder_check_accepts_it(folders: dict
         family = family_for(model_type)
         assert family is not None and family.name == model_type and family.causal
         assert folder.check_folder(folders[model_type]) == model_type
-    assert set(FAMILIES) <= folder.SUPPORTED_TYPES
+    assert set(FAMILIES) <= set(supported_types())
 
 
 def test_the_command_line_and_the_api_open_a_folder(folders: dict[str, Path], capsys: pytest.CaptureFixture[str]

@@ -15,11 +15,11 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from attn_tui.ask.models import FAMILY_OF  # noqa: E402
 from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.explain.cell import explain  # noqa: E402
 from attn_tui.present.geometry_line import geometry_line  # noqa: E402
 from attn_tui.sources import folder, run  # noqa: E402
+from attn_tui.sources.families import routing  # noqa: E402
 from attn_tui.trace.ops import Place  # noqa: E402
 from attn_tui.trace.stage import Trace  # noqa: E402
 from tests.sources.tiny_models import CONFIGS as REGISTRY  # noqa: E402
@@ -47,7 +47,7 @@ def traces(folders: dict[str, Path]) -> dict[str, Trace]:
 def test_every_layer_and_head_equals_output_attentions(folders: dict[str, Path], traces: dict[str, Trace],
                                                        model_type: str) -> None:
     trace, expected = traces[model_type], reference(folders[model_type])
-    assert trace.meta.family == FAMILY_OF[model_type] == model_type  # type: ignore[union-attr]
+    assert trace.meta.family == routing()[model_type] == model_type  # type: ignore[union-attr]
     assert len(expected) == trace.layers == 2 and trace.heads == HEADS
     for layer, weights in enumerate(expected):
         trace.tensor("weights", layer, 0)  # the later layers are traced when asked for

@@ -16,6 +16,7 @@ pytest.importorskip("accelerate")
 
 from attn_tui.ask.settings import ModelAsk  # noqa: E402
 from attn_tui.sources import run  # noqa: E402
+from attn_tui.sources.families import family_for  # noqa: E402
 from attn_tui.sources.load_plan import load_plan  # noqa: E402
 from attn_tui.sources.offload import layer_list  # noqa: E402
 from attn_tui.sources.transformer import model_run  # noqa: E402
@@ -40,11 +41,13 @@ def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTN_TUI_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _budget(path: Path) -> int:
+def _budget(path: Path, model_type: str) -> int:
     """A --max-memory that holds the tokenizer, a run, the parts outside the layers and about two layers beside the
     one accelerate keeps room for: the first layers stay in memory, the others go to disk."""
     whole = transformers.AutoModel.from_pretrained(path)
-    blocks = whole.get_submodule(layer_list(whole, LAYERS))
+    family = family_for(model_type)
+    assert family is not None
+    blocks = whole.get_submodule(layer_list(whole, family.blocks, LAYERS) or "")
     layer = 4 * sum(p.numel() for p in blocks[0].parameters())
     rest = 4 * sum(p.numel() for p in whole.parameters()) - LAYERS * layer
     plan = load_plan(path, 2**40, "tiny")
@@ -54,7 +57,7 @@ def _budget(path: Path) -> int:
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
 def test_a_model_over_the_budget_is_offloaded_and_traced_as_the_whole_model(tmp_path: Path, model_type: str) -> None:
     path = tiny(tmp_path, model_type, CONFIGS[model_type])
-    budget = _budget(path)
+    budget = _budget(path, model_type)
     said: list[str] = []
     offloaded = run(ModelAsk(str(path), TEXT), max_memory=budget, on_progress=lambda p: said.append(str(p.what)))
     whole = run(ModelAsk(str(path), TEXT)).trace
@@ -87,11 +90,28 @@ def test_a_model_over_the_budget_is_offloaded_and_traced_as_the_whole_model(tmp_
     assert torch.equal(offloaded.stats.weights, run(ModelAsk(str(path), TEXT)).stats.weights)  # type: ignore
 
 
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_an_offloaded_model_writes_every_step_as_the_whole_model(tmp_path: Path, model_type: str) -> None:
+    """Writing reads each layer's weights at every step (the new rows, the lazily traced stages): an offloaded
+    layer is read into memory for it, so every stage of every step equals the whole model's."""
+    path = tiny(tmp_path, model_type, CONFIGS[model_type])
+    ask = ModelAsk(str(path), TEXT, generate=3)
+    offloaded, whole = run(ask, max_memory=_budget(path, model_type)).trace, run(ask).trace
+    assert "disk" in offloaded.meta.offloaded  # type: ignore[union-attr]
+    assert offloaded.meta.generated_ids == whole.meta.generated_ids  # type: ignore[union-attr]
+    offloaded.fill_steps()
+    whole.fill_steps()
+    assert set(offloaded.stages) == set(whole.stages) and offloaded.steps() == whole.steps() == 3
+    for place, stage in whole.stages.items():
+        torch.testing.assert_close(offloaded.stages[place].tensor, stage.tensor, atol=1e-6, rtol=1e-6,
+                                   msg=lambda text, at=place: f"{at}: {text}")
+
+
 def test_the_command_line_says_which_layers_are_offloaded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from attn_tui.cli import main
 
     path = tiny(tmp_path, "llama", CONFIGS["llama"])
-    budget = str(_budget(path))
+    budget = str(_budget(path, "llama"))
     capsys.readouterr()
     assert main(["stages", "--model", str(path), "--text", TEXT, "--layer", "4", "--stage", "weights",
                  "--max-memory", budget]) == 0
@@ -115,7 +135,7 @@ def test_a_bin_checkpoint_is_offloaded_into_a_private_folder_gone_when_the_proce
     from attn_tui.sources import hf
 
     path = tiny(tmp_path, "llama", CONFIGS["llama"])
-    budget = _budget(path)
+    budget = _budget(path, "llama")
     _as_bin(path)
     cache = tmp_path / "cache" / "offload"
     loaded = hf.load(str(path), max_memory=budget)
@@ -142,7 +162,7 @@ def test_offloading_a_bin_checkpoint_onto_a_full_disk_is_refused(tmp_path: Path,
     from attn_tui.sources import load_plan as plans
 
     path = tiny(tmp_path, "llama", CONFIGS["llama"])
-    plan = load_plan(path, _budget(path), "tiny")
+    plan = load_plan(path, _budget(path, "llama"), "tiny")
     plans.check_disk(plan, path, tmp_path)  # safetensors: read where it is, nothing written
     _as_bin(path)
     monkeypatch.setattr(plans.shutil, "disk_usage", lambda _where: shutil._ntuple_diskusage(10**9, 10**9, 1024))
@@ -184,7 +204,7 @@ def test_without_accelerate_a_model_over_the_budget_is_refused_in_one_line(tmp_p
     from attn_tui.sources.folder import ModelError
 
     path = tiny(tmp_path, "llama", CONFIGS["llama"])
-    budget = _budget(path)
+    budget = _budget(path, "llama")
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "accelerate" else real(name, *a))
     with pytest.raises(ModelError, match=r"offloading its layers needs accelerate: pip install 'attn-tui\[models\]'"):

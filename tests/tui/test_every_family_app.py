@@ -15,8 +15,8 @@ from textual.widgets import OptionList
 
 pytest.importorskip("transformers")
 
-from attn_tui.ask.models import FAMILY_OF
 from attn_tui.present.model_view import summary_of
+from attn_tui.sources.families import routing
 from attn_tui.tui.screens.choose import ChoiceScreen
 from attn_tui.tui.screens.export import ExportAsk
 from attn_tui.tui.widgets.compare_view import CompareView
@@ -79,7 +79,7 @@ async def test_grid_compare_and_export_work_for_the_family(tmp_path: Path, model
         app.choose_model(str(a_path))
         await settle(pilot)
         trace = app.trace
-        assert trace.meta.family == FAMILY_OF[model_type] and trace.layers == len(expected)
+        assert trace.meta.family == routing()[model_type] and trace.layers == len(expected)
         await pilot.press("right_curly_bracket", "right_square_bracket")  # layer 1, head 1
         await settle(pilot)
         assert (app.explorer.layer_index, app.explorer.head) == (LAYER, HEAD)
@@ -123,7 +123,7 @@ async def test_grid_compare_and_export_work_for_the_family(tmp_path: Path, model
         await pilot.press("c")
         # Another model folder on the same sentence: its own weights at the same layer and head.
         await _compare(pilot, "other")
-        assert app.explorer.shown_b.trace.meta.family == FAMILY_OF[b_type]
+        assert app.explorer.shown_b.trace.meta.family == routing()[b_type]
         np.testing.assert_allclose(view.heatmap("b").grid.values, expected_b[LAYER][HEAD], atol=1e-5)
         if len(expected) > len(expected_b):  # A's last layer: B has none so deep and shows its own last
             await pilot.press(*["right_curly_bracket"] * (len(expected) - 1 - LAYER))

@@ -21,4 +21,5 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                      causal=False)
 
 
-FAMILY = Family("bert", causal=False, layer=layer)
+FAMILY = Family("bert", causal=False, layer=layer, model_types=("bert", "roberta", "xlm-roberta"),
+                blocks="encoder.layer", output="attention.output.dense", mlp_matrices=2)

@@ -2,7 +2,7 @@
 through the `mla` variant's stages.
 
 No LayerSpec describes this layer (its keys and values are rebuilt from a cached latent), so the family records
-its own stages with `attention.variants.mla.record`, the function the variant uses, from the model's weights:
+its own stages with `attention.variants.mla.compute.record`, the function the variant uses, from the model's weights:
 q_a_proj → q_a_layernorm → q_b_proj (or q_proj where q_lora_rank is None), kv_a_proj_with_mqa cut into the
 latent's rows (W_dkv) and the shared rotary key's (W_kr), kv_a_layernorm, kv_b_proj cut into W_uk and W_uv per
 head. The rotary part turns interleaved pairs (2i, 2i + 1) where `rope_interleave` is set (DeepSeek's own
@@ -12,6 +12,7 @@ rotate-half. The MoE feed-forward is not attention: only its output, the next la
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,9 +21,9 @@ from attn_tui.attention.attend import Tail
 from attn_tui.attention.variants.mla.compute import Latent, Turn, record
 from attn_tui.attention.variants.rope.compute import rotate
 from attn_tui.errors import ConfigError
-from attn_tui.i18n import Msg
+from attn_tui.i18n import N_, Msg
 from attn_tui.sources.families.llama import rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec, OwnStep
+from attn_tui.sources.families.spec import ConfigCheck, Family, LayerSpec, OwnStep, whole
 from attn_tui.sources.families.tracer import rotate_pairs
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.geometry import LayerGeometry, Positional
@@ -58,7 +59,7 @@ def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float
 
 
 def weights(attn: Any, kv_rank: int, heads: int, d_nope: int) -> dict[str, torch.Tensor]:
-    """The layer's parameters under the `mla` variant's names (see attention.variants.mla.Latent)."""
+    """The layer's parameters under the `mla` variant's names (see attention.variants.mla.compute.Latent)."""
     found: dict[str, torch.Tensor] = {}
     if attn.q_a_proj is not None:
         found.update(W_qa=attn.q_a_proj.weight, q_norm=attn.q_a_layernorm.weight, W_qb=attn.q_b_proj.weight)
@@ -150,4 +151,22 @@ def _stepper(loaded: LoadedModel, index: int) -> OwnStep:
     return LatentStep(loaded, index, LatentFamily(latent_sizes, weights, turn_at, record_layer))
 
 
-FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper)
+def latent_parameters(size: Callable[[str], int | None]) -> int | None:
+    """One layer's attention parameters, from config.json's sizes: q_a, its norm and q_b (or one q_proj), the
+    down-projection to the latent and the rotary key, its norm, the up-projection to every head's key and value,
+    and o_proj. None for a config without the latent's sizes (q, k, v and o are counted as usual)."""
+    nope = size("qk_nope_head_dim")
+    if nope is None:
+        return None
+    width, heads = size("hidden_size") or 0, size("num_attention_heads") or 0
+    rope = size("head_dim")
+    rope = rope if rope is not None else width // max(heads, 1)
+    q_rank, kv_rank, v_dim = (size(name) or 0 for name in ("q_lora_rank", "kv_lora_rank", "v_head_dim"))
+    query = q_rank * (width + 1 + heads * (nope + rope)) if q_rank else width * heads * (nope + rope)
+    return query + width * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v_dim) + heads * v_dim * width
+
+
+FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper,
+                model_types=("deepseek_v3", "deepseek_v2"), attention_parameters=latent_parameters,
+                checks=tuple(ConfigCheck((key,), whole, N_("a whole number, at least 1")) for key in
+                             ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")))

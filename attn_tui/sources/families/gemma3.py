@@ -41,4 +41,5 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                      k_norm=_norm(attn.k_norm), rotary=rotary)
 
 
-FAMILY = Family("gemma3", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base)
+FAMILY = Family("gemma3", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base,
+                model_types=("gemma3_text",))

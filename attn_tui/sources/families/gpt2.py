@@ -18,4 +18,6 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                      d // heads, float(block.attn.scaling), causal=True)
 
 
-FAMILY = Family("gpt2", causal=True, layer=layer)
+FAMILY = Family("gpt2", causal=True, layer=layer, blocks="h", output="attn.c_proj", mlp_matrices=2,
+                sizes={"layers": "n_layer", "width": "n_embd", "inner": "n_inner", "positions": "n_positions",
+                       "heads": "n_head"})

@@ -38,4 +38,5 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                      float(attn.scaling), causal=True, rotary=rotary, fused=fused)
 
 
-FAMILY = Family("gpt_neox", causal=True, layer=layer, rope_base=rope_base)
+FAMILY = Family("gpt_neox", causal=True, layer=layer, rope_base=rope_base, output="attention.dense",
+                unembedding="embed_out.weight", mlp_matrices=2)

@@ -51,4 +51,5 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                      window=getattr(attn, "sliding_window", None), rotary=rotary)
 
 
-FAMILY = Family("llama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base)
+FAMILY = Family("llama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base,
+                model_types=("llama", "qwen2"))

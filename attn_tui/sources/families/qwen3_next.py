@@ -20,9 +20,9 @@ from attn_tui.ask.budget import format_bytes
 from attn_tui.attention.variants.linear import Decay, WriteStrength
 from attn_tui.attention.variants.linear.compute import record_gates, record_normed, record_state, token_steps
 from attn_tui.errors import ConfigError
-from attn_tui.i18n import Msg
+from attn_tui.i18n import N_, Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, OwnStep, RotarySpec
+from attn_tui.sources.families.spec import ConfigCheck, Divides, Family, LayerSpec, NormSpec, OwnStep, RotarySpec, whole
 from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import CausalConv, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate
@@ -188,4 +188,7 @@ def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
 
 
 FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, fill=fill,
-                layer_heads=layer_heads, stepper=_stepper, step_after=_step_gate)
+                layer_heads=layer_heads, stepper=_stepper, step_after=_step_gate, gated_query=True,
+                checks=(*(ConfigCheck((key,), whole, N_("a whole number, at least 1"))
+                          for key in ("linear_num_key_heads", "linear_num_value_heads")),
+                        Divides("linear_num_key_heads", "linear_num_value_heads")))

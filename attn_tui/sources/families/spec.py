@@ -7,15 +7,16 @@ between families is only how they store their parameters, never how a layer is t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-import torch
-
-from attn_tui.i18n import Msg
+from attn_tui.i18n import N_, Msg
 
 if TYPE_CHECKING:
+    import torch
+
     from attn_tui.sources.model_run import LoadedModel, ModelRun
     from attn_tui.trace.stage import Trace
 
@@ -116,15 +117,85 @@ class OwnStep(Protocol):
 
 
 @dataclass(frozen=True)
-class Family:
-    """A family adapter: its name, whether it is causal, and how to read layer `i` of a run into a LayerSpec.
+class ConfigCheck:
+    """A config.json value the model cannot mean anything without: refused before loading, naming the key and the
+    value (a rotary base of 0 or a negative epsilon would load, and turn every score into NaN).
 
-    `kv_heads` and `rope_base` read the config for the run's metadata (0 = each head its own, no rotation).
+    `keys`: where the value may be (the first present is read; a nested one is dotted, `rope_parameters.factor`);
+    `holds`: whether a number is one the model can use; `means`: what it must be, marked with N_. A value that is
+    absent or null is the model's default, and not checked.
+    """
+
+    keys: tuple[str, ...]
+    holds: Callable[[float], bool]
+    means: str
+
+
+def positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+def fraction(value: float) -> bool:
+    return math.isfinite(value) and 0 < value <= 1
+
+
+def whole(value: float) -> bool:
+    return math.isfinite(value) and value >= 1 and value == int(value)
+
+
+@dataclass(frozen=True)
+class Divides:
+    """Two config.json head counts where the first must divide the second (key/value heads into query heads)."""
+
+    part: str
+    whole: str
+
+
+# What every family's config must hold where it gives the value (a family adds its own in `Family.checks`).
+SHARED_CHECKS: tuple[ConfigCheck | Divides, ...] = (
+    ConfigCheck(("rope_theta", "rope_parameters.rope_theta", "rotary_emb_base"), positive, N_("a number above 0")),
+    ConfigCheck(("rope_scaling.factor", "rope_parameters.factor"), positive, N_("a number above 0")),
+    ConfigCheck(("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps"), positive, N_("a number above 0")),
+    ConfigCheck(("partial_rotary_factor", "rotary_pct"), fraction, N_("a fraction above 0 and at most 1")),
+    ConfigCheck(("num_attention_heads", "n_head"), whole, N_("a whole number, at least 1")),
+    ConfigCheck(("num_key_value_heads",), whole, N_("a whole number, at least 1")),
+    Divides("num_key_value_heads", "num_attention_heads"),
+)
+
+
+def no_own_attention(size: Callable[[str], int | None]) -> int | None:
+    """A layer's attention is the usual q, k, v and o projections (counted from the sizes alone)."""
+    return None
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family adapter: every fact attn-tui needs about one model family, and how to read layer `i` of a run into
+    a LayerSpec.
+
+    What the folder's check, the memory estimate, offloading and the `moved` stage read before or beside the
+    tracer is declared here too, so a family is its one module: the config's `model_type`s it reads, where the base
+    model keeps its layers (`blocks`) and each layer its output projection (`output`, W_O), the checkpoint's name
+    for the matrix that makes the logits (`unembedding`), config.json's names for its sizes where they are not the
+    usual ones (`sizes`), its MLP's matrices, a query projection that also holds a gate (`gated_query`), one
+    layer's attention parameters where they are not q, k, v and o (`attention_parameters`, given a reader of
+    config.json's sizes by name; None: the usual count), and the config values of its own it cannot mean anything
+    without (`checks`, beside the SHARED_CHECKS every family's config passes). `kv_heads` and `rope_base` read the
+    config for the run's metadata (0 = each head its own, no rotation).
     """
 
     name: str
     causal: bool
     layer: Callable[[ModelRun, int], LayerSpec]
+    model_types: tuple[str, ...] = ()  # config.json's model_type values it reads (its own name besides)
+    blocks: str = "layers"
+    output: str = "self_attn.o_proj"
+    unembedding: str = "lm_head.weight"
+    sizes: Mapping[str, str] = field(default_factory=dict, compare=False)  # part (width, heads …) → config's name
+    mlp_matrices: int = 3  # 2: up and down; 3: gated (up, gate, down)
+    gated_query: bool = False  # q_proj holds each head's query and then its output gate: twice the rows
+    attention_parameters: Callable[[Callable[[str], int | None]], int | None] = field(default=no_own_attention)
+    checks: tuple[ConfigCheck | Divides, ...] = ()  # its own config values to refuse, beside SHARED_CHECKS
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
     # each layer's own head count where the layers differ (Qwen3-Next's linear layers); (): all `heads`
@@ -141,3 +212,8 @@ class Family:
     stepper: Callable[[LoadedModel, int], OwnStep | None] | None = None
     # stages a family adds after the shared tracer's at a generation step: (trace, spec, layer, run, step, queries)
     step_after: Callable[[Trace, LayerSpec, int, ModelRun, int, int], None] | None = None
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The config.json model_types this family's adapter reads."""
+        return self.model_types or (self.name,)

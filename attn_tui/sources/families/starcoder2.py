@@ -15,4 +15,5 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
     return replace(mistral.layer(run_, index), source="LayerNorm(X)")
 
 
-FAMILY = Family("starcoder2", causal=True, layer=layer, kv_heads=llama.kv_heads, rope_base=llama.rope_base)
+FAMILY = Family("starcoder2", causal=True, layer=layer, kv_heads=llama.kv_heads, rope_base=llama.rope_base,
+                mlp_matrices=2)

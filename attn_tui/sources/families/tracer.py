@@ -26,7 +26,6 @@ from attn_tui.i18n import Msg
 from attn_tui.sources.families.output_proj import output_weight
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.model_run import ModelRun
-from attn_tui.sources.offload import materialised
 from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.lazy import PreTile
 from attn_tui.trace.masks import MaskSpec
@@ -80,7 +79,7 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     """
     if layer is None or not 0 <= layer < run_.loaded.layers:
         return
-    with torch.no_grad(), materialised(run_.loaded.model, run_.loaded.blocks, layer):
+    with torch.no_grad(), run_.loaded.in_memory(layer):
         if family.fill is not None:  # the family records its layers itself (record_layer where they attend)
             family.fill(run_, trace, layer)
             return
@@ -88,7 +87,7 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
             scale = family.record(run_, trace, layer)
         else:
             spec = family.layer(run_, layer)
-            w_o = output_weight(run_.loaded.model, run_.loaded.blocks, layer, spec.x.shape[-1])
+            w_o = output_weight(run_.loaded.model, run_.loaded.blocks, layer, spec.x.shape[-1], family.output)
             if w_o is not None and w_o.shape[1] == spec.heads * spec.head_dim:  # the `moved` stage reads it
                 spec = replace(spec, weights={**spec.weights, "W_o": w_o})
             record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
