@@ -136,10 +136,11 @@ def _check_values(config: dict[str, object], folder: Path, family: Family | None
             value = _value(config, key)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not check.holds(value):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not check.holds(value):  # type: ignore[arg-type]  # a number, as `number` says
                 raise ModelError(Msg("config.json of {folder} has {key} {value}: it must be {means}",
-                                     folder=quoted(str(folder)), key=key, value=quoted(str(value), 30),
-                                     means=Msg(check.means)))
+                                     folder=quoted(str(folder)), key=key,
+                                     value=str(value) if number else quoted(str(value), 30), means=Msg(check.means)))
             break
 
 

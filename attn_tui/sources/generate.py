@@ -127,7 +127,7 @@ class Generator:
                                   rope_base=self.family.rope_base(cfg), prompt_tokens=tuple(self.tokens),
                                   prompt_ids=tuple(self.prompt_ids), do_sample=draw.do_sample,
                                   temperature=draw.temperature, top_k=draw.top_k, top_p=draw.top_p, seed=draw.seed,
-                                  cache=ask.cache, layer_heads=self.family.layer_heads(cfg))
+                                  cache=ask.cache, layer_heads=self.family.layer_heads(cfg), offloaded=loaded.offloaded)
         self.trace = Trace(self.meta, tuple(self.tokens), tuple(self.tokens), str(self.device),
                            str(unembed.dtype).replace("torch.", ""))
         self.sampler = Sampler(draw, unembed, getattr(cfg, "final_logit_softcapping", None), self.text_of)
