@@ -57,6 +57,8 @@ def row_sums_note(deviation: float, empty: list[int], sink: bool = False) -> str
     nearest power of ten (±1e-07 for 6e-08 or 1.2e-07): float32 rounding lives at that scale, and how
     many of its last bits a sum loses changes with the CPU's kernels, which the note should not.
     """
+    if math.isnan(deviation):
+        return _("rows hold NaN: they do not sum to 1")
     scale = 10.0 ** round(math.log10(deviation)) if 0 < deviation < math.inf else deviation
     text = (_("rows sum to 1 − p_sink (±{deviation})") if sink else _("rows sum to 1 (±{deviation})")).format(
         deviation=f"{scale:.0e}")

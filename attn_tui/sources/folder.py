@@ -224,8 +224,9 @@ def config_sizes(folder: Path) -> dict[str, int | None]:
     return _sizes(_json_object(folder / "config.json", "config.json") or {}, folder)
 
 
-def config_parts(folder: Path) -> tuple[int, int, int]:
-    """(embedding parameters, parameters of one layer, layers) that config.json's sizes imply."""
+def config_parts(folder: Path) -> tuple[int, tuple[int, ...]]:
+    """(embedding parameters, parameters of each layer) that config.json's sizes imply: a layer is its attention
+    and its MLP, each counted as its family builds it (a dense layer or a mixture of experts)."""
     config = _json_object(folder / "config.json", "config.json") or {}
     size = config_sizes(folder)
     width = size["width"] or 0
@@ -238,12 +239,13 @@ def config_parts(folder: Path) -> tuple[int, int, int]:
     family = family_for(str(config.get("model_type")))
     own = family.attention_parameters(lambda name: _size(config, (name,), folder)) if family is not None else None
     attention = own if own is not None else attention  # a family's own (DeepSeek's latent): not q, k, v and o
-    layer = attention + (family.mlp_matrices if family is not None else 3) * width * inner
-    experts, expert_inner = (_size(config, (name,), folder) for name in ("n_routed_experts", "moe_intermediate_size"))
-    if experts and expert_inner:  # a mixture of experts: the largest layer is one with every expert (and the router)
-        shared = _size(config, ("n_shared_experts",), folder) or 0
-        layer = max(layer, attention + 3 * width * expert_inner * (experts + shared) + experts * width)
-    return embeddings, layer, size["layers"] or 0
+    dense = (family.mlp_matrices if family is not None else 3) * width * inner
+
+    def mlp(index: int) -> int:
+        experts = family.expert_parameters(lambda name: _size(config, (name,), folder), index) if family else None
+        return dense if experts is None else experts
+
+    return embeddings, tuple(attention + mlp(index) for index in range(size["layers"] or 0))
 
 
 def config_parameters(folder: Path) -> int:
@@ -254,10 +256,10 @@ def config_parameters(folder: Path) -> int:
     first step. Embeddings (words, positions, token types) are vocab × width; each layer holds four
     projections (Q, K, V, O) of width × head_dim × heads (width² when heads split the width; key/value
     heads may be fewer and a head's own `head_dim` other than width / heads), and two width × inner ones
-    (the MLP; three where it is gated, as in Llama and Gemma).
+    (the MLP; three where it is gated, as in Llama and Gemma; a family's own experts where it has them).
     """
-    embeddings, layer, layers = config_parts(folder)
-    return embeddings + layers * layer
+    embeddings, layers = config_parts(folder)
+    return embeddings + sum(layers)
 
 
 MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers are a few tens of MB

@@ -343,7 +343,7 @@ class Generator:
         from transformers import DynamicCache
 
         cache = DynamicCache()
-        index = torch.tensor(held, device=self.device)
+        index = torch.tensor(held, dtype=torch.long, device=self.device)  # (held,): none with no sink, a window of 1
         view = ModelRun.of_inputs(self.loaded, tuple(self.tokens[p] for p in held), (),
                                   tuple(torch.cat(rows)[index] for rows in self.inputs), torch.ones(1, 1))
         for layer in range(self.loaded.layers):

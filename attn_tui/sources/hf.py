@@ -143,12 +143,19 @@ OPTIONAL_WEIGHTS = ("pooler.",)  # weights an encoder checkpoint may leave out: 
 
 
 def _complete(model: Any, info: dict[str, Any], name: str) -> Any:
-    """The model, when its files held every weight it needs: transformers fills a missing one with random numbers
-    (a config naming more layers than the files hold), which would be traced as if it were the model's."""
+    """The model, when its files held every weight it needs, each finite: transformers fills a missing one with
+    random numbers (a config naming more layers than the files hold), which would be traced as if it were the
+    model's, and a NaN in a weight would turn every stage computed from it into NaN.
+
+    An offloaded layer's weights stay on disk (on the meta device here) and are not read for this."""
     missing = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(OPTIONAL_WEIGHTS))
     if missing:
         raise ModelError(Msg("{name}: config.json names {count} weights its files lack, first {key}",
                              name=quoted(name), count=len(missing), key=quoted(missing[0], 40)))
+    for key, weight in model.named_parameters():
+        if weight.device.type != "meta" and weight.is_floating_point() and not bool(torch.isfinite(weight).all()):
+            raise ModelError(Msg("{name}: its weight {key} holds NaN or infinite values, and every stage computed "
+                                 "from it would too", name=quoted(name), key=quoted(key, 60)))
     return model
 
 
@@ -187,6 +194,8 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
     warnings: list[Msg] = []
     try:
         full = len(tok(text, add_special_tokens=True)["input_ids"])
+        if full == 0:
+            raise ConfigError(Msg("{model}'s tokenizer made no tokens of this text", model=loaded.name))
         if pad_to is not None and pad_to < full:
             raise ConfigError(Msg("--pad-to {n} is fewer than the text's {full} tokens: padding never cuts", n=pad_to,
                                   full=full))
@@ -236,9 +245,27 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
         warnings.append(Msg("{model}'s vocabulary breaks Korean syllables into jamo (separate letters such as ㅎ ㅏ "
                             "ㄱ): its tokens are pieces of letters, not words, so read its Korean attention with care",
                             model=loaded.name))
-    return ModelRun(loaded=loaded, tokens=tokens, special=special, hidden_states=tuple(h[0] for h in out.hidden_states),
-                    attentions=tuple(a[0] for a in out.attentions), mask=mask, padding=padding,
-                    warnings=tuple(warnings), ids=tuple(ids))
+    hidden, attentions = tuple(h[0] for h in out.hidden_states), tuple(a[0] for a in out.attentions)
+    warnings += non_finite(loaded, hidden, attentions)
+    return ModelRun(loaded=loaded, tokens=tokens, special=special, hidden_states=hidden, attentions=attentions,
+                    mask=mask, padding=padding, warnings=tuple(warnings), ids=tuple(ids))
+
+
+def non_finite(loaded: LoadedModel, hidden: tuple[torch.Tensor, ...], attentions: tuple[torch.Tensor, ...]
+               ) -> list[Msg]:
+    """Where the forward pass first went NaN or infinite, named, so no stage traced from it is silently NaN: the
+    first layer whose input (hidden[i], (N, d)) or whose own weights (attentions[i], (heads, N, N)) are not finite."""
+    for layer in range(loaded.layers):
+        if not bool(torch.isfinite(hidden[layer]).all()):
+            return [Msg("layer {layer}'s input holds NaN or infinite values ({dtype} overflowed, or a weight before it "
+                        "is not finite): every stage from this layer on is not a number", layer=layer,
+                        dtype=str(hidden[layer].dtype).replace("torch.", ""))]
+        if layer < len(attentions) and not bool(torch.isfinite(attentions[layer]).all()):
+            finite = torch.isfinite(attentions[layer]).flatten(1).all(dim=1)  # (heads,)
+            heads = [h for h in range(finite.shape[0]) if not bool(finite[h])]
+            return [Msg("layer {layer}'s weights hold NaN or infinite values in heads {heads}: its scores overflowed "
+                        "or a weight of its attention is not finite", layer=layer, heads=", ".join(map(str, heads)))]
+    return []
 
 
 def readable_token(tok: Any, token: str) -> str:

@@ -57,9 +57,10 @@ def load_plan(folder: Path, limit: int, name: str) -> LoadPlan:
     work even with every layer offloaded to disk: one step would need more than the limit (the tokenizer, a run and
     the largest part at once), or config.json implies more weights than its files hold (they are read from there)."""
     needed = load_estimate(folder)
-    embeddings, layer, layers = config_parts(folder)
+    embeddings, layers = config_parts(folder)
+    layer = max(layers, default=0)  # the largest: a mixture of experts' layer holds every expert
     sizes = config_sizes(folder)
-    reserve = run_parts(layers, sizes["heads"] or 0, sizes["width"] or 0, RESERVE_TOKENS).total
+    reserve = run_parts(len(layers), sizes["heads"] or 0, sizes["width"] or 0, RESERVE_TOKENS).total
     weights, tokenizer = needed.parts.get("weights", 0), needed.parts.get("tokenizer", 0)
     part, largest = ((N_("the embeddings"), 4 * embeddings) if embeddings > layer
                      else (N_("one layer's weights"), 4 * layer))
@@ -77,10 +78,11 @@ def load_plan(folder: Path, limit: int, name: str) -> LoadPlan:
                               size=format_bytes(largest), tokenizer=format_bytes(tokenizer),
                               run=format_bytes(reserve), limit=format_bytes(limit)))
     held = weights_bytes(folder) // 2  # the files' own bytes
-    if embeddings + layers * layer > held:  # less than a byte a weight: the files cannot hold what is offloaded
+    implied = embeddings + sum(layers)
+    if implied > held:  # less than a byte a weight: the files cannot hold what is offloaded
         raise BudgetError(Msg("{what} would offload layers to disk, but config.json implies {n} weights and the "
                               "weight files hold {size}: the folder does not match its config", what=what,
-                              n=f"{embeddings + layers * layer:,}", size=format_bytes(held)))
+                              n=f"{implied:,}", size=format_bytes(held)))
     return plan
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.trace.ops import Chosen, Linear, Place, Scale, SoftCap, VocabCut, VocabSoftmax
 from attn_tui.trace.stage import Axis, Stage, Trace
@@ -73,6 +74,10 @@ class Sampler:
         draw = self.draw
         logits = self.logits(hidden)  # (V,)
         tempered = logits / draw.temperature if draw.do_sample else logits  # TemperatureLogitsWarper's
+        if not bool(torch.isfinite(tempered).all()) and bool(torch.isfinite(logits).all()):
+            raise ConfigError(Msg("--temperature {t} is so small that the logits divided by it overflow {dtype}, "
+                                  "and no token can be drawn from them: use a larger one, or greedy writing",
+                                  t=f"{draw.temperature:g}", dtype=str(tempered.dtype).replace("torch.", "")))
         cut = tempered[None]
         for warper in self.cut:
             cut = warper(ids, cut)  # (1, V): −inf where dropped

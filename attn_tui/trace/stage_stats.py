@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 import torch
 
 
+def worse(a: float, b: float) -> float:
+    """The larger of two deviations, NaN when either is: `max` would keep whichever came first."""
+    return math.nan if math.isnan(a) or math.isnan(b) else max(a, b)
+
+
 @dataclass
 class StageStats:
     """A stage's finite range over the cells it keeps, what else it holds, and (for weights) its row sums."""
@@ -22,7 +27,8 @@ class StageStats:
     posinf: int = 0
     neginf: int = 0
     masked: int = 0  # cells hidden by the mask (their value is the fill, or 0 for weights)
-    row_deviation: float = 0.0  # weights: the largest |row sum − 1| over rows that may attend somewhere
+    row_deviation: float = 0.0  # weights: the largest |row sum − 1| over rows that may attend somewhere (NaN: a
+    # row that is not a number, which sums to nothing)
     empty_rows: list[int] = field(default_factory=list)  # weights: rows that may attend to nothing
     zero: bool = True  # every kept cell is exactly 0
 
@@ -67,7 +73,7 @@ class StageStats:
             sums = sums + share.to(sums.dtype)
         live = ~empty.to(sums.device)
         if bool(live.any()):
-            self.row_deviation = max(self.row_deviation, float((sums[live] - 1).abs().max()))
+            self.row_deviation = worse(self.row_deviation, float((sums[live] - 1).abs().max()))
         self.empty_rows += [first_row + int(i) for i in torch.nonzero(empty).flatten().tolist()]
 
     def add_finite(self, lo: float, hi: float) -> None:

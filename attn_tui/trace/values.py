@@ -16,6 +16,7 @@ from attn_tui.i18n import Msg, Plural
 from attn_tui.trace.ops import Given, Masking, Softmax
 from attn_tui.trace.stage import Stage, Trace
 from attn_tui.trace.stage_stats import StageStats as StageStats
+from attn_tui.trace.stage_stats import worse
 
 
 def stats_of(trace: Trace, stage: Stage) -> StageStats:
@@ -136,6 +137,6 @@ def fold_row_sums(found: list[StageStats], weights: torch.Tensor, first_row: int
     deviation = (sums - 1).abs().masked_fill(empty, 0.0).amax(dim=-1).tolist()
     any_empty = bool(empty.any())
     for n in range(weights.shape[0]):
-        found[n].row_deviation = max(found[n].row_deviation, deviation[n])
+        found[n].row_deviation = worse(found[n].row_deviation, deviation[n])
         if any_empty:
             found[n].empty_rows += [first_row + int(i) for i in torch.nonzero(empty[n]).flatten().tolist()]

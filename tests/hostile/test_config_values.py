@@ -87,3 +87,24 @@ def test_the_command_line_refuses_a_model_that_would_compute_nan_in_one_line(tmp
     (path / "config.json").write_text(text, encoding="utf-8")
     outcome = attn_tui("stages", "--model", str(path), "--text", TEXT)
     assert outcome.refused(f"has {key} "), outcome.err
+
+
+def test_a_weight_that_is_not_finite_is_refused_naming_the_tensor(tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    path = tiny(tmp_path, "llama", CONFIGS["llama"])
+    (weights,) = path.glob("*.safetensors")
+    tensors = load_file(str(weights))
+    key = next(name for name in tensors if name.endswith("layers.1.self_attn.k_proj.weight"))
+    tensors[key][0, 0] = math.nan
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    outcome = attn_tui("stages", "--model", str(path), "--text", TEXT)
+    assert outcome.refused("layers.1.self_attn.k_proj.weight"), outcome.err
+    assert "NaN" in outcome.err
+
+
+def test_a_temperature_that_overflows_the_logits_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tiny(tmp_path, "llama", CONFIGS["llama"])
+    outcome = attn_tui("stages", "--model", str(path), "--text", TEXT, "--generate", "2", "--do-sample",
+                       "--temperature", "1e-300")
+    assert outcome.refused("--temperature 1e-300 is so small"), outcome.err

@@ -169,17 +169,33 @@ def test_the_cli_opens_the_folder_and_writes_with_its_latent_cache_in_json(folde
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_the_folder_estimate_follows_what_transformers_builds(tmp_path: Path, name: str) -> None:
     """The latent attention's and the experts' parameters from config.json (within 3%), before a tensor exists:
-    every layer is counted as the largest (with its experts), so the budget never falls short."""
+    each layer as transformers builds it, dense before `first_k_dense_replace` and with its experts after (the
+    plain_query model has one of each, the others are dense)."""
     import json
 
     from attn_tui.sources import folder
 
-    config = dict(CONFIGS[name], vocab_size=5000, first_k_dense_replace=0 if name == "plain_query" else 2)
+    config = dict(CONFIGS[name], vocab_size=5000)
     model_type = TYPES.get(name, "deepseek_v3")
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type, **config}))
     built = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(model_type, **config))
     real = sum(p.numel() for p in built.parameters())
     assert abs(folder.config_parameters(tmp_path) - real) / real < 0.03, (folder.config_parameters(tmp_path), real)
+
+
+def test_a_saved_dense_model_is_not_counted_with_the_experts_its_config_names(folders: dict[str, Path]) -> None:
+    """transformers saves every default, the 256 routed experts of DeepSeek-V3 too, beside first_k_dense_replace:
+    a model whose layers are all dense is counted as the dense model it is (and its files hold it)."""
+    import json
+
+    from attn_tui.sources import folder
+
+    path = folders["interleaved"]
+    saved = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    assert saved["n_routed_experts"] > 0 and saved["first_k_dense_replace"] >= saved["num_hidden_layers"]
+    real = sum(p.numel() for p in transformers.AutoModel.from_pretrained(path).parameters())
+    assert abs(folder.config_parameters(path) - real) / real < 0.03, (folder.config_parameters(path), real)
+    assert folder.weights_bytes(path) // 2 >= folder.config_parameters(path)  # what load_plan compares
 
 
 def test_yarns_own_frequencies_and_scale_are_the_ones_shown(traces: dict[str, Trace]) -> None:

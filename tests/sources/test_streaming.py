@@ -31,7 +31,8 @@ def _rotate(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tens
     return x * cos + torch.cat([-x[..., d // 2:], x[..., :d // 2]], -1) * sin
 
 
-def _streaming_llama(path: Path, prompt: list[int], count: int) -> tuple[list[int], list[list[torch.Tensor]]]:
+def _streaming_llama(path: Path, prompt: list[int], count: int, window: int = WINDOW, sinks: int = SINKS
+                     ) -> tuple[list[int], list[list[torch.Tensor]]]:
     """A float64 Llama writing `count` tokens with StreamingLLM's cache: the ids and, per step and layer, the
     weights (heads, queries, keys)."""
     import transformers
@@ -52,7 +53,7 @@ def _streaming_llama(path: Path, prompt: list[int], count: int) -> tuple[list[in
     for t in range(count):
         n = len(ids)
         new = list(range(n)) if t == 0 else [n - 1]
-        kept = list(range(n)) if t == 0 or n <= WINDOW + SINKS else list(range(SINKS)) + list(range(n - WINDOW, n))
+        kept = list(range(n)) if t == 0 or n <= window + sinks else list(range(sinks)) + list(range(n - window, n))
         at = torch.tensor([kept.index(p) for p in new])  # the queries' places in the cache
         x = w["model.embed_tokens.weight"][torch.tensor([ids[p] for p in new])]  # (q, D)
         step = []
@@ -104,6 +105,19 @@ def test_the_window_keeps_the_sinks_and_the_last_tokens_and_equals_a_float64_str
     assert "StreamingLLM evicted" in str(cache.formula)
     full = run(ModelAsk(str(folder), TEXT, generate=WRITE)).trace  # the whole cache: another text at the end
     assert full.tensor("weights", 0, 0, WRITE - 1).shape == (1, p + WRITE - 1)
+
+
+def test_a_window_of_one_and_no_sink_writes_reading_only_the_newest_token(folder: Path) -> None:
+    """The edge of StreamingLLM: the cache keeps nothing but the token just fed, and each step still equals the
+    float64 streaming Llama (one key, weight 1)."""
+    trace = run(ModelAsk(str(folder), TEXT, generate=3, cache="window:1,sinks:0")).trace
+    ids, weights = _streaming_llama(folder, list(trace.meta.prompt_ids), 3, window=1, sinks=0)  # type: ignore
+    assert list(trace.meta.generated_ids) == ids  # type: ignore[union-attr]
+    for t in range(1, 3):
+        for layer in range(trace.layers):
+            torch.testing.assert_close(trace.tensor("weights", layer, 0, t).double(), weights[t][layer][0],
+                                       atol=1e-5, rtol=0)
+            assert trace.tensor("weights", layer, 0, t).shape == (1, 1)
 
 
 @pytest.mark.parametrize("cache", ["window:0,sinks:2", "sinks:2", "window:4;sinks:1", "window:-1,sinks:2"])

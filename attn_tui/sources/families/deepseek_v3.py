@@ -166,7 +166,20 @@ def latent_parameters(size: Callable[[str], int | None]) -> int | None:
     return query + width * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v_dim) + heads * v_dim * width
 
 
+def expert_parameters(size: Callable[[str], int | None], layer: int) -> int | None:
+    """Layer `layer`'s MLP where it is a mixture of experts: from `first_k_dense_replace` on (and, in V2, every
+    `moe_layer_freq`-th), its routed experts and shared ones of `moe_intermediate_size` each, and the router; None
+    for a dense layer, or a config without experts."""
+    experts, inner = size("n_routed_experts"), size("moe_intermediate_size")
+    dense = layer < (size("first_k_dense_replace") or 0) or layer % (size("moe_layer_freq") or 1)
+    if not experts or not inner or dense:
+        return None
+    width = size("hidden_size") or 0
+    return 3 * width * inner * (experts + (size("n_shared_experts") or 0)) + experts * (width + 1)
+
+
 FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper,
                 model_types=("deepseek_v3", "deepseek_v2"), attention_parameters=latent_parameters,
+                expert_parameters=expert_parameters,
                 checks=tuple(ConfigCheck((key,), whole, N_("a whole number, at least 1")) for key in
                              ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")))

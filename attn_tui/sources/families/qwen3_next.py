@@ -10,6 +10,7 @@ opens each head's output by SiLU(z) before out_proj (stage `gated_norm`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -187,8 +188,19 @@ def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
     return stepper(loaded, index)
 
 
+def expert_parameters(size: Callable[[str], int | None], layer: int) -> int | None:
+    """Layer `layer`'s MLP where it is a mixture of experts (every `decoder_sparse_step`-th layer when
+    `num_experts` is set): its experts, the shared expert and the two routers; None for a dense layer."""
+    experts, inner = size("num_experts"), size("moe_intermediate_size")
+    if not experts or not inner or (layer + 1) % (size("decoder_sparse_step") or 1):
+        return None
+    width = size("hidden_size") or 0
+    return 3 * width * (experts * inner + (size("shared_expert_intermediate_size") or 0)) + (experts + 1) * width
+
+
 FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, fill=fill,
                 layer_heads=layer_heads, stepper=_stepper, step_after=_step_gate, gated_query=True,
+                expert_parameters=expert_parameters,
                 checks=(*(ConfigCheck((key,), whole, N_("a whole number, at least 1"))
                           for key in ("linear_num_key_heads", "linear_num_value_heads")),
                         Divides("linear_num_key_heads", "linear_num_value_heads")))

@@ -168,6 +168,11 @@ def no_own_attention(size: Callable[[str], int | None]) -> int | None:
     return None
 
 
+def no_experts(size: Callable[[str], int | None], layer: int) -> int | None:
+    """Every layer's MLP is the dense one (counted from the sizes alone)."""
+    return None
+
+
 @dataclass(frozen=True)
 class Family:
     """A family adapter: every fact attn-tui needs about one model family, and how to read layer `i` of a run into
@@ -179,7 +184,8 @@ class Family:
     for the matrix that makes the logits (`unembedding`), config.json's names for its sizes where they are not the
     usual ones (`sizes`), its MLP's matrices, a query projection that also holds a gate (`gated_query`), one
     layer's attention parameters where they are not q, k, v and o (`attention_parameters`, given a reader of
-    config.json's sizes by name; None: the usual count), and the config values of its own it cannot mean anything
+    config.json's sizes by name; None: the usual count), a layer's experts where it has them
+    (`expert_parameters`), and the config values of its own it cannot mean anything
     without (`checks`, beside the SHARED_CHECKS every family's config passes). `kv_heads` and `rope_base` read the
     config for the run's metadata (0 = each head its own, no rotation).
     """
@@ -195,6 +201,8 @@ class Family:
     mlp_matrices: int = 3  # 2: up and down; 3: gated (up, gate, down)
     gated_query: bool = False  # q_proj holds each head's query and then its output gate: twice the rows
     attention_parameters: Callable[[Callable[[str], int | None]], int | None] = field(default=no_own_attention)
+    # layer i's MLP parameters where it is a mixture of experts (None: the dense MLP), from config.json's sizes
+    expert_parameters: Callable[[Callable[[str], int | None], int], int | None] = field(default=no_experts)
     checks: tuple[ConfigCheck | Divides, ...] = ()  # its own config values to refuse, beside SHARED_CHECKS
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
