@@ -29,10 +29,10 @@ from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.cache_stage import held, record_cache
 from attn_tui.sources.families import family_named
+from attn_tui.sources.families.shared.tracer import record_layer
 from attn_tui.sources.families.spec import LayerSpec
-from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
-from attn_tui.sources.model_run import LoadedModel, ModelRun
+from attn_tui.sources.model_run import LoadedModel, ModelRun, non_finite
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.sources.step_rows import LayerRows, rotary_table
 from attn_tui.sources.unembed import output_embedding as output_embedding
@@ -113,7 +113,7 @@ class Generator:
         model, tok = loaded.model, loaded.tokenizer
         cfg = model.config
         self.prompt_ids = _ids(loaded, ask.text)
-        self.device = next(model.parameters()).device
+        self.device = loaded.runs_on
         self.text_of: Callable[[int], str] = lambda i: readable_token(tok, tok.convert_ids_to_tokens([i])[0])
         self.tokens = [self.text_of(i) for i in self.prompt_ids]
         special_ids = set(tok.all_special_ids)
@@ -189,6 +189,7 @@ class Generator:
         with loaded.running():
             out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
         states = tuple(out.hidden_states[layer][0] for layer in range(loaded.layers))  # each (q, d): a layer's input
+        self._check_finite(out, t)
         for layer in range(loaded.layers):
             self.inputs[layer].append(states[layer])
         new = ModelRun.of_inputs(loaded, tuple(tokens[n - queries:n]), (), states, torch.ones(1, 1))
@@ -270,6 +271,7 @@ class Generator:
         else:
             with loaded.running():
                 out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+        self._check_finite(out, t)
         for layer in range(loaded.layers):
             self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
         index = torch.tensor(kept, device=self.device)
@@ -288,6 +290,16 @@ class Generator:
         if t == 0:
             self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
         self._choose(publisher, out, t, n, queries)
+
+    def _check_finite(self, out: Any, t: int) -> None:
+        """A step whose forward pass went NaN or infinite is refused, naming the layer where it first did: its
+        stages and its token would be NaN, or a token argmax chose from NaN."""
+        hidden = (*(h[0] for h in out.hidden_states), out.last_hidden_state[0])  # each (q, d)
+        found = non_finite(self.loaded, hidden, ())
+        if not found and not bool(torch.isfinite(hidden[-1]).all()):
+            found = [Msg("the last layer's output holds NaN or infinite values")]
+        if found:
+            raise ConfigError(Msg("writing step {t}: {why}", t=t, why=found[0]))
 
     def _choose(self, publisher: Publisher, out: Any, t: int, n: int, queries: int) -> None:
         """The sampler's stages and the step's token; the step published."""

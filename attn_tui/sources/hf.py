@@ -27,7 +27,7 @@ from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import check_text, quoted
 from attn_tui.sources.families import family_for, family_named, supported_types
-from attn_tui.sources.families.tracer import trace_run as traced
+from attn_tui.sources.families.shared.tracer import trace_run as traced
 from attn_tui.sources.folder import (
     INSTALL_HINT,
     ModelError,
@@ -37,6 +37,7 @@ from attn_tui.sources.folder import (
 from attn_tui.sources.load_plan import LoadPlan, check_disk, load_plan, offload_root, run_parts
 from attn_tui.sources.model_run import LoadedModel as LoadedModel
 from attn_tui.sources.model_run import ModelRun as ModelRun
+from attn_tui.sources.model_run import non_finite
 from attn_tui.sources.offload import layer_list, offload_folder, placement
 from attn_tui.sources.progress import report
 from attn_tui.trace.stage import Trace
@@ -219,8 +220,7 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
     n = int(enc["input_ids"].shape[1])
     run_estimate(loaded, n).check(memory_limit(max_memory), Msg("running {model} on {n} tokens", model=loaded.name,
                                                                 n=n))
-    # an offloaded model's first parameter may be on the meta device: it runs where its loader said
-    device = torch.device(loaded.device) if loaded.offloaded else next(loaded.model.parameters()).device
+    device = loaded.runs_on
     enc = {k: v.to(device) for k, v in enc.items()}
     report(Msg("running {model} on {n} tokens", model=loaded.name, n=n))
     with torch.no_grad(), loaded.running():
@@ -249,23 +249,6 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
     warnings += non_finite(loaded, hidden, attentions)
     return ModelRun(loaded=loaded, tokens=tokens, special=special, hidden_states=hidden, attentions=attentions,
                     mask=mask, padding=padding, warnings=tuple(warnings), ids=tuple(ids))
-
-
-def non_finite(loaded: LoadedModel, hidden: tuple[torch.Tensor, ...], attentions: tuple[torch.Tensor, ...]
-               ) -> list[Msg]:
-    """Where the forward pass first went NaN or infinite, named, so no stage traced from it is silently NaN: the
-    first layer whose input (hidden[i], (N, d)) or whose own weights (attentions[i], (heads, N, N)) are not finite."""
-    for layer in range(loaded.layers):
-        if not bool(torch.isfinite(hidden[layer]).all()):
-            return [Msg("layer {layer}'s input holds NaN or infinite values ({dtype} overflowed, or a weight before it "
-                        "is not finite): every stage from this layer on is not a number", layer=layer,
-                        dtype=str(hidden[layer].dtype).replace("torch.", ""))]
-        if layer < len(attentions) and not bool(torch.isfinite(attentions[layer]).all()):
-            finite = torch.isfinite(attentions[layer]).flatten(1).all(dim=1)  # (heads,)
-            heads = [h for h in range(finite.shape[0]) if not bool(finite[h])]
-            return [Msg("layer {layer}'s weights hold NaN or infinite values in heads {heads}: its scores overflowed "
-                        "or a weight of its attention is not finite", layer=layer, heads=", ".join(map(str, heads)))]
-    return []
 
 
 def readable_token(tok: Any, token: str) -> str:

@@ -16,8 +16,8 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.cache_stage import record_cache
+from attn_tui.sources.families.shared.tracer import record_layer
 from attn_tui.sources.families.spec import Family, OwnStep
-from attn_tui.sources.families.tracer import record_layer
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import Place, Written
 from attn_tui.trace.stage import Axis, Stage, Trace

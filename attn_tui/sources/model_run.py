@@ -33,6 +33,12 @@ class LoadedModel:
     blocks: str | None = None  # the qualified name of the model's list of layers (`layers`, `encoder.layer`, `h`)
     device: str = "cpu"  # where the model runs (an offloaded layer is read in there while it runs)
 
+    @property
+    def runs_on(self) -> torch.device:
+        """Where the model computes: an offloaded model's first parameter may be on the meta device, so it runs
+        where its loader said."""
+        return torch.device(self.device) if self.offloaded else next(self.model.parameters()).device
+
     def in_memory(self, layer: int) -> AbstractContextManager[None]:
         """Within it, layer `layer`'s weights are in memory: an offloaded layer's are read in for whatever reads
         them (a family adapter, a stepper) and let go after; a layer in memory is left as it is."""
@@ -67,3 +73,20 @@ class ModelRun:
         weights to compare with, and no padding."""
         return cls(loaded=loaded, tokens=tokens, special=special, hidden_states=hidden_states, attentions=(),
                    mask=mask, padding=None)
+
+
+def non_finite(loaded: LoadedModel, hidden: tuple[torch.Tensor, ...], attentions: tuple[torch.Tensor, ...]
+               ) -> list[Msg]:
+    """Where the forward pass first went NaN or infinite, named, so no stage traced from it is silently NaN: the
+    first layer whose input (hidden[i], (N, d)) or whose own weights (attentions[i], (heads, N, N)) are not finite."""
+    for layer in range(loaded.layers):
+        if not bool(torch.isfinite(hidden[layer]).all()):
+            return [Msg("layer {layer}'s input holds NaN or infinite values ({dtype} overflowed, or a weight before it "
+                        "is not finite): every stage from this layer on is not a number", layer=layer,
+                        dtype=str(hidden[layer].dtype).replace("torch.", ""))]
+        if layer < len(attentions) and not bool(torch.isfinite(attentions[layer]).all()):
+            finite = torch.isfinite(attentions[layer]).flatten(1).all(dim=1)  # (heads,)
+            heads = [h for h in range(finite.shape[0]) if not bool(finite[h])]
+            return [Msg("layer {layer}'s weights hold NaN or infinite values in heads {heads}: its scores overflowed "
+                        "or a weight of its attention is not finite", layer=layer, heads=", ".join(map(str, heads)))]
+    return []

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from attn_tui.attention.variants.rope.compute import angles, rotate
+from attn_tui.sources.families.shared.tracer import head_norm, rotate_pairs
 from attn_tui.sources.families.spec import LayerSpec, NormSpec, RotarySpec
-from attn_tui.sources.families.tracer import head_norm, rotate_pairs
 from attn_tui.trace.masks import softmax_dtype
 
 

@@ -156,7 +156,8 @@ def check_shapes(shapes: Shapes, sizes: dict[str, int | None], kinds: tuple[str,
         return
     head_dim = sizes.get("head_dim") or width // heads
     kv = sizes.get("kv_heads") or heads
-    q_dim = head_dim + (sizes.get("qk_nope") or 0)  # multi-head latent attention: head_dim is the rotary part only
+    # multi-head latent attention: head_dim is the rotary part only (DeepSeek names `qk_nope`, its Family.sizes)
+    q_dim = head_dim + (sizes.get("qk_nope") or 0)
     rows = {"q_proj.weight": (query_parts * heads * q_dim,
                               Msg("heads × head_dim, width") if query_parts == 1 else
                               Msg("heads × 2·head_dim (query and gate), width")),

@@ -120,8 +120,8 @@ def test_a_partial_or_interleaved_rotation_and_a_layer_norm_equal_a_float64_loop
     from dataclasses import replace
 
     from attn_tui.sources.families import llama
+    from attn_tui.sources.families.shared.tracer import trace_run
     from attn_tui.sources.families.spec import Family, NormSpec, RotarySpec
-    from attn_tui.sources.families.tracer import trace_run
     from attn_tui.sources.transformer import model_run
 
     torch.manual_seed(1)

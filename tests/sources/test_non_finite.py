@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import torch
 
-from attn_tui.sources.hf import non_finite
+from attn_tui.sources.model_run import non_finite
 
 
 def test_the_first_layer_whose_input_or_weights_are_not_finite_is_named() -> None:

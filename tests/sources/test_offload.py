@@ -22,7 +22,7 @@ from attn_tui.sources.offload import layer_list  # noqa: E402
 from attn_tui.sources.transformer import model_run  # noqa: E402
 from tests.hostile.helpers import attn_tui  # noqa: E402
 from tests.sources.tiny_models import CONFIGS as FAMILIES  # noqa: E402
-from tests.sources.tiny_models import TEXT, reference, tiny  # noqa: E402
+from tests.sources.tiny_models import LINEAR_KINDS, TEXT, reference, tiny  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.models]
 
@@ -90,11 +90,20 @@ def test_a_model_over_the_budget_is_offloaded_and_traced_as_the_whole_model(tmp_
     assert torch.equal(offloaded.stats.weights, run(ModelAsk(str(path), TEXT)).stats.weights)  # type: ignore
 
 
-@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+# Families that write with a cache of their own (DeepSeek's latent, Qwen3-Next's state): six layers, all dense
+WRITERS: dict[str, dict[str, Any]] = {
+    "llama": CONFIGS["llama"], "gemma3_text": CONFIGS["gemma3_text"],
+    "deepseek_v3": dict(FAMILIES["deepseek_v3"], **WIDE, first_k_dense_replace=LAYERS),
+    "qwen3_next": dict(FAMILIES["qwen3_next"], **WIDE, layer_types=LINEAR_KINDS * (LAYERS // 2)),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(WRITERS))
 def test_an_offloaded_model_writes_every_step_as_the_whole_model(tmp_path: Path, model_type: str) -> None:
-    """Writing reads each layer's weights at every step (the new rows, the lazily traced stages): an offloaded
-    layer is read into memory for it, so every stage of every step equals the whole model's."""
-    path = tiny(tmp_path, model_type, CONFIGS[model_type])
+    """Writing reads each layer's weights at every step (the new rows, the lazily traced stages, a latent cache or
+    a state that steps): an offloaded layer is read into memory for it, so every stage of every step equals the
+    whole model's."""
+    path = tiny(tmp_path, model_type, WRITERS[model_type])
     ask = ModelAsk(str(path), TEXT, generate=3)
     offloaded, whole = run(ask, max_memory=_budget(path, model_type)).trace, run(ask).trace
     assert "disk" in offloaded.meta.offloaded  # type: ignore[union-attr]

@@ -4,7 +4,8 @@ A family is one module here that exports `FAMILY`: every fact about the family (
 sizes' names, its layer list and output projection, how its config and weights become a `LayerSpec`) is declared
 there. The registry below finds the modules by walking this folder, so a new family is a new module.
 
-Importing this package imports no torch; asking for a family imports the adapters (and torch) on first use.
+A family module imports no torch at module level (its adapter functions import what they compute with), so the
+folder check and the memory estimate read every family's facts before the app's first frame, torch still loading.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def families() -> dict[str, Family]:
 
     found: dict[str, Family] = {}
     for info in pkgutil.iter_modules(__path__):
+        if info.ispkg:  # shared/: the tracer and the parts families build on
+            continue
         family = getattr(importlib.import_module(f"{__name__}.{info.name}"), "FAMILY", None)
         if isinstance(family, Family):
             found[family.name] = family

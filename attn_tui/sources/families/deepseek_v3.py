@@ -13,23 +13,21 @@ rotate-half. The MoE feed-forward is not attention: only its output, the next la
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from attn_tui.attention.attend import Tail
-from attn_tui.attention.variants.mla.compute import Latent, Turn, record
-from attn_tui.attention.variants.rope.compute import rotate
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.families.llama import rope_base
 from attn_tui.sources.families.spec import ConfigCheck, Family, LayerSpec, OwnStep, whole
-from attn_tui.sources.families.tracer import rotate_pairs
-from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.geometry import LayerGeometry, Positional
-from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.ops import Op, PartialRotary, Place
-from attn_tui.trace.stage import Axis, Trace
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.attention.variants.mla.compute import Latent, Turn
+    from attn_tui.sources.model_run import LoadedModel, ModelRun
+    from attn_tui.trace.stage import Trace
 
 
 def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float, inv_freq: str,
@@ -37,6 +35,9 @@ def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float
     """The model's own rotation of a rotary part: DeepSeek's interleaved pairs (2i, 2i + 1) or rotate-half's
     (i, i + d/2), by the model's cos and sin (N, d_rope; each half the same angles, its rope scaling in them) and,
     for the inspector, its own frequencies, the parameter `inv_freq`; `start`: the position of cos's row 0."""
+    from attn_tui.attention.variants.rope.compute import rotate
+    from attn_tui.sources.families.shared.tracer import rotate_pairs
+
     half = cos.shape[-1] // 2
     if interleaved:
         cos, sin = (t[:, :half].repeat_interleave(2, dim=-1) for t in (cos, sin))  # (N, d_rope): an angle per pair
@@ -60,6 +61,7 @@ def model_turn(cos: torch.Tensor, sin: torch.Tensor, base: float, scaling: float
 
 def weights(attn: Any, kv_rank: int, heads: int, d_nope: int) -> dict[str, torch.Tensor]:
     """The layer's parameters under the `mla` variant's names (see attention.variants.mla.compute.Latent)."""
+
     found: dict[str, torch.Tensor] = {}
     if attn.q_a_proj is not None:
         found.update(W_qa=attn.q_a_proj.weight, q_norm=attn.q_a_layernorm.weight, W_qb=attn.q_b_proj.weight)
@@ -78,6 +80,8 @@ def weights(attn: Any, kv_rank: int, heads: int, d_nope: int) -> dict[str, torch
 
 def latent_sizes(attn: Any, cfg: Any, heads: int, prefix: str) -> Latent:
     """The layer's sizes, scale and norms' epsilons, as the `mla` variant reads them."""
+    from attn_tui.attention.variants.mla.compute import Latent
+
     return Latent(heads, int(cfg.qk_nope_head_dim), int(cfg.qk_rope_head_dim), int(cfg.v_head_dim),
                   int(cfg.q_lora_rank or 0), int(cfg.kv_lora_rank), float(attn.scaling), rope_base(cfg),
                   _eps(attn.q_a_layernorm), _eps(attn.kv_a_layernorm), prefix=prefix)
@@ -85,6 +89,8 @@ def latent_sizes(attn: Any, cfg: Any, heads: int, prefix: str) -> Latent:
 
 def turn_at(model: Any, x: torch.Tensor, first: int, prefix: str) -> Turn:
     """The model's own rotation of rows at positions first… (x (rows, d): what sets the angles' dtype)."""
+    import torch
+
     cfg = model.config
     angles = model.rotary_emb(x[None], torch.arange(first, first + x.shape[0], device=x.device)[None])
     interleaved = bool(getattr(cfg, "rope_interleave", False))
@@ -102,6 +108,11 @@ def record_layer(run_: ModelRun, trace: Trace, index: int, step: int | None = No
     """Every stage of layer `index`'s heads, through the variant's own `record`; returns the layer's scale.
 
     `step` places the stages at a generation step; `queries`: only the last `queries` rows query."""
+    from attn_tui.attention.attend import Tail
+    from attn_tui.attention.variants.mla.compute import record
+    from attn_tui.trace.masks import MaskSpec
+    from attn_tui.trace.stage import Axis
+
     model = run_.loaded.model
     cfg = model.config
     attn = model.layers[index].self_attn
@@ -146,7 +157,7 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
 
 
 def _stepper(loaded: LoadedModel, index: int) -> OwnStep:
-    from attn_tui.sources.families.latent_step import LatentFamily, LatentStep
+    from attn_tui.sources.families.shared.latent_step import LatentFamily, LatentStep
 
     return LatentStep(loaded, index, LatentFamily(latent_sizes, weights, turn_at, record_layer))
 
@@ -179,7 +190,8 @@ def expert_parameters(size: Callable[[str], int | None], layer: int) -> int | No
 
 
 FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper,
-                model_types=("deepseek_v3", "deepseek_v2"), attention_parameters=latent_parameters,
+                model_types=("deepseek_v3", "deepseek_v2"), sizes={"qk_nope": "qk_nope_head_dim"},
+                attention_parameters=latent_parameters,
                 expert_parameters=expert_parameters,
                 checks=tuple(ConfigCheck((key,), whole, N_("a whole number, at least 1")) for key in
                              ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")))

@@ -9,24 +9,31 @@ the maps; `after` adds the pairs' stages at heads 0 … H/2 − 1, named as the 
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
-from attn_tui.attention.attend import Tail
 from attn_tui.attention.variants.diff import LambdaTerms
-from attn_tui.attention.variants.diff.maps import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, layer, rope_base
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.model_run import ModelRun
 from attn_tui.trace.ops import Concat, Place
-from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+
+if TYPE_CHECKING:
+
+    from attn_tui.sources.model_run import ModelRun
+    from attn_tui.trace.stage import Trace
 
 
 def pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int | None = None,
           queries: int | None = None) -> None:
     """lambda, value_pair, diff_weights, diff_output and head_norm of every pair of heads, then their concat (what
     o_proj reads); `step` places them at a generation step, where only the last `queries` rows query."""
+    import torch
+
+    from attn_tui.attention.attend import Tail
+    from attn_tui.attention.variants.diff.maps import LAMBDA_NAMES, lambda_terms, record_concat, record_difference
+    from attn_tui.trace.stage import Axis, Stage, dim_axis
+
     attn = run_.loaded.model.layers[index].self_attn
     heads, d_h = spec.heads, spec.head_dim
     if heads % 2:

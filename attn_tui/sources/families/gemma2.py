@@ -4,10 +4,13 @@ cap, `cap·tanh(s / cap)` on the scaled scores, and layers that alternate a slid
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from attn_tui.sources.families import llama
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    from attn_tui.sources.model_run import ModelRun
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:

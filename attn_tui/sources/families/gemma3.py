@@ -6,13 +6,14 @@ no soft cap to it), so neither does its trace; Gemma 2's does (gemma2.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.sources.families.llama import kv_heads, weights
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+
+    from attn_tui.sources.model_run import ModelRun
 
 
 def _norm(module: Any) -> NormSpec:  # the model's Gemma3RMSNorm
@@ -26,6 +27,8 @@ def rope_base(config: object) -> float:
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
+    import torch
+
     model = run_.loaded.model
     config = model.config
     block = model.layers[index]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    from attn_tui.sources.model_run import ModelRun
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:

@@ -4,12 +4,16 @@ head's q, k and v side by side (view(…, heads, 3·d_h)); a LayerNorm input; ro
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import rope_base
 from attn_tui.sources.families.spec import Family, FusedRows, LayerSpec, RotarySpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.sources.model_run import ModelRun
 
 
 def split_qkv(fused: torch.Tensor, heads: int) -> dict[str, torch.Tensor]:
@@ -19,6 +23,8 @@ def split_qkv(fused: torch.Tensor, heads: int) -> dict[str, torch.Tensor]:
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
+    import torch
+
     model = run_.loaded.model
     block = model.layers[index]
     attn = block.attention

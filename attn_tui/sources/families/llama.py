@@ -4,12 +4,14 @@ layer slides."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.sources.families.spec import Family, LayerSpec, RotarySpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.sources.model_run import ModelRun
 
 
 def rope_base(config: object) -> float:
@@ -37,6 +39,8 @@ def weights(attn: object) -> dict[str, torch.Tensor]:
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
+    import torch
+
     model = run_.loaded.model
     block = model.layers[index]
     attn = block.self_attn

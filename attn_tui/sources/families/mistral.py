@@ -7,10 +7,13 @@ Its attention has no window of its own: transformers builds one sliding-window c
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from attn_tui.sources.families import llama
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    from attn_tui.sources.model_run import ModelRun
 
 
 def config_window(config: object) -> int | None:

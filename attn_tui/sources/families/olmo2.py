@@ -4,14 +4,15 @@ together, before the split into heads), rotate-half RoPE and grouped key/value h
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base, weights
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+
+    from attn_tui.sources.model_run import ModelRun
 
 
 def _norm(module: Any) -> NormSpec:  # the model's Olmo2RMSNorm over heads·d_h
@@ -19,6 +20,8 @@ def _norm(module: Any) -> NormSpec:  # the model's Olmo2RMSNorm over heads·d_h
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
+    import torch
+
     model = run_.loaded.model
     block = model.layers[index]
     attn = block.self_attn

@@ -4,13 +4,15 @@ an RMSNorm input, and a sliding window on every layer where the config sets one.
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.sources.families.llama import kv_heads, rope_base
 from attn_tui.sources.families.spec import Family, FusedRows, LayerSpec, RotarySpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.sources.model_run import ModelRun
 
 
 def split_qkv(fused: torch.Tensor, heads: int, kv: int, head_dim: int) -> dict[str, torch.Tensor]:
@@ -30,6 +32,8 @@ def weights(attn: Any, config: Any) -> dict[str, torch.Tensor]:  # the model's P
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
+    import torch
+
     model = run_.loaded.model
     config = model.config
     block = model.layers[index]

@@ -4,11 +4,13 @@ and a sliding window on the layers `config.layer_types` marks (where `use_slidin
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.sources.families import llama
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    from attn_tui.sources.model_run import ModelRun
 
 
 def _norm(module: Any) -> NormSpec:  # the model's Qwen3RMSNorm over head_dim

@@ -12,22 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
-
-import torch
-from transformers.activations import ACT2FN
+from typing import TYPE_CHECKING, Any
 
 from attn_tui.ask.budget import format_bytes
 from attn_tui.attention.variants.linear import Decay, WriteStrength
-from attn_tui.attention.variants.linear.compute import record_gates, record_normed, record_state, token_steps
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base
 from attn_tui.sources.families.spec import ConfigCheck, Divides, Family, LayerSpec, NormSpec, OwnStep, RotarySpec, whole
-from attn_tui.sources.families.tracer import record_layer
-from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.ops import CausalConv, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate
-from attn_tui.trace.stage import Axis, Stage, Trace, dim_axis
+
+if TYPE_CHECKING:
+    import torch
+
+    from attn_tui.sources.model_run import LoadedModel, ModelRun
+    from attn_tui.trace.stage import Trace
 
 STATES_BYTES = 1 << 29  # a linear layer's states are stepped through one by one; more is only memory
 
@@ -45,6 +44,8 @@ def _halves(weight: torch.Tensor, heads: int, d_h: int) -> tuple[torch.Tensor, t
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:
     """A full-attention layer as the shared tracer reads it (its gate is recorded after, by `fill`)."""
+    import torch
+
     model = run_.loaded.model
     block = model.layers[index]
     attn = getattr(block, "self_attn", None)
@@ -67,6 +68,8 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
 
 def fill(run_: ModelRun, trace: Trace, index: int) -> None:
     """Every head of layer `index`: the gated softmax attention, or the gated delta rule."""
+    from attn_tui.sources.families.shared.tracer import record_layer
+
     block = run_.loaded.model.layers[index]
     if getattr(block, "self_attn", None) is None:
         _linear(run_, trace, index, block)
@@ -82,6 +85,10 @@ def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any, 
     """gate = σ(X·W_gᵀ + b_g) per head, and gated = output ⊙ gate: what o_proj reads.
 
     `step` places them at a generation step, where only the last `queries` rows query (record_layer's names)."""
+    import torch
+
+    from attn_tui.trace.stage import Axis, Stage, dim_axis
+
     prefix = f"blocks.{index}."
     heads, d_h = spec.heads, spec.head_dim
     first = 0 if queries is None else spec.x.shape[0] - queries
@@ -109,6 +116,12 @@ def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any, 
 
 def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:
     """The Gated DeltaNet layer, from the module's own projections and convolution, one value head at a time."""
+    import torch
+    from transformers.activations import ACT2FN
+
+    from attn_tui.attention.variants.linear.compute import record_gates, record_normed, record_state, token_steps
+    from attn_tui.trace.stage import Axis, Stage, dim_axis
+
     la = block.linear_attn
     prefix = f"blocks.{index}."
     x = block.input_layernorm(run_.hidden_states[index][None])  # (1, N, d)
@@ -183,7 +196,7 @@ def layer_heads(config: Any) -> tuple[int, ...]:
 
 
 def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
-    from attn_tui.sources.families.state_step import stepper
+    from attn_tui.sources.families.shared.state_step import stepper
 
     return stepper(loaded, index)
 

@@ -4,10 +4,13 @@ key/value heads, and one sliding window (`config.sliding_window`) on every layer
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from attn_tui.sources.families import llama, mistral
 from attn_tui.sources.families.spec import Family, LayerSpec
-from attn_tui.sources.model_run import ModelRun
+
+if TYPE_CHECKING:
+    from attn_tui.sources.model_run import ModelRun
 
 
 def layer(run_: ModelRun, index: int) -> LayerSpec:

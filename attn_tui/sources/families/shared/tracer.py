@@ -23,7 +23,7 @@ from attn_tui.attention.variants.rope.compute import angles, record_rotation, ro
 from attn_tui.attention.variants.scaled_dot.compute import scaled_pre, scaled_stages
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
-from attn_tui.sources.families.output_proj import output_weight
+from attn_tui.sources.families.shared.output_proj import output_weight
 from attn_tui.sources.families.spec import Family, LayerSpec, NormSpec, RotarySpec
 from attn_tui.sources.model_run import ModelRun
 from attn_tui.trace.geometry import LayerGeometry, Positional

@@ -56,9 +56,14 @@ class LatentStep:
         self.prefix = f"blocks.{index}."
         self.family = deepseek_v3
         self.m = deepseek_v3.latent_sizes(self.attn, model.config, loaded.heads, self.prefix)
-        self.w = deepseek_v3.weights(self.attn, self.m.kv_rank, self.m.heads, self.m.d_nope)
         self.latent: torch.Tensor | None = None  # (n, kv_rank): ĉ_kv of every position so far
         self.k_rot: torch.Tensor | None = None  # (n, d_rope): the turned shared key of every position so far
+
+    @property
+    def w(self) -> dict[str, torch.Tensor]:
+        """The layer's weights as they are now: read at each step, since an offloaded layer's are in memory only
+        while the step reads them (the writer's `in_memory`)."""
+        return self.family.weights(self.attn, self.m.kv_rank, self.m.heads, self.m.d_nope)
 
     def step(self, trace: Trace, rows: torch.Tensor, first: int, labels: tuple[str, ...], step: int
              ) -> torch.Tensor:

@@ -41,7 +41,7 @@ class StateStep:
         self.heads, self.d_k, self.d_v = int(la.num_v_heads), int(la.head_k_dim), int(la.head_v_dim)
         self.share = self.heads // int(la.num_k_heads)  # value heads per key head
         channels = 2 * int(la.key_dim) + int(la.value_dim)
-        device = la.conv1d.weight.device
+        device = loaded.runs_on  # not its weights': an offloaded layer's are on the meta device until read
         self.before = torch.zeros(int(la.conv_kernel_size) - 1, channels, device=device)  # the conv's last rows
         self.state = torch.zeros(self.heads, self.d_k, self.d_v, device=device)  # (H_v, d_k, d_v): S so far
         self.w = torch.zeros(self.heads, 0, self.d_k, device=device)  # (H_v, n, d_k): S = Σ_j w_j·v_jᵀ
