@@ -31,7 +31,7 @@ def offloaded_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     transformer.model_run.cache_clear()  # a model of this name from another test's folder is another model
     transformer.loaded_model.cache_clear()
     app = model_app(NAME, TEXT, layer=4, head=1)
-    app.max_memory = _budget(path)
+    app.max_memory = _budget(path, "llama")
     yield app, path
     transformer.model_run.cache_clear()
     transformer.loaded_model.cache_clear()
