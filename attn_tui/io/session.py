@@ -130,14 +130,30 @@ def parse(text: str) -> Session:
     if mask is not None and not (isinstance(mask, list) and all(
             isinstance(row, list) and all(isinstance(x, (int, float)) for x in row) for row in mask)):
         raise SessionError(str(Msg("{what} has the wrong type", what="custom_mask")))
+    settings = _settings(data.get("settings", {}))
     if mask is not None:
         _checked(matrix_shape, mask, "custom_mask")
+        _check_zeros_and_ones(mask, settings.mask_means)
     language = data.get("language", "en")
     stage = data.get("stage")
-    return Session(_settings(data.get("settings", {})), source, _typed(data.get("sentence", ""), str, "sentence"),
+    return Session(settings, source, _typed(data.get("sentence", ""), str, "sentence"),
                    {k: _typed(v, str, f"editors.{k}") for k, v in editors.items() if k in EDITORS}, mask,
                    _model(data.get("model")), language if language in LANGUAGES else "en",
                    stage if isinstance(stage, str) else None, mask is not None and data.get("mask_by_hand") is True)
+
+
+def _check_zeros_and_ones(mask: list[list[float]], means: str) -> None:
+    """A saved mask holds 0s and 1s, as any custom mask does: a NaN or a 0.5 in the file is a broken session (set
+    aside), not a session that opens on an error every start."""
+    for i, row in enumerate(mask):
+        for j, value in enumerate(row):
+            if value not in (0, 1):  # NaN too: it equals nothing
+                raise SessionError(str(
+                    Msg("the mask holds {value} at row {i}, column {j} (counted from 0): use 1 where a key is blocked "
+                        "and 0 where a query may attend (--mask-means block)", value=f"{value:g}", i=i, j=j)
+                    if means == "block" else
+                    Msg("the mask holds {value} at row {i}, column {j} (counted from 0): use 1 where a query may "
+                        "attend and 0 where it may not", value=f"{value:g}", i=i, j=j)))
 
 
 def load(path: Path | None = None) -> Session | None:

@@ -63,8 +63,11 @@ def inside_export_folder(path: Path) -> Path:
     """`path` (relative: to serve's folder) if it lies in serve's folder once links are followed; else refused."""
     if not served():
         return path
+    if path.is_absolute() or ".." in path.parts or str(path).startswith("~"):  # it would not go where it reads
+        raise InputError(Msg("this app is served: type a file name, or a path inside serve's export folder (no ~, .. "
+                             "or /)"))
     folder = export_folder().resolve()
-    whole = (folder / path).resolve()  # an absolute path replaces the folder; `..` and links are followed
+    whole = (folder / path).resolve()  # links are followed
     if whole == folder or not whole.is_relative_to(folder):
         raise InputError(Msg("this app is served: it writes only into serve's export folder; type a file name"))
     return whole

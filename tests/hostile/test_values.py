@@ -109,6 +109,8 @@ def _session(**fields: object) -> str:
     (_session(model={"name": "minilm", "text": "a", "teacher_forcing": "yes"}), "model.teacher_forcing"),
     (_session(custom_mask=[[1], [1, 0, 1]]), "custom_mask: row 2 has 3 numbers"),
     (_session(custom_mask=[]), "custom_mask has no numbers"),
+    ('{"version": 1, "custom_mask": [[1, NaN]]}', "the mask holds nan at row 0, column 1"),  # as Python writes NaN
+    (_session(custom_mask=[[1, 0.5]], settings={"mask_means": "block"}), "the mask holds 0.5 at row 0, column 1"),
     ('{"version": 1, "sentence": "a \\ud800 b"}', "sentence holds bytes that are not valid UTF-8"),
     ('{"version": 1, "editors": {"Q": "1\\u0000"}}', "editors.Q holds a NUL character"),
     ('{"version": true}', "another version"),
