@@ -268,17 +268,23 @@ MAX_TOKENIZER_BYTES = 256 * 1024**2  # the largest tokenizers are a few tens of 
 TOKENIZER_FACTOR = 16
 
 
+# What the tokenizer library reads beside the tokenizer itself, each sized before it does: a BPE merges list, and
+# the small JSON files of special and added tokens (a gigabyte of either is no tokenizer, only a way to fill memory).
+TOKENIZER_SIDE_FILES = {"merges.txt": MAX_TOKENIZER_BYTES, "special_tokens_map.json": MAX_CONFIG_BYTES,
+                        "added_tokens.json": MAX_CONFIG_BYTES, "tokenizer_config.json": MAX_CONFIG_BYTES}
+
+
 def tokenizer_bytes(folder: Path) -> int:
     """Memory the tokenizer files will take once parsed; a file past any real tokenizer's size is refused."""
     total = 0
-    for name in sorted(TOKENIZER_FILES):
+    for name, most in sorted({**dict.fromkeys(TOKENIZER_FILES, MAX_TOKENIZER_BYTES), **TOKENIZER_SIDE_FILES}.items()):
         path = folder / name
         if path.is_file():
             size = path.stat().st_size
-            if size > MAX_TOKENIZER_BYTES:
+            if size > most:
                 raise ModelError(Msg("{file} of {folder} is {size}; attn-tui reads tokenizer files up to {most}",
                                      file=name, folder=quoted(str(folder)), size=format_bytes(size),
-                                     most=format_bytes(MAX_TOKENIZER_BYTES)))
+                                     most=format_bytes(most)))
             total += size
     return TOKENIZER_FACTOR * total
 

@@ -115,6 +115,18 @@ def test_a_tokenizer_file_is_sized_before_it_is_parsed(tmp_path: Path) -> None:
     assert outcome.refused("the largest part, tokenizer"), outcome
 
 
+@pytest.mark.parametrize("name,size", [("merges.txt", 300 * 1024**2), ("special_tokens_map.json", 64 * 1024**2),
+                                       ("added_tokens.json", 1024**3)])
+def test_a_tokenizers_side_file_is_sized_before_it_is_parsed(tmp_path: Path, name: str, size: int) -> None:
+    """What the tokenizer library reads beside vocab.txt or tokenizer.json is sized too: never parsed whole."""
+    folder = _folder(tmp_path, "side", TINY_BERT, {"vocab.txt": VOCAB})
+    with open(folder / name, "wb") as handle:  # sparse: no disk is spent
+        handle.truncate(size)
+    outcome = attn_tui("stages", "--model", str(folder), "--text", "a")
+    assert outcome.refused(f"{name} of "), outcome
+    assert "attn-tui reads tokenizer files up to" in outcome.err
+
+
 @pytest.mark.parametrize("family,config", [
     ("bert", {"hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 1024, "vocab_size": 5000,
               "max_position_embeddings": 512, "type_vocab_size": 2, "num_attention_heads": 4}),
