@@ -113,6 +113,15 @@ def kept_positions(n: int, window: tuple[int, int] | None) -> list[int]:
     return list(range(sinks)) + list(range(n - last, n))
 
 
+def check_prompt(text: str, probe: tuple[str, int, int] | None = None) -> None:
+    """A model's text, checked before the model loads: a text of nothing (and no probe fed instead) is refused at
+    once, not after a minute of loading."""
+    if probe is None:
+        check_text(text, Msg("the text"))
+        if not text.strip():
+            raise ConfigError(Msg("the sentence is empty: type at least one word"))
+
+
 def check_generation(model: ModelAsk) -> None:
     """A model's writing settings as the command line would take them (a session file or an API caller may hand
     anything): each of the right kind and in its declared range, the cache in its one form."""

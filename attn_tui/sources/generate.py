@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from attn_tui.ask.budget import Estimate, memory_limit
-from attn_tui.ask.model_request import cache_window, check_generation, kept_positions
+from attn_tui.ask.model_request import cache_window, check_generation, check_prompt, kept_positions
 from attn_tui.ask.settings import ModelAsk
 from attn_tui.attention.attend import WEIGHTS_FORMULA
 from attn_tui.attention.variants.gqa.compute import kv_map
@@ -391,6 +391,7 @@ class GenerationSource:
         from attn_tui.ask.models import GGUF_MODELS
 
         check_generation(ask)  # an API caller or a session file may hand anything
+        check_prompt(ask.text)
         if ask.name in GGUF_MODELS:
             from attn_tui.sources import gguf
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from attn_tui.ask.model_request import check_prompt
 from attn_tui.ask.models import GGUF_MODELS
 from attn_tui.ask.settings import Ask, ModelAsk
 from attn_tui.i18n import Msg
@@ -47,6 +48,7 @@ def loaded_model(name: str, device: str, max_memory: int | None) -> LoadedModel:
 def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
               max_memory: int | None = None, probe: tuple[str, int, int] | None = None) -> ModelRun:
     """One forward pass of a built-in GGUF model over `text`: every layer and head from it."""
+    check_prompt(text, probe)
     return run(loaded_model(name, device, max_memory), text, pad_to, max_memory, probe)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from attn_tui.ask.budget import Estimate, memory_limit
+from attn_tui.ask.budget import Estimate, format_bytes, memory_limit
 from attn_tui.ask.models import GGUF_MODELS
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.cache import cache_dir
@@ -43,6 +43,7 @@ from attn_tui.sources.progress import report
 CONVERTER_VERSION = 1  # ours: raised whenever what a copy holds changes
 RECORD = "attn-tui-copy.json"  # the copy's own record: the source, the converter, each file's sha256 and stamp
 LOAD_FACTOR = 12  # bytes in memory while converting per byte of a 4-bit GGUF file (de-quantised to float32, peak)
+DISK_FACTOR = 6  # bytes of the safetensors copy per byte of a 4-bit GGUF file (measured: SmolLM2 5.3, Gemma 3 4.3)
 
 
 def converter() -> str:
@@ -115,20 +116,28 @@ def write_record(folder: Path, name: str, sha256: str) -> None:
 
 
 def _discard(folder: Path) -> None:
-    """Move a bad copy out of the way at once (a rename), then delete it; a copy still mapped stays readable."""
+    """Move a bad copy out of the way at once (a rename), then delete it; a copy still mapped stays readable. What
+    stands in its place may be no folder at all (a link, a file): it is removed, never followed."""
     aside = folder.with_name(f".discarded-{secrets.token_hex(4)}")
     try:
         folder.rename(aside)
     except OSError:
         return  # another process moved it first
-    shutil.rmtree(aside, ignore_errors=True)
+    if aside.is_symlink() or not aside.is_dir():
+        with contextlib.suppress(OSError):
+            aside.unlink()
+    else:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def cached_copy(name: str, max_memory: int | None = None) -> Path:
     """The folder of `name`'s safetensors copy: the one on disk when it checks out, else converted now."""
     sha256 = stated_sha256(name)
     folder = copy_folder(name, sha256)
-    if folder.is_dir():
+    if folder.is_symlink() or (os.path.lexists(folder) and not folder.is_dir()):  # a link (a loop, /dev/null), a file
+        report(Msg("the cached copy of {name} is not a folder of attn-tui's: converting it again", name=name))
+        _discard(folder)
+    elif folder.is_dir():
         wrong = problem(folder, name, sha256)
         if wrong is None:
             return folder
@@ -149,11 +158,18 @@ def _convert(name: str, folder: Path, max_memory: int | None) -> Path:
     needed = Estimate()
     needed.add(N_("weights"), LOAD_FACTOR * source.stat().st_size, 1)
     needed.check(memory_limit(max_memory), Msg("converting {name}", name=quoted(name)))
-    try:  # an unwritable cache is found before the minute of converting, not after
+    try:  # an unwritable or full cache is found before the minute of converting, not after
         folder.parent.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(folder.parent).free
         scratch = Path(tempfile.mkdtemp(prefix=".converting-", dir=folder.parent))
     except OSError as exc:
         raise _unwritable(name, folder, exc) from None
+    if DISK_FACTOR * source.stat().st_size > free:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise ModelError(Msg("the copy of {name} needs about {size} in the cache folder {folder}, which has {free} "
+                             "free: free some disk, or point ATTN_TUI_CACHE_DIR elsewhere", name=name,
+                             size=format_bytes(DISK_FACTOR * source.stat().st_size), folder=quoted(str(folder.parent)),
+                             free=format_bytes(free)))
     writing = Msg("writing the safetensors copy of {name}", name=name)
     with partial(scratch):
         try:

@@ -23,9 +23,10 @@ from typing import Any
 import torch
 
 from attn_tui.ask.budget import Estimate, format_bytes, memory_limit
+from attn_tui.ask.model_request import check_prompt
 from attn_tui.errors import AttnError, ConfigError, InputError
 from attn_tui.i18n import Msg
-from attn_tui.io.files import check_text, quoted
+from attn_tui.io.files import quoted
 from attn_tui.sources.families import family_for, family_named, supported_types
 from attn_tui.sources.families.shared.tracer import trace_run as traced
 from attn_tui.sources.folder import (
@@ -185,9 +186,7 @@ def run(loaded: LoadedModel, text: str, pad_to: int | None = None, max_memory: i
         ids = torch.tensor([drawn], dtype=torch.long)  # (1, N)
         forward = _forward(loaded, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, "", [], max_memory)
         return replace(forward, probe=probe[0], scored_from=len(drawn) - probe[1])  # the roles read the repeat
-    check_text(text, Msg("the text"))
-    if not text.strip():
-        raise ConfigError(Msg("the sentence is empty: type at least one word"))
+    check_prompt(text)
     tok = loaded.tokenizer
     if pad_to is not None and pad_to > loaded.positions:
         raise ConfigError(Msg("--pad-to {n} is more than {model} reads ({positions} tokens)", n=pad_to,

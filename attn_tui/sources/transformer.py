@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from attn_tui.ask.model_request import check_prompt
 from attn_tui.ask.settings import Ask, ModelAsk
 from attn_tui.sources import hf
 from attn_tui.trace.stage import Trace
@@ -20,6 +21,7 @@ def loaded_model(name: str, device: str, max_memory: int | None) -> hf.LoadedMod
 def model_run(name: str, text: str, pad_to: int | None = None, device: str = "auto",
               max_memory: int | None = None, probe: tuple[str, int, int] | None = None) -> hf.ModelRun:
     """A transformer's forward pass over `text`: every layer and head from one run."""
+    check_prompt(text, probe)
     return hf.run(loaded_model(name, device, max_memory), text, pad_to, max_memory, probe)
 
 

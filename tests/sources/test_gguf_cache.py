@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -233,3 +234,59 @@ def test_the_second_open_reads_the_copy_and_a_tampered_copy_is_rebuilt(smollm2, 
     rebuilt = hashlib.sha256((copy / "model.safetensors").read_bytes()).hexdigest()
     assert rebuilt == record["files"]["model.safetensors"]["sha256"]
     assert not [p for p in copy.parent.iterdir() if p.name.startswith(".")]  # no scratch or discarded folder left
+
+
+@pytest.mark.parametrize("stand_in", ["loop", "dev_null", "file", "link_to_a_folder"])
+def test_a_cache_entry_that_is_not_a_folder_of_ours_is_set_aside_and_rebuilt(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch,
+                                                                             own_cache, stand_in: str) -> None:
+    """A link (a loop, /dev/null, another folder) or a file where the copy belongs is removed, never followed, and
+    the copy converted into its place: not two minutes of converting and then "Not a directory"."""
+    pytest.importorskip("transformers")
+    from attn_tui.sources import gguf_cache
+
+    _stand_ins(tmp_path, monkeypatch)
+    sha = gguf_file.stated_sha256("gemma3")
+    folder = gguf_cache.copy_folder("gemma3", sha)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not attn-tui's")
+    if stand_in == "loop":
+        folder.symlink_to(folder)
+    elif stand_in == "dev_null":
+        folder.symlink_to("/dev/null")
+    elif stand_in == "file":
+        folder.write_text("not a folder")
+    else:
+        folder.symlink_to(elsewhere)
+
+    class Saved:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def save_pretrained(self, where: Path) -> None:
+            (Path(where) / f"{self.text}.json").write_text(self.text)
+
+    monkeypatch.setattr(gguf_cache, "_read_gguf", lambda name, source: (Saved("model"), Saved("tokenizer")))
+    phases: list[str] = []
+    with listening(lambda p: phases.append(p.what.english())):
+        assert gguf_cache.cached_copy("gemma3") == folder
+    assert folder.is_dir() and not folder.is_symlink() and gguf_cache.problem(folder, "gemma3", sha) is None
+    assert any("not a folder of attn-tui's" in p for p in phases), phases
+    assert (elsewhere / "keep.txt").read_text() == "not attn-tui's"  # what a link pointed at is left alone
+
+
+def test_a_cache_too_full_for_the_copy_is_refused_before_converting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   own_cache) -> None:
+    pytest.importorskip("transformers")
+    from attn_tui.sources import gguf_cache
+
+    _stand_ins(tmp_path, monkeypatch)
+    full = SimpleNamespace(total=10**9, used=10**9, free=1000)
+    monkeypatch.setattr(gguf_cache.shutil, "disk_usage", lambda path: full)
+    monkeypatch.setattr(gguf_cache, "_read_gguf", lambda name, source: pytest.fail("converted on a full disk"))
+    with pytest.raises(gguf_cache.ModelError, match="which has 1000 B free: free some disk"):
+        gguf_cache.cached_copy("gemma3")
+    folder = gguf_cache.copy_folder("gemma3", gguf_file.stated_sha256("gemma3"))
+    assert not any(folder.parent.iterdir())  # no scratch folder left behind
