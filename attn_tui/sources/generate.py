@@ -32,7 +32,7 @@ from attn_tui.sources.families import family_named
 from attn_tui.sources.families.shared.tracer import record_layer
 from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
-from attn_tui.sources.model_run import LoadedModel, ModelRun, non_finite
+from attn_tui.sources.model_run import LoadedModel, ModelRun, check_vocabulary, non_finite
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.sources.step_rows import LayerRows, rotary_table
 from attn_tui.sources.unembed import output_embedding as output_embedding
@@ -77,6 +77,7 @@ def _ids(loaded: LoadedModel, text: str) -> list[int]:
     found = list(loaded.tokenizer(text, add_special_tokens=True)["input_ids"])
     if not found:
         raise ConfigError(Msg("{model}'s tokenizer made no tokens of this text", model=loaded.name))
+    check_vocabulary(loaded, torch.tensor(found))
     return found
 
 

@@ -38,7 +38,7 @@ from attn_tui.sources.folder import (
 from attn_tui.sources.load_plan import LoadPlan, check_disk, load_plan, offload_root, run_parts
 from attn_tui.sources.model_run import LoadedModel as LoadedModel
 from attn_tui.sources.model_run import ModelRun as ModelRun
-from attn_tui.sources.model_run import non_finite
+from attn_tui.sources.model_run import check_vocabulary, non_finite
 from attn_tui.sources.offload import layer_list, offload_folder, placement
 from attn_tui.sources.progress import report
 from attn_tui.trace.stage import Trace
@@ -217,6 +217,7 @@ def _forward(loaded: LoadedModel, enc: dict[str, torch.Tensor], text: str, warni
     """One forward pass over `enc` (input_ids, attention_mask: (1, N) each) with every attention returned."""
     tok = loaded.tokenizer
     n = int(enc["input_ids"].shape[1])
+    check_vocabulary(loaded, enc["input_ids"])
     run_estimate(loaded, n).check(memory_limit(max_memory), Msg("running {model} on {n} tokens", model=loaded.name,
                                                                 n=n))
     device = loaded.runs_on

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.sources.folder import ModelError
 from attn_tui.sources.offload import HOOKS, materialised
 
 
@@ -90,3 +91,14 @@ def non_finite(loaded: LoadedModel, hidden: tuple[torch.Tensor, ...], attentions
             return [Msg("layer {layer}'s weights hold NaN or infinite values in heads {heads}: its scores overflowed "
                         "or a weight of its attention is not finite", layer=layer, heads=", ".join(map(str, heads)))]
     return []
+
+
+def check_vocabulary(loaded: LoadedModel, ids: torch.Tensor) -> None:
+    """Every token id the tokenizer made is a row of the model's embedding: a folder whose tokenizer knows more
+    tokens than its config's vocab_size would fail deep in the embedding's lookup."""
+    vocab = int(getattr(loaded.model.config, "vocab_size", 0) or 0)
+    largest = int(ids.max()) if ids.numel() else -1
+    if vocab and largest >= vocab:
+        raise ModelError(Msg("{model}'s tokenizer made token id {id}, but its config.json has vocab_size {vocab}: the "
+                             "tokenizer and the model do not belong together", model=loaded.name, id=largest,
+                             vocab=vocab))

@@ -108,3 +108,12 @@ def test_a_temperature_that_overflows_the_logits_is_refused_in_one_line(tmp_path
     outcome = attn_tui("stages", "--model", str(path), "--text", TEXT, "--generate", "2", "--do-sample",
                        "--temperature", "1e-300")
     assert outcome.refused("--temperature 1e-300 is so small"), outcome.err
+
+
+def test_a_tokenizer_that_knows_more_tokens_than_the_model_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A vocabulary of 200 beside a tokenizer of 30,522 tokens: refused, naming both, not "index out of range"."""
+    path = tiny(tmp_path, "llama", dict(CONFIGS["llama"], vocab_size=200))
+    outcome = attn_tui("stages", "--model", str(path), "--text", TEXT)
+    assert outcome.refused("config.json has vocab_size 200"), outcome.err
+    writing = attn_tui("stages", "--model", str(path), "--text", TEXT, "--generate", "1")
+    assert writing.refused("config.json has vocab_size 200"), writing.err
