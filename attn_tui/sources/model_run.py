@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
+from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
-from attn_tui.sources.folder import ModelError
 from attn_tui.sources.offload import HOOKS, materialised
 
 
@@ -99,6 +99,6 @@ def check_vocabulary(loaded: LoadedModel, ids: torch.Tensor) -> None:
     vocab = int(getattr(loaded.model.config, "vocab_size", 0) or 0)
     largest = int(ids.max()) if ids.numel() else -1
     if vocab and largest >= vocab:
-        raise ModelError(Msg("{model}'s tokenizer made token id {id}, but its config.json has vocab_size {vocab}: the "
+        raise ConfigError(Msg("{model}'s tokenizer made token id {id}, but its config.json has vocab_size {vocab}: the "
                              "tokenizer and the model do not belong together", model=loaded.name, id=largest,
                              vocab=vocab))
