@@ -32,7 +32,7 @@ from attn_tui.sources.families import family_named
 from attn_tui.sources.families.shared.tracer import record_layer
 from attn_tui.sources.families.spec import LayerSpec
 from attn_tui.sources.lazy_steps import StepStages, record_prompt_rows
-from attn_tui.sources.model_run import LoadedModel, ModelRun, check_vocabulary, non_finite
+from attn_tui.sources.model_run import LoadedModel, ModelRun, non_finite, prompt_ids
 from attn_tui.sources.sampler import SHOWN, Draw, Sampler
 from attn_tui.sources.step_rows import LayerRows, rotary_table
 from attn_tui.sources.unembed import output_embedding as output_embedding
@@ -71,16 +71,6 @@ def generation_estimate(loaded: LoadedModel, prompt: int, count: int) -> Estimat
     return found
 
 
-def _ids(loaded: LoadedModel, text: str) -> list[int]:
-    if not text.strip():
-        raise ConfigError(Msg("the sentence is empty: type at least one word"))
-    found = list(loaded.tokenizer(text, add_special_tokens=True)["input_ids"])
-    if not found:
-        raise ConfigError(Msg("{model}'s tokenizer made no tokens of this text", model=loaded.name))
-    check_vocabulary(loaded, torch.tensor(found))
-    return found
-
-
 def _stops(model: Any) -> set[int]:
     """The ids that end a text: the generation config's end-of-text ids, else the config's."""
     found = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -113,7 +103,7 @@ class Generator:
         self.loaded, self.family = loaded, family_named(loaded.family)
         model, tok = loaded.model, loaded.tokenizer
         cfg = model.config
-        self.prompt_ids = _ids(loaded, ask.text)
+        self.prompt_ids = prompt_ids(loaded, ask.text)
         self.device = loaded.runs_on
         self.text_of: Callable[[int], str] = lambda i: readable_token(tok, tok.convert_ids_to_tokens([i])[0])
         self.tokens = [self.text_of(i) for i in self.prompt_ids]
@@ -187,10 +177,8 @@ class Generator:
         the prefill traces every stage, a later step the rest of a layer only when a view asks (lazy_steps.py)."""
         loaded, trace, tokens, t = self.loaded, self.trace, self.tokens, self.steps
         queries, n = self.fed.shape[1], len(self.ids)
-        with loaded.running():
-            out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
+        out = self._forward(t)
         states = tuple(out.hidden_states[layer][0] for layer in range(loaded.layers))  # each (q, d): a layer's input
-        self._check_finite(out, t)
         for layer in range(loaded.layers):
             self.inputs[layer].append(states[layer])
         new = ModelRun.of_inputs(loaded, tuple(tokens[n - queries:n]), (), states, torch.ones(1, 1))
@@ -266,13 +254,9 @@ class Generator:
         if t:
             self.cache = self._window_cache(kept[:-1])
             at = torch.tensor([m - 1], device=self.device)  # the new token's position in the cache
-            with loaded.running():
-                out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
-                                   position_ids=at[None], cache_position=at)
+            out = self._forward(t, position_ids=at[None], cache_position=at)
         else:
-            with loaded.running():
-                out = loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True)
-        self._check_finite(out, t)
+            out = self._forward(t)
         for layer in range(loaded.layers):
             self.inputs[layer].append(out.hidden_states[layer][0])  # (q, d): what layer `layer` read at this step
         index = torch.tensor(kept, device=self.device)
@@ -292,15 +276,16 @@ class Generator:
             self.meta = replace(self.meta, scale=spec.scale)  # the last layer's, as a forward pass's trace says
         self._choose(publisher, out, t, n, queries)
 
-    def _check_finite(self, out: Any, t: int) -> None:
-        """A step whose forward pass went NaN or infinite is refused, naming the layer where it first did: its
-        stages and its token would be NaN, or a token argmax chose from NaN."""
-        hidden = (*(h[0] for h in out.hidden_states), out.last_hidden_state[0])  # each (q, d)
-        found = non_finite(self.loaded, hidden, ())
-        if not found and not bool(torch.isfinite(hidden[-1]).all()):
-            found = [Msg("the last layer's output holds NaN or infinite values")]
+    def _forward(self, t: int, **positions: Any) -> Any:
+        """Step t's forward pass over the token(s) fed, under the hooks' lock; refused, naming where, when it goes
+        NaN or infinite (its stages would be NaN, and its token argmax's pick from NaN)."""
+        with self.loaded.running():
+            out = self.loaded.model(input_ids=self.fed, cache=self.cache, use_cache=True, output_hidden_states=True,
+                                    **positions)
+        found = non_finite(self.loaded, tuple(h[0] for h in out.hidden_states), ())  # each (q, d)
         if found:
             raise ConfigError(Msg("writing step {t}: {why}", t=t, why=found[0]))
+        return out
 
     def _choose(self, publisher: Publisher, out: Any, t: int, n: int, queries: int) -> None:
         """The sampler's stages and the step's token; the step published."""

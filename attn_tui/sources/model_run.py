@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from attn_tui.ask.model_request import check_prompt
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.offload import HOOKS, materialised
@@ -90,6 +91,8 @@ def non_finite(loaded: LoadedModel, hidden: tuple[torch.Tensor, ...], attentions
             heads = [h for h in range(finite.shape[0]) if not bool(finite[h])]
             return [Msg("layer {layer}'s weights hold NaN or infinite values in heads {heads}: its scores overflowed "
                         "or a weight of its attention is not finite", layer=layer, heads=", ".join(map(str, heads)))]
+    if len(hidden) > loaded.layers and not bool(torch.isfinite(hidden[loaded.layers]).all()):  # the last's output
+        return [Msg("the last layer's output holds NaN or infinite values")]
     return []
 
 
@@ -102,3 +105,13 @@ def check_vocabulary(loaded: LoadedModel, ids: torch.Tensor) -> None:
         raise ConfigError(Msg("{model}'s tokenizer made token id {id}, but its config.json has vocab_size {vocab}: the "
                              "tokenizer and the model do not belong together", model=loaded.name, id=largest,
                              vocab=vocab))
+
+
+def prompt_ids(loaded: LoadedModel, text: str) -> list[int]:
+    """The ids a model writes after: the text tokenised with its special tokens, each a row of its embedding."""
+    check_prompt(text)
+    found = list(loaded.tokenizer(text, add_special_tokens=True)["input_ids"])
+    if not found:
+        raise ConfigError(Msg("{model}'s tokenizer made no tokens of this text", model=loaded.name))
+    check_vocabulary(loaded, torch.tensor(found))
+    return found
