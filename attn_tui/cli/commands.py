@@ -78,7 +78,7 @@ def stages(args: argparse.Namespace) -> int:
         if len(chosen) != 1:
             raise ConfigError(Msg("csv printed here holds one stage, and {n} were chosen: name one with --stage "
                                   "(and --head), or write them all with --out FOLDER", n=len(chosen)))
-        write_csv(chosen[0], sys.stdout, terminal=sys.stdout.isatty())
+        write_csv(chosen[0], sys.stdout)
     else:
         from attn_tui.present.printed import printed_trace
         from attn_tui.render.stage_table import print_trace

@@ -29,6 +29,14 @@ def printable(text: str) -> str:
     return UNSAFE.sub(_picture, text) if UNSAFE.search(text) else text
 
 
+_UNSAFE_IN_LINES = re.compile(UNSAFE.pattern.replace("\x00-\x1f", "\x00-\x08\x0b\x0c\x0e-\x1f"))
+
+
+def printable_lines(text: str) -> str:
+    """Like `printable`, for a program's output passed on: its tabs and line ends (\\n, \\r) still act."""
+    return _UNSAFE_IN_LINES.sub(_picture, text)
+
+
 def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group(0)):04x}"
 

@@ -25,7 +25,7 @@ import torch
 from attn_tui.ask.budget import JSON_BYTES_PER_NUMBER, format_bytes
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg
-from attn_tui.io.controls import UNSAFE, json_safe, printable
+from attn_tui.io.controls import json_safe, printable
 from attn_tui.io.files import partial, quoted, writable_file, writable_folder, write_atomic
 from attn_tui.io.mask_json import mask_numbers, stage_mask
 from attn_tui.trace.geometry import HeadGeometry, LayerGeometry, Positional
@@ -237,32 +237,27 @@ def write_npz(stages: list[Stage], path: Path) -> None:
                 start += rows.shape[0]
             array.flush()
             del array
-            archive.write(member, f"{stage.key}.npy")
+            archive.write(member, f"{printable(stage.key)}.npy")  # a recorded module's name is the file's text
 
 
-def write_csv(stage: Stage, out: TextIO, terminal: bool = False) -> None:
+def write_csv(stage: Stage, out: TextIO) -> None:
     """A stage as CSV with its axis labels: a header of column labels, one labelled row per row.
 
     A 3-D stage (an energy) gets one row per (query, key) pair; rows are written a block
     at a time, so a lazy stage is never held whole. Labels are user text: one a spreadsheet
-    would read as a formula is written as text (see `_label`); a row whose labels hold a control
-    or bidi character is quoted whole, and the label kept exact. `terminal`: the CSV goes to a
-    terminal, so those characters are drawn as visible symbols instead (`printable`).
+    would read as a formula is written as text (see `_label`), and a control or bidi character
+    is drawn as a visible symbol (`printable`), as the table draws it. CSV has no escape for
+    them, and a file printed later (`cat`, a pipe into a pager) would hand them to a terminal;
+    the JSON export keeps them exact, as `\\u` escapes.
     """
-    plain, quoted_row = csv.writer(out), csv.writer(out, quoting=csv.QUOTE_ALL)
-
-    def write(row: list[str], labels: str) -> None:
-        (quoted_row if UNSAFE.search(labels) else plain).writerow(row)
-
-    shown = printable if terminal else str
-    axes = [replace(a, labels=tuple(_label(shown(t)) for t in a.labels)) for a in stage.axes]
+    write = csv.writer(out).writerow
+    axes = [replace(a, labels=tuple(_label(printable(t)) for t in a.labels)) for a in stage.axes]
     if stage.data.dim() <= 1:
-        header = ["", *(axes[0].labels if axes else ("value",))]
-        write(header, "".join(header))
-        plain.writerow(["", *(repr(v) for v in stage.tensor.detach().double().reshape(-1).tolist())])
+        write(["", *(axes[0].labels if axes else ("value",))])
+        write(["", *(repr(v) for v in stage.tensor.detach().double().reshape(-1).tolist())])
         return
     lead = [a.name for a in axes[:-1]]
-    write([*lead, *axes[-1].labels], "".join(axes[-1].labels))
+    write([*lead, *axes[-1].labels])
     row = 0
     for block in _blocks(stage.data):
         values = block.to("cpu", torch.float64)
@@ -270,9 +265,9 @@ def write_csv(stage: Stage, out: TextIO, terminal: bool = False) -> None:
             labels = axes[0].labels[row]
             if values.dim() == 3:
                 for key, cells in zip(axes[1].labels, first):
-                    write([labels, key, *map(repr, cells)], labels + key)
+                    write([labels, key, *map(repr, cells)])
             else:
-                write([labels, *map(repr, first)], labels)
+                write([labels, *map(repr, first)])
             row += 1
 
 

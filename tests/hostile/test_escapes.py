@@ -31,7 +31,8 @@ HOSTILE = f"ok {CLIPBOARD} {TITLE} {OVERRIDE} {C1} {ISOLATE}"
 
 
 def _clean(text: str) -> bool:
-    return UNSAFE.search(text.replace("\n", "")) is None
+    """Nothing unsafe but line ends (CSV's are \\r\\n)."""
+    return UNSAFE.search(text.replace("\r\n", "").replace("\n", "")) is None
 
 
 def test_printable_draws_every_unsafe_character_one_for_one() -> None:
@@ -60,12 +61,16 @@ def test_tokens_print_without_escapes(fmt: str) -> None:
 
 
 @pytest.mark.slow
-def test_csv_to_a_pipe_is_a_file_exact_and_quoted() -> None:
+def test_csv_to_a_pipe_draws_controls_as_the_table_does() -> None:
+    """CSV has no escape for a control character, and a pipe often ends at a terminal (`| less -R`, `| cat`): its
+    labels show them as pictures, one for one, as the table does (the JSON export keeps them exact)."""
     outcome = attn_tui("stages", "--text", HOSTILE, "--format", "csv", "--stage", "weights")
     assert outcome.code == 0, outcome.err
+    assert _clean(outcome.out), ascii(outcome.out[:400])
     rows = list(csv.reader(io.StringIO(outcome.out)))
-    assert rows[0][1:] == HOSTILE.split() and [r[0] for r in rows[1:]] == HOSTILE.split()
-    assert f'"{CLIPBOARD}"' in outcome.out and "\r\nok," in outcome.out  # a safe row stays unquoted
+    shown = [printable(token) for token in HOSTILE.split()]
+    assert rows[0][1:] == shown and [r[0] for r in rows[1:]] == shown
+    assert "\r\nok," in outcome.out  # a plain row is left unquoted
 
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")  # Rich's own colours on a terminal
@@ -99,7 +104,7 @@ def test_a_terminal_gets_no_escape_from_the_input(fmt: str) -> None:
 
 
 @pytest.mark.slow
-def test_written_files_keep_the_data_exact(tmp_path: Path) -> None:
+def test_a_json_file_keeps_the_data_exact_and_a_csv_file_draws_it(tmp_path: Path) -> None:
     out = attn_tui("stages", "--text", HOSTILE, "--format", "json", "--out", str(tmp_path / "t.json"))
     assert out.code == 0 and _clean(out.out), out
     text = (tmp_path / "t.json").read_text()
@@ -108,8 +113,9 @@ def test_written_files_keep_the_data_exact(tmp_path: Path) -> None:
                    str(tmp_path / "w.csv"))
     assert out.code == 0, out
     with open(tmp_path / "w.csv", newline="") as handle:
-        rows = list(csv.reader(handle))
-    assert rows[0][1:] == HOSTILE.split() and rows[2][0] == CLIPBOARD
+        text = handle.read()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert _clean(text) and rows[2][0] == printable(CLIPBOARD)  # a file that is `cat` later is a terminal's too
 
 
 @pytest.mark.slow
@@ -168,3 +174,49 @@ def test_heads_and_a_models_tokens_print_without_escapes(tmp_path: Path) -> None
     assert shown["tokens"] == HOSTILE.split() and shown["model"] == folder  # escaped, read back exact
     stages = attn_tui("stages", "--model", folder, "--text", HOSTILE, "--stage", "weights", cwd=tmp_path)
     assert stages.code == 0 and _clean(stages.out) and "␛]52;c;" in stages.out, stages.err
+
+
+EVERY_UNSAFE = [chr(c) for c in range(0x110000) if UNSAFE.match(chr(c)) and c != 0]  # argv holds no NUL
+EVERY_TOKEN = " ".join(f"t{c}u" for c in EVERY_UNSAFE)
+RECORDED = ("import torch\nclass Attn(torch.nn.Module):\n    def forward(self, q):\n"
+            "        return torch.softmax(q @ q.transpose(-1, -2), -1) @ q\n"
+            "model = torch.nn.Module()\n"
+            f"model.add_module({EVERY_TOKEN.replace(' ', '')!r}, Attn())\n"  # a module named by every unsafe character
+            "for name, module in model.named_children():\n    module(torch.randn(3, 4))\n"
+            f"print({EVERY_TOKEN!r})\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [
+    ["stages", "--text", EVERY_TOKEN, "--format", "table"],
+    ["stages", "--text", EVERY_TOKEN, "--format", "json"],
+    ["stages", "--text", EVERY_TOKEN, "--format", "csv", "--stage", "weights"],
+    ["stages", "--text", EVERY_TOKEN, "--format", "json", "--out", "{tmp}/t.json"],
+    ["stages", "--text", EVERY_TOKEN, "--format", "csv", "--out", "{tmp}/csv"],
+    ["stages", "--text", EVERY_TOKEN, "--format", "npz", "--out", "{tmp}/t.npz"],
+    ["trace", "--format", "table", "{tmp}/recorded.py"],
+    ["trace", "--format", "json", "{tmp}/recorded.py"],
+], ids=["table", "json", "csv", "json-file", "csv-files", "npz-file", "trace-table", "trace-json"])
+def test_every_unsafe_character_through_every_format(argv: list[str], tmp_path: Path) -> None:
+    """Each character that acts on a terminal, in typed text, a recorded module's name and a traced file's output:
+    nothing of it comes back raw on either stream or in any file written (an .npz's names included)."""
+    (tmp_path / "recorded.py").write_text(RECORDED)
+    outcome = attn_tui(*(part.format(tmp=tmp_path) for part in argv), cwd=tmp_path)
+    assert outcome.code == 0, outcome.err[-500:]
+    passed_on = outcome.err.replace("\t", "").replace("\r", "")  # a traced file's own tabs and line ends act
+    assert _clean(outcome.out) and _clean(passed_on), ascii((outcome.out + outcome.err)[:400])
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "recorded.py"]
+    for path in written:
+        if path.suffix == ".npz":
+            import zipfile
+
+            with zipfile.ZipFile(path) as archive:
+                assert all(_clean(name) for name in archive.namelist()), archive.namelist()
+        else:
+            assert _clean(path.read_text(encoding="utf-8")), path
+    if argv[0] == "trace":
+        assert "t␛u" in outcome.err  # its print, drawn
+    if argv[-1].endswith("t.json") or argv[2:4] == ["--format", "json"] and argv[0] == "stages":
+        document = json.loads(outcome.out if not written else written[0].read_text(encoding="utf-8"))
+        assert document["stages"][0]["axes"][0]["labels"] == EVERY_TOKEN.split()  # JSON: exact, as escapes
+

@@ -190,16 +190,15 @@ def test_the_files_output_shows_with_its_escapes_made_visible(tmp_path: Path) ->
     assert "␛[2J␛]0;owned␇ hello" in outcome.err and "\x1b" not in outcome.err + outcome.out
 
 
-def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
-    """The file's process group is handed the terminal while it runs: `input()` reads it instead of being stopped
-    (a background group reading its terminal gets SIGTTIN), and attn-tui takes the terminal back after."""
+def _on_a_terminal(script: str, cwd: Path, answer: bytes = b"") -> tuple[int, bytes]:
+    """`attn-tui trace --format table SCRIPT` on a pseudo-terminal of its own, as a person runs it; `answer` typed
+    once the file asks ("name: "). The exit code, and every byte the terminal received."""
     import fcntl
     import os
     import pty
     import select
     import termios
 
-    script = _script(tmp_path, "asks.py", "name = input('name: ')\nprint('hello', name)\n" + ATTENTION)
     master, slave = pty.openpty()
 
     def own_terminal() -> None:
@@ -207,12 +206,12 @@ def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
         fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
 
     process = subprocess.Popen([sys.executable, "-m", "attn_tui", "trace", "--format", "table", "--stage",
-                                "weights", script], stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path,
+                                "weights", script], stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
                                preexec_fn=own_terminal)
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + limit(55)
-    answered = False
+    answered = not answer
     while time.monotonic() < deadline:
         if not select.select([master], [], [], 0.5)[0]:
             continue
@@ -222,13 +221,35 @@ def test_input_reads_the_terminal_while_the_file_runs(tmp_path: Path) -> None:
             break
         seen += chunk
         if not answered and b"name: " in seen:
-            os.write(master, b"Ada\n")
+            os.write(master, answer)
             answered = True
     os.close(master)
     if process.poll() is None:
         process.kill()
-    assert process.wait(timeout=limit(30)) == 0, seen
+    return process.wait(timeout=limit(30)), seen
+
+
+def test_input_reads_what_is_typed_at_the_terminal(tmp_path: Path) -> None:
+    """The file has no terminal, but attn-tui passes on what is typed at its own: `input()` reads it."""
+    script = _script(tmp_path, "asks.py", "name = input('name: ')\nprint('hello', name)\n" + ATTENTION)
+    code, seen = _on_a_terminal(script, tmp_path, b"Ada\n")
+    assert code == 0, seen
     assert b"hello Ada" in seen and b"rows sum to 1 (" in seen, seen  # the table, in colour on a terminal
+
+
+def test_the_file_has_no_terminal_to_write_escapes_to(tmp_path: Path) -> None:
+    """A session of its own and no controlling terminal: `/dev/tty` cannot be opened, so the title (OSC 0) and the
+    clipboard (OSC 52) it tries to set never reach the terminal; what it prints arrives with ESC made visible."""
+    body = ("import os\ntry:\n    tty = open('/dev/tty', 'w')\nexcept OSError as exc:\n"
+            "    print('no tty:', type(exc).__name__)\nelse:\n"
+            "    tty.write('\\x1b]0;owned\\x07\\x1b]52;c;aGk=\\x07'); tty.flush(); print('tty opened')\n"
+            "print('own session:', os.getsid(0) == os.getpid())\n"
+            "print('\\x1b]0;printed\\x07')\n")
+    script = _script(tmp_path, "escapes.py", body + ATTENTION)
+    code, seen = _on_a_terminal(script, tmp_path)
+    assert code == 0, seen
+    assert b"no tty: OSError" in seen and b"own session: True" in seen, seen
+    assert b"\x1b]" not in seen and "␛]0;printed␇".encode() in seen, seen  # Rich's colours are CSI, never OSC
 
 
 @pytest.mark.parametrize(("body", "signal_name"), [("import ctypes\nctypes.string_at(0)\n", "SIGSEGV"),

@@ -116,6 +116,24 @@ def test_an_offloaded_model_writes_every_step_as_the_whole_model(tmp_path: Path,
                                    msg=lambda text, at=place: f"{at}: {text}")
 
 
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_an_offloaded_models_compare_and_atlas_runs_are_the_whole_models(tmp_path: Path, model_type: str) -> None:
+    """Compare's B (the same model on another text, asked after A) and the atlas's induction probe read every
+    layer again: under the same budget each equals the whole model's, stage for stage and in its statistics."""
+    path = tiny(tmp_path, model_type, CONFIGS[model_type])
+    budget = _budget(path, model_type)
+    a = ModelAsk(str(path), TEXT)
+    asks = {"A": a, "B": a.changed({"text": "the door looked at the cat"}), "atlas": a.changed({"probe": "induction", "probe_length": 8})}
+    for what, ask in asks.items():
+        offloaded, whole = run(ask, max_memory=budget), run(ask)
+        assert "disk" in offloaded.trace.meta.offloaded, what  # type: ignore[union-attr]
+        assert set(offloaded.trace.stages) == set(whole.trace.stages), what
+        for place, stage in whole.trace.stages.items():
+            assert torch.equal(offloaded.trace.stages[place].tensor, stage.tensor), (what, place)
+        assert offloaded.stats is not None and whole.stats is not None
+        assert torch.equal(offloaded.stats.weights, whole.stats.weights), what
+
+
 def test_the_command_line_says_which_layers_are_offloaded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from attn_tui.cli import main
 

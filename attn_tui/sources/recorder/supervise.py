@@ -2,10 +2,13 @@
 
 The file may ignore or re-arm SIGALRM, cancel timers, catch every exception, hang in an
 `atexit` handler or start processes of its own: none of that reaches this process. The
-child (see `child`) runs in a process group of its own; when `--timeout` runs out, or the
-child ends, the whole group is killed, so nothing the file started is left behind. Its
-output passes through with control characters made visible, and the trace comes back as
-plain files (see `wire`), never as pickles.
+child (see `child`) runs in a session of its own, with no controlling terminal: `/dev/tty`
+cannot be opened there, so nothing the file writes reaches the terminal except through
+attn-tui, which shows its output with control characters made visible. Its stdin is what
+attn-tui's own stdin gives, forwarded by the command line (so `input()` still reads what
+the person types), and nothing in the app, which owns the keyboard. When `--timeout` runs
+out, or the child ends, its whole group is killed, so nothing the file started is left
+behind. The trace comes back as plain files (see `wire`), never as pickles.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import codecs
 import ctypes
 import json
 import os
-import re
 import selectors
 import signal
 import subprocess
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from attn_tui.i18n import Msg
+from attn_tui.io.controls import printable_lines
 from attn_tui.sources.recorder.script import ScriptError, check_script
 
 if TYPE_CHECKING:
@@ -38,7 +41,6 @@ START_UP = 120.0  # seconds attn-tui's own start in the child may take (torch's 
 ADOPTION = 3.0  # seconds to wait for the file's processes to end once their group is killed
 DRAIN = 0.5  # seconds to read what is left in the pipes once the child is gone (a process outside the group
 # may still hold them open)
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but \t \n \r
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,6 @@ class ScriptRun:
     threads: int
 
 
-def _visible(text: str) -> str:
-    """The file's output with control characters (escapes, bells, bidi overrides) shown, not obeyed."""
-    return _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group(0))) if ord(m.group(0)) < 0x20 else
-                        "␡" if m.group(0) == "\x7f" else "�", text)
-
-
 class _Passage:
     """One of the child's pipes, decoded and made visible, written to one of attn-tui's streams."""
 
@@ -63,7 +59,7 @@ class _Passage:
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def write(self, data: bytes, final: bool = False) -> None:
-        text = _visible(self.decoder.decode(data, final))
+        text = printable_lines(self.decoder.decode(data, final))
         if text:
             self.target.write(text)
             self.target.flush()
@@ -80,26 +76,6 @@ def _end_lines(*streams: IO[str]) -> None:
             with suppress(Exception):
                 stream.write("\n")
                 stream.flush()
-
-
-@contextmanager
-def _terminal_to(group: int) -> Iterator[None]:
-    """While the file runs, its group owns the terminal (when attn-tui did): `input()` reads and Ctrl-C reaches it."""
-    fd = None
-    with suppress(OSError, ValueError, AttributeError):
-        if sys.stdin is not None and os.isatty(sys.stdin.fileno()) and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp():
-            fd = sys.stdin.fileno()
-            os.tcsetpgrp(fd, group)
-    try:
-        yield
-    finally:
-        if fd is not None:
-            previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # taking it back from the background is allowed
-            try:
-                with suppress(OSError):
-                    os.tcsetpgrp(fd, os.getpgrp())
-            finally:
-                signal.signal(signal.SIGTTOU, previous)
 
 
 @contextmanager
@@ -169,22 +145,87 @@ def _kill_group(group: int) -> None:
         os.killpg(group, signal.SIGKILL)
 
 
-def _start(folder: Path) -> subprocess.Popen[bytes]:
+def _stdin() -> tuple[int, int | None]:
+    """What the child reads as stdin, and the terminal to forward into it (None: none).
+
+    The command line's terminal is passed on through a pipe, never handed over (the file would hold the terminal
+    then); a pipe or a file is handed over as it is; the app, which owns the keyboard, and a process with no
+    usable stdin give the file nothing to read."""
+    if threading.current_thread() is not threading.main_thread() or sys.stdin is None:
+        return subprocess.DEVNULL, None
+    try:
+        fd = sys.stdin.fileno()
+        terminal = os.isatty(fd)
+    except (OSError, ValueError, AttributeError):
+        return subprocess.DEVNULL, None
+    return (subprocess.PIPE, fd) if terminal else (fd, None)
+
+
+def _start(folder: Path, stdin: int) -> subprocess.Popen[bytes]:
+    """The child, in a session of its own: no controlling terminal, and a group `_kill_group` ends whole."""
     root = str(Path(__file__).resolve().parents[3])  # the folder attn_tui is imported from, for the child too
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import attn_tui.sources.recorder.child as c; "
             "sys.path.remove(sys.argv[1]); c.main(sys.argv[2])")
-    return subprocess.Popen([sys.executable, "-u", "-c", code, root, str(folder)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, close_fds=True, preexec_fn=os.setpgrp)  # a group of its own
+    return subprocess.Popen([sys.executable, "-u", "-c", code, root, str(folder)],
+                            stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
 
 
-def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, started: Path, timeout: int) -> bool:
-    """Pass the child's output on until it ends; False when `timeout` seconds (0: none) passed since the file
-    `started`, or the child took more than START_UP to get there."""
+class _Forward:
+    """attn-tui's terminal passed on to the child's stdin as it comes (a line at a time): what is read is held until
+    the child's pipe takes it, and nothing more is read meanwhile, so a file that never reads costs one pipe's
+    worth; the end of input (Ctrl-D) closes the child's."""
+
+    def __init__(self, source: int, child_stdin: IO[bytes], selector: selectors.BaseSelector) -> None:
+        self.source, self.sink, self.selector = source, child_stdin, selector
+        self.pending = b""
+        os.set_blocking(child_stdin.fileno(), False)
+        selector.register(source, selectors.EVENT_READ, self)
+
+    def ready(self, fd: int) -> None:
+        if fd == self.source:
+            try:
+                data = os.read(self.source, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            self.selector.unregister(self.source)
+            if not data:
+                self.sink.close()
+                return
+            self.pending = data
+            self.selector.register(self.sink, selectors.EVENT_WRITE, self)
+            return
+        try:
+            written = os.write(self.sink.fileno(), self.pending)
+        except BlockingIOError:
+            return
+        except OSError:  # the file closed its stdin: what is typed from now on is attn-tui's alone
+            self.selector.unregister(self.sink)
+            return
+        self.pending = self.pending[written:]
+        if not self.pending:
+            self.selector.unregister(self.sink)
+            self.selector.register(self.source, selectors.EVENT_READ, self)
+
+    def stop(self) -> None:
+        """The child has ended: what is typed from now on is attn-tui's again."""
+        for fd in (self.source, self.sink):
+            with suppress(KeyError, ValueError):
+                self.selector.unregister(fd)
+
+
+def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, started: Path, timeout: int,
+          terminal: int | None) -> bool:
+    """Pass the child's output on (and the `terminal`'s input in) until it ends; False when `timeout` seconds (0:
+    none) passed since the file `started`, or the child took more than START_UP to get there."""
     selector = selectors.DefaultSelector()
     assert child.stdout is not None and child.stderr is not None
     for pipe, passage in ((child.stdout, out), (child.stderr, err)):
         os.set_blocking(pipe.fileno(), False)
         selector.register(pipe, selectors.EVENT_READ, passage)
+    forward = None if terminal is None or child.stdin is None else _Forward(terminal, child.stdin, selector)
     deadline: float | None = time.monotonic() + START_UP + timeout if timeout else None
     running = False
     try:
@@ -200,6 +241,8 @@ def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, started:
                 continue
             for key, _ in selector.select(0.1 if left is None else min(0.1, max(left, 0.0))):
                 _read(key, selector)
+        if forward is not None:
+            forward.stop()
         end = time.monotonic() + DRAIN
         while selector.get_map() and time.monotonic() < end:
             for key, _ in selector.select(max(0.0, end - time.monotonic())):
@@ -210,6 +253,9 @@ def _pump(child: subprocess.Popen[bytes], out: _Passage, err: _Passage, started:
 
 
 def _read(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    if isinstance(key.data, _Forward):
+        key.data.ready(key.fd)
+        return
     try:
         data = os.read(key.fd, 65536)
     except BlockingIOError:
@@ -254,8 +300,9 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         _request(folder, script, args, max_calls, budget, debug)
         before = _children()
         adopting = _subreaper(True)
+        stdin, terminal = _stdin()
         try:
-            child = _start(folder)
+            child = _start(folder, stdin)
         except BaseException:
             if adopting:
                 _subreaper(False)
@@ -263,8 +310,8 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
         preload = threading.Thread(target=_preload, name="attn-tui-preload", daemon=True)
         preload.start()
         try:
-            with _ended_by_signals(), _terminal_to(child.pid):
-                finished = _pump(child, out, err, folder / STARTED, timeout)
+            with _ended_by_signals():
+                finished = _pump(child, out, err, folder / STARTED, timeout, terminal)
         finally:
             _kill_group(child.pid)  # whatever the file started goes with it
             with suppress(Exception):
@@ -273,7 +320,7 @@ def run_script(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, 
             if adopting:
                 _end_adopted(before, child.pid)
                 _subreaper(False)
-            for pipe in (child.stdout, child.stderr):
+            for pipe in (child.stdin, child.stdout, child.stderr):
                 if pipe is not None:
                     pipe.close()
             _end_lines(out.target, err.target)
