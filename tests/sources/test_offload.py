@@ -123,7 +123,8 @@ def test_an_offloaded_models_compare_and_atlas_runs_are_the_whole_models(tmp_pat
     path = tiny(tmp_path, model_type, CONFIGS[model_type])
     budget = _budget(path, model_type)
     a = ModelAsk(str(path), TEXT)
-    asks = {"A": a, "B": a.changed({"text": "the door looked at the cat"}), "atlas": a.changed({"probe": "induction", "probe_length": 8})}
+    asks = {"A": a, "B": a.changed({"text": "the door looked at the cat"}),
+            "atlas": a.changed({"probe": "induction", "probe_length": 8})}
     for what, ask in asks.items():
         offloaded, whole = run(ask, max_memory=budget), run(ask)
         assert "disk" in offloaded.trace.meta.offloaded, what  # type: ignore[union-attr]

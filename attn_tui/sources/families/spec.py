@@ -8,6 +8,7 @@ between families is only how they store their parameters, never how a layer is t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -143,6 +144,36 @@ def whole(value: float) -> bool:
     return math.isfinite(value) and value >= 1 and value == int(value)
 
 
+def probability(value: float) -> bool:
+    return math.isfinite(value) and 0 <= value <= 1
+
+
+def natural(value: float) -> bool:
+    return math.isfinite(value) and value >= 0 and value == int(value)
+
+
+@dataclass(frozen=True)
+class KeyPattern:
+    """Every top-level config.json key whose name says what it is (a dropout, a count, a width), whichever family
+    names it: each is checked as a ConfigCheck checks its key, so a family's own sizes are covered without a line
+    of its own. `except_keys` are named alike but mean something else (0 experts in a layer: none)."""
+
+    pattern: str
+    holds: Callable[[float], bool]
+    means: str
+    except_keys: tuple[str, ...] = ()
+
+    def keys_in(self, config: Mapping[str, object]) -> tuple[str, ...]:
+        return tuple(key for key in config if re.search(self.pattern, key) and key not in self.except_keys)
+
+
+# Counts where 0 means "none of them" (dense layers before the experts, shared experts, extra prediction layers,
+# layers with a window): a whole number, 0 or more.
+NONE_IS_ZERO = ("first_k_dense_replace", "n_shared_experts", "num_nextn_predict_layers", "max_window_layers",
+                "decoder_sparse_step", "num_experts", "n_routed_experts", "num_local_experts")
+COUNT = r"^(num_|n_)|_(size|dim|heads|layers|embeddings|positions)$"
+
+
 @dataclass(frozen=True)
 class Divides:
     """Two config.json head counts where the first must divide the second (key/value heads into query heads)."""
@@ -152,7 +183,7 @@ class Divides:
 
 
 # What every family's config must hold where it gives the value (a family adds its own in `Family.checks`).
-SHARED_CHECKS: tuple[ConfigCheck | Divides, ...] = (
+SHARED_CHECKS: tuple[ConfigCheck | KeyPattern | Divides, ...] = (
     ConfigCheck(("rope_theta", "rope_parameters.rope_theta", "rotary_emb_base"), positive, N_("a number above 0")),
     ConfigCheck(("rope_scaling.factor", "rope_parameters.factor"), positive, N_("a number above 0")),
     ConfigCheck(("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps"), positive, N_("a number above 0")),
@@ -160,6 +191,10 @@ SHARED_CHECKS: tuple[ConfigCheck | Divides, ...] = (
     ConfigCheck(("num_attention_heads", "n_head"), whole, N_("a whole number, at least 1")),
     ConfigCheck(("num_key_value_heads",), whole, N_("a whole number, at least 1")),
     Divides("num_key_value_heads", "num_attention_heads"),
+    ConfigCheck(("query_pre_attn_scalar",), positive, N_("a number above 0")),
+    KeyPattern(r"dropout|pdrop|_prob$", probability, N_("a probability, from 0 to 1")),
+    KeyPattern(COUNT, whole, N_("a whole number, at least 1"), except_keys=NONE_IS_ZERO),
+    KeyPattern("^(" + "|".join(NONE_IS_ZERO) + ")$", natural, N_("a whole number, 0 or more")),
 )
 
 
@@ -203,7 +238,7 @@ class Family:
     attention_parameters: Callable[[Callable[[str], int | None]], int | None] = field(default=no_own_attention)
     # layer i's MLP parameters where it is a mixture of experts (None: the dense MLP), from config.json's sizes
     expert_parameters: Callable[[Callable[[str], int | None], int], int | None] = field(default=no_experts)
-    checks: tuple[ConfigCheck | Divides, ...] = ()  # its own config values to refuse, beside SHARED_CHECKS
+    checks: tuple[ConfigCheck | KeyPattern | Divides, ...] = ()  # its own config values to refuse, beside SHARED_CHECKS
     kv_heads: Callable[[object], int] = field(default=no_kv)
     rope_base: Callable[[object], float] = field(default=no_rope)
     # each layer's own head count where the layers differ (Qwen3-Next's linear layers); (): all `heads`
