@@ -191,3 +191,44 @@ def test_a_scratch_folder_being_written_is_removed_too(tmp_path: Path) -> None:
     with partial(scratch):
         assert remove_partials() == [scratch]
     assert not scratch.exists() and remove_partials() == []
+
+
+def _generation_export(tmp_path: Path, out: Path, preexec=None) -> subprocess.CompletedProcess[str]:
+    """`stages --generate` of a tiny Llama written as JSON to `out`: some 400 KB of every step's stages."""
+    from tests.sources.tiny_models import CONFIGS, tiny
+
+    model = tiny(tmp_path, "llama", CONFIGS["llama"])
+    return subprocess.run([sys.executable, "-m", "attn_tui", "stages", "--model", str(model), "--text", "the cat sat",
+                           "--generate", "3", "--format", "json", "--out", str(out)], capture_output=True, text=True,
+                          timeout=TIME_LIMIT * 3, preexec_fn=preexec)
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_a_generations_export_on_a_full_disk_keeps_the_old_file(small_disk: Path, tmp_path: Path) -> None:
+    out = small_disk / "OLD.json"
+    out.write_text(OLD)
+    _fill(small_disk, leave=8192)
+    result = _generation_export(tmp_path, out)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "cannot write the output to" in lines[0] and "is free there" in lines[0], lines  # refused before writing
+    assert out.read_text() == OLD and not _leftovers(small_disk)
+
+
+@pytest.mark.slow
+@pytest.mark.models
+def test_a_generations_export_that_fails_mid_write_keeps_the_old_file(tmp_path: Path) -> None:
+    def limited() -> None:  # the file may not grow past 100 KB: the write fails part way, as a full disk would
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CEILING, MEMORY_CEILING))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    out = tmp_path / "OLD.json"
+    out.write_text(OLD)
+    result = _generation_export(tmp_path, out, limited)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "cannot write the output to" in lines[0] and "File too large" in lines[0], lines
+    assert out.read_text() == OLD and not _leftovers(tmp_path)
