@@ -5,6 +5,8 @@ What changes from textual-serve, and why:
 - the page is ours: it loads its font from serve, not from a web-font host (offline, and no third party);
 - each websocket gets a VisitorApp (serve_visitor) with its own session folder, a capped terminal,
   an end when the websocket ends or sits idle, and at most `max_sessions` of them at once;
+- whatever serve sends a visitor goes through an Outlet: a browser that stops reading is cut off,
+  never waited for (textual-serve would wait on its full connection for good, holding its slot);
 - serve's end (Ctrl+C, SIGTERM, SIGHUP) closes every websocket and ends every app before it returns.
 """
 
@@ -15,12 +17,14 @@ import atexit
 import contextlib
 import json
 import logging
+import secrets
 import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote
 
 import aiohttp_jinja2
@@ -39,6 +43,14 @@ log = logging.getLogger("textual-serve")
 PAGE = Path(__file__).with_name("page")
 MAX_MESSAGE = 64 * 1024  # bytes in one websocket message: keys and sizes are small
 SHUTDOWN_GRACE = 10.0  # seconds aiohttp waits for handlers at exit (they end with their apps)
+# A browser that reads is never near these bounds: the app is read no faster than its connection drains,
+# so what waits for the browser is a screen or two, and one screen, even a heatmap on the largest terminal
+# (400×200), is some hundred kB: a slow link (100 kB/s) takes it in a few seconds, a burst of them stays
+# far below MAX_UNREAD. A browser answers pings by itself, however busy its page.
+WRITE_TIMEOUT = 30.0  # seconds one send may wait for the visitor's connection to drain, and a heartbeat its echo
+MAX_UNREAD = 8 * 1024 * 1024  # bytes sent to a visitor that its connection has not taken: more, and it is cut off
+HEARTBEAT = 15.0  # seconds between the pings that ask a visitor's browser to show it still reads
+CLOSE_TIMEOUT = 5.0  # seconds a close waits to be taken: what the browser has not read by then is of a session gone
 
 
 def own_exports(export_dir: Path) -> Path:
@@ -51,6 +63,73 @@ class OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         lines = printable(record.getMessage()).splitlines() or [""]
         return f"attn-tui serve: {lines[0][:200]}"
+
+
+class Outlet:
+    """What serve sends one visitor (app output, pongs, pings, the close), each send bounded.
+
+    aiohttp's send waits for the connection to drain, and a peer that keeps the connection open
+    but never reads keeps it from draining: the send waits for good, and with it the app's output,
+    the pongs and the idle close. Here a send waits at most WRITE_TIMEOUT (a close CLOSE_TIMEOUT),
+    output waiting in serve never passes MAX_UNREAD, and a ping carrying a secret must be echoed
+    within WRITE_TIMEOUT: a peer can echo it only by reading all that came before it, so a visitor
+    that sends messages but reads none is found too (aiohttp's own heartbeat counts any message it
+    receives as a sign of life). Past any bound the connection is aborted, not closed (a close waits
+    on the same full connection); the visitor then ends as one who left: its app stopped, its
+    folders removed, its slot free."""
+
+    def __init__(self, websocket: web.WebSocketResponse, transport: asyncio.Transport | None) -> None:
+        self.websocket, self.transport = websocket, transport
+        self.asked: bytes | None = None  # the secret of the heartbeat ping not yet echoed
+        self.asked_at = 0.0
+
+    def unread(self) -> int:
+        """Bytes sent that wait in serve: the connection's own buffers are full, its peer not reading them."""
+        return 0 if self.transport is None else self.transport.get_write_buffer_size()
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    async def send_bytes(self, data: bytes) -> None:
+        await self._send(lambda: self.websocket.send_bytes(data), WRITE_TIMEOUT)
+
+    async def send_str(self, data: str) -> None:
+        await self._send(lambda: self.websocket.send_str(data), WRITE_TIMEOUT)
+
+    async def pong(self, data: bytes) -> None:
+        await self._send(lambda: self.websocket.pong(data), WRITE_TIMEOUT)
+
+    async def close(self, message: bytes = b"") -> None:
+        """Close politely if the connection takes it soon; abort it otherwise: either way it has ended."""
+        with contextlib.suppress(ConnectionError):
+            await self._send(lambda: self.websocket.close(message=message), CLOSE_TIMEOUT)
+
+    def answered(self, data: bytes) -> None:
+        if data == self.asked:
+            self.asked = None
+
+    async def heartbeat(self) -> None:
+        """Ask for the echo of a fresh secret, or, when the last one is not echoed after WRITE_TIMEOUT, cut off."""
+        now = asyncio.get_running_loop().time()
+        if self.asked is None:
+            self.asked = asked = secrets.token_bytes(8)
+            self.asked_at = now
+            await self._send(lambda: self.websocket.ping(asked), WRITE_TIMEOUT)
+        elif now - self.asked_at >= WRITE_TIMEOUT:
+            self.cut_off()
+
+    def cut_off(self) -> NoReturn:
+        self.abort()
+        raise ConnectionResetError("the visitor's browser no longer reads what serve sends")
+
+    async def _send(self, send: Callable[[], Awaitable[object]], seconds: float) -> None:
+        if self.unread() > MAX_UNREAD:
+            self.cut_off()
+        try:
+            await asyncio.wait_for(send(), seconds)
+        except asyncio.TimeoutError:
+            self.cut_off()
 
 
 class GuardedServer(Server):
@@ -117,23 +196,24 @@ class GuardedServer(Server):
             return web.Response(status=503, text=_("attn-tui: {n} visitors already; try again later")
                                 .format(n=self.max_sessions) + "\n")
         width, height = clamp_size(request.query.get("width"), request.query.get("height"))
-        websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_MESSAGE)
+        websocket = web.WebSocketResponse(autoping=False, max_msg_size=MAX_MESSAGE)  # pings: Outlet's heartbeat
         if not websocket.can_prepare(request).ok:
             return web.Response(status=400, text=_("attn-tui: this address takes a websocket") + "\n")
+        outlet = Outlet(websocket, request.transport)
         folder = Path(tempfile.mkdtemp(prefix="visitor-", dir=self.folder))
         exports = own_exports(self.export_dir)
-        visitor = VisitorApp(folder=folder, export_dir=exports, write_bytes=websocket.send_bytes,
-                             write_str=websocket.send_str, close=websocket.close,
+        visitor = VisitorApp(folder=folder, export_dir=exports, write_bytes=outlet.send_bytes,
+                             write_str=outlet.send_str, close=outlet.close,
                              download_manager=self.download_manager, debug=self.debug)
         self.visitors.add(visitor)  # before any await: visitors arriving together are counted together
         try:
             await websocket.prepare(request)
             await visitor.start(width, height)
-            idle = asyncio.create_task(self._end_when_idle(visitor, websocket))
+            watch = asyncio.create_task(self._watch(visitor, outlet))
             try:
-                await self._pass_messages(websocket, visitor)
+                await self._pass_messages(websocket, outlet, visitor)
             finally:
-                idle.cancel()
+                watch.cancel()
         except asyncio.CancelledError:
             pass
         except Exception as error:
@@ -146,10 +226,12 @@ class GuardedServer(Server):
             with contextlib.suppress(OSError):
                 exports.rmdir()  # kept only when the visitor exported something
             with contextlib.suppress(Exception):
-                await websocket.close()
+                await outlet.close()
+            if outlet.unread():  # closed, but what is left will never be read: a close would wait for it for good
+                outlet.abort()
         return websocket
 
-    async def _pass_messages(self, websocket: web.WebSocketResponse, visitor: VisitorApp) -> None:
+    async def _pass_messages(self, websocket: web.WebSocketResponse, outlet: Outlet, visitor: VisitorApp) -> None:
         """The browser's messages to the app; anything malformed is dropped, a size is capped.
 
         The app is written to by a task of its own (Inbox), so an app busy with a backlog never keeps
@@ -158,6 +240,10 @@ class GuardedServer(Server):
         feeder = asyncio.create_task(inbox.feed(visitor))
         try:
             async for message in websocket:
+                if message.type == WSMsgType.PING:
+                    await outlet.pong(message.data)
+                elif message.type == WSMsgType.PONG:
+                    outlet.answered(message.data)
                 if message.type != WSMsgType.TEXT:
                     continue
                 try:
@@ -173,8 +259,8 @@ class GuardedServer(Server):
                 elif kind == "resize" and isinstance(data, dict):
                     visitor.touch()
                     inbox.resize(*clamp_size(data.get("width"), data.get("height")))
-                elif kind == "ping":
-                    await websocket.send_json(["pong", data])
+                elif kind == "ping":  # no input: a page left open pings on, and is idle all the same
+                    await outlet.send_str(json.dumps(["pong", data]))
                 elif kind in ("blur", "focus"):
                     inbox.focus(kind == "focus")
         finally:
@@ -182,14 +268,19 @@ class GuardedServer(Server):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await feeder
 
-    async def _end_when_idle(self, visitor: VisitorApp, websocket: web.WebSocketResponse) -> None:
+    async def _watch(self, visitor: VisitorApp, outlet: Outlet) -> None:
+        """Close the websocket of a visitor who typed nothing for idle_timeout; cut off one who stopped reading."""
         loop = asyncio.get_running_loop()
         while True:
             left = visitor.last_input + self.idle_timeout - loop.time()
             if left <= 0:
-                await websocket.close(message=b"idle")
+                await outlet.close(b"idle")
                 return
-            await asyncio.sleep(min(left, 5.0) + 0.05)
+            try:
+                await outlet.heartbeat()
+            except ConnectionError:  # cut off (or gone): the websocket's reader sees the end and the visitor ends
+                return
+            await asyncio.sleep(min(left + 0.05, HEARTBEAT))
 
     async def on_shutdown(self, app: web.Application) -> None:
         """Serve is ending: every visitor's websocket closes and every app ends before the server returns."""

@@ -52,9 +52,16 @@ asyncio.run(main(*sys.argv[1:4], sys.argv[4] or None, sys.argv[5] or None))
 
 
 class Serve:
-    def __init__(self, folder: Path, *options: str) -> None:
+    def __init__(self, folder: Path, *options: str, **bounds: float) -> None:
+        """serve on a free port; `bounds` set serve_server's module constants (its time limits) in that process."""
         self.port = free_port()
-        self.process = subprocess.Popen([sys.executable, "-m", "attn_tui", "serve", "--port", str(self.port), *options],
+        start = ["-m", "attn_tui"]
+        if bounds:  # python -c: sys.argv[1:] is what follows, as with -m
+            start = ["-c", "import attn_tui.cli.serve_server as bounds\n"
+                     + "".join(f"assert hasattr(bounds, {name!r})\nbounds.{name} = {value!r}\n"
+                               for name, value in bounds.items())
+                     + "from attn_tui.cli import main\nraise SystemExit(main())"]
+        self.process = subprocess.Popen([sys.executable, *start, "serve", "--port", str(self.port), *options],
                                         cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         env={**os.environ, "ATTN_TUI_LANG": "en", "TMPDIR": str(folder),
                                              "ATTN_TUI_STATE_DIR": str(folder / "state")},
@@ -120,8 +127,8 @@ class Visitor:
 def serve(tmp_path: Path) -> Iterator[type[Serve]]:
     started: list[Serve] = []
 
-    def start(*options: str) -> Serve:
-        started.append(Serve(tmp_path, *options))
+    def start(*options: str, **bounds: float) -> Serve:
+        started.append(Serve(tmp_path, *options, **bounds))
         return started[-1]
 
     yield start  # type: ignore[misc]
