@@ -42,6 +42,38 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if _SLOW_MODULE.search(collection_path.read_text(encoding="utf-8")) else None
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _pilot_waits_for_the_reader() -> Iterator[None]:
+    """A key or a pause in a Pilot test returns once what it asked the app's reader for is drawn: the frame of a
+    place, a cell's arithmetic, the cells a scroll brought into view (tui/reader.py). The app reads off the event
+    loop, so without this a test would look at the screen before the read arrived: waits are on that event, never
+    on time."""
+    from textual.pilot import Pilot
+
+    from attn_tui.tui.reader import READS
+
+    press, pause = Pilot.press, Pilot.pause
+
+    async def read(pilot: Pilot) -> None:  # type: ignore[type-arg]
+        import asyncio
+
+        while any(worker.group in READS and not worker.is_finished for worker in pilot.app.workers):
+            await asyncio.sleep(0.002)
+
+    async def pressed(self: Pilot, *keys: str) -> None:  # type: ignore[type-arg]
+        await press(self, *keys)
+        await read(self)
+        await pause(self)
+
+    async def paused(self: Pilot, delay: float | None = None) -> None:  # type: ignore[type-arg]
+        await pause(self, delay)
+        await read(self)
+
+    Pilot.press, Pilot.pause = pressed, paused  # type: ignore[method-assign]
+    yield
+    Pilot.press, Pilot.pause = press, pause  # type: ignore[method-assign]
+
+
 @pytest.fixture
 def lookup_qkv():
     q = [[0, 10, 0], [0, 0, 10], [10, 10, 0]]

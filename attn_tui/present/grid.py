@@ -8,6 +8,7 @@ and marks come precomputed with the stage (`GridStats`) whenever the stage is la
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -50,7 +51,10 @@ class ArrayCells:
 
 
 class TiledCells:
-    """A block source over `fetch(r0, r1, c0, c1)`, fetched by aligned tiles and kept in a small LRU cache."""
+    """A block source over `fetch(r0, r1, c0, c1)`, fetched by aligned tiles and kept in a small LRU cache.
+
+    `fetch` computes (it may run torch): the app's reader thread calls `load` for what is about to be drawn, and
+    the screen reads only what is `ready`; the lock keeps the cache whole between the two threads."""
 
     def __init__(self, shape: tuple[int, int], fetch: Callable[[int, int, int, int], np.ndarray],
                  dtype: type | None = None) -> None:
@@ -58,20 +62,38 @@ class TiledCells:
 
         self.shape, self.fetch, self.dtype = shape, fetch, dtype or np.float64
         self._tiles: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
         self.fetched = 0  # tiles fetched so far: what reading cost
 
     def _tile(self, tr: int, tc: int) -> np.ndarray:
-        tile = self._tiles.get((tr, tc))
-        if tile is None:
-            r0, c0 = tr * TILE_ROWS, tc * TILE_COLS
-            tile = self.fetch(r0, min(self.shape[0], r0 + TILE_ROWS), c0, min(self.shape[1], c0 + TILE_COLS))
+        with self._lock:
+            tile = self._tiles.get((tr, tc))
+            if tile is not None:
+                self._tiles.move_to_end((tr, tc))
+                return tile
+        r0, c0 = tr * TILE_ROWS, tc * TILE_COLS
+        tile = self.fetch(r0, min(self.shape[0], r0 + TILE_ROWS), c0, min(self.shape[1], c0 + TILE_COLS))
+        with self._lock:
             self.fetched += 1
             self._tiles[(tr, tc)] = tile
             if len(self._tiles) > TILES_KEPT:
                 self._tiles.popitem(last=False)
-        else:
-            self._tiles.move_to_end((tr, tc))
         return tile
+
+    @staticmethod
+    def _tiles_of(r0: int, r1: int, c0: int, c1: int) -> list[tuple[int, int]]:
+        return [(tr, tc) for tr in range(r0 // TILE_ROWS, (r1 - 1) // TILE_ROWS + 1 if r1 > r0 else 0)
+                for tc in range(c0 // TILE_COLS, (c1 - 1) // TILE_COLS + 1 if c1 > c0 else 0)]
+
+    def ready(self, r0: int, r1: int, c0: int, c1: int) -> bool:
+        """Every tile of the block is fetched: reading it computes nothing."""
+        with self._lock:
+            return all(tile in self._tiles for tile in self._tiles_of(r0, r1, c0, c1))
+
+    def load(self, r0: int, r1: int, c0: int, c1: int) -> None:
+        """Fetch the tiles of the block that are not kept yet (the reader thread's part of drawing it)."""
+        for tr, tc in self._tiles_of(r0, r1, c0, c1):
+            self._tile(tr, tc)
 
     def block(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         import numpy as np
@@ -152,6 +174,18 @@ class Grid:
     def block(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         """Values of rows r0..r1-1 and columns c0..c1-1."""
         return self.source.block(r0, r1, c0, c1)
+
+    def _tiled(self) -> list[TiledCells]:
+        return [cells for cells in (self.data, self.masked) if isinstance(cells, TiledCells)]
+
+    def ready(self, r0: int, r1: int, c0: int, c1: int) -> bool:
+        """The block's values and mask are at hand: drawing it computes nothing (a grid held whole always is)."""
+        return all(cells.ready(r0, r1, c0, c1) for cells in self._tiled())
+
+    def load(self, r0: int, r1: int, c0: int, c1: int) -> None:
+        """Compute what the block needs that is not at hand (on the app's reader thread, never its screen's)."""
+        for cells in self._tiled():
+            cells.load(r0, r1, c0, c1)
 
     def masked_block(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray | None:
         if self.masked is None:

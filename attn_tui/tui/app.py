@@ -209,7 +209,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
     def _fit_screen(self, width: int, height: int) -> None:
         set_classes(self.screen, screen_classes(width, height))
 
-    @work(thread=True, exclusive=True, group="torch")
+    @work(thread=True, exclusive=True, group="torch", description="torch")
     def _load_torch(self) -> None:
         start = time.perf_counter()
         try:
@@ -250,7 +250,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         self.query_one(ModelPane).show_status(_("loading {model}…").format(model=loading) if loading else "")
         self._compute(wanted, generation)
 
-    @work(thread=True, exclusive=True, group="compute")
+    @work(thread=True, exclusive=True, group="compute", description="compute")
     def _compute(self, ask: Ask, generation: int) -> None:
         from attn_tui.errors import AttnError, describe
         from attn_tui.sources import run

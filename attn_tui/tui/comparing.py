@@ -102,7 +102,7 @@ class CompareActions(_AppBase):
             return
         self._compute_b(*b)
 
-    @work(thread=True, exclusive=True, group="compare")
+    @work(thread=True, exclusive=True, group="compare", description="compare")
     def _compute_b(self, ask: Ask, generation: int) -> None:
         from attn_tui.errors import AttnError, describe
         from attn_tui.sources import run

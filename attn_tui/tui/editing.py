@@ -252,8 +252,9 @@ class EditingActions(_AppBase):
         self.apply_settings(settings)
 
     # ----- masks edited cell by cell -------------------------------------------------------
-    def action_toggle_mask(self) -> None:
+    async def action_toggle_mask(self) -> None:
         """x on the masked stage: mask the cell under the cursor, or unmask one masked by hand."""
+        await self.explorer.drawn()  # x right after a move acts on the stage moved to
         trace, view = self.trace, self.view
         if trace is None or view is None:
             return

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from attn_tui.present.stage_view import StageView
     from attn_tui.trace.stage import Trace
     from attn_tui.tui.screens.export import ExportAsk
+    from attn_tui.tui.widgets.explorer import Explorer
 
     _AppBase = App[int]
 else:
@@ -38,12 +39,17 @@ class ExportActions(_AppBase):
         @property
         def view(self) -> StageView | None: ...
 
+        @property
+        def explorer(self) -> Explorer: ...
+
         def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
 
-    def action_export(self) -> None:
+    async def action_export(self) -> None:
         from attn_tui.io.export import file_name
         from attn_tui.tui.screens.export import ExportScreen
         from attn_tui.tui.served import offered_folder
+
+        await self.explorer.drawn()  # the stage on show is the one the user moved to
 
         trace, view = self.trace, self.view
         if trace is None or view is None:
@@ -79,7 +85,7 @@ class ExportActions(_AppBase):
         self.notify(_("saved the screen to {path}").format(path=visible_path(path.resolve())), timeout=8)
         offer_download(self, path.resolve())
 
-    @work(thread=True, exclusive=True, group="export")
+    @work(thread=True, exclusive=True, group="export", description="export")
     def _export(self, ask: ExportAsk) -> None:
         from attn_tui.errors import AttnError, describe
         from attn_tui.io.export import export

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import sys
 
 import pytest
 
@@ -18,6 +19,8 @@ def test_serve_without_textual_serve_says_how_to_install_it(capsys, monkeypatch:
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_textual_serve)
+    for loaded in [name for name in sys.modules if name.startswith(("textual_serve", "attn_tui.cli.serve_server"))]:
+        monkeypatch.delitem(sys.modules, loaded)  # imported by an earlier test in this process: imported afresh
     code, _, err = run_cli(capsys, "serve")
     assert code == 2 and "pip install 'attn-tui[web]'" in err and err.count("\n") == 1
 

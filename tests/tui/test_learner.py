@@ -43,6 +43,7 @@ async def test_stage_bar_names_are_clickable() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await app.run_action("stage(4)")  # what a click on the fifth name runs
+        await pilot.pause()  # the stage is read off the event loop, and drawn when it arrives
         assert app.view.name == app.stage_names()[4] == "scores"
 
 
@@ -87,6 +88,7 @@ async def test_x_on_a_cell_the_mask_kind_hides_explains_and_changes_nothing() ->
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await app.run_action("stage(8)")
+        await pilot.pause()
         assert app.view.name == "masked"
         await pilot.press("shift+right", "x")  # (0, 1): a future key under the causal mask
         assert app.variants.custom_mask is None
@@ -106,6 +108,7 @@ async def test_pad_keys_control_masks_the_last_keys_and_strikes_their_labels() -
         await settle(pilot)
         assert app.trace.meta.settings.pad_keys == 1
         await app.run_action("stage(5)")  # masked
+        await pilot.pause()
         heatmap = app.query_one(Heatmap)
         assert heatmap.grid.pad_cols == frozenset({3}) and heatmap.grid.is_masked(0, 3)
         header = [seg for seg in heatmap.render_line(0) if seg.style == PAD_LABEL_STYLE]

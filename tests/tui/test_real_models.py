@@ -43,6 +43,7 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
         assert app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
         assert app.view.name == "query"  # the first stage of the head's pipeline
         app.go_to_stage(app.stage_names().index("weights"))
+        await pilot.pause()  # read off the event loop, drawn when it arrives
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
         assert app.view.grid.special_rows == frozenset({0, 4}) == app.view.grid.special_cols

@@ -50,7 +50,7 @@ def recognise(node: Node, found: Found) -> None:
     from attn_tui.sources.recorder.expand import from_mha, from_sdpa
 
     if node.name == "flex_attention":
-        from attn_tui.sources.recorder.flex_layout import from_flex
+        from attn_tui.sources.recorder.hooks.flex_layout import from_flex
 
         from_flex(node, found)
     elif node.name == "scaled_dot_product_attention":
@@ -353,7 +353,7 @@ def _op(op: f.RoleOp, n: int, h: int | None, place: object, found: Found, keys: 
         return keys[name if isinstance(name, str) else name[n]]
 
     core = getattr(op, "core", None)
-    if core is not None:  # an op that makes its own core op (flex_attention's, in flex_layout.py)
+    if core is not None:  # an op that makes its own core op (flex_attention's, in hooks/flex_layout.py)
         return core(at, n, h, found.heads)  # type: ignore[no-any-return]
     if isinstance(op, f.GivenOp):
         return Given(str(op.what))

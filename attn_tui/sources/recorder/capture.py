@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -22,17 +22,25 @@ import torch
 from torch.compiler import is_compiling
 from torch.overrides import TorchFunctionMode
 
-from attn_tui.sources.recorder import flex
 from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
+from attn_tui.sources.recorder.hooks import FLEX_ATTENTION, HOOKS
 from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.param_names import ParamNames
-from attn_tui.sources.recorder.prune import cut_behind
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
-from attn_tui.sources.recorder.whose import MAX_DEPTH, SUSPENDS, OwnCallError, forget_walks, origin_at, walk
+from attn_tui.sources.recorder.whose import (
+    MAX_DEPTH,
+    SUSPENDS,
+    OwnCallError,
+    forget_walks,
+    origin_at,
+    outside_mode,
+    walk,
+)
 
 if TYPE_CHECKING:
-    from attn_tui.sources.recorder.threads import ThreadCover
+    from attn_tui.sources.recorder.hooks import RecorderHook
+    from attn_tui.sources.recorder.hooks.hook import ThreadsEntered
 
 AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
@@ -71,6 +79,8 @@ class Recorder(TorchFunctionMode):
 
     `anchors` holds, per scope, the last MAX_CALLS softmax / SDPA / MultiheadAttention calls;
     the rest of the graph is reachable from them. `seen` counts every anchor, kept or not.
+    What the recording changes in the process while it listens, and what it lets go of a kept call, are its
+    hooks (hooks/: threads and pools, flex_attention, the frozen heap, the compile stance, pruning).
     """
 
     def __init__(self, max_calls: int = MAX_CALLS) -> None:
@@ -87,36 +97,46 @@ class Recorder(TorchFunctionMode):
         self.kept_bytes = 0  # what the kept calls hold now, counted when a budget is set
         self.over_budget: Callable[[int, int], None] | None = None  # called with (kept, budget) when it is passed
         self.recording = False  # between __enter__ and __exit__
-        self.threads: ThreadCover | None = None  # the threads the recording enters, and those it could not
+        self.threads: ThreadsEntered | None = None  # the threads hook's: those it could not enter
         self.roots: dict[int, torch.nn.Module] = {}  # the modules each attention ran in, to name it by path
 
     def __enter__(self) -> Recorder:
-        from attn_tui.sources.recorder import eager, quiet_gc
-        from attn_tui.sources.recorder.threads import ThreadCover
-
-        self.threads = ThreadCover(self)
-        self.threads.start()
-        self.recording = True
-        super().__enter__()  # type: ignore[no-untyped-call]
-        flex.install(self)  # flex_attention hides its call from the mode: it is wrapped while this records
-        quiet_gc.hold()  # no full collection walks the program's old objects while this records
-        eager.hold()  # code compiled with torch.compile runs as written, in the mode's sight
+        """The hooks entered in order, then the mode listens (if either fails, the hooks entered are left)."""
+        for entered, hook in enumerate(HOOKS):
+            try:
+                hook.enter(self)
+            except BaseException:
+                self._leave(HOOKS[:entered])
+                raise
+        try:
+            self.recording = True
+            super().__enter__()  # type: ignore[no-untyped-call]
+        except BaseException:
+            self.recording = False
+            self._leave(HOOKS)
+            raise
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        from attn_tui.sources.recorder import eager, quiet_gc
-
+        """The mode stops listening, then the hooks are left, last entered first."""
         try:
-            flex.uninstall(self)
             forget_walks()  # no frame of the code is held past the recording
             self._nodes.clear()  # the live tensors' entries serve only while recording
             self.recording = False  # a thread the code left running keeps the mode: it records nothing more
             super().__exit__(kind, exc, tb)  # type: ignore[no-untyped-call]
-            if self.threads is not None:
-                self.threads.stop()
         finally:
-            eager.release()
-            quiet_gc.release()
+            self._leave(HOOKS)
+
+    def _leave(self, hooks: Sequence[RecorderHook]) -> None:
+        """Each hook's exit, in reverse order; every one runs, and the first failure is raised after them all."""
+        failed: BaseException | None = None
+        for hook in reversed(hooks):
+            try:
+                hook.exit(self)
+            except BaseException as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def __del__(self) -> None:
         # A node and its consumer hold each other: unlinked, a dropped recording is freed at once, not by the
@@ -174,12 +194,12 @@ class Recorder(TorchFunctionMode):
         if start is not None:
             user_frame, scope = walk(start)
             return origin_at(user_frame), scope
-        here = sys._getframe(3)  # 0 _where, 1 _record, 2 __torch_function__, 3 the code that called torch
+        here = outside_mode(sys._getframe())  # past the mode's own frames (this, _record, __torch_function__)
         last = _LAST[0]
         if last is not None and last[0] is here:
             return origin_at(last[1]), last[2]
         user_frame, scope = walk(here)
-        if not here.f_code.co_flags & SUSPENDS:  # a generator's callers change between its resumptions
+        if here is not None and not here.f_code.co_flags & SUSPENDS:  # a generator: its callers change as it resumes
             _LAST[0] = (here, user_frame, scope)
         return origin_at(user_frame), scope
 
@@ -205,7 +225,7 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        if not self.recording or is_compiling():  # dynamo tracing the code: it runs compiled, unseen (eager.py)
+        if not self.recording or is_compiling():  # dynamo tracing the code: it runs compiled, unseen (hooks/eager.py)
             return func(*args, **kwargs)
         name, inplace = kind_of(func)
         inplace = inplace or "out" in kwargs
@@ -226,7 +246,7 @@ class Recorder(TorchFunctionMode):
         result = func(*args, **kwargs)
         if name == "flex_attention":  # its inner op: a call its wrapper did not see
             try:
-                flex.heard(self, result)
+                FLEX_ATTENTION.heard(self, result)
             except Exception as exc:  # the recorder must never break the user's code
                 self.failed = self.failed or exc
             return result
@@ -311,7 +331,7 @@ class Recorder(TorchFunctionMode):
     def _root(self) -> None:
         """Keep every module running now, outermost first, so each attention is named by its path in the outermost
         model that holds it (names.py): a draft model run from inside another's `generate` is no part of it."""
-        frame = sys._getframe(3)
+        frame = outside_mode(sys._getframe())
         running = []
         depth = 0
         while frame is not None and depth < MAX_DEPTH:
@@ -319,7 +339,7 @@ class Recorder(TorchFunctionMode):
             owner = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
             if isinstance(owner, torch.nn.Module):
                 running.append(owner)
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         for module in reversed(running):
             self.roots.setdefault(id(module), module)
 
@@ -333,7 +353,8 @@ class Recorder(TorchFunctionMode):
         node.call = self.seen[scope]
         self.seen[scope] += 1
         kept = self.anchors[scope]
-        cut_behind(node)
+        for hook in HOOKS:  # pruning lets go of what made the call, before its bytes are counted
+            hook.anchored(self, node)
         if self.budget is not None:
             node.held = held_bytes(node)
             if len(kept) == kept.maxlen and kept:

@@ -22,7 +22,7 @@ Param = Union[str, tuple[str, ...]]  # a parameter's name, or one name per slice
 @dataclass(frozen=True)
 class GivenOp:
     """Shown as it is; a subclass with a `core(at, n, h, heads)` method makes its own core op per slice
-    (flex_attention's stages, flex_parts.py), and is a given value to every other pass."""
+    (flex_attention's stages, hooks/flex_parts.py), and is a given value to every other pass."""
 
     what: str | Msg
 

@@ -68,7 +68,7 @@ def laid_out_bytes(node: Node) -> int:
         batch = q[1] if len(q) == 3 else 1
         cells = batch * heads * q[0] * k[0]
     elif node.name == "flex_attention":  # laid out whole up to flex_lazy.LAZY_CELLS scores; past that, by tiles
-        from attn_tui.sources.recorder.flex_lazy import LAZY_CELLS
+        from attn_tui.sources.recorder.hooks.flex_lazy import LAZY_CELLS
 
         q, k = _shape(node, 0, "query"), _shape(node, 1, "key")
         if q is None or k is None or len(q) != 4 or len(k) != 4:

@@ -10,19 +10,17 @@ walking the frames; a parameter gone, or met in another scope, is looked up afre
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import weakref
 
 import torch
 
 from attn_tui.sources.recorder.node import Scope
-from attn_tui.sources.recorder.whose import PLUMBING
+from attn_tui.sources.recorder.whose import PLUMBING, RECORDER, outside_mode
 
 # id(parameter) → (a weak reference to it, the scope's owner, its name), across recordings
 KNOWN: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
 MAX_KNOWN = 65536
-_RECORDER = os.path.dirname(__file__) + os.sep  # the recorder's own frames hold no module of the user's
 
 
 class ParamNames:
@@ -34,7 +32,7 @@ class ParamNames:
 
     def name(self, tensor: torch.Tensor, scope: Scope | None) -> str | None:
         """The parameter's name; "" for an nn.Parameter no module holds; None for a tensor that only requires grad.
-        Called by the recorder's `node_of` (the frames walked start at its caller's caller)."""
+        Called by the recorder's `node_of` (the frames walked start where the code called torch)."""
         known = self._names.get(id(tensor))
         if known is not None:
             return known
@@ -62,10 +60,11 @@ class ParamNames:
             found = self._named_in(first, tensor)
             if found is not None:
                 return found
-        frame = sys._getframe(4)  # 0 _find, 1 name, 2 node_of, 3 the recorder's caller of node_of
+        frame = outside_mode(sys._getframe())  # past the mode's own frames (this, name, node_of, …)
         while frame is not None and len(seen) < 8:
             code = frame.f_code  # f_locals only where a `self` can be: it copies every local of the frame
-            if code not in PLUMBING and not code.co_filename.startswith(_RECORDER) and (
+            # (the recorder's own frames, flex_attention's wrapper among them, hold no module of the user's)
+            if code not in PLUMBING and not code.co_filename.startswith(RECORDER) and (
                     "self" in code.co_varnames or "self" in code.co_cellvars):
                 owner = frame.f_locals.get("self")
                 if isinstance(owner, torch.nn.Module) and owner not in seen:
@@ -73,7 +72,7 @@ class ParamNames:
                     found = self._named_in(owner, tensor)
                     if found is not None:
                         return found
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         return None
 
     def _named_in(self, module: torch.nn.Module, tensor: torch.Tensor) -> str | None:

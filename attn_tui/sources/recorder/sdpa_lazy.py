@@ -19,8 +19,8 @@ import torch
 
 from attn_tui.attention.attend import softmax_rows
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.flex_lazy import Slices, fold_kept
 from attn_tui.sources.recorder.found import DotOp, Found, GivenOp, Role, ScaleOp, SoftmaxOp, SumOp
+from attn_tui.sources.recorder.lazy_slices import Slices, fold_kept
 from attn_tui.sources.recorder.maskparts import by_parts
 from attn_tui.sources.recorder.slices import Layout
 from attn_tui.trace import ops

@@ -1,8 +1,15 @@
 """Whose code a frame is: the user's (recorded), attn-tui's own (never recorded), or a library's (looked past);
-and the walk up the frames of a torch call that finds the user's line and the module it ran in."""
+and the walk up the frames of a torch call that finds the user's line and the module it ran in.
+
+Where code comes from is judged here once, by the folder of its file (`author_of`); every question the recorder
+asks of a file is put to that one answer: whose torch calls are recorded (`is_user_file`: the user's files and
+installed packages', where a model's attention is written), which are attn-tui's own (`is_own_file`), which
+threads are a library's helpers (`is_library_file`).
+"""
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import linecache
@@ -19,37 +26,66 @@ MODULE_SEARCH = 48  # frames above the user's line searched for the module that 
 MAX_DEPTH = 1000  # frames searched for the user's line at all (library code calling torch from deep inside)
 
 
-def _library_roots() -> tuple[str, ...]:
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # attn_tui/
-    roots = {os.path.dirname(torch.__file__), package}
-    for key in ("stdlib", "platstdlib"):
-        path = sysconfig.get_paths().get(key)
+class Author(enum.Enum):
+    """Who wrote a file's code."""
+
+    USER = "the user"  # anything below no root here: the user's files, typed code (<stdin>), attn-tui's samples
+    INSTALLED = "an installed package"  # site-packages (transformers, tqdm), torch excepted
+    TORCH = "torch"
+    INTERPRETER = "the interpreter"  # the standard library, frozen modules
+    ATTN_TUI = "attn-tui"
+
+
+RECORDED = frozenset({Author.USER, Author.INSTALLED})  # whose torch calls are the attention shown
+
+
+def _package() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # attn_tui/
+
+
+@functools.cache  # made when first asked: sysconfig reads its data then
+def _roots() -> tuple[tuple[str, Author], ...]:
+    """Each folder whose files have one author, the deepest first: torch lies in site-packages, attn-tui's samples
+    in attn-tui, and site-packages in the standard library's folder where Python is installed without a venv."""
+    paths = sysconfig.get_paths()
+    roots = {os.path.join(_package(), "samples"): Author.USER, _package(): Author.ATTN_TUI,
+             os.path.dirname(torch.__file__): Author.TORCH}
+    for key, author in (("purelib", Author.INSTALLED), ("platlib", Author.INSTALLED),
+                        ("stdlib", Author.INTERPRETER), ("platstdlib", Author.INTERPRETER)):
+        path = paths.get(key)
         if path:
-            roots.add(path)
-    return tuple(os.path.realpath(root) + os.sep for root in roots)
+            roots.setdefault(path, author)
+    real = {os.path.realpath(root) + os.sep: author for root, author in roots.items()}
+    return tuple(sorted(real.items(), key=lambda item: -len(item[0])))
 
 
-_ROOTS: tuple[str, ...] | None = None
-_SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "samples")
-_REAL_SAMPLES = os.path.realpath(_SAMPLES) + os.sep
+@functools.lru_cache(maxsize=4096)
+def author_of(filename: str) -> Author:
+    """Who wrote the code of `filename` (a code object's `co_filename`).
+
+    Cached by file name: every recorded call asks this of every frame above it, and `realpath` walks the file
+    system each time (a loop of 10,000 calls took minutes).
+    """
+    if filename.startswith("<"):  # <stdin>, <string>, <console>, <ipython-input-…> are typed code; <frozen …> is not
+        return Author.INTERPRETER if filename.startswith("<frozen") else Author.USER
+    real = _realpath(filename)
+    for root, author in _roots():
+        if real.startswith(root):
+            return author
+    return Author.USER
 
 
 @functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
-    """Code the user wrote: not torch, not attn-tui (its shipped sample scripts excepted), not the standard library.
+    """Code whose torch calls are recorded: the user's, and an installed package's (a transformers model's
+    attention is written in its modeling file); not torch, not attn-tui (its shipped samples excepted), not the
+    interpreter's."""
+    return author_of(filename) in RECORDED
 
-    Cached by file name: every recorded call asks this of every frame above it, and
-    `realpath` walks the file system each time (a loop of 10,000 calls took minutes).
-    """
-    global _ROOTS
-    if _ROOTS is None:
-        _ROOTS = _library_roots()
-    if filename.startswith("<"):  # <stdin>, <string>, <console>, <ipython-input-…> are typed code; <frozen …> is not
-        return not filename.startswith("<frozen")
-    real = _realpath(filename)
-    if real.startswith(_REAL_SAMPLES):
-        return True
-    return not real.startswith(_ROOTS)
+
+def is_library_file(filename: str) -> bool:
+    """Code the user did not write: the interpreter's, torch's, an installed package's or attn-tui's."""
+    return author_of(filename) is not Author.USER
 
 
 def _realpath(filename: str) -> str:
@@ -67,14 +103,29 @@ def _real_folder(folder: str) -> str:
 
 
 _CAPTURE = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture.py"))
-_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) + os.sep
 
 
 @functools.lru_cache(maxsize=4096)
 def is_own_file(filename: str) -> bool:
-    """attn-tui's own code (its samples and this recorder excepted): what it computes is never the user's attention."""
-    real = _realpath(filename)
-    return real.startswith(_PACKAGE) and not is_user_file(filename) and real != _CAPTURE
+    """attn-tui's own code (its samples and the mode's own module excepted): what it computes is never the user's
+    attention."""
+    return author_of(filename) is Author.ATTN_TUI and _realpath(filename) != _CAPTURE
+
+
+RECORDER = os.path.dirname(__file__) + os.sep  # the recorder's folder, as its code objects name their files
+# The mode's own modules: their frames lie between a torch call and the question where it came from (the mode's
+# `__torch_function__` and what it calls, a parameter's name looked up). As their code objects name them.
+MODE_FILES = frozenset(os.path.join(os.path.dirname(__file__), name)
+                       for name in ("capture.py", "param_names.py", "whose.py"))
+
+
+def outside_mode(frame: FrameType | None) -> FrameType | None:
+    """The first frame, from `frame` outwards, that is not the mode's own: from the frame that asks
+    (`sys._getframe()`), the code that called torch (or handed a call in), however many of the mode's frames lie
+    between."""
+    while frame is not None and frame.f_code.co_filename in MODE_FILES:
+        frame = frame.f_back
+    return frame
 
 
 class OwnCallError(Exception):

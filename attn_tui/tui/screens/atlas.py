@@ -25,6 +25,7 @@ from attn_tui.i18n import N_, _
 from attn_tui.present.atlas import Atlas, AtlasPosition, atlas_for, detail, legend_note, title
 from attn_tui.present.text import printable
 from attn_tui.render.atlas import atlas_grid, grid_header, legend, ranking_table
+from attn_tui.tui.reader import ATLAS
 
 if TYPE_CHECKING:
     from attn_tui.trace.shown import Shown
@@ -150,7 +151,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
             self._build("b", self.b[0])
         self.draw()
 
-    @work(thread=True, group="atlas")
+    @work(thread=True, group=ATLAS, description=ATLAS)  # its reads are off the event loop
     def _build(self, side: str, shown: Shown) -> None:
         self.post_message(self.Ready(side, atlas_for(shown)))
 

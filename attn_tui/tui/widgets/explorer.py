@@ -11,28 +11,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
 from attn_tui.i18n import _
-from attn_tui.present.positions import Position, bar_window, positions, same_place, whose_cell
-from attn_tui.present.settings_line import settings_line
-from attn_tui.present.stage_view import StageView, place_caption, stage_view
+from attn_tui.present.positions import Position, bar_window, positions, same_place
+from attn_tui.present.stage_view import StageView
 from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
 from attn_tui.tui.messages import CursorMoved, PanelChanged
+from attn_tui.tui.reader import CELL, CELLS, FRAME, Reader
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.explanation import Explanation
+from attn_tui.tui.widgets.frame import Cell, Frame, Where, read_cell, read_frame
 from attn_tui.tui.widgets.heads_grid import HeadsGrid
 from attn_tui.tui.widgets.heatmap import Heatmap
 from attn_tui.tui.widgets.inspector import Inspector
 from attn_tui.tui.widgets.matrix_panel import MatrixPanel
 from attn_tui.tui.widgets.model_grid import ModelGrid
-from attn_tui.tui.widgets.panels import draw_compare, draw_panel
 from attn_tui.tui.widgets.scroll import QuietScroll
 from attn_tui.tui.widgets.stage_bar import StageBar
 
@@ -85,6 +86,10 @@ class Explorer(Vertical):
         self.view_b: StageView | None = None
         self.pair: SideBySide | None = None  # two date models side by side: what the compare panel shows
         self.b_layer, self.b_head = 0, 0  # B's layer and head when B has them and A has not
+        self.reader = Reader()  # every read of a trace for the screen runs there, never on the event loop
+
+    def on_unmount(self) -> None:
+        self.reader.close()
 
     def compose(self) -> ComposeResult:
         yield StageBar(_("loading torch…"), id="stage-bar")
@@ -171,71 +176,88 @@ class Explorer(Vertical):
             self.render_place()
 
     def render_place(self) -> None:
-        """Draw the stage at the current place, and the panel on show if it is not the heatmap."""
-        trace = self.trace
-        if trace is None or not self.places:
-            return
-        place = self.places[self.stage_index]
-        layer = self.layer_index if trace.layers > 1 else None
-        if layer is not None and trace.find(place.name, layer, None, place.step, place.module) is None:
-            # a layer without this stage (a linear-attention layer has no scores): the step's first one it has
-            here = [n for n, p in enumerate(self.places)
-                    if p.step == place.step and trace.find(p.name, layer, None, p.step, p.module) is not None]
-            if here:
-                self.stage_index = here[0]
-                place = self.places[here[0]]
-        self.view = view = stage_view(trace, place.name, layer, self.head, self.energy_query, place.step, place.module)
+        """Ask for the frame of the current place: the reader reads it (the trace is never read on the event
+        loop), and it is drawn when it arrives, unless a newer ask came first."""
+        where = self.where()
+        if where is not None:
+            self._read_frame(where)
+
+    async def drawn(self) -> None:
+        """Wait until the frame asked for last is on screen: a key that acts on what is on show (x, export) acts
+        on the place the user moved to, however long it took to read."""
+        for worker in [w for w in self.app.workers if w.node is self and w.group == FRAME]:
+            await worker.wait()
+
+    def where(self) -> Where | None:
+        """Where the user is, as plain values the reader can read while the user moves on."""
+        shown = self.shown
+        if shown is None or not self.places:
+            return None
+        return Where(shown, tuple(self.places), self.stage_index, self.layer_index, self.head, self.energy_query,
+                     self.panel, self.shared_scale, self.value_weighted, self.heatmap.cursor, self.comparison,
+                     self.shown_b, self.b_layer, self.b_head)
+
+    @work(group=FRAME, exclusive=True, description=FRAME)  # not repr(where): a trace's repr prints its tensors
+    async def _read_frame(self, where: Where) -> None:
+        frame = await self.reader.read(read_frame, where)
+        if self.app.is_running and self.is_attached:  # else the app closed while it was read
+            self.draw(frame)
+
+    def draw(self, frame: Frame) -> None:
+        """Put a frame on screen: the stage bar, the heatmap, the legend, the panel on show and the inspector."""
+        trace, view = frame.where.trace, frame.view
+        self.stage_index, self.view, self.view_b, self.pair = frame.stage_index, view, frame.view_b, frame.pair
         window = bar_window(self.places, self.stage_index)
-        stage = trace.stages[view.place]
-        origin = stage.origin or ""
         self.query_one(StageBar).show(self.stage_titles(compact=True), window.index(self.stage_index), view.formula,
-                                      view.shape, view.note, place_caption(trace, view, self.layer_index, self.head),
-                                      origin, settings_line(trace),
+                                      view.shape, view.note, frame.caption, frame.origin, frame.settings,
                                       more=len(self.places) > min(len(window), DIGITS))
         if self.panel != "compare":
             self.query_one("#heatmap", Heatmap).show(view.grid)
         self._fit_panels()
         lo, hi = view.grid.finite_range()
-        masking = trace.masking(stage)
-        spec = getattr(masking, "mask", None)
-        self.query_one("#legend", Static).update(legend(grid_scale(view.grid), lo, hi, view.grid.marks(),
-                                                        masking.fill if masking is not None else "-inf",
-                                                        "" if spec is None else spec.legend_note()))
-        self._explain()
-        if self.panel == "compare":
-            self.view_b = draw_compare(self, view)
-            self._fit_panels()
-        elif self.panel != STAGES:
-            draw_panel(self, view)
-        self.show_cell()
+        self.query_one("#legend", Static).update(legend(grid_scale(view.grid), lo, hi, view.grid.marks(), frame.fill,
+                                                        frame.mask_note))
+        self.query_one(Explanation).show(view.name, frame.explains)
+        if frame.panel is not None:
+            frame.panel(self)
+            if self.panel == "compare":
+                self._fit_panels()
+        assert frame.cell is not None
+        self._draw_cell(frame.cell)
+        if self.heatmap.cursor != frame.where.cursor or trace is not self.trace:
+            self.show_cell()  # the cursor moved while the frame was read: its cell is read again
 
     def show_cell(self) -> None:
-        """The inspector: the arithmetic of the cell under the cursor (A's and B's when comparing)."""
-        from attn_tui.explain.cell import explain
-
-        view, trace = self.view, self.trace
-        if view is None or trace is None:
+        """The inspector: the arithmetic of the cell under the cursor (A's and B's when comparing), read by the
+        reader and drawn when it arrives."""
+        where, view, view_b, pair = self.where(), self.view, self.view_b, self.pair
+        if where is None or view is None:
             return
-        if self.panel == "compare" and self.pair is not None:
-            view = self.pair.a  # two models side by side: the cursor is on A's alignment
-        row, col = self.heatmap.cursor
-        row, col = min(row, view.grid.rows - 1), min(col, view.grid.cols - 1)
+        self._read_cell(where, view, view_b, pair)
+
+    @work(group=CELL, exclusive=True, description=CELL)
+    async def _read_cell(self, where: Where, view: StageView, view_b: StageView | None,
+                         pair: SideBySide | None) -> None:
+        cell = await self.reader.read(read_cell, where, view, view_b, pair, where.cursor)
+        if cell.view is self.view and self.app.is_running:  # else a newer frame came first, with its own cell
+            self._draw_cell(cell)
+
+    def _draw_cell(self, cell: Cell) -> None:
+        view = self.pair.a if self.panel == "compare" and self.pair is not None else cell.view
+        row = min(self.heatmap.cursor[0], view.grid.rows - 1)
         if view.grid.row_axis in ("query", "token"):
             self.energy_query = row
-        index = view.index(row, col)
-        arithmetic = explain(trace, view.place, index)
-        where = f"{view.name}[{', '.join(map(str, index))}]  {view.grid.row_labels[row]!r} × " \
-                f"{view.grid.col_labels[col]!r}"
-        other = None
-        if self.panel == "compare" and self.comparison is not None and self.view_b is not None:
-            b_trace = trace if self.shown_b is None else self.shown_b.trace
-            b_view = self.view_b
-            a_label, b_label = ((self.pair.a_heading, self.pair.b_heading) if self.pair is not None
-                                else (self.comparison.a_label, self.comparison.b_label))
-            if row < b_view.grid.rows and col < b_view.grid.cols:
-                other = (f"A: {a_label}", f"B: {b_label}", explain(b_trace, b_view.place, b_view.index(row, col)))
-        origin = trace.stages[view.place].origin or ""
-        self.query_one(Inspector).show(where, arithmetic, other, origin, whose_cell(trace, view.place))
+        self.query_one(Inspector).show(cell.where, cell.arithmetic, cell.other, cell.origin, cell.whose)
+
+    def on_heatmap_cells_wanted(self, message: Heatmap.CellsWanted) -> None:
+        """A scroll brought cells into view that are not computed yet: read them, then draw them."""
+        message.stop()
+        self._read_cells(message)
+
+    @work(group=CELLS, description=CELLS)
+    async def _read_cells(self, message: Heatmap.CellsWanted) -> None:
+        await self.reader.read(message.grid.load, *message.region)
+        message.heatmap.cells_arrived(message.grid)
 
     def on_resize(self) -> None:
         """A new width may wrap compare's titles to another number of lines."""
@@ -251,12 +273,6 @@ class Explorer(Vertical):
         message.stop()
         if message.heatmap is self.heatmap:
             self.show_cell()
-
-    def _explain(self) -> None:
-        if self.view is not None and self.trace is not None:
-            masking = self.trace.masking(self.trace.stages[self.view.place])
-            given = getattr(getattr(masking, "mask", None), "given_as", lambda: "")()  # a mask typed another way
-            self.query_one(Explanation).show(self.view.name, ((given,) if given else ()) + self.trace.meta.explains)
 
     # ----- moving --------------------------------------------------------------------------
     def stage_names(self) -> list[str]:
@@ -285,16 +301,6 @@ class Explorer(Vertical):
         window = bar_window(self.places, self.stage_index)
         if window:
             self.go_to_place(window[max(0, min(index, len(window) - 1))])
-
-    def transformer_place(self) -> tuple[int, int | None]:
-        """Two date models side by side: the layer and head (None: the mean of the heads) of the transformer's
-        alignment, A's own when A has them, else B's."""
-        place = self.places[self.stage_index] if self.places else None
-        mean = (self.comparison is not None and self.comparison.mean_heads) or (
-            place is not None and place.name == "alignment_mean")
-        own = self.trace is not None and (self.trace.layers > 1 or self.trace.heads > 1)
-        layer, head = (self.layer_index, self.head) if own else (self.b_layer, self.b_head)
-        return layer, None if mean else head
 
     def _b_layered(self) -> Trace | None:
         """Two date models side by side where A has one attention and B layers of heads: the keys move B's."""

@@ -55,6 +55,14 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
     class HeightChanged(Message):
         """Laid out again for a new width, the heatmap needs another number of lines (its panel may refit)."""
 
+    class CellsWanted(Message):
+        """Cells came into view that are not computed yet (a long input's tiles): the explorer has them read off
+        the event loop, then calls `cells_arrived`."""
+
+        def __init__(self, heatmap: Heatmap, grid: Grid, region: tuple[int, int, int, int]) -> None:
+            super().__init__()
+            self.heatmap, self.grid, self.region = heatmap, grid, region  # region: rows r0…r1, columns c0…c1
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.grid: Grid | None = None
@@ -67,10 +75,12 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self._header_memo: tuple[tuple[object, ...], list[list[Segment]]] | None = None
         self._sizes_seen: tuple[Size, Size, Size] | None = None
         self._laid_out_for = 0  # the width the layout was made for
+        self._wanted = False  # cells in view are being read: asked once until they arrive
+        self.cells_asked = 0  # times cells in view had to be read first: what scrolling a long input cost
 
     def show(self, grid: Grid) -> None:
         """Take a new grid (new stage, head or data); the cursor stays where it was, inside the grid."""
-        self.grid = grid
+        self.grid, self._wanted = grid, False
         self._scale = grid_scale(grid)
         self.cursor = (max(0, min(self.cursor[0], grid.rows - 1)), max(0, min(self.cursor[1], grid.cols - 1)))
         self._relayout()
@@ -166,18 +176,52 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        if not header and not self._at_hand(line, scroll_x, width):
+            return self._coming(line, width)
         strip = self._build_line(header, line, scroll_x, width)
         self.lines_built += 1
         self._cache[key] = strip
         return strip
+
+    def _columns(self, scroll_x: int, width: int) -> tuple[int, int]:
+        """The columns on screen at this scroll and width."""
+        grid, lay = self.grid, self.layout_info
+        assert grid is not None and lay is not None
+        cw = lay.cell_width
+        return min(grid.cols, scroll_x // cw), min(grid.cols, (scroll_x + max(0, width - lay.label_width)) // cw + 1)
+
+    def _at_hand(self, line: int, scroll_x: int, width: int) -> bool:
+        """The line's cells are computed; if not, the cells in view are asked for (once until they arrive)."""
+        assert self.grid is not None
+        first, last = self._columns(scroll_x, width)
+        if self.grid.ready(line, line + 1, first, last):
+            return True
+        if not self._wanted:
+            self._wanted = True
+            self.cells_asked += 1
+            top = self.scroll_offset.y
+            self.post_message(self.CellsWanted(self, self.grid, (top, min(self.grid.rows, top + self.size.height),
+                                                                 first, last)))
+        return False
+
+    def _coming(self, line: int, width: int) -> Strip:
+        """A line whose cells are being computed: its label, and a mark that its values are coming."""
+        assert self.grid is not None and self.layout_info is not None
+        head = label_segment(self.grid, self.layout_info, line, self.cursor[0])
+        return Strip([head, Segment(" …", MESSAGE_STYLE)]).adjust_cell_length(width)
+
+    def cells_arrived(self, grid: Grid) -> None:
+        """The cells asked for are computed: draw them (a line still short of some asks again)."""
+        if grid is self.grid:
+            self._wanted = False
+            self.refresh()
 
     def _build_line(self, header: bool, line: int, scroll_x: int, width: int) -> Strip:
         """Label column + only the columns that are on screen, cropped to the cells in view."""
         grid, lay, scale = self.grid, self.layout_info, self._scale
         assert grid is not None and lay is not None and scale is not None
         cw = lay.cell_width
-        first = min(grid.cols, scroll_x // cw)
-        last = min(grid.cols, (scroll_x + max(0, width - lay.label_width)) // cw + 1)
+        first, last = self._columns(scroll_x, width)
         if header:
             head = [corner_segment(grid, lay) if line == lay.header_height - 1 else
                     Segment(" " * lay.label_width)]

@@ -1,4 +1,4 @@
-"""Code compiled with torch.compile, recorded: it runs as written while the recording runs (eager.py), so every
+"""Code compiled with torch.compile, recorded: it runs as written while the recording runs (hooks/eager.py), so every
 call is seen, a `fullgraph=True` compile does not fail, dynamo warns about nothing, and the program's own stance
 comes back when the recording ends."""
 

@@ -12,7 +12,7 @@ import torch
 
 import attn_tui
 from attn_tui.explain.cell import explain
-from attn_tui.sources.recorder import flex_lazy
+from attn_tui.sources.recorder.hooks import flex_lazy
 from tests.cli.test_cli import run_cli
 from tests.sources.recorder import flex_mods as fm
 
@@ -428,7 +428,7 @@ def test_a_flex_attention_held_in_a_local_variable_from_before_the_recording_is_
 def test_joined_masks_and_a_module_score_mod_are_named_by_the_users_own_functions() -> None:
     """`or_masks(causal, document)` is torch's closure `or_mask`: the trace names the masks it joins, and the
     line of the first; a score_mod that is an nn.Module is named by its class and its forward's line."""
-    from attn_tui.sources.recorder.flex_parts import describe
+    from attn_tui.sources.recorder.hooks.flex_parts import describe
 
     class Bias(torch.nn.Module):
         def forward(self, score, b, h, q_idx, kv_idx):

@@ -76,7 +76,7 @@ def test_every_layer_and_head_equals_eager_output_attentions(models: dict[str, P
 
 
 def test_a_compiled_model_is_recorded_under_its_own_paths_with_its_eager_weights(models: dict[str, Path]) -> None:
-    """torch.compile(model) runs as written while the recording runs (recorder/eager.py): every layer is seen, and
+    """torch.compile(model) runs as written while the recording runs (recorder/hooks/eager.py): every layer is seen, and
     named by its path in the model, not in the compiled wrapper (`_orig_mod.model.layers.0.self_attn`)."""
     tokenizer, model = load(models["llama"], "llama")
     torch._dynamo.reset()

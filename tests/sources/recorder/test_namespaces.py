@@ -7,7 +7,8 @@ import sys
 import types
 from pathlib import Path
 
-from attn_tui.sources.recorder import flex, whose
+from attn_tui.sources.recorder import whose
+from attn_tui.sources.recorder.hooks import flex
 
 
 def test_a_module_loaded_after_the_last_list_is_found_and_one_dropped_is_forgotten(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""A recording keeps each call's graph back to its projections' inputs, and no further (recorder/prune.py).
+"""A recording keeps each call's graph back to its projections' inputs, and no further (recorder/hooks/prune.py).
 
 The memory test can fail: before the cut, a model's last call held every earlier layer's MLP.
 The other tests are the cases a cut in the wrong place would break: an attention reading the
@@ -14,8 +14,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import attn_tui
+from attn_tui.sources.recorder.hooks.prune import cut_behind
 from attn_tui.sources.recorder.node import Node, walk
-from attn_tui.sources.recorder.prune import cut_behind
 from tests.sources.recorder import modules as m
 from tests.sources.recorder.test_parity import every_cell_matches
 

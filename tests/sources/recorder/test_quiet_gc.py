@@ -7,7 +7,7 @@ import gc
 import torch
 
 import attn_tui
-from attn_tui.sources.recorder import quiet_gc
+from attn_tui.sources.recorder.hooks import quiet_gc
 from tests.sources.recorder.modules import MultiHeadAttention
 
 

@@ -200,7 +200,7 @@ def test_a_daemon_worker_running_before_the_recording_is_named_in_the_error_when
 def test_library_helper_threads_are_not_named_but_a_thread_running_a_model_is() -> None:
     from tqdm import tqdm
 
-    from attn_tui.sources.recorder.threads import helper
+    from attn_tui.sources.recorder.hooks.threads import helper
 
     module = MultiHeadAttention(8, 2).eval()
     with tqdm(total=1, disable=False, file=io.StringIO()) as bar:

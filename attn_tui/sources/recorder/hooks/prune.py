@@ -20,6 +20,7 @@ such a tensor: the rotated queries and keys are kept, the products and halves th
 from __future__ import annotations
 
 from attn_tui.sources.recorder.calls import ANCHORS
+from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
 from attn_tui.sources.recorder.node import Node, walk
 
 MAX_VISITS = 512  # nodes walked back from one call: the walk stops at projections, so a layer needs far fewer
@@ -118,3 +119,13 @@ def cut_behind(anchor: Node) -> None:
     for key, x in cuts.items():
         if key not in reached:
             _leaf(x, any_cat_read=True)
+
+
+class Pruning(RecorderHook):
+    """Each kept call's graph is cut behind its projections as it is kept (before its bytes are counted)."""
+
+    def anchored(self, recorder: Recorder, call: Node) -> None:
+        cut_behind(call)
+
+
+PRUNING = Pruning()

@@ -17,30 +17,22 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-import sysconfig
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import thread as pool_thread
-from pathlib import Path
 from typing import Any
 
 from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
-from attn_tui.sources.recorder.process_wide import WhileRecording
+from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
+from attn_tui.sources.recorder.hooks.process_wide import WhileRecording
+from attn_tui.sources.recorder.whose import is_library_file
 
 
 def _pool_worker(thread: threading.Thread) -> bool:
     return getattr(thread, "_target", None) is pool_thread._worker
-
-
-def _library_roots() -> tuple[str, ...]:
-    """Folders whose code is the interpreter's or an installed library's, and attn-tui's own."""
-    paths = sysconfig.get_paths()
-    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(key)}
-    roots.add(str(Path(__file__).resolve().parents[2]))  # attn_tui/: the recorder's own threads
-    return tuple(str(Path(root).resolve()) + "/" for root in roots)
 
 
 def _runs(thread: threading.Thread) -> object:
@@ -54,9 +46,10 @@ def _runs(thread: threading.Thread) -> object:
     return None if run is threading.Thread.run else run
 
 
-def helper(thread: threading.Thread, roots: tuple[str, ...] | None = None) -> bool:
-    """A thread the user did not write: what it runs is defined in the standard library, an installed package
-    or attn-tui (tqdm's monitor, torch's pin-memory loop, a multiprocessing feeder, the recorder's preload).
+def helper(thread: threading.Thread) -> bool:
+    """A thread the user did not write: what it runs is library code (`whose.is_library_file`: the interpreter's,
+    torch's, an installed package's or attn-tui's; tqdm's monitor, torch's pin-memory loop, a multiprocessing
+    feeder, the recorder's preload).
 
     A library function bound to a model (`Thread(target=model.generate)`) is the user's: it is their model's
     attention that would go unrecorded.
@@ -76,8 +69,7 @@ def helper(thread: threading.Thread, roots: tuple[str, ...] | None = None) -> bo
         code = getattr(type(runs).__call__, "__code__", None)
     if code is None:
         return False  # a builtin or an odd callable: named, rather than missed in silence
-    where = str(Path(code.co_filename).resolve())
-    return where.startswith(_library_roots() if roots is None else roots)
+    return is_library_file(code.co_filename)
 
 
 class ThreadCover:
@@ -113,10 +105,9 @@ class ThreadCover:
 
     def start(self) -> None:
         here = threading.current_thread()
-        roots = _library_roots()
         self.unseen = [t.name for t in threading.enumerate()
                        if t is not here and t.is_alive() and not _pool_worker(t)
-                       and t is not threading.main_thread() and not helper(t, roots)]
+                       and t is not threading.main_thread() and not helper(t)]
         self.live = True
         with _LOCK:
             _COVERS.append(self)
@@ -187,3 +178,20 @@ def _unpatch(made: tuple[Callable[..., Any], ...]) -> None:
 
 
 _PATCHED = WhileRecording(_patch, _unpatch)
+
+
+class Threads(RecorderHook):
+    """The threads and pool tasks the recorded code starts are recorded too; those already running are named."""
+
+    def enter(self, recorder: Recorder) -> None:
+        assert isinstance(recorder, TorchFunctionMode)  # capture.Recorder: the mode each covered thread enters
+        cover = ThreadCover(recorder)
+        recorder.threads = cover
+        cover.start()
+
+    def exit(self, recorder: Recorder) -> None:
+        if recorder.threads is not None:
+            recorder.threads.stop()
+
+
+THREADS = Threads()

@@ -10,7 +10,6 @@ The user's functions run in the recording process; a lazy stage never crosses to
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,8 @@ from typing import Any
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder.flex_parts import (
+from attn_tui.sources.recorder.found import DotOp, Found, GivenOp, Role, ScaleOp, SoftmaxOp, WeightedSumOp
+from attn_tui.sources.recorder.hooks.flex_parts import (
     FULL,
     PARTIAL,
     SKIPPED,
@@ -32,12 +32,12 @@ from attn_tui.sources.recorder.flex_parts import (
     run_user,
     short_place,
 )
-from attn_tui.sources.recorder.found import DotOp, Found, GivenOp, Role, ScaleOp, SoftmaxOp, WeightedSumOp
+from attn_tui.sources.recorder.lazy_slices import Slices, fold_kept
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output
 from attn_tui.sources.recorder.refs import Ref, resolve
 from attn_tui.trace import ops
-from attn_tui.trace.lazy import LazyTensor, ScoreTiles
+from attn_tui.trace.lazy import ScoreTiles
 from attn_tui.trace.masks import MaskSpec
 from attn_tui.trace.stage_stats import StageStats
 from attn_tui.trace.values import fold_heads, fold_row_sums
@@ -111,42 +111,6 @@ class LazyMaskRole(GivenOp):
                             mod_at=(n // heads, n % heads, *self.block), allow=self.family.allow,
                             mod_tile=self.mod_tile, slice_n=n)
         return ops.Masking(at(self.source, h), spec, "-inf")
-
-
-class Slices:
-    """A lazy role's data: slice n is a LazyTensor of the family's stage `name`."""
-
-    def __init__(self, family: FlexTiles, name: str, dtype: torch.dtype, device: torch.device) -> None:
-        self.family, self.name, self.dtype, self.device = family, name, dtype, device
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return (self.family.lse.shape[0] if self.family.lse is not None else 0, *self.family.shape)
-
-    def dim(self) -> int:
-        return 3
-
-    def __getitem__(self, n: int) -> LazyTensor:
-        return LazyTensor(self.family, self.name, n, self.family.shape, self.dtype, self.device)
-
-
-def fold_kept(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor) -> None:
-    """Fold (n, rows, S) into each slice's stats over its kept cells: one reduction for all slices, the exact
-    per-cell path only for a slice whose kept cells are not all finite."""
-    n = block.shape[0]
-    flat, keep = block.reshape(n, -1), kept.reshape(n, -1)
-    lo = flat.masked_fill(~keep, torch.inf).amin(dim=-1).tolist()
-    hi = flat.masked_fill(~keep, -torch.inf).amax(dim=-1).tolist()
-    hidden = (~keep).sum(dim=-1).tolist()
-    some = keep.any(dim=-1).tolist()
-    for i, stats in enumerate(found):
-        if not some[i]:
-            stats.masked += int(hidden[i])
-        elif math.isfinite(lo[i]) and math.isfinite(hi[i]):
-            stats.masked += int(hidden[i])
-            stats.add_finite(lo[i], hi[i])
-        else:
-            stats.add(block[i], kept[i])
 
 
 def lay_out_lazily(found: Found, node: Node, names: tuple[str, str, str], factor: float, working: torch.dtype,

@@ -21,6 +21,7 @@ import torch
 from attn_tui.sources.recorder.found import GivenOp
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.refs import Ref
+from attn_tui.sources.recorder.whose import Author, author_of
 from attn_tui.trace import ops
 from attn_tui.trace.masks import MaskSpec
 
@@ -56,7 +57,7 @@ def _joined_masks(fn: Any) -> tuple[str, tuple[Any, ...]] | None:
     code = getattr(fn, "__code__", None)
     closure = getattr(fn, "__closure__", None)
     if code is None or not closure or code.co_name not in ("or_mask", "and_mask") or \
-            "mask_mods" not in code.co_freevars or "torch" not in code.co_filename:
+            "mask_mods" not in code.co_freevars or author_of(code.co_filename) is not Author.TORCH:
         return None
     parts = closure[code.co_freevars.index("mask_mods")].cell_contents
     return (code.co_name[:-5], tuple(parts)) if isinstance(parts, (tuple, list)) else None

@@ -13,9 +13,10 @@ from __future__ import annotations
 import torch
 
 from attn_tui.i18n import Msg
-from attn_tui.sources.recorder import flex_lazy
 from attn_tui.sources.recorder.contract import UnrecognisedError
-from attn_tui.sources.recorder.flex_parts import (
+from attn_tui.sources.recorder.found import DotOp, Found, Role, ScaleOp, SoftmaxOp, WeightedSumOp
+from attn_tui.sources.recorder.hooks import flex_lazy
+from attn_tui.sources.recorder.hooks.flex_parts import (
     FULL,
     PARTIAL,
     SKIPPED,
@@ -34,7 +35,6 @@ from attn_tui.sources.recorder.flex_parts import (
     short_place,
     value_of,
 )
-from attn_tui.sources.recorder.found import DotOp, Found, Role, ScaleOp, SoftmaxOp, WeightedSumOp
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.refs import Ref, resolve

@@ -18,7 +18,8 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-from attn_tui.sources.recorder.process_wide import WhileRecording
+from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
+from attn_tui.sources.recorder.hooks.process_wide import WhileRecording
 
 
 def _freeze() -> bool | None:
@@ -49,3 +50,16 @@ def thawed() -> Iterator[None]:
         finally:
             if frozen:
                 gc.freeze()
+
+
+class FrozenHeap(RecorderHook):
+    """The heap frozen while recordings run; what the first froze goes back when the last ends."""
+
+    def enter(self, recorder: Recorder) -> None:
+        hold()
+
+    def exit(self, recorder: Recorder) -> None:
+        release()
+
+
+FROZEN_HEAP = FrozenHeap()

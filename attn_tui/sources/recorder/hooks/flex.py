@@ -23,16 +23,10 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import CodeType, FrameType
-from typing import Any, Protocol
+from typing import Any
 
-from attn_tui.sources.recorder import eager
-
-
-class Recorder(Protocol):
-    """What a recording offers flex_attention's wrapper (capture.Recorder): a call the mode cannot see, handed in."""
-
-    def record_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any,
-                    caller: Any) -> None: ...
+from attn_tui.sources.recorder.hooks import eager
+from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
 
 MODULE = "torch.nn.attention.flex_attention"
 _ACTIVE: list[Recorder] = []  # the recorders that want flex_attention calls, innermost last
@@ -247,7 +241,7 @@ def _point_cells(code: CodeType, held: Callable[..., Any], instead: Callable[...
     """Point the `fn` cell of each compile_wrapper that holds `held` at `instead`."""
     import gc
 
-    from attn_tui.sources.recorder import quiet_gc
+    from attn_tui.sources.recorder.hooks import quiet_gc
 
     with quiet_gc.thawed():  # a recording freezes the heap, and a frozen object is no referrer
         referrers = gc.get_referrers(code)
@@ -307,3 +301,19 @@ def uninstall(recorder: Recorder) -> None:
             _ACTIVE.remove(recorder)
         if not _ACTIVE:
             _unpatch()
+
+
+class FlexAttention(RecorderHook):
+    """flex_attention wrapped while recordings run (`install`, `uninstall`), and its inner op heard where the
+    wrapper was not called (`heard`, from the recorder's mode)."""
+
+    def enter(self, recorder: Recorder) -> None:
+        install(recorder)
+
+    def exit(self, recorder: Recorder) -> None:
+        uninstall(recorder)
+
+    heard = staticmethod(heard)
+
+
+FLEX_ATTENTION = FlexAttention()
