@@ -15,12 +15,16 @@ import re
 import struct
 from pathlib import Path
 
+from attn_tui.ask.budget import format_bytes
 from attn_tui.i18n import Msg
 from attn_tui.io.files import quoted
 
 SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
-MAX_HEADER = 100 * 1024**2  # safetensors' own limit on a header
+# A header's bytes: some hundred per tensor, and the largest checkpoints hold tens of thousands of tensors a file
+# (a few MB). Past this, a header is not a model's: it is refused before it is parsed (safetensors allows 100 MB,
+# whose million entries take a gigabyte and minutes to parse and check).
+MAX_HEADER = 16 * 1024**2
 MAX_INDEX = 64 * 1024**2
 ITEM_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
               "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
@@ -83,7 +87,11 @@ def _header(path: Path) -> Shapes:
         if len(head) < 8:
             raise WeightsError(broken)
         (length,) = struct.unpack("<Q", head)
-        if length > min(MAX_HEADER, size - 8):
+        if length > MAX_HEADER:
+            raise WeightsError(Msg("{file} has a header of {size}; a model's is at most {most}",
+                                   file=quoted(path.name, 60), size=format_bytes(length),
+                                   most=format_bytes(MAX_HEADER)))
+        if length > size - 8:
             raise WeightsError(Msg("{file} is cut short: its header alone needs {need} bytes, the file holds {have}",
                                    file=quoted(path.name, 60), need=8 + length, have=size))
         try:

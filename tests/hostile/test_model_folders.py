@@ -91,9 +91,10 @@ def test_broken_folders_are_one_line(tmp_path: Path, config: object, files: dict
     # 1 kB of weights, 16 TB of model: its embeddings alone outgrow memory, offloaded or not
     ({"vocab_size": 10**9, "hidden_size": 4096}, "even with its layers offloaded to disk (the embeddings"),
     ({"num_hidden_layers": 10**6, "hidden_size": 4096}, "even with its layers offloaded to disk (one layer's weights"),
-    ({"hidden_size": "8\x1b]2;x\x07"}, "has hidden_size '8\\x1b]2;x\\x07': not a size"),
-    ({"vocab_size": -1}, "has vocab_size '-1': not a size"),
-    ({"intermediate_size": 1.5}, "has intermediate_size '1.5': not a size"),
+    # a size that is no whole number ≥ 1 is refused by the checks every family's config passes, naming what it must be
+    ({"hidden_size": "8\x1b]2;x\x07"}, "has hidden_size '8\\x1b]2;x\\x07': it must be a whole number, at least 1"),
+    ({"vocab_size": -1}, "has vocab_size -1: it must be a whole number, at least 1"),
+    ({"intermediate_size": 1.5}, "has intermediate_size 1.5: it must be a whole number, at least 1"),
 ])
 def test_config_sizes_are_budgeted_before_transformers_builds_the_model(tmp_path: Path, sizes: dict,
                                                                          fragment: str) -> None:

@@ -71,6 +71,20 @@ def test_a_weights_file_cut_in_half_is_one_line(made: dict[str, Path], tmp_path:
     assert _stages(path).refused("'model.safetensors' is cut short: its header alone needs")
 
 
+def test_a_header_no_model_has_is_refused_before_it_is_parsed(made: dict[str, Path], tmp_path: Path) -> None:
+    """A header of a million entries parses for minutes into a gigabyte: past what any checkpoint's header holds,
+    it is refused from its length alone."""
+    import struct
+
+    path = _copy(made, sorted(made)[0], tmp_path)
+    length = 20 * 1024**2
+    with open(path / "model.safetensors", "wb") as handle:  # sparse: its length says 20 MB, the disk holds 8 bytes
+        handle.write(struct.pack("<Q", length))
+        handle.truncate(8 + length + 1024)
+    outcome = _stages(path)  # in a child under the hostile helpers' memory ceiling and time limit
+    assert outcome.refused("'model.safetensors' has a header of 20.0 MB; a model's is at most 16.0 MB"), outcome
+
+
 def _sharded(made: dict[str, Path], tmp_path: Path, shard_names: tuple[str, str]) -> tuple[Path, list[str]]:
     """The olmo2 folder as two shards and an index; only the first shard is written."""
     from safetensors.torch import load_file, save_file

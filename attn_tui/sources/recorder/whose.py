@@ -2,9 +2,9 @@
 and the walk up the frames of a torch call that finds the user's line and the module it ran in.
 
 Where code comes from is judged here once, by the folder of its file (`author_of`); every question the recorder
-asks of a file is put to that one answer: whose torch calls are recorded (`is_user_file`: the user's files and
-installed packages', where a model's attention is written), which are attn-tui's own (`is_own_file`), which
-threads are a library's helpers (`is_library_file`).
+asks of a file is put to that one answer: whose line a recorded call comes from (`is_user_file`: the user's
+own files, not an installed package's), which calls are attn-tui's own (`is_own_file`), which threads are a
+library's helpers (`is_library_file`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class Author(enum.Enum):
     ATTN_TUI = "attn-tui"
 
 
-RECORDED = frozenset({Author.USER, Author.INSTALLED})  # whose torch calls are the attention shown
+RECORDED = frozenset({Author.USER})  # whose line a recorded call is said to come from
 
 
 def _package() -> str:
@@ -77,9 +77,9 @@ def author_of(filename: str) -> Author:
 
 @functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
-    """Code whose torch calls are recorded: the user's, and an installed package's (a transformers model's
-    attention is written in its modeling file); not torch, not attn-tui (its shipped samples excepted), not the
-    interpreter's."""
+    """Code the user wrote, whose line a recorded call is said to come from: an installed package's frames (a
+    transformers model's modeling file) are looked past to the user's line that called the model, as torch's,
+    the interpreter's and attn-tui's are (its shipped samples excepted, which stand for the user's code)."""
     return author_of(filename) in RECORDED
 
 

@@ -33,7 +33,7 @@ SAMPLE = Path(attn_tui.__file__).parent / "samples" / "bahdanau_decoder.py"
 ], ids=["test", "stdin", "sample", "installed", "torch", "torch.nn", "stdlib", "frozen", "attn-tui", "recorder"])
 def test_one_author_per_file_answers_every_question_asked_of_it(filename: str, author: Author) -> None:
     assert author_of(filename) is author
-    assert is_user_file(filename) is (author in (Author.USER, Author.INSTALLED))  # recorded: a model's own file too
+    assert is_user_file(filename) is (author is Author.USER)  # a modeling file is looked past to the user's line
     assert is_library_file(filename) is (author is not Author.USER)  # a helper thread's code: not the user's
     assert is_own_file(filename) is (author is Author.ATTN_TUI)
 
