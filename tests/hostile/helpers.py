@@ -9,10 +9,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from attn_tui.io.controls import UNSAFE
 from tests.limits import limit
 
 MEMORY_CEILING = 3 * 1024**3  # address space of the child; torch alone maps about 0.7 GB
 TIME_LIMIT = limit(60.0)  # seconds; a hang fails the test instead of the suite
+LINE_ENDS = str.maketrans("", "", "\t\r\n")  # what may act on a terminal from any output: tabs and line ends
 
 
 @dataclass
@@ -43,8 +45,13 @@ def attn_tui(*argv: str | bytes, stdin: bytes = b"", ceiling: int = MEMORY_CEILI
     command = [sys.executable, "-m", "attn_tui", *argv]
     result = subprocess.run(command, input=stdin, capture_output=True, timeout=TIME_LIMIT, preexec_fn=_limit(ceiling),
                             cwd=cwd, env={**os.environ, **(env or {})})
-    return Outcome(result.returncode, result.stdout.decode("utf-8", "replace"),
-                   result.stderr.decode("utf-8", "replace"))
+    outcome = Outcome(result.returncode, result.stdout.decode("utf-8", "replace"),
+                      result.stderr.decode("utf-8", "replace"))
+    for stream in (outcome.out, outcome.err):  # on pipes Rich adds no escape: any control came from the input
+        text = stream.translate(LINE_ENDS)
+        raw = UNSAFE.search(text)
+        assert raw is None, f"a raw {raw.group(0)!r} reached a stream: {text[max(0, raw.start() - 60):raw.end() + 9]!r}"
+    return outcome
 
 
 class AppInPty:

@@ -222,7 +222,6 @@ class Explorer(Vertical):
             frame.panel(self)
             if self.panel == "compare":
                 self._fit_panels()
-        assert frame.cell is not None
         self._draw_cell(frame.cell)
         if self.heatmap.cursor != frame.where.cursor or trace is not self.trace:
             self.show_cell()  # the cursor moved while the frame was read: its cell is read again

@@ -108,7 +108,7 @@ class Frame:
     panel: Draw | None  # the panel on show besides the heatmap (compare included)
     view_b: StageView | None
     pair: SideBySide | None
-    cell: Cell | None
+    cell: Cell  # the cursor's cell, read with the frame
 
 
 def load_around(grid: Grid, cursor: tuple[int, int]) -> None:
