@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import sys
-import traceback
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -29,40 +27,11 @@ WALKS = {  # sample → the keys pressed, each followed by waiting for the app t
 }
 
 
-def _seen() -> Any:
-    from torch.overrides import TorchFunctionMode
+async def _walk(sample: str, keys: list[str]) -> collections.Counter[str]:
+    from tests.tui.helpers import sample_app, torch_calls_on_the_loop
 
-    class Seen(TorchFunctionMode):
-        """Counts each torch call on this thread, by the attn-tui line that made it."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls = 0
-            self.where: collections.Counter[str] = collections.Counter()
-
-        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            self.calls += 1
-            for frame in reversed(traceback.extract_stack(limit=30)[:-1]):
-                if "/attn_tui/" in frame.filename:
-                    self.where[f"{frame.filename.split('/attn_tui/')[1]}:{frame.lineno} {frame.name}"] += 1
-                    break
-            return func(*args, **(kwargs or {}))
-
-    return Seen()
-
-
-async def _walk(sample: str, keys: list[str]) -> Any:
-    from tests.tui.helpers import sample_app, settle
-
-    app = sample_app(sample)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        seen = _seen()
-        with seen:
-            for key in keys:
-                await pilot.press(key)
-                await settle(pilot)
-        return seen
+    async with sample_app(sample).run_test(size=SIZE) as pilot:
+        return await torch_calls_on_the_loop(pilot, keys)
 
 
 def ui_thread() -> None:
@@ -74,8 +43,8 @@ def ui_thread() -> None:
     where: collections.Counter[str] = collections.Counter()
     for sample, keys in WALKS.items():
         seen = asyncio.run(_walk(sample, keys))
-        where += seen.where
-        print(f"  {sample:18} {len(keys):3} keys  {seen.calls:6} calls")
+        where += seen
+        print(f"  {sample:18} {len(keys):3} keys  {sum(seen.values()):6} calls")
     print("  where from, most first:")
     for line, count in where.most_common(12):
         print(f"    {count:6}  {line}")

@@ -9,6 +9,7 @@ several attentions (self and cross) lists each module's stages in turn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from attn_tui.i18n import Msg
@@ -43,7 +44,7 @@ def positions(trace: Trace) -> list[Position]:
     return before + [p for p in stepped if p in present] + after
 
 
-def bar_window(places: list[Position], index: int) -> list[int]:
+def bar_window(places: Sequence[Position], index: int) -> list[int]:
     """The positions the stage bar lists (and the digits jump to) while at `index`.
 
     All of them for a single attention; for a decode, the current step's stages (the last
@@ -60,7 +61,7 @@ def bar_window(places: list[Position], index: int) -> list[int]:
     return [n for n, p in enumerate(places) if p.step == step or p.step is None]
 
 
-def same_place(places: list[Position], previous: Position | None) -> int | None:
+def same_place(places: Sequence[Position], previous: Position | None) -> int | None:
     """The index of `previous` in a new trace's positions, or of its stage at the nearest step."""
     if previous is None or not places:
         return None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -99,3 +101,29 @@ async def run_from_palette(pilot: Pilot, command: str) -> None:
     await searched(pilot)
     await pilot.press("enter")
     await pilot.pause()
+
+
+async def torch_calls_on_the_loop(pilot: Pilot, keys: list[str]) -> collections.Counter[str]:
+    """Each torch call made on the event loop's thread while `keys` are pressed (the app settling after each), by
+    the attn-tui line that made it: a TorchFunctionMode sees only the thread it was entered on, so the reader's
+    and the compute worker's calls are theirs."""
+    from torch.overrides import TorchFunctionMode
+
+    where: collections.Counter[str] = collections.Counter()
+
+    class Seen(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            for frame in reversed(traceback.extract_stack(limit=40)[:-1]):
+                if "/attn_tui/" in frame.filename:
+                    where[f"{frame.filename.split('/attn_tui/')[1]}:{frame.lineno} {frame.name}"] += 1
+                    break
+            else:
+                where[str(func)] += 1
+            return func(*args, **(kwargs or {}))
+
+    await settle(pilot)
+    with Seen():
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+    return where

@@ -8,52 +8,16 @@ needs something not read yet asks for it and draws it when it arrives.
 
 from __future__ import annotations
 
-import collections
-import traceback
 from pathlib import Path
-from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 
 from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import SentenceInput, VariantAsk
-from tests.tui.helpers import RecordingApp, model_app, sample_app, settle
+from tests.tui.helpers import RecordingApp, model_app, sample_app, torch_calls_on_the_loop
 
 SIZE = (120, 40)
 LONG = " ".join(f"w{i}" for i in range(300))  # 90,000 query × key cells: the score stages are lazy tiles
-
-
-def _seen() -> Any:
-    from torch.overrides import TorchFunctionMode
-
-    class Seen(TorchFunctionMode):
-        """Each torch call made on this thread, by the attn-tui line that made it."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.where: collections.Counter[str] = collections.Counter()
-
-        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            for frame in reversed(traceback.extract_stack(limit=40)[:-1]):
-                if "/attn_tui/" in frame.filename:
-                    self.where[f"{frame.filename.split('/attn_tui/')[1]}:{frame.lineno} {frame.name}"] += 1
-                    break
-            else:
-                self.where[f"{func}"] += 1
-            return func(*args, **(kwargs or {}))
-
-    return Seen()
-
-
-async def _walk(pilot: Pilot, keys: list[str]) -> collections.Counter[str]:  # type: ignore[type-arg]
-    await settle(pilot)
-    seen = _seen()
-    with seen:
-        for key in keys:
-            await pilot.press(key)
-            await settle(pilot)
-    return seen.where
 
 
 def _long_app() -> RecordingApp:
@@ -94,7 +58,7 @@ async def test_no_torch_operation_runs_on_the_event_loop(walk: str, tmp_path: Pa
         make, keys = WALKS[walk]
         app = make()
     async with app.run_test(size=SIZE) as pilot:
-        where = await _walk(pilot, keys)
+        where = await torch_calls_on_the_loop(pilot, keys)
         if walk == "long":  # the walk did reach cells that had to be read before they were drawn
             assert app.explorer.heatmap.cells_asked > 0
     assert not where, f"{sum(where.values())} torch calls on the event loop: " + ", ".join(

@@ -16,30 +16,16 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.limits import limit
-from tests.web.test_serve_visitors import START, Serve, Visitor, environment, gone
+from tests.web.test_serve_visitors import START, Visitor, environment, gone
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("textual_serve", reason="textual-serve is not installed: pip install 'attn-tui[web]'")
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[type[Serve]]:
-    started: list[Serve] = []
-
-    def start(*options: str, **bounds: float) -> Serve:
-        started.append(Serve(tmp_path, *options, **bounds))
-        return started[-1]
-
-    yield start  # type: ignore[misc]
-    for server in started:
-        server.end()
 
 
 def text_frame(text: str) -> bytes:

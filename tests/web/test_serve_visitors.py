@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -121,19 +120,6 @@ class Visitor:
         self.process.wait(timeout=limit(10))
         if self.process.stdout is not None:
             self.process.stdout.close()
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[type[Serve]]:
-    started: list[Serve] = []
-
-    def start(*options: str, **bounds: float) -> Serve:
-        started.append(Serve(tmp_path, *options, **bounds))
-        return started[-1]
-
-    yield start  # type: ignore[misc]
-    for server in started:
-        server.end()
 
 
 def gone(path: Path, seconds: float) -> None:

@@ -72,10 +72,8 @@ class Explorer(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.shown: Shown | None = None
-        self.places: list[Position] = []
-        self.stage_index = 0
-        self.layer_index = 0
-        self.head = 0
+        self.places: tuple[Position, ...] = ()  # a tuple: each key's frame ask takes it as it is
+        self.stage_index = self.layer_index = self.head = 0
         self.energy_query = 0  # the query whose energy slice is shown
         self.panel = STAGES
         self.view: StageView | None = None
@@ -131,7 +129,7 @@ class Explorer(Vertical):
         previous = self.places[self.stage_index] if self.view is not None and self.places else None
         self.shown = shown
         trace = shown.trace
-        self.places = positions(trace)
+        self.places = tuple(positions(trace))
         found = same_place(self.places, previous)
         if found is None:
             named = [n for n, place in enumerate(self.places) if place.name == first_stage]
@@ -193,7 +191,7 @@ class Explorer(Vertical):
         shown = self.shown
         if shown is None or not self.places:
             return None
-        return Where(shown, tuple(self.places), self.stage_index, self.layer_index, self.head, self.energy_query,
+        return Where(shown, self.places, self.stage_index, self.layer_index, self.head, self.energy_query,
                      self.panel, self.shared_scale, self.value_weighted, self.heatmap.cursor, self.comparison,
                      self.shown_b, self.b_layer, self.b_head)
 
@@ -229,15 +227,14 @@ class Explorer(Vertical):
     def show_cell(self) -> None:
         """The inspector: the arithmetic of the cell under the cursor (A's and B's when comparing), read by the
         reader and drawn when it arrives."""
-        where, view, view_b, pair = self.where(), self.view, self.view_b, self.pair
-        if where is None or view is None:
-            return
-        self._read_cell(where, view, view_b, pair)
+        where, view = self.where(), self.view
+        if where is not None and view is not None:
+            self._read_cell(where, view, self.view_b, self.pair)
 
     @work(group=CELL, exclusive=True, description=CELL)
     async def _read_cell(self, where: Where, view: StageView, view_b: StageView | None,
                          pair: SideBySide | None) -> None:
-        cell = await self.reader.read(read_cell, where, view, view_b, pair, where.cursor)
+        cell = await self.reader.read(read_cell, where, view, view_b, pair)
         if cell.view is self.view and self.app.is_running:  # else a newer frame came first, with its own cell
             self._draw_cell(cell)
 

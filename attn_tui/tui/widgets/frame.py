@@ -152,18 +152,17 @@ def read_frame(where: Where) -> Frame:
     return Frame(where, index, view, place_caption(trace, view, where.layer_index, where.head), stage.origin or "",
                  settings_line(trace), masking.fill if masking is not None else "-inf",
                  "" if spec is None else spec.legend_note(), ((given,) if given else ()) + trace.meta.explains,
-                 panel, view_b, pair, read_cell(where, view, view_b, pair, where.cursor))
+                 panel, view_b, pair, read_cell(where, view, view_b, pair))
 
 
-def read_cell(where: Where, view: StageView, view_b: StageView | None, pair: SideBySide | None,
-              cursor: tuple[int, int]) -> Cell:
-    """The arithmetic of the cell at `cursor` of `view` (and of B's view when comparing), recomputed from the
+def read_cell(where: Where, view: StageView, view_b: StageView | None, pair: SideBySide | None) -> Cell:
+    """The arithmetic of the cell under the cursor of `view` (and of B's view when comparing), recomputed from the
     trace's own tensors (on the reader thread)."""
     from attn_tui.explain.cell import explain
 
     trace = where.trace
     shown_view = pair.a if where.panel == "compare" and pair is not None else view  # two models: A's alignment
-    row, col = min(cursor[0], shown_view.grid.rows - 1), min(cursor[1], shown_view.grid.cols - 1)
+    row, col = min(where.cursor[0], shown_view.grid.rows - 1), min(where.cursor[1], shown_view.grid.cols - 1)
     index = shown_view.index(row, col)
     arithmetic = explain(trace, shown_view.place, index)
     said = f"{shown_view.name}[{', '.join(map(str, index))}]  {shown_view.grid.row_labels[row]!r} × " \

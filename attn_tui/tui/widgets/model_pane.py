@@ -55,7 +55,6 @@ RECORDED = "recorded"  # the model choice while `attn-tui trace` shows the user'
 MODELS = MODEL_NAMES
 SEQ2SEQ = tuple(DATE_MODELS)
 
-
 LABEL_CELLS = 9  # the setting rows' label column (the recorded rows' too)
 COUNTED = ("layer", "head")  # rows that show an index: counted from 0, as torch (and the CLI's --layer, --head)
 FROM_ZERO = N_("counted from 0, as torch indexes; the keys { } and [ ] move")

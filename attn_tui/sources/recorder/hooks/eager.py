@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
+from attn_tui.sources.recorder.hooks.hook import Held
 from attn_tui.sources.recorder.hooks.process_wide import WhileRecording
 
 DYNAMO = "torch._dynamo"
@@ -134,14 +134,5 @@ def _unwatch() -> None:
         sys.meta_path.remove(_WATCH)
 
 
-class CompileStance(RecorderHook):
-    """Compiled code runs as written while recordings run; the program's stance comes back after the last."""
-
-    def enter(self, recorder: Recorder) -> None:
-        hold()
-
-    def exit(self, recorder: Recorder) -> None:
-        release()
-
-
-COMPILE_STANCE = CompileStance()
+# compiled code runs as written while recordings run; the program's stance comes back after the last
+COMPILE_STANCE = Held(hold, release)

@@ -10,6 +10,7 @@ walks them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from attn_tui.sources.recorder.node import Node
@@ -51,3 +52,17 @@ class RecorderHook:
     def anchored(self, recorder: Recorder, call: Node) -> None:
         """The recording keeps an attention call (a softmax, an SDPA, flex_attention or MultiheadAttention call),
         before the bytes it holds are counted against the recording's budget."""
+
+
+class Held(RecorderHook):
+    """A change to the process held while any recording runs (process_wide.py): `hold` as each recording starts,
+    `release` as each ends; the first makes the change and the last undoes it."""
+
+    def __init__(self, hold: Callable[[], None], release: Callable[[], None]) -> None:
+        self._hold, self._release = hold, release
+
+    def enter(self, recorder: Recorder) -> None:
+        self._hold()
+
+    def exit(self, recorder: Recorder) -> None:
+        self._release()

@@ -18,7 +18,7 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
+from attn_tui.sources.recorder.hooks.hook import Held
 from attn_tui.sources.recorder.hooks.process_wide import WhileRecording
 
 
@@ -52,14 +52,5 @@ def thawed() -> Iterator[None]:
                 gc.freeze()
 
 
-class FrozenHeap(RecorderHook):
-    """The heap frozen while recordings run; what the first froze goes back when the last ends."""
-
-    def enter(self, recorder: Recorder) -> None:
-        hold()
-
-    def exit(self, recorder: Recorder) -> None:
-        release()
-
-
-FROZEN_HEAP = FrozenHeap()
+# the heap frozen while recordings run; what the first froze goes back when the last ends
+FROZEN_HEAP = Held(hold, release)
