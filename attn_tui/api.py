@@ -224,7 +224,7 @@ def compute(text: str | None = None, *, max_memory: int | None = None, **options
         raise InputError(Msg("give an input: text=, sample=, q=/k=/v= or x="))
     from attn_tui.sources import run
 
-    return Trace.of(run(ask, max_memory).trace)
+    return Trace.of(run(ask, max_memory, model_statistics=False).trace)  # stages are read as asked
 
 
 def record(tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,

@@ -40,7 +40,7 @@ def stages(args: argparse.Namespace) -> int:
     if model is not None:
         from attn_tui.sources import run
 
-        trace = run(model, args.max_memory).trace
+        trace = run(model, args.max_memory, model_statistics=False).trace  # the stages named, not every head
         layer, head = (model.layer, model.head) if trace.layers > 1 or trace.heads > 1 else (None, None)
         if model.generate and args.layer is None and args.head is None:
             layer, head = None, None  # a generation prints every layer and head of every step unless one is named

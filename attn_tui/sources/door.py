@@ -26,8 +26,11 @@ class GrowingSource(Protocol):
 
 
 def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False, on_step: OnStep | None = None,
-        on_progress: OnProgress | None = None) -> Shown:
-    """Compute `ask` through its source, with a whole model's statistics.
+        on_progress: OnProgress | None = None, model_statistics: bool = True) -> Shown:
+    """Compute `ask` through its source, with a whole model's statistics where `model_statistics` asks for them.
+
+    The statistics read every head of every layer (a model traces its layers when they are first read): a
+    caller that reads only the stages it names (one layer and head, printed or exported) leaves them out.
 
     `cpu_fallback`: where CUDA was asked for and cannot be had, compute on the CPU and say so in
     `notice` (the app, where a result is worth more than the exact device); the CLI and the API refuse.
@@ -38,10 +41,11 @@ def run(ask: Ask, max_memory: int | None = None, cpu_fallback: bool = False, on_
     Imports torch: the app calls it only from a worker thread.
     """
     with listening(on_progress):
-        return _run(ask, max_memory, cpu_fallback, on_step)
+        return _run(ask, max_memory, cpu_fallback, on_step, model_statistics)
 
 
-def _run(ask: Ask, max_memory: int | None, cpu_fallback: bool, on_step: OnStep | None) -> Shown:
+def _run(ask: Ask, max_memory: int | None, cpu_fallback: bool, on_step: OnStep | None, model_statistics: bool
+         ) -> Shown:
     notice: Msg | None = None
     try:
         trace = _trace(ask, max_memory, on_step)
@@ -51,8 +55,8 @@ def _run(ask: Ask, max_memory: int | None, cpu_fallback: bool, on_step: OnStep |
         notice = Msg("{reason} — computing on the CPU instead", reason=exc.message)
         trace = _trace(ask.on_device("cpu"), max_memory, on_step)  # the ask shown stays as asked: CUDA next time
     stats = None
-    if isinstance(trace.meta, TransformerRun) and not getattr(trace.meta, "cache", ""):  # a StreamingLLM
-        # writing's rows read different keys each step: they do not stack into one matrix to take statistics of
+    # a StreamingLLM writing's rows read different keys each step: they do not stack into one matrix
+    if model_statistics and isinstance(trace.meta, TransformerRun) and not getattr(trace.meta, "cache", ""):
         from attn_tui.attention.summary import model_stats
 
         stats = model_stats(trace)

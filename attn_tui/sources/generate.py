@@ -134,8 +134,9 @@ class Generator:
         self.raw: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in range(loaded.layers)]
         self.rows = [LayerRows() for _ in range(loaded.layers)]  # each layer's keys so far, for a step's weights
         self.tables: dict[int, tuple[torch.Tensor, torch.Tensor, int] | None] = {}  # per layer: rotary cos, sin
-        stepper = self.family.stepper
-        self.own = [None if stepper is None else stepper(loaded, layer) for layer in range(loaded.layers)]
+        own = self.family.own_layers
+        self.own = [own.stepper(loaded, layer) if own is not None and own.holds(model, layer) else None
+                    for layer in range(loaded.layers)]
         self.later = StepStages(loaded, self.family, self.grouped, self.tokens, self.special, self.inputs, self.own)
         if self.window is None:  # StreamingLLM's steps read moved keys: they are traced whole as they are made
             self.trace.step_filler = self.later
@@ -221,8 +222,8 @@ class Generator:
                 with loaded.in_memory(layer):
                     spec = self.family.layer(view, layer)
                     record_layer(trace, spec, layer, view, self.grouped, step=0)
-                    if self.family.step_after is not None:
-                        self.family.step_after(trace, spec, layer, view, 0, n)
+                    for part in self.family.after_heads:
+                        part.record(trace, spec, layer, view, 0, n)
                 record_prompt_rows(trace, layer, loaded.heads)
                 cache = self.later.held[0][layer]
                 if cache is not None:

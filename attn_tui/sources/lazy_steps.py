@@ -75,8 +75,8 @@ class StepStages:
                 else:
                     spec = self.family.layer(view, layer)
                     record_layer(trace, spec, layer, view, self.grouped, step=step, queries=queries)
-                    if self.family.step_after is not None:
-                        self.family.step_after(trace, spec, layer, view, step, queries)
+                    for part in self.family.after_heads:
+                        part.record(trace, spec, layer, view, step, queries)
                     if cache is not None:
                         labels = tuple(f"{p}:{token}" for p, token in enumerate(self.tokens[:n]))
                         record_cache(trace, cache, layer, step, spec.window, labels, self.loaded.heads)

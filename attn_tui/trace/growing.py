@@ -55,7 +55,7 @@ class Publisher:
     def __init__(self, trace: Trace, on_step: OnStep | None) -> None:
         self.trace, self.on_step = trace, on_step
         self.growing = Growing(trace.copy()) if on_step is not None else None
-        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
+        self._inputs = set(trace.inputs)
 
     def step(self, step: Step, meta: RunMeta, query_tokens: tuple[str, ...]) -> None:
         """Step `step` is made: name it on the source's trace and, when someone waits for it, publish it."""
@@ -63,7 +63,7 @@ class Publisher:
         trace.step_axis = trace.step_axis.plus(step) if trace.step_axis is not None else Steps(step.kind).plus(step)
         if self.growing is None or self.on_step is None:
             return
-        added = list(trace.stages.values())[self._stages:]
+        added = list(trace.stages.of_step(step.index).values())
         inputs = {name: value for name, value in trace.inputs.items() if name not in self._inputs}
-        self._stages, self._inputs = len(trace.stages), set(trace.inputs)
+        self._inputs = set(trace.inputs)
         self.on_step(self.growing.append(step, added, meta, query_tokens, inputs))

@@ -16,6 +16,7 @@ import torch
 from attn_tui.i18n import Msg
 from attn_tui.trace.axes import Axis as Axis
 from attn_tui.trace.axes import dim_axis as dim_axis
+from attn_tui.trace.by_place import ByPlace
 from attn_tui.trace.catalog import symbol
 from attn_tui.trace.geometry import LayerGeometry
 from attn_tui.trace.lazy import LazyTensor
@@ -112,13 +113,13 @@ class Trace:
     key_tokens: tuple[str, ...]
     device: str
     dtype: str
-    stages: dict[Place, Stage] = field(default_factory=dict)
+    stages: ByPlace[Stage] = field(default_factory=ByPlace)  # kept per step: a grown trace shares the earlier
     params: dict[str, torch.Tensor] = field(default_factory=dict)
     inputs: dict[str, torch.Tensor] = field(default_factory=dict)  # typed Q/K/V or X
     mask: MaskSpec | None = None  # the variant's mask (1 = may attend); None = nothing masked
     warnings: list[str | Msg] = field(default_factory=list)  # read with str(): a Msg in the language on show
     filler: Filler | None = field(default=None, repr=False)
-    stats: dict[Place, StageStats] = field(default_factory=dict, repr=False)  # see core.values
+    stats: ByPlace[StageStats] = field(default_factory=ByPlace, repr=False)  # see trace.values
     geometry: dict[int, LayerGeometry] = field(default_factory=dict)  # per layer, as each layer was traced
     layer_masks: dict[int, MaskSpec | None] = field(default_factory=dict)  # a layer's own mask, where it has one
     step_axis: Steps | None = None  # what the steps of its places are (trace.steps), when it has steps
@@ -138,26 +139,28 @@ class Trace:
 
     def copy(self) -> Trace:
         """A trace with the same stages that later `add`s to this one do not reach (a snapshot to publish)."""
-        return replace(self, stages=dict(self.stages), inputs=dict(self.inputs), warnings=list(self.warnings),
-                       stats=dict(self.stats))
+        return replace(self, stages=self.stages.copy(), inputs=dict(self.inputs), warnings=list(self.warnings),
+                       stats=self.stats.copy())
 
     def grown(self, step: Step, stages: Sequence[Stage], meta: RunMeta | None = None,
               query_tokens: tuple[str, ...] | None = None, inputs: Mapping[str, torch.Tensor] | None = None) -> Trace:
         """This trace with one more step and that step's stages, as a new trace; this one is left as it is.
 
         Whoever holds this trace (a view on another thread) sees the old steps or, once handed the new
-        trace, all of the new one: never half a step. Lookups by place stay one dict access.
+        trace, all of the new one: never half a step. The earlier steps' stages and statistics are shared, not
+        copied (`ByPlace`): a step costs what it adds.
         """
         axis = (self.step_axis or Steps(step.kind)).plus(step)
-        added = {}
+        added: dict[Place, Stage] = {}
         for stage in stages:
             if stage.place.step != step.index or stage.place in self.stages or stage.place in added:
                 raise ValueError(f"stage {stage.place.key!r} is not a new stage of step {step.index}")
             added[stage.place] = stage
         return replace(self, meta=self.meta if meta is None else meta,
                        query_tokens=self.query_tokens if query_tokens is None else query_tokens,
-                       stages={**self.stages, **added}, inputs={**self.inputs, **(inputs or {})},
-                       warnings=list(self.warnings), stats=dict(self.stats), step_axis=axis, version=self.version + 1)
+                       stages=self.stages.plus(step.index, added), inputs={**self.inputs, **(inputs or {})},
+                       warnings=list(self.warnings), stats=self.stats.plus(step.index, {}), step_axis=axis,
+                       version=self.version + 1)
 
     def warn(self, message: str | Msg) -> None:
         if message not in self.warnings:

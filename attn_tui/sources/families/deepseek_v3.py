@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.families.llama import rope_base
-from attn_tui.sources.families.spec import ConfigCheck, Family, LayerSpec, OwnStep, whole
+from attn_tui.sources.families.shared.parts import latent_projection
+from attn_tui.sources.families.spec import ConfigCheck, Family, LatentFamily, LayerSpec, whole
 from attn_tui.trace.geometry import LayerGeometry, Positional
 from attn_tui.trace.ops import Op, PartialRotary, Place
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     import torch
 
     from attn_tui.attention.variants.mla.compute import Latent, Turn
-    from attn_tui.sources.model_run import LoadedModel, ModelRun
+    from attn_tui.sources.model_run import ModelRun
     from attn_tui.trace.stage import Trace
 
 
@@ -156,12 +157,6 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                           model=run_.loaded.name))
 
 
-def _stepper(loaded: LoadedModel, index: int) -> OwnStep:
-    from attn_tui.sources.families.shared.latent_step import LatentFamily, LatentStep
-
-    return LatentStep(loaded, index, LatentFamily(latent_sizes, weights, turn_at, record_layer))
-
-
 def latent_parameters(size: Callable[[str], int | None]) -> int | None:
     """One layer's attention parameters, from config.json's sizes: q_a, its norm and q_b (or one q_proj), the
     down-projection to the latent and the rotary key, its norm, the up-projection to every head's key and value,
@@ -189,7 +184,8 @@ def expert_parameters(size: Callable[[str], int | None], layer: int) -> int | No
     return 3 * width * inner * (experts + (size("n_shared_experts") or 0)) + experts * (width + 1)
 
 
-FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base, record=record_layer, stepper=_stepper,
+FAMILY = Family("deepseek_v3", causal=True, layer=layer, rope_base=rope_base,
+                own_layers=latent_projection(LatentFamily(latent_sizes, weights, turn_at, record_layer)),
                 model_types=("deepseek_v3", "deepseek_v2"), sizes={"qk_nope": "qk_nope_head_dim"},
                 attention_parameters=latent_parameters,
                 expert_parameters=expert_parameters,

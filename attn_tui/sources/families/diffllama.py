@@ -15,7 +15,7 @@ from attn_tui.attention.variants.diff import LambdaTerms
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import Msg
 from attn_tui.sources.families.llama import kv_heads, layer, rope_base
-from attn_tui.sources.families.spec import Family, LayerSpec
+from attn_tui.sources.families.spec import AfterHeads, Family, LayerSpec
 from attn_tui.trace.ops import Concat, Place
 
 if TYPE_CHECKING:
@@ -67,10 +67,5 @@ def pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int |
     record_concat(trace, normed, at, tokens, Place("concat", index, None, step))
 
 
-def _step_pairs(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int, queries: int) -> None:
-    """The pairs at a generation step: λ, both maps' difference and the normed output of the step's rows."""
-    pairs(trace, spec, index, run_, step, queries)
-
-
-FAMILY = Family("diffllama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, after=pairs,
-                step_after=_step_pairs)
+FAMILY = Family("diffllama", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base,
+                after_heads=(AfterHeads("paired heads", pairs),))

@@ -11,7 +11,6 @@ opens each head's output by SiLU(z) before out_proj (stage `gated_norm`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from attn_tui.ask.budget import format_bytes
@@ -19,13 +18,23 @@ from attn_tui.attention.variants.linear import Decay, WriteStrength
 from attn_tui.errors import ConfigError
 from attn_tui.i18n import N_, Msg
 from attn_tui.sources.families.llama import kv_heads, rope_base
-from attn_tui.sources.families.spec import ConfigCheck, Divides, Family, LayerSpec, NormSpec, OwnStep, RotarySpec, whole
+from attn_tui.sources.families.shared.parts import per_layer_state
+from attn_tui.sources.families.spec import (
+    AfterHeads,
+    ConfigCheck,
+    Divides,
+    Family,
+    LayerSpec,
+    NormSpec,
+    RotarySpec,
+    whole,
+)
 from attn_tui.trace.ops import CausalConv, GatedNorm, GateProduct, Given, Op, Place, SigmoidGate
 
 if TYPE_CHECKING:
     import torch
 
-    from attn_tui.sources.model_run import LoadedModel, ModelRun
+    from attn_tui.sources.model_run import ModelRun
     from attn_tui.trace.stage import Trace
 
 STATES_BYTES = 1 << 29  # a linear layer's states are stepped through one by one; more is only memory
@@ -66,18 +75,20 @@ def layer(run_: ModelRun, index: int) -> LayerSpec:
                      q_norm=_norm(attn.q_norm), k_norm=_norm(attn.k_norm), rotary=rotary)
 
 
-def fill(run_: ModelRun, trace: Trace, index: int) -> None:
-    """Every head of layer `index`: the gated softmax attention, or the gated delta rule."""
-    from attn_tui.sources.families.shared.tracer import record_layer
+def is_linear(model: Any, index: int) -> bool:
+    """Layer `index` is a Gated DeltaNet layer (it has no self_attn): it keeps a state, not keys and values."""
+    return getattr(model.layers[index], "self_attn", None) is None
 
-    block = run_.loaded.model.layers[index]
-    if getattr(block, "self_attn", None) is None:
-        _linear(run_, trace, index, block)
-        return
-    spec = layer(run_, index)
-    record_layer(trace, spec, index, run_, grouped=True)
-    _gate(run_, trace, index, spec, block.self_attn)
-    trace.meta = replace(trace.meta, scale=spec.scale)  # type: ignore[arg-type]
+
+def output_gate(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int | None, queries: int | None
+                ) -> None:
+    """A full-attention layer's gate, after the shared tracer's heads (at a written step too)."""
+    _gate(run_, trace, index, spec, run_.loaded.model.layers[index].self_attn, step, queries)
+
+
+def linear_layer(run_: ModelRun, trace: Trace, index: int) -> None:
+    """A Gated DeltaNet layer's stages (its steps, when the model writes, are `per_layer_state`'s)."""
+    _linear(run_, trace, index, run_.loaded.model.layers[index])
 
 
 def _gate(run_: ModelRun, trace: Trace, index: int, spec: LayerSpec, attn: Any, step: int | None = None,
@@ -183,22 +194,11 @@ def _linear(run_: ModelRun, trace: Trace, index: int, block: Any) -> None:
     trace.step_axis = token_steps(run_.tokens)
 
 
-def _step_gate(trace: Trace, spec: LayerSpec, index: int, run_: ModelRun, step: int, queries: int) -> None:
-    """A full-attention layer's gate at a generation step (its linear layers write through state_step.py)."""
-    _gate(run_, trace, index, spec, run_.loaded.model.layers[index].self_attn, step, queries)
-
-
 def layer_heads(config: Any) -> tuple[int, ...]:
     """Each layer's heads: a linear layer's value heads (`linear_num_value_heads`, which may be more than the
     attention heads: 32 beside 16 in the 80B model), a full-attention layer's `num_attention_heads`."""
     linear, full = int(config.linear_num_value_heads), int(config.num_attention_heads)
     return tuple(linear if kind == "linear_attention" else full for kind in config.layer_types)
-
-
-def _stepper(loaded: LoadedModel, index: int) -> OwnStep | None:
-    from attn_tui.sources.families.shared.state_step import stepper
-
-    return stepper(loaded, index)
 
 
 def expert_parameters(size: Callable[[str], int | None], layer: int) -> int | None:
@@ -211,8 +211,9 @@ def expert_parameters(size: Callable[[str], int | None], layer: int) -> int | No
     return 3 * width * (experts * inner + (size("shared_expert_intermediate_size") or 0)) + (experts + 1) * width
 
 
-FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base, fill=fill,
-                layer_heads=layer_heads, stepper=_stepper, step_after=_step_gate, gated_query=True,
+FAMILY = Family("qwen3_next", causal=True, layer=layer, kv_heads=kv_heads, rope_base=rope_base,
+                layer_heads=layer_heads, gated_query=True, own_layers=per_layer_state(is_linear, linear_layer),
+                after_heads=(AfterHeads("output gate", output_gate, w_o_reads_heads=False),),
                 expert_parameters=expert_parameters,
                 checks=(*(ConfigCheck((key,), whole, N_("a whole number, at least 1"))
                           for key in ("linear_num_key_heads", "linear_num_value_heads")),

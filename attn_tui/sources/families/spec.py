@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from attn_tui.i18n import N_, Msg
 
@@ -115,6 +115,45 @@ class OwnStep(Protocol):
     def record(self, trace: Trace, run_: ModelRun, step: int, queries: int) -> float | None:
         """Every other stage of the layer at `step`, its last `queries` rows querying (run_: every position);
         returns the layer's scale on q·k (None: it has no scores)."""
+
+
+@dataclass(frozen=True)
+class OwnLayer:
+    """Layers that record themselves: `holds(model, layer)` says which; `record(run, trace, layer)` records every
+    stage of one and returns its scale on q·k (None: it has no scores); `stepper(loaded, layer)` keeps its cache
+    while the model writes (an `OwnStep`)."""
+
+    name: str  # what the layer keeps in place of keys and values
+    holds: Callable[[Any, int], bool]
+    record: Callable[[ModelRun, Trace, int], float | None]
+    stepper: Callable[[LoadedModel, int], OwnStep]
+
+
+@dataclass(frozen=True)
+class AfterHeads:
+    """Stages added after the shared tracer's for a layer's heads: `record(trace, spec, layer, run, step, queries)`,
+    at a written step `step` with only the last `queries` rows querying (None, None: a forward pass).
+
+    `w_o_reads_heads`: False where these stages change a head's output before W_O reads it (a gate), so the
+    `moved` stage, ‖A·v·W_O‖, would not be what the head moves, and is not recorded."""
+
+    name: str
+    record: Callable[[Trace, LayerSpec, int, ModelRun, int | None, int | None], None]
+    w_o_reads_heads: bool = True
+
+
+def every_layer(model: Any, layer: int) -> bool:
+    return True
+
+
+class LatentFamily(NamedTuple):
+    """How a family with a latent projection reads one layer (handed to the shared latent parts, which never import
+    the family back)."""
+
+    latent_sizes: Callable[..., Any]  # (attn, config, heads, prefix) -> Latent
+    weights: Callable[..., dict[str, torch.Tensor]]  # (attn, kv_rank, heads, d_nope) -> the layer's weights
+    turn_at: Callable[..., Any]  # (model, x, first, prefix) -> Turn at the rows' own positions
+    record_layer: Callable[..., float]  # (run, trace, layer, step, queries) -> the layer's scale
 
 
 @dataclass(frozen=True)
@@ -222,7 +261,8 @@ class Family:
     config.json's sizes by name; None: the usual count), a layer's experts where it has them
     (`expert_parameters`), and the config values of its own it cannot mean anything
     without (`checks`, beside the SHARED_CHECKS every family's config passes). `kv_heads` and `rope_base` read the
-    config for the run's metadata (0 = each head its own, no rotation).
+    config for the run's metadata (0 = each head its own, no rotation). `own_layers` and `after_heads` switch on
+    the tracer's named parts where a layer is more than keys and values over a softmax.
     """
 
     name: str
@@ -243,18 +283,18 @@ class Family:
     rope_base: Callable[[object], float] = field(default=no_rope)
     # each layer's own head count where the layers differ (Qwen3-Next's linear layers); (): all `heads`
     layer_heads: Callable[[object], tuple[int, ...]] = field(default=same_heads)
-    # A layer no LayerSpec describes (DeepSeek's latent attention): it records its own stages into the trace and
-    # returns its scale; None: `layer` is read and traced by the shared tracer.
-    record: Callable[[ModelRun, Trace, int], float] | None = None
-    # stages a family adds after the shared tracer's (DiffLlama's difference of paired heads): (trace, spec, layer, run)
-    after: Callable[[Trace, LayerSpec, int, ModelRun], None] | None = None
-    # a family whose layers are not all softmax attention (Qwen3-Next) records each layer itself: it calls
-    # `record_layer` for those that are, and records its own stages for the others
-    fill: Callable[[ModelRun, Trace, int], None] | None = None
-    # how layer i writes where it keeps its own cache (None for that layer, or no stepper: its LayerSpec's keys)
-    stepper: Callable[[LoadedModel, int], OwnStep | None] | None = None
-    # stages a family adds after the shared tracer's at a generation step: (trace, spec, layer, run, step, queries)
-    step_after: Callable[[Trace, LayerSpec, int, ModelRun, int, int], None] | None = None
+    # the tracer's capabilities beyond a LayerSpec that the family switches on (families/shared/parts.py): layers
+    # that record themselves and keep their own cache, and stages after the heads of the others
+    own_layers: OwnLayer | None = None
+    after_heads: tuple[AfterHeads, ...] = ()
+
+    def owns(self, model: Any, layer: int) -> bool:
+        """Whether layer `layer` records itself (an `own_layers` part), not read as a LayerSpec."""
+        return self.own_layers is not None and self.own_layers.holds(model, layer)
+
+    def w_o_reads_heads(self) -> bool:
+        """Whether W_O reads the heads' outputs as the tracer records them (no part changes them first)."""
+        return all(part.w_o_reads_heads for part in self.after_heads)
 
     @property
     def reads(self) -> tuple[str, ...]:

@@ -9,15 +9,13 @@ forward of the model); every other stage of a step is traced when a view asks, b
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
-
 import torch
 import torch.nn.functional as F
 
 from attn_tui.ask.budget import format_bytes
 from attn_tui.attention.variants.mla.compute import rms
 from attn_tui.i18n import Msg
+from attn_tui.sources.families.spec import LatentFamily
 from attn_tui.sources.model_run import LoadedModel, ModelRun
 from attn_tui.trace.masks import softmax_dtype
 from attn_tui.trace.ops import Given, Place
@@ -34,15 +32,6 @@ def latent_cache_formula(step: int, rows: int, new: int, rank: int, d_rope: int,
                "{d_v}) per position: {full}, {ratio}× as much", step=step, rows=rows, r=rank, d=d_rope,
                new=min(new, rows), size=format_bytes(size), heads=heads, d_qk=d_qk, d_v=d_v, full=format_bytes(full),
                ratio=f"{full / size:.3g}")
-
-
-class LatentFamily(NamedTuple):
-    """What the deepseek_v3 adapter lends its writer (handed in, so that this module never imports it back)."""
-
-    latent_sizes: Callable[..., Any]  # (attn, config, heads, prefix) -> Latent
-    weights: Callable[..., dict[str, torch.Tensor]]  # (attn, kv_rank, heads, d_nope) -> the layer's weights
-    turn_at: Callable[..., Any]  # (model, x, first, prefix) -> Turn at the rows' own positions
-    record_layer: Callable[..., float]  # (run, trace, layer, step, queries) -> the layer's scale
 
 
 class LatentStep:

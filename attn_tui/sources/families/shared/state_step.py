@@ -116,9 +116,3 @@ class StateStep:
     def record(self, trace: Trace, run_: ModelRun, step: int, queries: int) -> None:
         """Every stage of the step is recorded as it is written (`step`): nothing is left to trace."""
         return None
-
-
-def stepper(loaded: LoadedModel, index: int) -> StateStep | None:
-    """A linear layer's StateStep; None for a full-attention layer (its keys and values, as a LayerSpec's)."""
-    block = loaded.model.layers[index]
-    return StateStep(loaded, index) if getattr(block, "self_attn", None) is None else None

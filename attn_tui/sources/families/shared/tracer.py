@@ -80,21 +80,20 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
     if layer is None or not 0 <= layer < run_.loaded.layers:
         return
     with torch.no_grad(), run_.loaded.in_memory(layer):
-        if family.fill is not None:  # the family records its layers itself (record_layer where they attend)
-            family.fill(run_, trace, layer)
-            return
-        if family.record is not None:  # a layer of its own shape records itself
-            scale = family.record(run_, trace, layer)
+        scale: float | None
+        if family.own_layers is not None and family.owns(run_.loaded.model, layer):  # it records itself
+            scale = family.own_layers.record(run_, trace, layer)
         else:
             spec = family.layer(run_, layer)
             w_o = output_weight(run_.loaded.model, run_.loaded.blocks, layer, spec.x.shape[-1], family.output)
-            if w_o is not None and w_o.shape[1] == spec.heads * spec.head_dim:  # the `moved` stage reads it
-                spec = replace(spec, weights={**spec.weights, "W_o": w_o})
+            if w_o is not None and w_o.shape[1] == spec.heads * spec.head_dim and family.w_o_reads_heads():
+                spec = replace(spec, weights={**spec.weights, "W_o": w_o})  # the `moved` stage reads it
             record_layer(trace, spec, layer, run_, grouped=family.kv_heads(run_.loaded.model.config) > 0)
-            if family.after is not None:
-                family.after(trace, spec, layer, run_)
+            for part in family.after_heads:
+                part.record(trace, spec, layer, run_, None, None)
             scale = spec.scale
-    trace.meta = replace(trace.meta, scale=scale)  # type: ignore[arg-type]
+    if scale is not None:  # a layer without scores (a state) leaves the run's scale as the last one that has
+        trace.meta = replace(trace.meta, scale=scale)  # type: ignore[arg-type]
 
 
 def layer_mask(trace: Trace, spec: LayerSpec, run_: ModelRun, own: bool = False) -> MaskSpec | None:
