@@ -136,21 +136,21 @@ def score_stages(trace: Trace, tail: Tail, pre: PreTile, stages: Sequence[PreSta
     """
     shape = (len(tail.query_axis.labels), len(tail.key_axis.labels))
     if not lazy:
-        tiles = pre(slice(None), slice(None))
+        whole = pre(slice(None), slice(None))  # stage name → (heads, L, S)
         for n, at in enumerate(scores_at):
             for stage in stages:
-                trace.add(Stage(at.at(stage.name), tiles[stage.name][n], stage.formula, stage.axes,
+                trace.add(Stage(at.at(stage.name), whole[stage.name][n], stage.formula, stage.axes,
                                 stage.op(at.at(stage.name))))
-        return attend(trace, tail, tiles[last], values, [at.at(last) for at in scores_at], values_at)
-    family = ScoreTiles(pre, last, shape, tail.mask, tail.fill, tail.temperature)
+        return attend(trace, tail, whole[last], values, [at.at(last) for at in scores_at], values_at)
+    tiles = ScoreTiles(pre, last, shape, tail.mask, tail.fill, tail.temperature)
     sample = pre(slice(0, 1), slice(0, 1))  # one cell tells the dtypes and the hidden width
     for n, at in enumerate(scores_at):
         for stage in stages:
             tile = sample[stage.name]
-            trace.put(Stage(at.at(stage.name), LazyTensor(family, stage.name, n, shape + tuple(tile.shape[3:]),
+            trace.put(Stage(at.at(stage.name), LazyTensor(tiles, stage.name, n, shape + tuple(tile.shape[3:]),
                                                           tile.dtype, tile.device),
                             stage.formula, stage.axes, stage.op(at.at(stage.name))))
-    return stream(trace, tail, family, [s.name for s in stages], values, scores_at, values_at)
+    return stream(trace, tail, tiles, [s.name for s in stages], values, scores_at, values_at)
 
 
 GPU_PASS_CELLS = 1 << 24  # cells of one block on a GPU: 64 MiB of float32 per temporary
@@ -184,7 +184,7 @@ def pass_rows(device: torch.device, heads: int, keys: int) -> int:
     return max(PASS_ROWS, min(16 * PASS_ROWS, GPU_PASS_CELLS // max(1, heads * keys)))
 
 
-def stream(trace: Trace, tail: Tail, family: ScoreTiles, names: Sequence[str], values: torch.Tensor,
+def stream(trace: Trace, tail: Tail, tiles: ScoreTiles, names: Sequence[str], values: torch.Tensor,
            scores_at: Sequence[Place], values_at: Sequence[Place]) -> torch.Tensor:
     """One pass over blocks of query rows: the outputs, every row's log-sum-exp, and every stage's stats.
 
@@ -192,7 +192,7 @@ def stream(trace: Trace, tail: Tail, family: ScoreTiles, names: Sequence[str], v
     outputs and the stats, and dropped. The masked and weights stages are then lazy
     too, read through the log-sum-exp the pass kept.
     """
-    rows_total, _ = family.shape
+    rows_total, _ = tiles.shape
     heads = len(scores_at)
     dtype = masks.softmax_dtype(values.dtype)
     outputs = torch.empty(heads, rows_total, values.shape[-1], dtype=values.dtype, device=values.device)
@@ -200,12 +200,12 @@ def stream(trace: Trace, tail: Tail, family: ScoreTiles, names: Sequence[str], v
     stats = {name: [StageStats() for _ in range(heads)] for name in (*names, "masked", "weights")}
     sink = None if tail.sink is None else tail.sink.to(values.device, dtype)[:, None]  # (heads, 1)
     sink_mass = None if sink is None else torch.empty(heads, rows_total, 1, dtype=dtype, device=values.device)
-    step = pass_rows(values.device, heads, family.shape[1])
+    step = pass_rows(values.device, heads, tiles.shape[1])
     for start in range(0, rows_total, step):
         rows = slice(start, min(rows_total, start + step))
-        pre = family.pre(rows, slice(None))
-        masked = family.masked(pre[family.last], rows, slice(None))  # (heads, b, S)
-        kept = None if family.mask is None else family.mask.tile(rows, slice(None))
+        pre = tiles.pre(rows, slice(None))
+        masked = tiles.masked(pre[tiles.last], rows, slice(None))  # (heads, b, S)
+        kept = None if tiles.mask is None else tiles.mask.tile(rows, slice(None))
         bottom = masked.amin(dim=-1)  # (heads, b) (aminmax with dim is slower)
         weights, lse[:, rows], top, shift, total, _ = softmax_rows(masked, sink)
         outputs[:, rows] = weights.to(values.dtype) @ values
@@ -219,26 +219,26 @@ def stream(trace: Trace, tail: Tail, family: ScoreTiles, names: Sequence[str], v
         fold_heads(stats["weights"], weights, kept, (torch.exp(bottom - shift) / total, torch.exp(top - shift) / total))
         blank = torch.isneginf(top)  # rows the mask leaves nothing (with a sink, it takes their whole weight)
         fold_row_sums(stats["weights"], weights, start, blank, None if sink_mass is None else sink_mass[:, rows, 0])
-    family.lse = lse
+    tiles.lse = lse
     qk = (tail.query_axis, tail.key_axis)
     out_axes = (tail.query_axis, dim_axis(values.shape[-1]))
-    source = trace.stages[scores_at[0].at(family.last)].symbol
+    source = trace.stages[scores_at[0].at(tiles.last)].symbol
     for n, (at, value_at) in enumerate(zip(scores_at, values_at)):
-        last = at.at(family.last)
-        trace.put(Stage(at.at("masked"), LazyTensor(family, "masked", n, family.shape, dtype, values.device),
+        last = at.at(tiles.last)
+        trace.put(Stage(at.at("masked"), LazyTensor(tiles, "masked", n, tiles.shape, dtype, values.device),
                         masked_formula(source, tail), qk, Masking(last, tail.mask, tail.fill, tail.temperature)))
         if sink_mass is None:
-            trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
+            trace.put(Stage(at.at("weights"), LazyTensor(tiles, "weights", n, tiles.shape, dtype, values.device),
                             WEIGHTS_FORMULA, qk, Softmax(at.at("masked"))))
         else:
-            trace.put(Stage(at.at("weights"), LazyTensor(family, "weights", n, family.shape, dtype, values.device),
+            trace.put(Stage(at.at("weights"), LazyTensor(tiles, "weights", n, tiles.shape, dtype, values.device),
                             SINK_WEIGHTS, qk, Softmax(at.at("masked"), tail.sink_name, n)))
             trace.add(Stage(at.at("sink_mass"), sink_mass[n], SINK_MASS, (tail.query_axis, SINK_AXIS),
                             SinkMass(at.at("masked"), tail.sink_name, n)))
         trace.add(Stage(at.at(tail.output), outputs[n], tail.output_formula, out_axes,
                         WeightedSum(at.at("weights"), value_at)))
         for name, found in stats.items():
-            same = name == family.last and stats[name][n].lo > stats[name][n].hi  # never folded: it is `masked`
+            same = name == tiles.last and stats[name][n].lo > stats[name][n].hi  # never folded: it is `masked`
             trace.stats[at.at(name)] = stats["masked"][n] if same else found[n]
     warn_empty_rows(trace, tail)
     return outputs

@@ -98,9 +98,9 @@ class LazyTensor:
     no view can walk the whole stage by accident.
     """
 
-    def __init__(self, family: ScoreTiles, name: str, head: int, shape: tuple[int, ...], dtype: torch.dtype,
+    def __init__(self, tiles: ScoreTiles, name: str, head: int, shape: tuple[int, ...], dtype: torch.dtype,
                  device: torch.device) -> None:
-        self.family, self.name, self.head = family, name, head
+        self.tiles, self.name, self.head = tiles, name, head
         self.shape = torch.Size(shape)
         self.dtype, self.device = dtype, device
 
@@ -120,13 +120,13 @@ class LazyTensor:
         col_slice = slice(cols, cols + 1) if isinstance(cols, int) else cols
         if not isinstance(row_slice, slice) or not isinstance(col_slice, slice):
             raise TypeError("a lazy stage is read by ints and slices only")
-        out = self.family.tile(self.name, row_slice, col_slice)[self.head]
+        out = self.tiles.tile(self.name, row_slice, col_slice)[self.head]
         picks = (0 if isinstance(rows, int) else slice(None), 0 if isinstance(cols, int) else slice(None), *rest)
         return out[picks]
 
     def rows(self, start: int, stop: int) -> torch.Tensor:
         """Rows start…stop, every column, computed for one pass and not cached (exports stream this way)."""
-        return self.family.tile(self.name, slice(start, stop), slice(None), keep=False)[self.head]
+        return self.tiles.tile(self.name, slice(start, stop), slice(None), keep=False)[self.head]
 
     def whole(self) -> torch.Tensor:
         """The whole stage as one tensor (only for stages small enough to hold)."""

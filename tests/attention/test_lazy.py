@@ -61,10 +61,10 @@ def test_a_tile_computes_only_its_rows_and_columns() -> None:
     trace = compute(sentence(TEXT, variant="scaled_dot"))
     stage = trace.stage("weights")
     assert isinstance(stage.data, LazyTensor)
-    family = stage.data.family
+    tiles = stage.data.tiles
     seen: list[tuple[slice, slice]] = []
-    original = family.pre
-    family.pre = lambda rows, cols: (seen.append((rows, cols)), original(rows, cols))[1]
+    original = tiles.pre
+    tiles.pre = lambda rows, cols: (seen.append((rows, cols)), original(rows, cols))[1]
     stage.data[10:20, 30:50]
     assert [(r.start, r.stop, c.start, c.stop) for r, c in seen] == [(10, 20, 30, 50)]
 
@@ -97,9 +97,9 @@ def test_an_export_streams_past_the_screen_cache() -> None:
     trace = compute(sentence(TEXT, variant="scaled_dot", mask="causal"))
     stage = trace.stage("weights")
     assert isinstance(stage.data, LazyTensor)
-    family = stage.data.family
+    tiles = stage.data.tiles
     shown = stage.data[0:64, 0:256]
-    before = dict(family._cache)
+    before = dict(tiles._cache)
     write_trace_json(trace, io.StringIO(), [stage])
-    assert list(family._cache) == list(before) and family._cached_cells <= TILE_CACHE_CELLS
+    assert list(tiles._cache) == list(before) and tiles._cached_cells <= TILE_CACHE_CELLS
     assert torch.equal(stage.data[0:64, 0:256], shown)

@@ -12,20 +12,20 @@ from attn_tui.trace.stage_stats import StageStats
 
 
 class Slices:
-    """A lazy role's data: slice n is a LazyTensor of the family's stage `name`."""
+    """A lazy role's data: slice n is a LazyTensor of the score tiles' stage `name`."""
 
-    def __init__(self, family: ScoreTiles, name: str, dtype: torch.dtype, device: torch.device) -> None:
-        self.family, self.name, self.dtype, self.device = family, name, dtype, device
+    def __init__(self, tiles: ScoreTiles, name: str, dtype: torch.dtype, device: torch.device) -> None:
+        self.tiles, self.name, self.dtype, self.device = tiles, name, dtype, device
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return (self.family.lse.shape[0] if self.family.lse is not None else 0, *self.family.shape)
+        return (self.tiles.lse.shape[0] if self.tiles.lse is not None else 0, *self.tiles.shape)
 
     def dim(self) -> int:
         return 3
 
     def __getitem__(self, n: int) -> LazyTensor:
-        return LazyTensor(self.family, self.name, n, self.family.shape, self.dtype, self.device)
+        return LazyTensor(self.tiles, self.name, n, self.tiles.shape, self.dtype, self.device)
 
 
 def fold_kept(found: list[StageStats], block: torch.Tensor, kept: torch.Tensor) -> None:

@@ -66,7 +66,7 @@ class _Writer:
                 self.recipes[at] = self._fields(value)
             return {"recipe": at}
         if isinstance(value, LazyTensor):
-            recipe = getattr(value.family, "recipe", None)
+            recipe = getattr(value.tiles, "recipe", None)
             if not isinstance(recipe, SdpaRecipe):
                 raise WireError("cannot send a lazy stage without its recipe")
             return {"lazy": value.name, "head": value.head, "shape": list(value.shape),
@@ -164,7 +164,7 @@ class _Reader:
 def _sendable(stage: Stage, left: list[str]) -> Stage | None:
     """A stage as it can travel: a lazy one (a long flex_attention call's, computed by tiles with the user's
     functions, which run only in the child) is sent whole when it is small enough, else left out and said."""
-    if not isinstance(stage.data, LazyTensor) or isinstance(getattr(stage.data.family, "recipe", None), SdpaRecipe):
+    if not isinstance(stage.data, LazyTensor) or isinstance(getattr(stage.data.tiles, "recipe", None), SdpaRecipe):
         return stage  # a long SDPA call's stages travel lazily: their recipe holds tensors only
     if stage.data.numel() > MATERIALIZE_CELLS:
         left.append(stage.key)

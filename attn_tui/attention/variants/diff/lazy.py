@@ -59,10 +59,10 @@ class DiffTiles(ScoreTiles):
         return found[name]
 
 
-def stream(trace: Trace, tail: Tail, family: DiffTiles, pre_names: Sequence[str], values: torch.Tensor,
+def stream(trace: Trace, tail: Tail, tiles: DiffTiles, pre_names: Sequence[str], values: torch.Tensor,
            at: Sequence[Place]) -> torch.Tensor:
     """One pass over blocks of query rows: D·V (heads, L, 2d), both maps' log-sum-exp, every stage's stats."""
-    rows_total, keys = family.shape
+    rows_total, keys = tiles.shape
     heads = len(at)
     dtype = masks.softmax_dtype(values.dtype)
     output = torch.empty(heads, rows_total, values.shape[-1], dtype=values.dtype, device=values.device)
@@ -72,11 +72,11 @@ def stream(trace: Trace, tail: Tail, family: DiffTiles, pre_names: Sequence[str]
     step = pass_rows(values.device, heads, keys)
     for start in range(0, rows_total, step):
         rows = slice(start, min(rows_total, start + step))
-        pre = family.pre(rows, slice(None))
-        kept = None if family.mask is None else family.mask.tile(rows, slice(None))
+        pre = tiles.pre(rows, slice(None))
+        kept = None if tiles.mask is None else tiles.mask.tile(rows, slice(None))
         maps = []
         for n in MAPS:
-            masked = family.masked(pre[f"{family.last}_{n}"], rows, slice(None))  # (heads, b, S)
+            masked = tiles.masked(pre[f"{tiles.last}_{n}"], rows, slice(None))  # (heads, b, S)
             bottom = masked.amin(dim=-1)  # (heads, b)
             weights, lse[n][:, rows], top, shift, total, empty = softmax_rows(masked)
             fold_heads(stats[f"masked_{n}"], masked, kept, (bottom, top))
@@ -84,12 +84,12 @@ def stream(trace: Trace, tail: Tail, family: DiffTiles, pre_names: Sequence[str]
                        (torch.exp(bottom - shift) / total, torch.exp(top - shift) / total))
             fold_row_sums(stats[f"weights_{n}"], weights, start, empty)
             maps.append(weights)
-        diff = maps[0] - family.lam * maps[1]  # (heads, b, S)
+        diff = maps[0] - tiles.lam * maps[1]  # (heads, b, S)
         output[:, rows] = diff.to(values.dtype) @ values
         fold_heads(stats["diff_weights"], diff)
         for name in pre_names:
             fold_heads(stats[name], pre[name])
-    family.lse, family.lse_2 = lse[1], lse[2]
+    tiles.lse, tiles.lse_2 = lse[1], lse[2]
     for h, place in enumerate(at):
         for name in names:
             trace.stats[place.at(name)] = stats[name][h]
@@ -106,20 +106,20 @@ def record_lazy(trace: Trace, tail: Tail, halves: Halves, at: list[Place], facto
     def pre(rows: slice, cols: slice) -> dict[str, torch.Tensor]:
         return map_tiles(halves, factor, cap, rows, cols)
 
-    family = DiffTiles(pre, "scaled" if cap is None else "capped", shape, tail.mask, tail.fill, tail.temperature,
+    tiles = DiffTiles(pre, "scaled" if cap is None else "capped", shape, tail.mask, tail.fill, tail.temperature,
                         lam=float(lam[0, 3]))
     stages = {n: map_stages(tail, halves, n, factor, cap) for n in MAPS}
     pre_names = [stage.name for n in MAPS for stage in stages[n][:-2]]  # scores_n, scaled_n, capped_n
-    output = stream(trace, tail, family, pre_names, values, at)
-    sample = family.tiles(slice(0, 1), slice(0, 1))  # one cell tells each stage's dtype
+    output = stream(trace, tail, tiles, pre_names, values, at)
+    sample = tiles.tiles(slice(0, 1), slice(0, 1))  # one cell tells each stage's dtype
     for n in MAPS:
         for h, place in enumerate(at):
             for stage in stages[n]:
                 tile = sample[stage.name]
-                trace.put(Stage(place.at(stage.name), LazyTensor(family, stage.name, h, shape,
+                trace.put(Stage(place.at(stage.name), LazyTensor(tiles, stage.name, h, shape,
                                                                  tile.dtype, tile.device),
                                 stage.formula, stage.axes, stage.op(place)))
-    diff = [LazyTensor(family, "diff_weights", h, shape, sample["diff_weights"].dtype, values.device)
+    diff = [LazyTensor(tiles, "diff_weights", h, shape, sample["diff_weights"].dtype, values.device)
             for h in range(len(at))]
     return record_heads(trace, tail, at, [(p.at("weights_1"), p.at("weights_2")) for p in at], lam, op, list(diff),
                         output, value_at)

@@ -1,10 +1,10 @@
 """What a recording keeps of the code's history: the graph behind each attention call, cut at its projections' inputs.
 
 Every recorded node holds its inputs, so without a cut a deep model's last attention call would hold
-the whole forward before it: each earlier layer's MLP, norms and residual sums (a 12-layer Llama at 128
-tokens kept some 50 MB, most of it values no stage reads; now some 8 MB). The recogniser reads an attention call back
-to the linear projections that made its queries, keys and values, and from there only the values of the
-tensor they read (`operands.projection`): how that input was made is never asked. So once a call
+the whole forward before it: each earlier layer's MLP, norms and residual sums (for a 12-layer Llama at 128
+tokens, some 50 MB, most of it values no stage reads, against some 8 MB with the cut). The recogniser reads
+an attention call back to the linear projections that made its queries, keys and values, and from there only
+the values of the tensor they read (`operands.projection`): how that input was made is never asked. So once a call
 is recorded, the input of each projection behind it becomes a leaf that keeps its values, its line and
 its scope, and what made it is dropped with the last reference to it.
 
