@@ -37,9 +37,10 @@ QK_NORM_NAMES = ("none", "rms", "rms-all")
 PROBE_NAMES = ("induction",)  # built-in inputs a real model can be fed in place of --text (sources/probe.py)
 MAX_GENERATE = 4096  # tokens one generation writes at most (the budget usually refuses fewer)
 _SHARED = (
-    Option("variant", str, "scaled_dot", None, choices=VARIANT_NAMES, label=NP_("setting", "variant"), row="select",
-           always=True),
-    choice("mask", MASK_NAMES, NP_("setting", "mask"), always=True),
+    Option("variant", str, "scaled_dot", N_("the attention to compute (default scaled_dot; docs/variants.md says what "
+                                            "each one is)"),
+           choices=VARIANT_NAMES, label=NP_("setting", "variant"), row="select", always=True),
+    choice("mask", MASK_NAMES, NP_("setting", "mask"), N_("which keys each query may see (default none)"), always=True),
     choice("mask_fill", FILL_NAMES, NP_("setting", "fill"), N_("value written into masked scores (default -inf)")),
     choice("mask_means", MASK_MEANS_NAMES, NP_("setting", "1 means"),
             N_("what a 1 in the mask means: attend (1 = may attend, torch's SDPA; the default) or block (1 = padding, "
@@ -52,10 +53,12 @@ _SHARED = (
     Option("positional", bool, False, N_("add sinusoidal positions"), label=NP_("setting", "pos enc"),
            row="checkbox", caption=N_("sinusoidal")),
     whole("seed", 0, -(2**62), 2**62, "S", NP_("setting", "seed"),
-         pane_refusal=N_("seed must be between -2^62 and 2^62")),
-    Option("device", str, "auto", None, choices=DEVICE_NAMES, label=NP_("setting", "device"), row="select",
-           always=True, for_models=True),
-    choice("dtype", DTYPE_NAMES, NP_("setting", "dtype"), always=True),
+         N_("seeds the learned W_q, W_k, W_v (and a writing model's draws): the same seed, the same numbers "
+            "(default 0)"), pane_refusal=N_("seed must be between -2^62 and 2^62")),
+    Option("device", str, "auto", N_("where torch computes: auto takes CUDA when there is one (default auto)"),
+           choices=DEVICE_NAMES, label=NP_("setting", "device"), row="select", always=True, for_models=True),
+    choice("dtype", DTYPE_NAMES, NP_("setting", "dtype"), N_("the number type every stage is computed in (default "
+                                                             "float32)"), always=True),
     Option("temperature", float, 1.0, N_("divides the scores (default 1)"), low=0, above=True, metavar="TEMP",
            label=NP_("setting", "temp"), row="input", always=True,
            refusal=N_("must be a positive finite number, got {text}"),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from attn_tui.ask.model_request import model_ask
 from attn_tui.ask.models import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 from attn_tui.ask.request import Reader, variant_ask
+from attn_tui.cli.parser import LIST_STAGES
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.io.controls import json_safe
@@ -60,6 +61,10 @@ def stages(args: argparse.Namespace) -> int:
         layer, head = None, args.head
     from attn_tui.io.export import select_stages
 
+    if args.stage == LIST_STAGES:
+        print(str(Msg("{title}'s stages: {names}", title=printable(str(trace.meta.title)),
+                      names=", ".join(trace.names()))))
+        return 0
     chosen = select_stages(trace, args.stage, layer, head)
     if out is not None:
         from attn_tui.io.export import export

@@ -21,6 +21,8 @@ from attn_tui.i18n import N_, Msg, _
 from attn_tui.io.files import QUOTE_LIMIT
 from attn_tui.present.text import printable
 
+LIST_STAGES = ""  # `--stage` given without a name: list the names instead of printing stages
+
 TOP = "app__"  # dest prefix of the options given before a subcommand (the app's own)
 _ANYWHERE = ("debug", "max_memory")
 FORMATS = ("table", "json", "csv", "npz")
@@ -153,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     stages = sub.add_parser("stages", help=_("print every stage headless (table, JSON, CSV or .npz)"),
                             description=_("Compute a trace and print its stages."))
     _add_input_options(stages)
-    stages.add_argument("--stage", metavar="NAME", help=_("print only this stage"))
+    stages.add_argument("--stage", metavar="NAME", nargs="?", const=LIST_STAGES,
+                        help=_("print only this stage; --stage alone lists the stages of what was asked"))
     stages.add_argument("--format", choices=FORMATS, default="table",
                         help=_("table or json print to the terminal; csv prints one stage; npz needs --out"))
     stages.add_argument("--out", metavar="FILE", help=_("write to FILE instead of printing (json, csv, npz)"))
@@ -166,25 +169,30 @@ def build_parser() -> argparse.ArgumentParser:
                                          "computes them (induction heads: Olsson et al. 2022), sink, local and "
                                          "entropy. --probe induction feeds a seeded random token sequence repeated "
                                          "twice."))
-    heads.add_argument("--model", required=True, metavar="NAME_OR_PATH")
-    heads.add_argument("--text")
-    heads.add_argument("--pad-to", type=reader(MODEL_OPTIONS["pad_to"]), metavar="N")
+    heads.add_argument("--model", required=True, metavar="NAME_OR_PATH",
+                       help=_("{names}, a local model folder, or a cached id").format(names=", ".join(MODEL_NAMES)))
+    heads.add_argument("--text", metavar="TEXT", help=_("the sentence the model reads"))
+    heads.add_argument("--pad-to", type=reader(MODEL_OPTIONS["pad_to"]), metavar="N",
+                       help=help_text(MODEL_OPTIONS["pad_to"]))
     for name in ("probe", "probe_length", "probe_seed"):  # a built-in probe in place of --text
         _add_option(heads, MODEL_OPTIONS[name], "")  # type: ignore[arg-type]  # a parser takes arguments as a group
-    heads.add_argument("--device", choices=DEVICE_NAMES)
-    heads.add_argument("--format", choices=("table", "json"), default="table")
+    heads.add_argument("--device", choices=DEVICE_NAMES, help=help_text(SETTINGS["device"]))
+    heads.add_argument("--format", choices=("table", "json"), default="table",
+                       help=_("a table on the terminal, or JSON (default table)"))
     _add_common(heads, "")
     train = sub.add_parser("train-seq2seq", help=_("train the date-normalising seq2seq model (CPU)"),
                            description=_("Train the GRU or the transformer encoder-decoder on generated dates and "
                                          "save a checkpoint; the defaults reproduce the shipped one."))
-    train.add_argument("--arch", choices=("gru", "transformer"), default="gru")
+    train.add_argument("--arch", choices=("gru", "transformer"), default="gru",
+                       help=_("a GRU with attention, or a transformer encoder-decoder (default gru)"))
     train.add_argument("--attention", choices=("additive", "general"), default=None,
                        help=_("the GRU's attention (default additive)"))
     train.add_argument("--epochs", type=_int_between(1, 1000), default=None,
                        help=_("default 4 (GRU) or 12 (transformer)"))
     train.add_argument("--steps", type=_int_between(1, 100_000), default=None,
                        help=_("steps per epoch (default 200 (GRU) or 300 (transformer))"))
-    train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0)
+    train.add_argument("--seed", type=_int_between(0, 2**32 - 1), default=0,
+                       help=_("seeds the weights and the generated dates (default 0)"))
     train.add_argument("--out", metavar="FILE", default=None,
                        help=_("checkpoint path (default dates_ATTENTION.pt, or dates_transformer.pt)"))
     _add_debug(train, "")

@@ -195,3 +195,39 @@ def test_trace_help_lists_every_shipped_sample_script(capsys) -> None:
     code, out, _ = run_cli(capsys, "trace", "--help")
     flat = " ".join(out.split())  # argparse wraps the help
     assert code == 0 and "luong_padding" in shipped and f"({', '.join(shipped)})" in flat
+
+
+def test_every_option_of_every_command_says_what_it_does_in_both_languages() -> None:
+    import argparse
+
+    from attn_tui import i18n
+    from attn_tui.cli.parser import build_parser
+
+    def silent(parser: argparse.ArgumentParser, command: str) -> list[str]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += silent(sub, f"{command} {name}")
+            elif not (action.help or "").strip() and action.option_strings:
+                found.append(f"{command} {action.option_strings[-1]}")
+        return found
+
+    before = i18n.language()
+    try:
+        for language in ("en", "ko"):
+            i18n.set_language(language)
+            assert silent(build_parser(), "attn-tui") == [], language
+        # every help is translated, not the English passed through (argparse's own -h and --version aside)
+        helps = [a.help for a in build_parser()._actions if a.option_strings and a.dest not in ("help", "version")]
+        assert all(any("가" <= ch <= "힣" for ch in text or "") for text in helps), helps
+    finally:
+        i18n.set_language(before)
+
+
+def test_stage_alone_lists_the_stages_of_what_was_asked(capsys) -> None:
+    code, out, _ = run_cli(capsys, "stages", "--sample", "multihead_korean", "--stage")
+    assert code == 0 and out.strip() == ("multihead's stages: embedding, positional, embedded_pos, qkv_proj, query, "
+                                         "key, value, scores, scaled, masked, weights, output, concat, projected")
+    code, out, _ = run_cli(capsys, "stages", "--sample", "multihead_korean", "--stage", "--head", "1")
+    assert code == 0 and "weights" in out
