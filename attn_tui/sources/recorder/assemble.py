@@ -14,6 +14,7 @@ import math
 import torch
 
 from attn_tui.i18n import Msg
+from attn_tui.sources.recorder.chain import Chain
 from attn_tui.sources.recorder.contract import rows_and_cols
 from attn_tui.sources.recorder.energy import energy_roles, reduce_energy
 from attn_tui.sources.recorder.found import (
@@ -33,7 +34,6 @@ from attn_tui.sources.recorder.logits import NotAttentionError, over_learned_row
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import Operands, after_output, param_name, projection, unscaled
 from attn_tui.sources.recorder.recognise import (
-    Chain,
     UnrecognisedError,
     describe_factor,
     find_output,

@@ -14,6 +14,7 @@ from attn_tui.i18n import N_, Msg, Plural
 from attn_tui.sources.recorder import found as f
 from attn_tui.sources.recorder.capture import Recorder
 from attn_tui.sources.recorder.found import Found, Role
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.names import module_names, module_paths
 from attn_tui.sources.recorder.node import Node, Scope, walk
 from attn_tui.trace.masks import MaskSpec
@@ -65,7 +66,7 @@ def _fallback(node: Node, scope: Scope) -> Found | None:
     """A softmax the recogniser could not lay out, shown as its scores and weights (None if even that fails)."""
     from attn_tui.sources.recorder.assemble import softmax_alone
 
-    if node.name in ("scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"):
+    if node.kind is Kind.ATTENTION:
         return None
     found = Found(scope, node.call, 1, 1)
     try:

@@ -1,4 +1,4 @@
-"""Which torch calls the recorder keeps, by one plain name each, and the softmax a user writes out by hand."""
+"""Each torch call by one plain name (whose kind kinds.py says), and the softmax a user writes out by hand."""
 
 from __future__ import annotations
 
@@ -6,16 +6,10 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from attn_tui.sources.recorder.kinds import NAMES, Kind
 from attn_tui.sources.recorder.node import Node
 
-CASTS = {"to", "float", "double", "half", "bfloat16", "type_as", "type"}
-OPS = {"linear", "matmul", "rmatmul", "mm", "bmm", "einsum", "baddbmm", "addmm", "softmax", "log_softmax",
-       "logsumexp", "add", "sub", "rsub", "mul", "div", "true_divide", "masked_fill", "where", "tanh", "exp", "sum",
-       "amax", "max", "cat", "concat", "stack", "setitem", "dropout", "scaled_dot_product_attention",
-       "multi_head_attention_forward", "neg", "nan_to_num",
-       "scatter", "sort", "pad",  # a sampler's penalised or sorted logits: its softmax is known as none (logits.py)
-       "eq", "ne", "lt", "le", "gt", "ge"}  # comparisons: a mask written `mask == 0` is shown as `mask` holds it
-ANCHORS = {"softmax", "scaled_dot_product_attention", "multi_head_attention_forward", "flex_attention"}
+ANCHORS = {"softmax", *NAMES[Kind.ATTENTION]}  # the calls a recording keeps, each with the graph behind it
 RENAMED = {"truediv": "div", "true_divide": "div", "concatenate": "cat", "concat": "cat", "rmul": "mul",
            "radd": "add", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "idiv": "div_",
            "swapdims": "transpose", "swapaxes": "transpose", "moveaxis": "movedim"}
@@ -33,21 +27,21 @@ def func_name(func: Callable[..., Any]) -> str:
     return RENAMED.get(name, name)
 
 
-_KINDS: dict[Any, tuple[str, bool]] = {}  # torch function → (its plain name, whether its name says in place)
+_NAMES: dict[Any, tuple[str, bool]] = {}  # torch function → (its plain name, whether its name says in place)
 
 
-def kind_of(func: Callable[..., Any]) -> tuple[str, bool]:
+def name_of(func: Callable[..., Any]) -> tuple[str, bool]:
     """`func_name` and whether the name is an in-place one, worked out once per function: a forward makes
     hundreds of torch calls through a few dozen functions."""
     try:
-        return _KINDS[func]
+        return _NAMES[func]
     except (KeyError, TypeError):
         pass
     name = func_name(func)
     found = (name, (name.endswith("_") and not name.endswith("__")) or name == "setitem")
-    if len(_KINDS) < 4096:
+    if len(_NAMES) < 4096:
         with contextlib.suppress(TypeError):  # an unhashable callable is worked out at each call
-            _KINDS[func] = found
+            _NAMES[func] = found
     return found
 
 

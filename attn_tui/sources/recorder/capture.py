@@ -2,11 +2,11 @@
 
 Every torch call of the user's code passes through `__torch_function__`; the calls that
 can be part of attention (projections, products, scaling, masks, softmax, tanh, sums,
-concatenation, SDPA, nn.MultiheadAttention, and the shape changes between them) become
-Nodes of a dataflow graph, each with the value it returned, its inputs, and the line of
-the user's code that made it. Nothing is copied unless it must be: a result is kept as
-a detached alias, and cloned only just before the code overwrites it in place, so the
-recorded values are the very numbers the code computed.
+concatenation, SDPA, nn.MultiheadAttention, and the shape changes between them: the names
+in kinds.py's table) become Nodes of a dataflow graph, each with its kind, the value it
+returned, its inputs, and the line of the user's code that made it. Nothing is copied
+unless it must be: a result is kept as a detached alias, and cloned only just before the
+code overwrites it in place, so the recorded values are the very numbers the code computed.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ import torch
 from torch.compiler import is_compiling
 from torch.overrides import TorchFunctionMode
 
-from attn_tui.sources.recorder.calls import ANCHORS, CASTS, OPS, kind_of, written_softmax
+from attn_tui.sources.recorder.calls import ANCHORS, name_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.hooks import FLEX_ATTENTION, HOOKS
-from attn_tui.sources.recorder.node import VIEWS, Node, Origin, Scope, version_of
+from attn_tui.sources.recorder.kinds import CASTS, KINDS, Kind
+from attn_tui.sources.recorder.node import Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.param_names import ParamNames
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
 from attn_tui.sources.recorder.whose import (
@@ -166,8 +167,8 @@ class Recorder(TorchFunctionMode):
             return entry[1]
         is_param = _learned(tensor)
         value = tensor.detach()  # a parameter too: copied only when the code changes it in place (_before_inplace)
-        node = Node("leaf", value, origin=origin, version=version_of(value), is_param=is_param, scope=scope,
-                    param=self._params.name(tensor, scope) if is_param else None)
+        node = Node("leaf", value, kind=Kind.LEAF, origin=origin, version=version_of(value), is_param=is_param,
+                    scope=scope, param=self._params.name(tensor, scope) if is_param else None)
         self._track(tensor, node)
         return node
 
@@ -215,7 +216,7 @@ class Recorder(TorchFunctionMode):
             wrapped = tuple(self._wrap(a, scope, origin) for a in args)
             named = {k: self._wrap(v, scope, origin) for k, v in kwargs.items()}
             value = result.detach()
-            node = Node(name, value, wrapped, named, origin, scope, version_of(value))
+            node = Node(name, value, wrapped, named, origin, scope, version_of(value), kind=KINDS[name])
             self._link(node)
             self._track(result, node)
             self._anchor(node, scope or Scope("attention", 0))
@@ -227,7 +228,7 @@ class Recorder(TorchFunctionMode):
         kwargs = kwargs or {}
         if not self.recording or is_compiling():  # dynamo tracing the code: it runs compiled, unseen (hooks/eager.py)
             return func(*args, **kwargs)
-        name, inplace = kind_of(func)
+        name, inplace = name_of(func)
         inplace = inplace or "out" in kwargs
         before = None
         if inplace:
@@ -251,7 +252,7 @@ class Recorder(TorchFunctionMode):
                 self.failed = self.failed or exc
             return result
         plain = name.rstrip("_") if inplace and name != "setitem" else name
-        if plain not in OPS and plain not in VIEWS and plain not in CASTS:
+        if plain not in KINDS:  # not a call attention is made of
             return result
         if not inplace and args and result is args[0]:
             return result  # dropout in eval mode, .float() of a float tensor: nothing happened
@@ -299,12 +300,13 @@ class Recorder(TorchFunctionMode):
         outputs = result if isinstance(result, (tuple, list)) else (result,)
         if name == "multi_head_attention_forward":
             outputs = (result[0],)
+        kind = KINDS[name]  # each call's kind, given once, here
         for part, out in enumerate(outputs):
             if not isinstance(out, torch.Tensor):
                 continue
             value = out.detach()
             node = Node(name, value, wrapped, inputs_kwargs, origin, scope, version_of(value),
-                        part=part if len(outputs) > 1 else None)
+                        part=part if len(outputs) > 1 else None, kind=kind)
             if name == "multi_head_attention_forward":
                 node.returned = tuple(r.detach() if isinstance(r, torch.Tensor) else r for r in result)
             anchor = name in ANCHORS or written_softmax(node)
@@ -325,7 +327,7 @@ class Recorder(TorchFunctionMode):
                 hops = source.hops
                 if hops is not None and hops < AFTER_HOPS:
                     source.consumers.append(node)
-                    if node.name != "linear":  # the output's projection ends the links: what it feeds is not read
+                    if node.kind is not Kind.LINEAR:  # the output's projection ends the links: what it feeds isn't read
                         node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
 
     def _root(self) -> None:

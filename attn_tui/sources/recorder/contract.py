@@ -15,10 +15,9 @@ import math
 
 import torch
 
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.refs import Ref, broadcast_index, broadcast_shape, counting, plain, resolve, unravel
-
-PRODUCTS = ("matmul", "rmatmul", "mm", "bmm", "einsum")
 
 Bilinear = tuple[Ref, Ref, torch.Tensor]  # left (*b, M, K), right (*b, K, N), out_index (*b, M, N)
 
@@ -33,17 +32,17 @@ class NotOneQueryPerRowError(UnrecognisedError):
 
 def is_product(node: Node) -> bool:
     """A node that multiplies two tensors and sums over what they share (a sum of a product included)."""
-    return node.name in PRODUCTS or (node.name == "sum" and _summed_product(node) is not None)
+    return node.kind is Kind.CONTRACT or (node.kind is Kind.SUM and _summed_product(node) is not None)
 
 
 def bilinear(node: Node) -> Bilinear | None:
     """A product as (left (*b, M, K), right (*b, K, N), out_index (*b, M, N) into the node's value)."""
+    if node.kind is Kind.SUM:
+        return _sum_of_product(node)
+    if node.kind is not Kind.CONTRACT:
+        return None
     if node.name == "einsum":
         return _einsum(node)
-    if node.name == "sum":
-        return _sum_of_product(node)
-    if node.name not in PRODUCTS:
-        return None
     tensors = [a for a in node.inputs if isinstance(a, Node)]
     if len(tensors) != 2:
         return None

@@ -10,6 +10,7 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.found import Found, GivenOp, Role, TanhOfPairOp, TanhOfSumOp
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import Operands, param_name
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref, resolve
@@ -34,13 +35,13 @@ def learned_vector(node: Node) -> bool:
 def reduce_energy(node: Node, ref: Ref) -> tuple[Ref, Node, Node | None] | None:
     """`Va(energy)` (a linear to one number), `sum(v * energy, -1)` or `energy @ v`: (energy (…, L, S, H), v, bias)."""
     pos = ref.index
-    if node.name == "linear" and node.value.shape[-1] == 1 and isinstance(node.inputs[0], Node):
+    if node.kind is Kind.LINEAR and node.value.shape[-1] == 1 and isinstance(node.inputs[0], Node):
         x = resolve(node.inputs[0])
         hidden = node.inputs[0].value.shape[-1]
         energy = x.index.reshape(-1, hidden)[pos]
         bias = node.inputs[2] if len(node.inputs) > 2 and isinstance(node.inputs[2], Node) else None
         return Ref(x.node, x.base, energy), node.inputs[1], bias
-    if node.name == "sum" and isinstance(node.inputs[0], Node):
+    if node.kind is Kind.SUM and isinstance(node.inputs[0], Node):
         dim = node.inputs[1] if len(node.inputs) > 1 else node.kwargs.get("dim")
         product = node.inputs[0]
         if isinstance(dim, (tuple, list)) and len(dim) == 1:
@@ -62,7 +63,7 @@ def energy_roles(found: Found, operands: Operands, energy: Ref) -> tuple[str, st
     """The roles before an energy (…, L, S, H): Bahdanau's W_a q + U_a k, or the concat form's W[q; k]."""
     node = energy.node
     origin = None if node is None else node.origin
-    if node is not None and node.name == "tanh" and isinstance(node.inputs[0], Node):
+    if node is not None and node.kind is Kind.TANH and isinstance(node.inputs[0], Node):
         inner = operand_ref(node, node.inputs[0], energy.index)
         made = inner.node
         if made is not None and made.name == "add" and all(isinstance(t, Node) for t in made.inputs[:2]):
@@ -79,7 +80,7 @@ def energy_roles(found: Found, operands: Operands, energy: Ref) -> tuple[str, st
                                           ("query", "key", "hidden")))
                     found.kind = "additive"
                     return name, None
-        if made is not None and made.name == "linear":
+        if made is not None and made.kind is Kind.LINEAR:
             pair = _pair(found, operands, made, inner, energy.values)
             if pair is not None:
                 found.kind = "concat"

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder import sdpa_lazy
 from attn_tui.sources.recorder.beside import beside_kernel, kernel_line
+from attn_tui.sources.recorder.chain import MASK_AT
 from attn_tui.sources.recorder.found import (
     ConcatOp,
     DotOp,
@@ -37,7 +38,7 @@ from attn_tui.sources.recorder.maskparts import mask_key
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, call_operands
 from attn_tui.sources.recorder.packed import packing
-from attn_tui.sources.recorder.recognise import MASK_AT, UnrecognisedError
+from attn_tui.sources.recorder.recognise import UnrecognisedError
 from attn_tui.sources.recorder.refs import Ref, broadcast_shape, resolve
 from attn_tui.sources.recorder.slices import Layout, layout
 from attn_tui.trace.masks import MaskSpec

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import torch
 
+from attn_tui.sources.recorder.kinds import KINDS, Kind
 from attn_tui.sources.recorder.node import Node, version_of
 
-FUSED = {"baddbmm": "bmm", "addmm": "mm"}  # fused call → the product inside it
+PRODUCT_INSIDE = {"baddbmm": "bmm", "addmm": "mm"}  # each call of Kind.FUSED → the product inside it
 
 
 def _number(value: object, default: float) -> float | None:
@@ -25,8 +26,7 @@ def _number(value: object, default: float) -> float | None:
 
 def unfused(node: Node) -> Node | None:
     """`beta·input + alpha·(b1 @ b2)` as nodes: product, then its scale, then the sum (None if not such a call)."""
-    product_name = FUSED.get(node.name)
-    if product_name is None or len(node.inputs) < 3:
+    if node.kind is not Kind.FUSED or len(node.inputs) < 3:
         return None
     added, left, right = node.inputs[:3]
     beta, alpha = _number(node.kwargs.get("beta"), 1.0), _number(node.kwargs.get("alpha"), 1.0)
@@ -35,9 +35,10 @@ def unfused(node: Node) -> Node | None:
     assert isinstance(added, Node) and isinstance(left, Node) and isinstance(right, Node)
 
     def part(name: str, value: torch.Tensor, inputs: tuple[object, ...]) -> Node:
-        return Node(name, value, inputs, origin=node.origin, scope=node.scope, version=version_of(value))
+        return Node(name, value, inputs, origin=node.origin, scope=node.scope, version=version_of(value),
+                    kind=KINDS[name])
 
-    top = part(product_name, torch.matmul(left.value, right.value), (left, right))
+    top = part(PRODUCT_INSIDE[node.name], torch.matmul(left.value, right.value), (left, right))
     if alpha != 1.0:
         top = part("mul", top.value * alpha, (top, alpha))
     if beta != 0.0 and bool(added.value.ne(0).any()):

@@ -17,6 +17,7 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.found import ConcatOp, Found, LinearOp, MaskOp, ReduceOp, Role, RoleOp, TanhOfPairOp
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node, Scope
 from attn_tui.sources.recorder.operands import param_name, through_views
 from attn_tui.sources.recorder.refs import UnfollowableError, resolve
@@ -149,7 +150,7 @@ def _concat_and_project(found: Found, cat: Node) -> None:
     found.add(Role("concat", concat, ConcatOp("output"), cat.origin,
                    Msg("C = [O_0 | O_1 | … ]: every head's output side by side"), ("query", "dim"), shared=True))
     for linear in through_views(cat):
-        if linear.name != "linear" or not isinstance(linear.inputs[0], Node) or len(linear.inputs) < 2:
+        if linear.kind is not Kind.LINEAR or not isinstance(linear.inputs[0], Node) or len(linear.inputs) < 2:
             continue
         try:
             x = resolve(linear.inputs[0])

@@ -16,6 +16,7 @@ import math
 import torch
 
 from attn_tui.sources.recorder.contract import is_product, rows_and_cols
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.refs import Ref, operand_ref, resolve
 
@@ -59,7 +60,7 @@ def over_learned_rows(scores: Ref) -> bool:
             node = ref.node
             if node is None:
                 return False
-            if node.name == "linear":
+            if node.kind is Kind.LINEAR:
                 return over_outputs(node, ref.index)
             if is_product(node):
                 _, key = rows_and_cols(node, ref.index)  # the rows the softmax runs over

@@ -13,10 +13,7 @@ from typing import Any
 
 import torch
 
-VIEWS = {"view", "reshape", "permute", "transpose", "t", "T", "mT", "squeeze", "unsqueeze", "contiguous",
-         "getitem", "select", "narrow", "expand", "expand_as", "repeat", "flatten", "unflatten", "movedim",
-         "moveaxis", "swapaxes", "swapdims", "view_as", "reshape_as", "chunk", "split", "unbind", "tensor_split",
-         "clone", "detach", "data", "squeeze_", "unsqueeze_", "transpose_", "t_", "repeat_interleave"}
+from attn_tui.sources.recorder.kinds import VIEWS, Kind
 
 
 @dataclass(frozen=True)
@@ -44,11 +41,13 @@ class Scope:
 class Node:
     """One recorded tensor: what made it, from what, where, and its value (kept as the code computed it).
 
-    A view (reshape, permute, indexing…) keeps the node it reads from and its arguments; the
+    Its kind (kinds.py) is what the recognisers ask; its name stays for finer distinctions and the
+    formulas. A view (reshape, permute, indexing…) keeps the node it reads from and its arguments; the
     recogniser replays them on an index tensor to know which numbers of that node it holds.
     """
 
     name: str  # "leaf" for a tensor the recorder did not see being made; else the op's plain name
+    kind: Kind = field(kw_only=True)  # what the op does (kinds.py), given once when it is recorded
     value: torch.Tensor
     inputs: tuple[Any, ...] = ()  # args with every recorded tensor replaced by its Node (nested tuples kept)
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -66,7 +65,7 @@ class Node:
 
     @property
     def is_view(self) -> bool:
-        return self.name in VIEWS
+        return self.kind in VIEWS
 
     def tensors(self) -> list[Node]:
         """The nodes among the inputs, in order (inside tuples and lists too)."""

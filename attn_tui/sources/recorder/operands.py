@@ -15,10 +15,9 @@ import torch
 
 from attn_tui.i18n import Msg
 from attn_tui.sources.recorder.found import ColumnsOp, ConcatOp, Found, GivenOp, LinearOp, Role, ScaleOp
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, joined, operand_ref, resolve
-
-SCALARS = ("mul", "div")
 
 
 def scalar(value: object) -> float | None:
@@ -36,7 +35,7 @@ def scalar(value: object) -> float | None:
 
 def scale_of(node: Node) -> tuple[Node, float] | None:
     """`x * c`, `c * x`, `x / c` with c a number: (x, the factor)."""
-    if node.name not in SCALARS or len(node.inputs) < 2:
+    if node.kind is not Kind.SCALE or len(node.inputs) < 2:
         return None
     a, b = node.inputs[0], node.inputs[1]
     if node.name == "div":
@@ -70,7 +69,7 @@ class Projection:
 def projection(ref: Ref) -> Projection | None:
     """`ref` (n, R, K) as columns of a linear's output, if it is one."""
     node = ref.node
-    if node is None or node.name != "linear" or len(node.inputs) < 2 or not isinstance(node.inputs[1], Node):
+    if node is None or node.kind is not Kind.LINEAR or len(node.inputs) < 2 or not isinstance(node.inputs[1], Node):
         return None
     out_features = node.value.shape[-1]
     rows, cols = ref.index // out_features, ref.index % out_features  # (n, R, K) each
@@ -226,7 +225,7 @@ def after_output(found: Found, output: Ref, output_role: str) -> None:
     if node is None:
         return
     for consumer in through_views(node):
-        if consumer.name != "linear" or not isinstance(consumer.inputs[0], Node):
+        if consumer.kind is not Kind.LINEAR or not isinstance(consumer.inputs[0], Node):
             continue
         try:
             x = resolve(consumer.inputs[0])
@@ -247,7 +246,7 @@ def through_views(node: Node) -> list[Node]:
             if id(consumer) in seen:
                 continue
             seen.add(id(consumer))
-            if consumer.is_view or consumer.name == "cast" or (consumer.name in ("cat", "stack")
+            if consumer.is_view or consumer.name == "cast" or (consumer.kind is Kind.CAT
                                                                and joined(consumer) is not None):
                 queue.append(consumer)
             else:

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node, Origin
 
 MAX_INDEX = 1 << 24  # numbers a view may hold for the recogniser to follow it (int64 indices: 128 MiB)
@@ -112,7 +113,7 @@ def _unwrap(value: Any) -> Any:
 def resolve(node: Node) -> Ref:
     """The ref of a node: itself for an op, the numbers of its base node for a view (or for pieces of one
     node joined again: `torch.stack(q.split(d, -1), 1)`, the heads of one output put back side by side)."""
-    if node.name in ("cat", "stack"):
+    if node.kind is Kind.CAT:
         found = joined(node)
         if found is not None:
             return found

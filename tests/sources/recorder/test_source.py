@@ -25,9 +25,9 @@ def door_runs(monkeypatch: pytest.MonkeyPatch) -> list[RecordAsk]:
     asked: list = []
     real = door.run
 
-    def counted(ask, max_memory=None, cpu_fallback=False, on_step=None, on_progress=None):
+    def counted(ask, *args, **kwargs):
         asked.append(ask)
-        return real(ask, max_memory, cpu_fallback, on_step, on_progress)
+        return real(ask, *args, **kwargs)
 
     monkeypatch.setattr(door, "run", counted)
     return asked

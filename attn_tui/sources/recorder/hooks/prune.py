@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from attn_tui.sources.recorder.calls import ANCHORS
 from attn_tui.sources.recorder.hooks.hook import Recorder, RecorderHook
+from attn_tui.sources.recorder.kinds import Kind
 from attn_tui.sources.recorder.node import Node, walk
 
 MAX_VISITS = 512  # nodes walked back from one call: the walk stops at projections, so a layer needs far fewer
@@ -73,7 +74,7 @@ def _leaf(node: Node, any_cat_read: bool = False) -> None:
         return
     if node.name in ("cat", "stack") and (any_cat_read or _may_be_pieces(node)):
         return
-    node.name, node.inputs, node.kwargs = "leaf", (), {}
+    node.name, node.kind, node.inputs, node.kwargs = "leaf", Kind.LEAF, (), {}
 
 
 def _cut_operands(call: Node) -> None:
