@@ -30,6 +30,7 @@ from attn_tui.io.files import partial, quoted, writable_file, writable_folder, w
 from attn_tui.io.mask_json import mask_numbers, stage_mask
 from attn_tui.trace.geometry import HeadGeometry, LayerGeometry, Positional
 from attn_tui.trace.lazy import LazyTensor
+from attn_tui.trace.reads import inputs_of
 from attn_tui.trace.stage import Stage, Trace
 
 BLOCK_CELLS = 1 << 16  # values converted to Python numbers (or float64) at a time while writing
@@ -181,13 +182,14 @@ def write_trace_json(trace: Trace, out: TextIO, stages: list[Stage] | None = Non
     """The trace as one JSON document, streamed stage by stage and row block by row block.
 
     `params` None includes the learned parameters only when they are small (a 4096-wide
-    model's weights would dwarf a 2×2 stage); True always, False never.
+    model's weights would dwarf a 2×2 stage); True always, False never. The inputs are those the chosen stages
+    are made from (`trace.reads.inputs_of`).
     """
     out.write("{")
     for key, value in _header(trace).items():
         out.write(_dumps(key) + ": " + _dumps(value) + ", ")
-    out.write('"inputs": ')
-    _write_named(trace.inputs, out)
+    out.write('"inputs": ')  # the chosen stages' own: a model's other layers' inputs would dwarf one stage
+    _write_named({name: trace.inputs[name] for name in inputs_of(trace, stages)}, out)
     include = params_are_small(trace) if params is None else params
     out.write(', "params": ')
     if include:
