@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from attn_tui.sources.recorder.calls import ANCHORS, name_of, written_softmax
 from attn_tui.sources.recorder.held import held_bytes
 from attn_tui.sources.recorder.hooks import FLEX_ATTENTION, HOOKS
-from attn_tui.sources.recorder.kinds import CASTS, KINDS, Kind
+from attn_tui.sources.recorder.kinds import CASTS, FORWARD, KINDS, After, Kind
 from attn_tui.sources.recorder.node import Node, Origin, Scope, version_of
 from attn_tui.sources.recorder.param_names import ParamNames
 from attn_tui.sources.recorder.whose import LAST_WALK as _LAST
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from attn_tui.sources.recorder.hooks import RecorderHook
     from attn_tui.sources.recorder.hooks.hook import ThreadsEntered
 
-AFTER_HOPS = 12  # how far past a softmax the graph keeps forward links (output, concat, projection)
 MAX_CALLS = 64  # attention calls kept per module (the last ones: a script may train before it evaluates)
 
 
@@ -317,18 +316,18 @@ class Recorder(TorchFunctionMode):
 
     @staticmethod
     def _link(node: Node, anchor: bool | None = None) -> None:
-        """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection)."""
+        """Forward links from a softmax onwards: where its weights go (the output, the concat, the projection), as
+        far as the forward pattern (kinds.FORWARD) reads them."""
         if anchor if anchor is not None else (node.name in ANCHORS or written_softmax(node)):
-            node.hops = 0
+            node.after = After.ANCHOR
         for arg in (*node.inputs, *node.kwargs.values()) if node.kwargs else node.inputs:  # Node.tensors(), inline
             for source in arg if isinstance(arg, (tuple, list)) else (arg,):
-                if not isinstance(source, Node):
+                if not isinstance(source, Node) or source.after is None:
                     continue
-                hops = source.hops
-                if hops is not None and hops < AFTER_HOPS:
-                    source.consumers.append(node)
-                    if node.kind is not Kind.LINEAR:  # the output's projection ends the links: what it feeds isn't read
-                        node.hops = hops + 1 if node.hops is None else min(node.hops, hops + 1)
+                source.consumers.append(node)
+                reached = FORWARD[source.after].get(node.kind)
+                if reached is not None and (node.after is None or reached.value < node.after.value):
+                    node.after = reached
 
     def _root(self) -> None:
         """Keep every module running now, outermost first, so each attention is named by its path in the outermost

@@ -70,3 +70,23 @@ KINDS: dict[str, Kind] = {name: kind for kind, names in NAMES.items() for name i
 VIEWS = frozenset({Kind.VIEW, Kind.COPY})  # read back by replaying the call on an index tensor
 PASSES = frozenset({Kind.PASS, Kind.COPY})  # each number where it was
 CHANGED_AFTER_SOFTMAX = frozenset({Kind.SCALE, Kind.MASK, Kind.FINITE})  # the weights changed cell by cell
+WEIGHTS_KEPT = PASSES | CHANGED_AFTER_SOFTMAX  # what may come between the softmax and the product with the values
+
+
+class After(Enum):
+    """Where a node sits on the way from an attention onwards, as the recognisers read that way."""
+
+    ANCHOR = 0  # the softmax (or a whole attention call) itself
+    WEIGHTS = 1  # the weights, seen through views and changes cell by cell
+    OUTPUT = 2  # their product with the values, and that output through views, casts and a concat
+
+
+_FROM_WEIGHTS = {kind: After.WEIGHTS for kind in VIEWS | WEIGHTS_KEPT} | {
+    kind: After.OUTPUT for kind in (Kind.CONTRACT, Kind.SUM, Kind.FUSED, Kind.CAT)}
+# The forward pattern, one step per call: from a side, the kinds that continue it and the side they reach. A
+# projection (LINEAR) is linked but ends the way (what it feeds is never read); any other call is linked only.
+FORWARD: dict[After, dict[Kind, After]] = {
+    After.ANCHOR: _FROM_WEIGHTS,
+    After.WEIGHTS: _FROM_WEIGHTS,
+    After.OUTPUT: {kind: After.OUTPUT for kind in VIEWS | PASSES | {Kind.CAT}},
+}

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from attn_tui.sources.recorder.kinds import VIEWS, Kind
+from attn_tui.sources.recorder.kinds import VIEWS, After, Kind
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class Node:
     param: str | None = None  # a leaf parameter's name in its module ("Wa.weight"); "" for one no module holds
     is_param: bool = False
     part: int | None = None  # which result of an op that returns several (chunk, unbind)
-    hops: int | None = None  # ops since a softmax, for the forward links; None = not after one
-    consumers: list[Node] = field(default_factory=list)  # kept only within AFTER_HOPS of a softmax
+    after: After | None = None  # its place on the way from an attention onwards (kinds.FORWARD); None: not on it
+    consumers: list[Node] = field(default_factory=list)  # kept only on that way
     returned: Any = field(default=None, repr=False)  # MHA: its whole result (output, weights)
     call: int = 0  # the n-th anchor of its scope
     held: int = 0  # bytes an anchor's graph keeps alive (counted only under a budget)

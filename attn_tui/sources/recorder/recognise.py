@@ -28,12 +28,10 @@ from attn_tui.sources.recorder.found import (
     SumOp,
     WeightedSumOp,
 )
-from attn_tui.sources.recorder.kinds import CHANGED_AFTER_SOFTMAX, PASSES, Kind
+from attn_tui.sources.recorder.kinds import WEIGHTS_KEPT, After, Kind
 from attn_tui.sources.recorder.node import Node
 from attn_tui.sources.recorder.operands import after_output, projection, unscaled
 from attn_tui.sources.recorder.refs import Ref, UnfollowableError, base_of, operand_ref
-
-WEIGHTS_KEPT = PASSES | CHANGED_AFTER_SOFTMAX  # what may come between the softmax and the product with the values
 
 
 def softmax_input(node: Node) -> Node | None:
@@ -122,7 +120,7 @@ def _main_input(node: Node) -> Node | None:
             made = base_of(candidate)
         except UnfollowableError:
             continue
-        if made.hops is not None and (made.hops == 0 or made.kind in WEIGHTS_KEPT):
+        if made.after is not None and (made.after is After.ANCHOR or made.kind in WEIGHTS_KEPT):
             return candidate
     return None
 

@@ -67,10 +67,10 @@ def _may_be_pieces(node: Node) -> bool:
 
 def _leaf(node: Node, any_cat_read: bool = False) -> None:
     """What made `node` is let go; its values, line and scope stay. Left whole: the output of an earlier call
-    (`hops`: its recognition reads it as it was made), a projection, a parameter, and a `cat` / `stack`
+    (`after`: its recognition reads it as it was made), a projection, a parameter, and a `cat` / `stack`
     the recogniser reads back through: behind a projection any (`any_cat_read`: concat attention's W·[s; h]),
     behind a fused call's operand only one that may join pieces of one node."""
-    if node.hops is not None or node.name in ("leaf", "linear") or node.is_param:
+    if node.after is not None or node.name in ("leaf", "linear") or node.is_param:
         return
     if node.name in ("cat", "stack") and (any_cat_read or _may_be_pieces(node)):
         return
