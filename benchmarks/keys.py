@@ -20,7 +20,7 @@ from attn_tui.tui.app import AttnApp
 
 SIZE = (120, 40)
 KEYS = {"stage": ["right", "left"], "cursor": ["down", "up"], "head": ["right_square_bracket"], "params": ["p"]}
-HANDLERS = {"stage": ("action_next_stage", "action_prev_stage"), "cursor": ("action_cursor",),
+HANDLERS = {"stage": ("action_next_stage", "action_prev_stage"), "cursor": (),  # the heatmap's own (below)
             "head": ("action_next_head",), "params": ("action_toggle_params",)}
 
 
@@ -57,7 +57,7 @@ async def _settle(pilot: Any) -> None:
     for _ in range(2000):
         await app.workers.wait_for_complete()
         await pilot.pause()
-        if app.torch_ready and app.generation > 0 and app.shown_generation == app.generation:
+        if app.torch_ready and app.state.generation > 0 and app.state.shown_generation == app.state.generation:
             return
     raise RuntimeError("the app never settled")
 
@@ -72,6 +72,8 @@ async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
         await _settle(pilot)
         app.explorer.go_to_stage(app.stage_names().index("weights"))
         await pilot.pause()
+        heatmap = app.explorer.heatmap  # the cursor keys are the focused heatmap's own bindings
+        heatmap.action_cursor = app._timed(heatmap.action_cursor)  # type: ignore[method-assign]
         app.handler_seconds.clear()
         for r in range(rounds):
             for key in KEYS[kind]:

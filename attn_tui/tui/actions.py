@@ -93,7 +93,8 @@ class NavigationActions(_AppBase):
             self._player = None
 
     def action_cursor(self, d_row: int, d_col: int) -> None:
-        self.explorer.move_cursor_by(d_row, d_col)
+        """The cursor keys where the heatmap does not have focus (an input, the heads grid): its cursor moves."""
+        self.explorer.heatmap.action_cursor(d_row, d_col)
 
     def action_query(self, step: int) -> None:
         self.explorer.change_query(step)

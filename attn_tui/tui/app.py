@@ -95,8 +95,9 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
 
     def __init__(self, request: VariantAsk | None = None, play_interval: float = PLAY_INTERVAL,
                  model: ModelAsk | None = None, max_memory: int | None = None, fresh: bool = True,
-                 first_stage: str | None = None, record: RecordAsk | None = None) -> None:
+                 first_stage: str | None = None, record: RecordAsk | None = None, notice: Msg | None = None) -> None:
         super().__init__()
+        self.notice = notice  # what the command line chose for the user (a model's sample sentence), said at start
         sample = load_samples()[DEFAULT_SAMPLE]
         given = request is not None or model is not None or record is not None  # the command line named one
         if record is not None and first_stage is None:
@@ -126,7 +127,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
             with Vertical(id="left"):
                 yield ModelPane(self.variants.settings, applicable(self.variants), id="model")
                 yield InputPane(id="inputs")
-            yield Explorer(id="right")
+            yield Explorer(self.state.whereabouts, id="right")
         yield Static(self._too_small_text(), id="too-small")
         yield LocalFooter()
 
@@ -176,6 +177,8 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
             self.restore_session()
         self.show_ask(self.state.wanted)
         self.explorer.heatmap.focus()
+        if self.notice is not None:
+            self.notify(self.notice, timeout=12)
         self._fit_screen(self.size.width, self.size.height)
         if not self.is_headless:  # a test's event loop keeps its own signal handling
             self._release_signals = catch_ending_signals(self.end_on_signal)
@@ -390,9 +393,10 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
 
 
 def run_app(request: VariantAsk | None = None, model: ModelAsk | None = None, max_memory: int | None = None,
-            fresh: bool = False, first_stage: str | None = None, record: RecordAsk | None = None) -> int:
+            fresh: bool = False, first_stage: str | None = None, record: RecordAsk | None = None,
+            notice: Msg | None = None) -> int:
     """Run the app on `request` (None: the saved session, else the default sample), on `model`, or on the user's
-    code (`record`); the exit code."""
+    code (`record`), saying `notice` once it is up; the exit code."""
     result = AttnApp(request, model=model, max_memory=max_memory, fresh=fresh, first_stage=first_stage,
-                     record=record).run()
+                     record=record, notice=notice).run()
     return 0 if result is None else int(result)

@@ -55,6 +55,7 @@ APP_BINDINGS: list[Binding] = [
     Binding("V", "jump('#edit-V')", N_("Type V"), show=False, id="focus.v"),
     Binding("X", "jump('#edit-X')", N_("Type X (token vectors)"), show=False, id="focus.x"),
     Binding("m", "jump('#set-variant')", N_("Model pane: the variant"), show=False, id="focus.model"),
+    # The heatmap's own keys, by the same ids: here for when focus is elsewhere (an input, the heads grid).
     Binding("up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.up"),
     Binding("down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.down"),
     Binding("shift+up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.shift_up"),

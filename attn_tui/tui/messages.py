@@ -6,7 +6,7 @@ Small dataclasses so a worker thread can post them safely and a test can read th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -101,19 +101,6 @@ class SampleChosen(Message):
     """A sample was picked in the Samples tab."""
 
     name: str
-
-
-@dataclass
-class CursorMoved(Message):
-    """The heatmap's cell cursor moved (key or click); row and column are in the displayed grid."""
-
-    row: int
-    col: int
-    heatmap: Any = None  # the heatmap whose cursor moved
-
-    @property
-    def control(self) -> Any:
-        return self.heatmap
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The app's state as a plain object: what is asked, kept, undone, on show and in error, without Textual.
+"""The app's state as a plain object: what is asked, kept, undone, on show and in error, and where the user is.
 
 The App owns one `AppState`, hands it every worker result and edit, and draws what the
 transitions say. Each transition is a method that changes the state and returns what the
@@ -16,9 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from attn_tui.ask.samples import MODEL_SENTENCE
 from attn_tui.ask.settings import Ask, MatrixInput, ModelAsk, RecordAsk, SentenceInput, VariantAsk, XInput
 from attn_tui.i18n import Msg
 from attn_tui.present.atlas import AtlasPosition
+from attn_tui.tui.whereabouts import Whereabouts
 
 if TYPE_CHECKING:
     from attn_tui.io.session import Session
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 OWN = ""  # the key of the attention variants among the kept asks
 UNDO_DEPTH = 20
 STILL_SHOWN = Msg("  (showing the last valid result)")
-FALLBACK_SENTENCE = "the cat sat on the mat"  # what a transformer reads when the variants hold typed matrices
 SESSION_SENTENCE = "나는 학교에 간다"  # what a saved session without a usable input starts on
 
 
@@ -70,7 +71,7 @@ class Failure:
 
 
 class AppState:
-    """The asks, their results and errors, undo, compare mode's B, and the session's content."""
+    """The asks, their results and errors, undo, compare mode's B, where the user is, and the session's content."""
 
     def __init__(self, variants: VariantAsk, model: ModelAsk | RecordAsk | None = None, *, given: bool = False,
                  first_stage: str | None = None, typed: Callable[[], Typed] | None = None) -> None:
@@ -92,6 +93,7 @@ class AppState:
         self.error_joiner = " · "
         self.comparison: Comparison | None = None
         self.atlas = AtlasPosition()  # where the head atlas (a) was left: cursor, role filter, ranking, compare
+        self.whereabouts = Whereabouts()  # where the user is in the trace on show: place, layer, head, cursor…
 
     # ----- what is asked ---------------------------------------------------------------------
     @property
@@ -276,7 +278,7 @@ class AppState:
             return kept.model
         variants = self.variants
         text = first_text if first_text is not None else (
-            sentence if variants.source.sentence is not None else FALLBACK_SENTENCE)
+            sentence if variants.source.sentence is not None else MODEL_SENTENCE)
         return ModelAsk(name, text, device=variants.settings.device)
 
     # ----- compare mode -------------------------------------------------------------------

@@ -11,7 +11,6 @@ from attn_tui.i18n import _
 from attn_tui.present.grid import Grid
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import ramp
-from attn_tui.tui.messages import CursorMoved
 from attn_tui.tui.widgets.echo import shown
 from attn_tui.tui.widgets.heatmap import Heatmap
 
@@ -110,29 +109,24 @@ class CompareView(Horizontal):
         scale = self._lines(self.query_one("#compare-scale", Static), self.size.width)  # one line, or two
         return self.title_lines() + 1 + scale + (2 if self.has_class("-noted") else 0)
 
-    def move_cursor_by(self, d_row: int, d_col: int) -> None:
-        a = self.heatmap("a")
-        a.move_cursor_by(d_row, d_col)
-
     @property
     def cursor(self) -> tuple[int, int]:
         return self.heatmap("a").cursor
 
-    def on_cursor_moved(self, message: CursorMoved) -> None:
+    def on_heatmap_cursor_moved(self, message: Heatmap.CursorMoved) -> None:
         """Follow the heatmap that moved; only A's moves travel on to the explorer."""
-        source = message.control if hasattr(message, "control") else None
         self._sync((message.row, message.col))
-        if source is not None and source is not self.heatmap("a"):
+        if message.heatmap is not self.heatmap("a"):
             message.stop()
-            self.heatmap("a").move_cursor(message.row, message.col)
+            self.heatmap("a").cursor = (message.row, message.col)
 
     def _sync(self, cursor: tuple[int, int]) -> None:
         a = self.heatmap("a")
         for side in ("b", "diff"):
             heatmap = self.heatmap(side)
             if heatmap.grid is not None and heatmap.cursor != cursor:
-                with heatmap.prevent(CursorMoved):
-                    heatmap.move_cursor(*cursor)
+                with heatmap.prevent(Heatmap.CursorMoved):
+                    heatmap.cursor = cursor
             if heatmap.grid is not None and a.grid is not None and heatmap.grid.cols == a.grid.cols:
                 heatmap.scroll_to(x=a.scroll_offset.x, animate=False, immediate=True)  # the same columns in view
 

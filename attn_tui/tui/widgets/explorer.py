@@ -1,7 +1,8 @@
 """The explorer: where the user is in the trace on show, and everything drawn for that place.
 
-It owns the position (stage, decoder step, layer, head, the energy's query, the panel
-on show); the app hands it what is on show and forwards the navigation keys. Every
+Where the user is (stage, decoder step, layer, head, the energy's query, the panel on
+show) is the app state's `Whereabouts`, which it reads and writes through attributes of
+the same names; the app hands it what is on show and forwards the navigation keys. Every
 kind of trace goes through the same code: a layer or a decoder step is just another
 axis of the trace's places. In compare mode it also holds B (the same ask with one
 setting changed) and draws A, B and B − A with one cursor.
@@ -18,13 +19,14 @@ from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
 from attn_tui.i18n import _
-from attn_tui.present.positions import Position, bar_window, positions, same_place
+from attn_tui.present.positions import Position, bar_window, positions
 from attn_tui.present.stage_view import StageView
 from attn_tui.present.titles import stage_title
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
-from attn_tui.tui.messages import CursorMoved, PanelChanged
+from attn_tui.tui.messages import PanelChanged
 from attn_tui.tui.reader import CELL, CELLS, FRAME, Reader
+from attn_tui.tui.whereabouts import STAGES, OnWhereabouts, Whereabouts
 from attn_tui.tui.widgets.compare_view import CompareView
 from attn_tui.tui.widgets.echo import shown as drawn
 from attn_tui.tui.widgets.explanation import Explanation
@@ -43,7 +45,6 @@ if TYPE_CHECKING:
     from attn_tui.trace.shown import Shown
     from attn_tui.trace.stage import Trace
 
-STAGES = "heatmap"  # the panel of the stages themselves
 PANEL_WIDGETS = {STAGES: "heatmap", "heads": "heads-grid", "params": "heads-grid", "model_grid": "model-grid",
                  "rollout": "rollout", "alignment": "alignment", "compare": "compare"}
 FULL_WIDTH = ("model_grid", "compare")
@@ -69,21 +70,25 @@ class Explorer(Vertical):
 
     language: reactive[str] = reactive("en", init=False)
 
-    def __init__(self, *, id: str | None = None) -> None:
+    # where the user is: the whereabouts' own attributes (see Whereabouts for what each one is)
+    places: OnWhereabouts[tuple[Position, ...]] = OnWhereabouts()
+    stage_index: OnWhereabouts[int] = OnWhereabouts()
+    layer_index: OnWhereabouts[int] = OnWhereabouts()
+    head: OnWhereabouts[int] = OnWhereabouts()
+    panel: OnWhereabouts[str] = OnWhereabouts()
+    value_weighted: OnWhereabouts[bool] = OnWhereabouts()
+    b_layer: OnWhereabouts[int] = OnWhereabouts()
+    b_head: OnWhereabouts[int] = OnWhereabouts()
+
+    def __init__(self, whereabouts: Whereabouts | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.whereabouts = whereabouts or Whereabouts()  # the app's state holds it
         self.shown: Shown | None = None
-        self.places: tuple[Position, ...] = ()  # a tuple: each key's frame ask takes it as it is
-        self.stage_index = self.layer_index = self.head = 0
-        self.energy_query = 0  # the query whose energy slice is shown
-        self.panel = STAGES
         self.view: StageView | None = None
-        self.shared_scale = True  # one colour scale for every head (heads panel), for A and B (compare)
-        self.value_weighted = False  # the rollout panel shows the value-weighted rollout (r again)
         self.comparison: Comparison | None = None
         self.shown_b: Shown | None = None  # B's computation (a head comparison reads A's trace)
         self.view_b: StageView | None = None
         self.pair: SideBySide | None = None  # two date models side by side: what the compare panel shows
-        self.b_layer, self.b_head = 0, 0  # B's layer and head when B has them and A has not
         self.reader = Reader()  # every read of a trace for the screen runs there, never on the event loop
 
     def on_unmount(self) -> None:
@@ -118,6 +123,7 @@ class Explorer(Vertical):
 
     @property
     def cursor(self) -> tuple[int, int]:
+        """The cell under the cursor: the heatmap's own reactive is its truth."""
         return self.heatmap.cursor
 
     # ----- what is on show -----------------------------------------------------------------
@@ -126,17 +132,10 @@ class Explorer(Vertical):
 
         A decode still being made comes here once per step, each time with the steps so far: the place is kept
         and the step selector (the places) extends."""
-        previous = self.places[self.stage_index] if self.view is not None and self.places else None
         self.shown = shown
         trace = shown.trace
-        self.places = tuple(positions(trace))
-        found = same_place(self.places, previous)
-        if found is None:
-            named = [n for n, place in enumerate(self.places) if place.name == first_stage]
-            found = named[0] if named else 0
-        self.stage_index = found
-        self.layer_index = min(self.layer_index, trace.layers - 1)
-        self.head = min(self.head, trace.heads_at(self.layer_index) - 1)  # a layer may have its own count
+        self.whereabouts.settle_on(tuple(positions(trace)), first_stage, keep=self.view is not None)
+        self.whereabouts.fit(trace.layers, trace.heads_at)  # a layer may have its own count of heads
         fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
                 "alignment": _aligned(trace), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
@@ -188,12 +187,13 @@ class Explorer(Vertical):
 
     def where(self) -> Where | None:
         """Where the user is, as plain values the reader can read while the user moves on."""
-        shown = self.shown
-        if shown is None or not self.places:
+        shown, here = self.shown, self.whereabouts
+        if shown is None or not here.places:
             return None
-        return Where(shown, self.places, self.stage_index, self.layer_index, self.head, self.energy_query,
-                     self.panel, self.shared_scale, self.value_weighted, self.heatmap.cursor, self.comparison,
-                     self.shown_b, self.b_layer, self.b_head)
+        here.cursor = self.heatmap.cursor  # the heatmap's is the truth: a move whose message is on its way counts
+        return Where(shown, here.places, here.stage_index, here.layer_index, here.head, here.energy_query,
+                     here.panel, here.shared_scale, here.value_weighted, here.cursor, self.comparison,
+                     self.shown_b, here.b_layer, here.b_head)
 
     @work(group=FRAME, exclusive=True, description=FRAME)  # not repr(where): a trace's repr prints its tensors
     async def _read_frame(self, where: Where) -> None:
@@ -242,7 +242,7 @@ class Explorer(Vertical):
         view = self.pair.a if self.panel == "compare" and self.pair is not None else cell.view
         row = min(self.heatmap.cursor[0], view.grid.rows - 1)
         if view.grid.row_axis in ("query", "token"):
-            self.energy_query = row
+            self.whereabouts.energy_query = row
         self.query_one(Inspector).show(cell.where, cell.arithmetic, cell.other, cell.origin, cell.whose)
 
     def on_heatmap_cells_wanted(self, message: Heatmap.CellsWanted) -> None:
@@ -265,9 +265,11 @@ class Explorer(Vertical):
         message.stop()
         self._fit_panels()
 
-    def on_cursor_moved(self, message: CursorMoved) -> None:
+    def on_heatmap_cursor_moved(self, message: Heatmap.CursorMoved) -> None:
         message.stop()
         if message.heatmap is self.heatmap:
+            scroll = message.heatmap.scroll_offset
+            self.whereabouts.cursor, self.whereabouts.scroll = (message.row, message.col), (scroll.x, scroll.y)
             self.show_cell()
 
     # ----- moving --------------------------------------------------------------------------
@@ -288,8 +290,7 @@ class Explorer(Vertical):
         return [f"{p.module}.{stage_title(p.name)}" if several and p.module else stage_title(p.name) for p in window]
 
     def go_to_place(self, index: int) -> None:
-        if self.places:
-            self.stage_index = max(0, min(index, len(self.places) - 1))
+        if self.whereabouts.go_to_place(index):
             self.render_place()
 
     def go_to_stage(self, index: int) -> None:
@@ -310,12 +311,9 @@ class Explorer(Vertical):
         """Next or previous head (wrapping); False when the trace has one head."""
         trace, b = self.trace, self._b_layered()
         if b is not None:
-            self.b_head = (self.b_head + step) % b.heads
-            self.render_place()
-            return True
-        if trace is None or trace.heads_at(self.layer_index) == 1:
-            return False
-        self.head = (self.head + step) % trace.heads_at(self.layer_index)  # this layer's own heads (Qwen3-Next)
+            self.whereabouts.step_b(0, step, b.layers, b.heads)
+        elif trace is None or not self.whereabouts.step_head(step, trace.heads_at(self.layer_index)):
+            return False  # this layer's own heads (Qwen3-Next) count
         self.render_place()
         return True
 
@@ -323,13 +321,9 @@ class Explorer(Vertical):
         """Next or previous layer (wrapping); False when the trace has one layer."""
         trace, b = self.trace, self._b_layered()
         if b is not None:
-            self.b_layer = (self.b_layer + step) % b.layers
-            self.render_place()
-            return True
-        if trace is None or trace.layers == 1:
+            self.whereabouts.step_b(step, 0, b.layers, b.heads)
+        elif trace is None or not self.whereabouts.step_layer(step, trace.layers, trace.heads_at):
             return False
-        self.layer_index = (self.layer_index + step) % trace.layers
-        self.head = min(self.head, trace.heads_at(self.layer_index) - 1)  # a full layer after a linear one's head
         self.render_place()
         return True
 
@@ -338,13 +332,15 @@ class Explorer(Vertical):
         trace = self.trace
         if trace is None:
             return
-        self.energy_query = max(0, min(len(trace.query_tokens) - 1, self.energy_query + step))
+        self.whereabouts.step_query(step, len(trace.query_tokens))
         if self.view is not None and self.view.grid.row_axis in ("query", "token"):
-            self.heatmap.cursor = (min(self.energy_query, self.view.grid.rows - 1), self.heatmap.cursor[1])
+            self._place_cursor((min(self.whereabouts.energy_query, self.view.grid.rows - 1), self.heatmap.cursor[1]))
         self.render_place()
 
-    def move_cursor_by(self, d_row: int, d_col: int) -> None:
-        self.heatmap.move_cursor_by(d_row, d_col)
+    def _place_cursor(self, cursor: tuple[int, int]) -> None:
+        """Put the heatmap's cursor on a cell without a move to answer: the caller draws the place next."""
+        with self.heatmap.prevent(Heatmap.CursorMoved):
+            self.heatmap.cursor = cursor
 
     # ----- panels --------------------------------------------------------------------------
     def toggle_panel(self, panel: str) -> None:
@@ -352,7 +348,7 @@ class Explorer(Vertical):
 
     def toggle_scale(self) -> None:
         """One colour scale for all heads (heads panel) and for A and B (compare), or each on its own range."""
-        self.shared_scale = not self.shared_scale
+        self.whereabouts.toggle_scale()
         if self.panel in ("heads", "compare"):
             self.render_place()
 
@@ -368,7 +364,7 @@ class Explorer(Vertical):
             panel, "#" + PANEL_WIDGETS[panel])
         self.query_one(focus).focus()
         if panel in (STAGES, "compare"):
-            self.heatmap.cursor = cursor  # one cursor, whichever heatmap shows it
+            self._place_cursor(cursor)  # one cursor, whichever heatmap shows it
         if self.trace is not None:
             self.render_place()
 

@@ -44,8 +44,8 @@ AROUND_ROWS, AROUND_COLS = 64, 256  # the cells around the cursor a frame comput
 
 @dataclass(frozen=True, repr=False)  # its repr would print the trace's tensors
 class Where:
-    """Where the user is, as the explorer holds it when it asks for a frame (plain values: the reader may read
-    them while the user moves on)."""
+    """Where the user is when the explorer asks for a frame: a frozen copy of the app state's `Whereabouts` (the
+    reader may read it while the user moves on)."""
 
     shown: Shown
     places: tuple[Position, ...]

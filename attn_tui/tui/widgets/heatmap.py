@@ -2,8 +2,9 @@
 
 Column labels stay in the header lines and row labels in the first columns while the
 matrix scrolls under them; every row is labelled, and so is the cursor's column, always.
-The heatmap owns its cell cursor: a move repaints only the lines the cursor left and
-entered (and the header), and posts `CursorMoved`.
+The heatmap owns its cell cursor, DataTable-style: a reactive `cursor` clamped to the grid,
+its own cursor keys, and `Heatmap.CursorMoved` posted on each move; a move repaints only
+the lines the cursor left and entered (and the header).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from textual.cache import LRUCache
 from textual.events import Click, Resize
 from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from attn_tui.i18n import N_
 from attn_tui.present.grid import Grid
 from attn_tui.render.colors import Scale
 from attn_tui.render.heatmap import (
@@ -29,13 +32,12 @@ from attn_tui.render.heatmap import (
     layout_for,
     line_segments,
 )
-from attn_tui.tui.messages import CursorMoved
 
 MESSAGE_STYLE = Style(color="grey70", italic=True)
 
 
 class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
-    """Draws a `Grid` line by line (a message until the first one): `show(grid)`, `move_cursor(row, col)`."""
+    """Draws a `Grid` line by line (a message until the first one), with a cell cursor: `show(grid)`, `cursor`."""
 
     DEFAULT_CSS = """
     Heatmap {
@@ -50,7 +52,29 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
     BINDINGS = [
         Binding("pageup", "page_up", "Page up", show=False, id="heatmap.page_up"),
         Binding("pagedown", "page_down", "Page down", show=False, id="heatmap.page_down"),
+        # the app's ids: one keymap entry moves the cursor here and, from anywhere else, through the app's keys
+        Binding("up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.up"),
+        Binding("down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.down"),
+        Binding("shift+up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.shift_up"),
+        Binding("shift+down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.shift_down"),
+        Binding("shift+left", "cursor(0, -1)", N_("Cursor left"), show=False, id="cursor.shift_left"),
+        Binding("shift+right", "cursor(0, 1)", N_("Cursor right"), show=False, id="cursor.shift_right"),
     ]
+
+    cursor: reactive[tuple[int, int]] = reactive((0, 0), repaint=False, always_update=True, init=False)
+    """(row, col) of the cell under the cursor, kept inside the grid; every set repaints what changed, keeps
+    the cursor in view and posts `CursorMoved` (a set to the same cell too: it scrolls back to it)."""
+
+    class CursorMoved(Message):
+        """The cell cursor moved (a key, a click or a set); row and column are in the grid on show."""
+
+        def __init__(self, heatmap: Heatmap, row: int, col: int) -> None:
+            super().__init__()
+            self.heatmap, self.row, self.col = heatmap, row, col
+
+        @property
+        def control(self) -> Heatmap:
+            return self.heatmap
 
     class HeightChanged(Message):
         """Laid out again for a new width, the heatmap needs another number of lines (its panel may refit)."""
@@ -63,11 +87,11 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
             super().__init__()
             self.heatmap, self.grid, self.region = heatmap, grid, region  # region: rows r0…r1, columns c0…c1
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, cursor_keys: bool = True) -> None:
         super().__init__(id=id)
         self.grid: Grid | None = None
         self.layout_info: Layout | None = None
-        self.cursor: tuple[int, int] = (0, 0)
+        self.cursor_keys = cursor_keys  # False: the arrow keys pass on (a side panel's map: they move the stages')
         self.message = "loading torch…"
         self.lines_built = 0  # strips built since creation: what a repaint really cost
         self._scale: Scale | None = None
@@ -82,7 +106,7 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         """Take a new grid (new stage, head or data); the cursor stays where it was, inside the grid."""
         self.grid, self._wanted = grid, False
         self._scale = grid_scale(grid)
-        self.cursor = (max(0, min(self.cursor[0], grid.rows - 1)), max(0, min(self.cursor[1], grid.cols - 1)))
+        self.set_reactive(Heatmap.cursor, self.validate_cursor(self.cursor))  # the layout below repaints it all
         self._relayout()
 
     def clear(self, message: str) -> None:
@@ -92,22 +116,29 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self.virtual_size = Size(0, 1)
         self.refresh()
 
-    def move_cursor(self, row: int, col: int) -> None:
-        """Put the cursor on a cell (clamped), repaint what changed, keep it in view, and say so."""
+    def validate_cursor(self, cursor: tuple[int, int]) -> tuple[int, int]:
         if self.grid is None:
-            return
-        new = (max(0, min(row, self.grid.rows - 1)), max(0, min(col, self.grid.cols - 1)))
-        old, self.cursor = self.cursor, new
+            return cursor  # clamped when a grid comes
+        row, col = cursor
+        return max(0, min(row, self.grid.rows - 1)), max(0, min(col, self.grid.cols - 1))
+
+    def watch_cursor(self, old: tuple[int, int], new: tuple[int, int]) -> None:
+        """Repaint the lines the cursor left and entered and the column labels, keep it in view, and say so."""
         if self.layout_info is not None:
             scroll_y = self.scroll_offset.y
             for row in {old[0], new[0]}:
                 self.refresh_line(self.layout_info.header_height + row - scroll_y)
             self.refresh(Region(0, 0, self.size.width, self.layout_info.header_height))
         self._scroll_to_cursor()
-        self.post_message(CursorMoved(*new, self))
+        self.post_message(self.CursorMoved(self, *new))
 
-    def move_cursor_by(self, d_row: int, d_col: int) -> None:
-        self.move_cursor(self.cursor[0] + d_row, self.cursor[1] + d_col)
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.cursor_keys or action != "cursor"  # not ours: the key goes on to the app's binding
+
+    def action_cursor(self, d_row: int, d_col: int) -> None:
+        """Move the cursor by rows and columns (kept inside the grid)."""
+        if self.grid is not None:
+            self.cursor = (self.cursor[0] + d_row, self.cursor[1] + d_col)
 
     def _relayout(self) -> None:
         self._cache.clear()
@@ -258,7 +289,7 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         col = x // lay.cell_width
         row = y + self.scroll_offset.y
         if row < grid.rows and col < grid.cols:
-            self.move_cursor(row, col)
+            self.cursor = (row, col)
 
 
 def _blank_outside(strip: Strip, start: int, end: int) -> Strip:

@@ -10,7 +10,6 @@ from textual.widgets import Static
 from attn_tui.present.grid import Grid
 from attn_tui.render.heatmap import grid_scale
 from attn_tui.render.legend import legend
-from attn_tui.tui.messages import CursorMoved
 from attn_tui.tui.widgets.echo import shown
 from attn_tui.tui.widgets.heatmap import Heatmap
 
@@ -36,7 +35,7 @@ class MatrixPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="panel-title")
-        yield Heatmap(id=f"{self.id}-map")
+        yield Heatmap(id=f"{self.id}-map", cursor_keys=False)  # a click picks a cell; arrows move the stages' cursor
         yield Static("", classes="panel-legend")
         yield Static("", classes="panel-cell")
 
@@ -48,7 +47,7 @@ class MatrixPanel(Vertical):
         self.query_one(".panel-legend", Static).update(legend(grid_scale(grid), lo, hi, grid.marks()))
         self.query_one(".panel-cell", Static).update(shown(about, "dim"))
 
-    def on_cursor_moved(self, event: CursorMoved) -> None:
+    def on_heatmap_cursor_moved(self, event: Heatmap.CursorMoved) -> None:
         event.stop()
         grid = self.grid
         if grid is None or grid.is_blank(event.row):
