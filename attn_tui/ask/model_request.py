@@ -21,8 +21,11 @@ from attn_tui.io.files import check_text, quoted
 DRAW_OPTIONS = ("temperature", "seed")  # settings of the variants that a model's draw reads too
 
 
-def model_ask(args: argparse.Namespace) -> ModelAsk | None:
-    """The model run that --model, or a model sample, asks for; explicit options win over the sample's."""
+def model_ask(args: argparse.Namespace, own_sentence: bool = False) -> ModelAsk | None:
+    """The model run that --model, or a model sample, asks for; explicit options win over the sample's.
+
+    `own_sentence`: --model without --text reads the model's own sample sentence (`samples.sentence_for`, the app
+    says so) rather than being refused."""
     base = None
     if args.sample is not None:
         from attn_tui.ask.samples import get_sample
@@ -50,7 +53,11 @@ def model_ask(args: argparse.Namespace) -> ModelAsk | None:
     if probing and args.text is not None:
         raise InputError(Msg("--probe replaces --text: give one of them"))
     if args.model is not None and args.text is None and base is None and not probing:
-        raise InputError(Msg("--model needs --text with the sentence to run through the model"))
+        if not own_sentence:
+            raise InputError(Msg("--model needs --text with the sentence to run through the model"))
+        from attn_tui.ask.samples import sentence_for
+
+        args = argparse.Namespace(**{**vars(args), "text": sentence_for(args.model)})
     name = args.model or (base.name if base else "")
     if probing and (name in DATE_MODELS or generating or args.pad_to is not None):
         raise ConfigError(Msg("--probe is fed to a transformer's one forward pass: not to a date model, "

@@ -23,6 +23,8 @@ else:  # pragma: no cover - 3.10 only
     import tomli as tomllib
 
 DEFAULT_SAMPLE = "korean"  # what the app opens on when no input is named
+MODEL_SENTENCE = "the cat sat on the mat"  # what a transformer reads when nothing of its own is given
+DATE_SAMPLE = "dates_english"  # whose date a date model reads when none is given
 
 
 @dataclass(frozen=True)
@@ -105,3 +107,16 @@ def get_sample(name: str) -> Sample:
     if name not in samples:
         raise InputError(Msg("no sample called {name}; `attn-tui samples` lists them", name=quoted(name)))
     return samples[name]
+
+
+def sentence_for(model: str) -> str:
+    """What `model` reads when no text is given: the text of the first shipped sample that runs it, a date for a
+    date model, else MODEL_SENTENCE."""
+    from attn_tui.ask.models import DATE_MODELS
+
+    samples = load_samples()
+    for sample in samples.values():
+        if sample.model is not None and sample.model.name == model:
+            return sample.model.text
+    date = samples[DATE_SAMPLE].model
+    return date.text if model in DATE_MODELS and date is not None else MODEL_SENTENCE

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from attn_tui.ask.model_request import model_ask
 from attn_tui.ask.models import DATE_MODELS, GGUF_MODELS, GRU_DATE_MODELS
 from attn_tui.ask.request import Reader, variant_ask
-from attn_tui.cli.parser import LIST_STAGES
+from attn_tui.cli.parser import LIST_STAGES, fail
 from attn_tui.errors import ConfigError, InputError
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.io.controls import json_safe
@@ -223,7 +223,11 @@ def train(args: argparse.Namespace) -> int:
 
 
 def app(args: argparse.Namespace) -> int:
-    model = model_ask(args)
+    model = model_ask(args, own_sentence=True)
+    notice = None
+    if model is not None and args.text is None and args.sample is None and not model.probe:
+        notice = Msg("no --text: {model} reads its sample sentence “{text}” (type another in the input pane)",
+                     model=printable(model.name), text=model.text)
     if model is not None and model.name in GGUF_MODELS:
         from attn_tui.sources.gguf import find_gguf
 
@@ -248,7 +252,7 @@ def app(args: argparse.Namespace) -> int:
         from attn_tui.ask.samples import get_sample
 
         first_stage = get_sample(args.sample).stage
-    return run_app(request, model, args.max_memory, fresh=args.fresh, first_stage=first_stage)
+    return run_app(request, model, args.max_memory, fresh=args.fresh, first_stage=first_stage, notice=notice)
 
 
 LARGE_OUTPUT = 1 << 30  # bytes of printed JSON past which `trace` says how large it is, and how to write less
@@ -275,6 +279,9 @@ def trace(args: argparse.Namespace) -> int:
         print(str(Plural("warning: {script} left {n} thread running; attn-tui exits without waiting for it",
                          "warning: {script} left {n} threads running; attn-tui exits without waiting for them",
                          script=printable(ask.file_name), n=recorded.meta.threads)), file=sys.stderr)
+    stopped = getattr(recorded.meta, "stopped", "")
+    if stopped and args.format != "app":  # what it computed is printed; that it failed is the exit status
+        fail(stopped)
     return code
 
 

@@ -223,6 +223,7 @@ class RecordedRun(_Answers):
     steps: tuple[str, ...] = ()  # for each step of the first module: "call c, batch item b"
     special_tokens: tuple[int, ...] = ()
     threads: int = 0  # threads the script left running when its process ended (attn-tui did not wait for them)
+    stopped: str = ""  # how the file stopped where it failed ("": it ended well); the trace is what came before
 
     @property
     def title(self) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.models import DATE_MODELS
-from attn_tui.ask.samples import load_samples
+from attn_tui.ask.samples import load_samples, sentence_for
 from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.ask.variants import VARIANTS
 from attn_tui.i18n import Msg, _
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 else:
     _AppBase = object
 
-DATE_SAMPLE = "dates_english"  # what a date model reads the first time it is chosen
 MAX_CUSTOM_CELLS = 512 * 512  # a mask edited cell by cell is held as a list of lists: keep it small
 
 
@@ -311,8 +310,7 @@ class EditingActions(_AppBase):
         starts on a date, a transformer on the sentence typed for the variants. The
         matrix editors are never touched.
         """
-        date = load_samples()[DATE_SAMPLE].model
-        first_text = date.text if name in DATE_MODELS and date is not None else None
+        first_text = sentence_for(name) if name in DATE_MODELS else None
         ask = self.state.switch_source(name, self.query_one(InputPane).sentence, first_text)
         self.show_ask(ask, matrices=False)
         self.ask(ask)

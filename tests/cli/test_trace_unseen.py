@@ -84,8 +84,14 @@ def test_hostile_files_end_with_one_line(capsys, tmp_path: Path, name: str) -> N
     (tmp_path / name).write_text(text, encoding="utf-8")
     code, out, err = run_cli(capsys, "trace", "--format", "json", str(tmp_path / name))
     ours = [line for line in err.splitlines() if line.startswith("attn-tui")]
-    assert code == 2 and out == "" and len(ours) == 1 and "Traceback" not in err, err
+    assert code == 2 and len(ours) == 1 and "Traceback" not in err, err
     assert expected in ours[0], ours[0]
+    if name == "recurses.py":  # its softmaxes ran before it failed: what they computed is printed, the failure said
+        document = json.loads(out)
+        assert document["settings"]["calls"][0] > 900 and document["settings"]["stopped"].startswith(expected)
+        assert any(expected in warning for warning in document["warnings"])
+    else:
+        assert out == ""
 
 
 @pytest.mark.slow  # a child process that imports torch: seconds each

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from attn_tui.ask.samples import MODEL_SENTENCE
 from attn_tui.ask.settings import MatrixInput, ModelAsk, SentenceInput, Settings, VariantAsk, XInput
 from attn_tui.io.session import load, save
 from attn_tui.present.compare import comparisons
 from attn_tui.trace.shown import Shown
 from attn_tui.tui.state import (
-    FALLBACK_SENTENCE,
     OWN,
     STILL_SHOWN,
     UNDO_DEPTH,
@@ -213,7 +213,7 @@ def test_a_date_model_starts_on_its_date_and_typed_matrices_give_a_sentence() ->
         "dates_rnn", "1999-12-31")
     assert state.kept[OWN] is QKV  # typed matrices: the sentence field is not theirs
     model = state.switch_source("minilm", "typed for the sentence tab").model
-    assert model is not None and model.text == FALLBACK_SENTENCE
+    assert model is not None and model.text == MODEL_SENTENCE
 
 
 def test_a_rejected_source_goes_back_to_the_input_on_show(shown: dict[str, Shown]) -> None:

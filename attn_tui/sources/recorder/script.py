@@ -14,6 +14,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -21,6 +22,7 @@ from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import Msg
 from attn_tui.io.files import quoted
 from attn_tui.sources.recorder import Recording
+from attn_tui.trace.meta import RecordedRun
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
@@ -129,6 +131,7 @@ def run_here(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, bu
     recording.recorder.budget = budget
     recording.recorder.over_budget = over_budget
     parent = os.getpid()
+    failure: str | Msg | None = None  # how the file stopped, when it did not end as a program ends well
     try:
         with recording, _exit_as_sys_exit(parent):
             runpy.run_path(absolute, run_name="__main__")
@@ -136,19 +139,26 @@ def run_here(path: str | Path, args: Sequence[str] = (), max_calls: int = 64, bu
     except SystemExit as exc:
         _leave_if_forked(parent, exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1)
         if isinstance(exc.code, str):  # sys.exit("message"): Python prints the message and exits with 1
-            raise ScriptError(Msg("{script} exited: {message}", script=script.name, message=_short(exc.code))) from None
-        if exc.code not in (None, 0):
-            raise ScriptError(Msg("{script} exited with status {code}", script=script.name, code=exc.code)) from None
+            failure = Msg("{script} exited: {message}", script=script.name, message=_short(exc.code))
+        elif exc.code not in (None, 0):
+            failure = Msg("{script} exited with status {code}", script=script.name, code=exc.code)
     except BaseException as exc:  # KeyboardInterrupt too: the file's own, or Ctrl-C, is one line like any other
         _leave_if_forked(parent, 1)
-        raise ScriptError(describe_failure(exc, script)) from None
+        failure = describe_failure(exc, script)
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
     from attn_tui.sources.recorder.build import NoAttentionError
 
     try:
-        return recording.recorded  # built here, in the source's own process: the parent's door hands it on
+        trace = recording.recorded  # built here, in the source's own process: the parent's door hands it on
     except NoAttentionError as exc:
+        if failure is not None:
+            raise ScriptError(failure) from None
         raise ScriptError(Msg("{script} ran, but no attention was recorded: {reason}", script=script.name,
                               reason=str(exc))) from None
+    if failure is not None:  # what it computed before it stopped is kept, and said to be all there is
+        trace.warn(Msg("{failure} — shown: the attention it computed before it stopped", failure=failure))
+        if isinstance(trace.meta, RecordedRun):
+            trace.meta = replace(trace.meta, stopped=str(failure))
+    return trace
