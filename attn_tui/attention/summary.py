@@ -52,11 +52,17 @@ def real_keys(trace: Trace) -> torch.Tensor:
 
 
 def head_stats(weights: torch.Tensor, real_rows: torch.Tensor) -> list[HeadStats]:
-    """Statistics per (layer, head) of weights (layers, heads, N, N) over the real query rows (N,)."""
+    """Statistics per (layer, head) of weights (layers, heads, N, N) over the real query rows (N,).
+
+    The largest weight is each row's largest, averaged over the rows that weigh more than one key: a causal
+    model's first query sees only itself, and its 1.0 would say the same of every head."""
     rows = weights[:, :, real_rows]  # (layers, heads, R, N)
     plogp = torch.where(rows > 0, rows * rows.clamp_min(1e-30).log(), torch.zeros_like(rows))
     entropy = -plogp.sum(-1).mean(-1)  # (layers, heads)
-    peak = rows.amax(dim=(-1, -2))  # (layers, heads)
+    chose = ((rows > 0).sum(-1) > 1).to(rows.dtype)  # (layers, heads, R): rows with more than one key to weigh
+    row_peak = rows.amax(-1)  # (layers, heads, R)
+    peak = torch.where(chose.sum(-1) > 0, (row_peak * chose).sum(-1) / chose.sum(-1).clamp_min(1),
+                       row_peak.amax(-1))  # (layers, heads)
     first = rows[..., 0].mean(-1)  # (layers, heads)
     return [HeadStats(layer, head, float(entropy[layer, head]), float(peak[layer, head]), float(first[layer, head]))
             for layer in range(weights.shape[0]) for head in range(weights.shape[1])]

@@ -62,7 +62,7 @@ def sink_note(summary: ModelSummary) -> str:
     heads give it more than half their weight (in decoders many do: the first token is where spare weight goes)."""
     top = max(summary.cells, key=lambda c: c.first_share)
     over = sum(c.first_share > 0.5 for c in summary.cells)
-    return _("first-token (sink) share f: highest at layer {layer} head {head} ({share}); {over} of {total} heads "
+    return _("first-token (sink) share ⇤: highest at layer {layer} head {head} ({share}); {over} of {total} heads "
              "give the first token more than half their weight").format(
         layer=top.layer, head=top.head, share=f"{top.first_share:.3f}", over=over, total=len(summary.cells))
 

@@ -17,7 +17,18 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_tui.i18n import _
-from attn_tui.present.atlas import MIXED, MOVED, ROLES, Atlas, AtlasPosition, ShownCell, code, legend_rows, title
+from attn_tui.present.atlas import (
+    MIXED,
+    MOVED,
+    ROLES,
+    THRESHOLDS,
+    Atlas,
+    AtlasPosition,
+    ShownCell,
+    code,
+    legend_rows,
+    title,
+)
 
 ROLE_RGB = {"previous_token": (215, 135, 0), "duplicate_token": (175, 95, 215), "induction": (215, 0, 95),
             "sink": (95, 135, 215), "local": (95, 175, 95), "broad": (0, 175, 175), MIXED: (88, 88, 88)}
@@ -82,16 +93,20 @@ def atlas_grid(atlas: Atlas, position: AtlasPosition, show_cursor: bool = True) 
 
 def ranking_table(atlas: Atlas, position: AtlasPosition, show_cursor: bool = True) -> Table:
     """Every head by the filtered role's score (no filter: by how far its own strongest role stands above its
-    threshold), top heads first; each row says the head's own role."""
+    threshold, score ÷ threshold, shown in a column of its own), top heads first; each row says the head's own
+    role."""
     role = position.role
+    by_moved = position.by_moved and atlas.has_moved
+    over = role is None and not by_moved  # sorted by score ÷ threshold: that number is shown too
     table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column(_("head"), no_wrap=True)
     table.add_column(_("its role"), no_wrap=True)
     table.add_column(_("moved") if position.by_moved and atlas.has_moved else _("score"), justify="right",
                      no_wrap=True)
+    if over:
+        table.add_column(_("÷ threshold"), justify="right", no_wrap=True)
     table.add_column("", no_wrap=True, width=10)
-    by_moved = position.by_moved and atlas.has_moved
     most = max((c.moved or 0.0 for c in atlas.cells), default=0.0) or 1.0  # a `moved` bar: its share of the top
     for rank, cell in enumerate(atlas.ranking(MOVED if by_moved else role), start=1):
         shown = cell.shown(None)
@@ -99,9 +114,10 @@ def ranking_table(atlas: Atlas, position: AtlasPosition, show_cursor: bool = Tru
         current = show_cursor and (cell.layer, cell.head) == (position.layer, position.head)
         style = CURRENT if current else Style()
         bar = "█" * round(min(1.0, max(0.0, value / most if by_moved else value)) * 10)
+        ratio = [Text(f"{cell.score / THRESHOLDS[cell.leaning]:.2f}", style=style, justify="right")] if over else []
         table.add_row(Text(str(rank), style=style, justify="right"), Text(f"L{cell.layer} h{cell.head}", style=style),
                       Text(f"{shown.code} {title(cell.role)}", style=cell_style(shown)),
-                      Text(f"{value:.2f}" if by_moved else f"{value:.3f}", style=style, justify="right"),
+                      Text(f"{value:.2f}" if by_moved else f"{value:.3f}", style=style, justify="right"), *ratio,
                       Text(bar, style=Style(color=Color.from_rgb(*ROLE_RGB[role or cell.leaning]))))
     return table
 

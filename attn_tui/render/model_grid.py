@@ -1,8 +1,8 @@
 """A whole transformer at a glance: layers down, heads across, each head a tiny heatmap with its numbers.
 
 Each head is drawn in half-blocks (two query rows per line, one cell per key) so 12 heads
-fit across a terminal for a short sentence; under it three captions: e (mean entropy in
-nats), m (largest weight) and f (share of attention on the first token).
+fit across a terminal for a short sentence; under it three captions: H (mean entropy in
+nats), ^ (each row's largest weight, averaged) and ⇤ (share of attention on the first token).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from attn_tui.render.colors import MASKED_STYLE
 from attn_tui.render.heatmap import grid_scale
 
 CURRENT_STYLE = "bold black on yellow"
-CAPTION_WIDTH = 5  # "e1.23"
+CAPTION_WIDTH = 5  # "H1.23"
 LABEL_WIDTH = 4  # "L11" and its padding
 
 
@@ -42,7 +42,7 @@ def half_block_lines(grid: Grid) -> list[Text]:
 
 
 def captions(cell: Any) -> list[str]:
-    return [f"e{cell.entropy:.2f}", f"m{cell.max_weight:.2f}", f"f{cell.first_share:.2f}"]
+    return [f"H{cell.entropy:.2f}", f"^{cell.max_weight:.2f}", f"⇤{cell.first_share:.2f}"]
 
 
 def _cell_width(cells: Sequence[Any]) -> int:

@@ -42,7 +42,8 @@ def print_model_summary(summary: ModelSummary, console: Console | None = None) -
     if summary.offload:
         console.print(Text(summary.offload, style="yellow"))
     console.print(stats_table(summary, "entropy", _("mean entropy (nats): low = focused")))
-    console.print(stats_table(summary, "max_weight", _("largest weight")))
+    console.print(stats_table(summary, "max_weight",
+                              _("largest weight of each row, averaged over rows with more than one key")))
     console.print(stats_table(summary, "first_share", _("share of attention on the first token")))
     console.print()
     console.print(stage_renderable(printed_rollout(summary), min(console.width, 120)))

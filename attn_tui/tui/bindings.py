@@ -66,6 +66,7 @@ APP_BINDINGS: list[Binding] = [
     Binding("full_stop", "query(1)", N_("Next query (energy)"), show=False, id="energy.next_query"),
     Binding("escape", "focus_heatmap", N_("Back to the heatmap"), show=False, id="focus.heatmap"),
     Binding("question_mark,f1", "help", N_("Help"), id="app.help"),
+    Binding("q", "quit", N_("Quit"), id="app.quit_q"),  # an input takes q as a letter: ctrl+q quits from there
     Binding("ctrl+q", "quit", N_("Quit"), show=False, id="app.quit"),
 ]
 

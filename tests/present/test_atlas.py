@@ -297,3 +297,14 @@ def test_the_moved_ranking_table_says_moved_and_lists_the_biggest_first() -> Non
     assert "moved" in text.splitlines()[0]
     rows = [line for line in text.splitlines() if line.strip().startswith("1 ")]
     assert rows and "L0 h1" in rows[0]
+
+
+def test_the_unfiltered_ranking_shows_the_number_it_sorts_by() -> None:
+    atlas = _atlas()
+    lines = _lines(ranking_table(atlas, AtlasPosition(ranked=True)), width=200)
+    assert "÷ threshold" in lines[0]
+    shown = [float(line.split()[-2]) for line in lines[2:] if line.strip()]  # the column before the bar
+    expected = [cell.score / THRESHOLDS[cell.leaning] for cell in atlas.ranking(None)]
+    assert shown == pytest.approx(expected, abs=0.006) and shown == sorted(shown, reverse=True)
+    filtered = _lines(ranking_table(atlas, AtlasPosition(role="induction", ranked=True)), width=200)
+    assert "÷ threshold" not in filtered[0]  # sorted by the role's own score, which is the number shown

@@ -280,3 +280,18 @@ async def test_t_in_the_help_switches_the_language_and_rewrites_the_help() -> No
         assert app.language != start and isinstance(app.screen, HelpScreen)
         hint = str(app.screen.query_one(".hint").render())
         assert ("닫" in hint) == (app.language == "ko"), hint
+
+
+async def test_q_quits_and_the_footer_says_so() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        footer = [binding for (_, binding, enabled, _) in app.active_bindings.values() if binding.show]
+        assert any(binding.key == "q" and binding.action == "quit" for binding in footer)
+        await pilot.press("i")  # typing: q is a letter of the sentence
+        await pilot.press("q")
+        assert app.is_running
+        await pilot.press("escape")
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None) and not app.is_running

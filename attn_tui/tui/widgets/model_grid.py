@@ -17,8 +17,8 @@ from attn_tui.present.text import printable
 from attn_tui.render.kv_sharing import sharing_block
 from attn_tui.render.model_grid import grid_width, model_grid_table
 
-KEY = N_("each head: its weights (queries ↓, keys →, two rows a line); e mean entropy (nats), "
-         "m largest weight, f share on the first token")
+KEY = N_("each head: its weights (queries ↓, keys →, two rows a line); under it H: mean entropy (nats), ^: each "
+         "row's largest weight, averaged over the rows with more than one key, ⇤: share on the first token")
 
 
 class ModelGrid(ScrollableContainer, inherit_bindings=False):

@@ -86,7 +86,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane .pane-title { text-style: bold; color: $accent; }
     ModelPane .setting { height: 1; }
     ModelPane .setting-label { width: 9; color: $text-muted; }
-    ModelPane .setting.-unused .setting-label { color: $text-disabled; text-style: strike; }
+    ModelPane .setting.-unused .setting-label { color: $text-disabled; text-style: dim; }
     Screen.-narrow ModelPane .setting-label { width: 8; }
     Screen.-narrow ModelPane #path-hint { padding: 0 0 0 8; }
     ModelPane .setting Select, ModelPane .setting Input, ModelPane .setting Checkbox,
