@@ -16,6 +16,17 @@ _JUMPS = (N_("Jump to stage 1"), N_("Jump to stage 2"), N_("Jump to stage 3"), N
 _DIGITS = [Binding(str(n % 10), f"stage({n - 1})", _JUMPS[n - 1], show=False, id=f"stage.jump{n}")
            for n in range(1, 11)]
 
+# The cell cursor's keys: the heatmap's own, and the app's by the same ids for when focus is elsewhere (an input,
+# the heads grid), so one keymap entry moves the cursor from anywhere.
+CURSOR_BINDINGS: list[Binding] = [
+    Binding("up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.up"),
+    Binding("down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.down"),
+    Binding("shift+up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.shift_up"),
+    Binding("shift+down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.shift_down"),
+    Binding("shift+left", "cursor(0, -1)", N_("Cursor left"), show=False, id="cursor.shift_left"),
+    Binding("shift+right", "cursor(0, 1)", N_("Cursor right"), show=False, id="cursor.shift_right"),
+]
+
 APP_BINDINGS: list[Binding] = [
     Binding("right,l", "next_stage", N_("Next stage"), id="stage.next"),
     Binding("left,h", "prev_stage", N_("Prev stage"), id="stage.prev"),
@@ -55,13 +66,7 @@ APP_BINDINGS: list[Binding] = [
     Binding("V", "jump('#edit-V')", N_("Type V"), show=False, id="focus.v"),
     Binding("X", "jump('#edit-X')", N_("Type X (token vectors)"), show=False, id="focus.x"),
     Binding("m", "jump('#set-variant')", N_("Model pane: the variant"), show=False, id="focus.model"),
-    # The heatmap's own keys, by the same ids: here for when focus is elsewhere (an input, the heads grid).
-    Binding("up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.up"),
-    Binding("down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.down"),
-    Binding("shift+up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.shift_up"),
-    Binding("shift+down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.shift_down"),
-    Binding("shift+left", "cursor(0, -1)", N_("Cursor left"), show=False, id="cursor.shift_left"),
-    Binding("shift+right", "cursor(0, 1)", N_("Cursor right"), show=False, id="cursor.shift_right"),
+    *CURSOR_BINDINGS,
     Binding("comma", "query(-1)", N_("Previous query (energy)"), show=False, id="energy.prev_query"),
     Binding("full_stop", "query(1)", N_("Next query (energy)"), show=False, id="energy.next_query"),
     Binding("escape", "focus_heatmap", N_("Back to the heatmap"), show=False, id="focus.heatmap"),

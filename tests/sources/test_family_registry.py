@@ -65,15 +65,22 @@ print(json.dumps({"family": trace.meta.family, "checked": folder.check_folder(pa
 '''
 
 
-@pytest.mark.slow
-def test_a_new_family_is_its_module_and_nothing_else(tmp_path: Path) -> None:
+def traced_with(tmp_path: Path, module: str, source: str, check: str) -> dict[str, object]:
+    """Put `module` (its `source`) in a folder beside the shipped adapters and run `check` in a fresh process (the
+    registry is read once per process); what `check` printed last, as JSON."""
     adapters = tmp_path / "adapters"
     adapters.mkdir()
-    (adapters / "toy_mixtral.py").write_text(textwrap.dedent(TOY).lstrip(), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-c", CHECK, str(adapters), str(tmp_path)], capture_output=True,
+    (adapters / f"{module}.py").write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-c", check, str(adapters), str(tmp_path)], capture_output=True,
                             text=True, timeout=limit(300), check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    found: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.mark.slow
+def test_a_new_family_is_its_module_and_nothing_else(tmp_path: Path) -> None:
+    found = traced_with(tmp_path, "toy_mixtral", TOY, CHECK)
     assert found["family"] == "toy_mixtral" and found["checked"] == "mixtral" and found["layers"] == 2
     assert found["apart"] < 1e-5  # every layer's and head's weights equal transformers' eager output_attentions
     assert found["moved"]  # W_O found where the family says (the default, self_attn.o_proj)
@@ -128,13 +135,7 @@ print(json.dumps({"family": trace.meta.family, "apart": apart, "at_step": at_ste
 
 @pytest.mark.slow
 def test_a_family_with_a_new_capability_is_its_module_and_nothing_else(tmp_path: Path) -> None:
-    adapters = tmp_path / "adapters"
-    adapters.mkdir()
-    (adapters / "toy_capable.py").write_text(textwrap.dedent(CAPABLE).lstrip(), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-c", CHECK_CAPABLE, str(adapters), str(tmp_path)], capture_output=True,
-                            text=True, timeout=limit(300), check=False, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-2000:]
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    found = traced_with(tmp_path, "toy_capable", CAPABLE, CHECK_CAPABLE)
     assert found["family"] == "toy_capable"
     assert found["apart"] < 1e-5  # the part's stage at every layer and head is transformers' own first column
     assert found["at_step"] == 0  # and the part runs at a written step, beside the step's own weights

@@ -136,3 +136,35 @@ async def test_an_export_to_a_place_that_cannot_be_written_says_so(tmp_path: Pat
         screen = app.screen  # said on the export screen itself, with the path still as typed
         assert isinstance(screen, ExportScreen) and "no directory" in str(screen.query_one("#export-error").render())
         assert screen.query_one("#export-path", Input).value == str(tmp_path / "no" / "such" / "dir.json")
+
+
+async def test_the_extension_follows_what_is_written_and_the_name_typed_stays(tmp_path: Path) -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ExportScreen)
+        path_input = screen.query_one("#export-path", Input)
+        assert app.focused is path_input  # first on screen, first in the focus order
+        assert "folder attn-tui was started in" in " ".join(str(label.render()) for label in screen.query(".hint"))
+        await pilot.press("tab")
+        assert app.focused is screen.query_one("#export-what")  # then the choices, in the order drawn
+        path_input.value = str(tmp_path / "mine.json")
+        screen.query_one("#fmt-npz").value = True
+        await pilot.pause()
+        assert path_input.value == str(tmp_path / "mine.npz")  # the name typed stays; its extension follows
+        screen.query_one("#what-screen").value = True
+        await pilot.pause()
+        assert path_input.value == str(tmp_path / "mine.svg")
+        path_input.value = str(tmp_path / "shot.json")  # typed against the choice: the screen is still an SVG
+        path_input.focus()
+        await pilot.press("enter")
+        for _ in range(50):
+            await pilot.pause()
+            if (tmp_path / "shot.svg").exists():
+                break
+        assert (tmp_path / "shot.svg").read_text(encoding="utf-8").lstrip().startswith("<svg")
+        assert not (tmp_path / "shot.json").exists()
+        assert any(str(tmp_path / "shot.svg") in str(n.message) for n in app.notices)

@@ -19,10 +19,25 @@ from attn_tui.tui.widgets.toggle import ShapeRadioButton
 
 WHAT = ("stage", "trace", "screen")
 FORMATS = ("json", "csv", "npz")
+SUFFIXES = (".json", ".csv", ".npz", ".svg")  # what an export writes: a typed one of these gives way to the chosen
+
+
+def suffix_for(what: str, fmt: str) -> str:
+    """The extension of what is written: .svg for the screen, the format's for a file, none for a folder of CSVs."""
+    return "" if what == "trace" and fmt == "csv" else "." + ("svg" if what == "screen" else fmt)
+
+
+def conformed(path: Path, what: str, fmt: str) -> Path:
+    """`path` with the extension of what is written, where it was typed with another export's (`x.json` for the
+    screen's SVG is `x.svg`); any other name is kept as typed."""
+    if path.suffix.lower() not in SUFFIXES:
+        return path
+    return path.with_name(path.with_suffix("").name + suffix_for(what, fmt))
 
 
 def target(what: str, fmt: str, text: str) -> Path:
-    """The path typed for an export, checked for what will be written there (a folder for a trace's CSV files)."""
+    """The path typed for an export, with the extension of what is written there, checked for it (a folder for a
+    trace's CSV files)."""
     from attn_tui.io.files import writable_file, writable_folder
     from attn_tui.tui.served import inside_export_folder, served
 
@@ -32,6 +47,8 @@ def target(what: str, fmt: str, text: str) -> Path:
     with suppress(RuntimeError):  # `~someone` with no such user: the path as typed
         path = path if served() else path.expanduser()
     path = inside_export_folder(path)  # served: serve's folder only; otherwise the path as typed
+    if not (what != "screen" and fmt == "csv" and path.is_dir()):  # a CSV's folder keeps its name
+        path = conformed(path, what, fmt)
     what_msg = Msg("the screenshot") if what == "screen" else Msg("the export")
     folder = fmt == "csv" and (what == "trace" or path.is_dir())
     return (writable_folder if folder else writable_file)(path, what_msg)
@@ -70,6 +87,10 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(_("Export"), classes="export-title")
+            yield EchoInput(str(self._path("stage", "json")), id="export-path")
+            yield Label(_("Enter writes the file; Tab reaches the choices below. The notice says where it went."),
+                        classes="hint")
+            yield Label(self._where(), classes="hint", markup=False)
             with Horizontal(id="export-choices"):
                 with RadioSet(id="export-what"):
                     yield ShapeRadioButton(_("this stage"), value=True, id="what-stage")
@@ -79,21 +100,27 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
                     yield ShapeRadioButton(".json", value=True, id="fmt-json")
                     yield ShapeRadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
                     yield ShapeRadioButton(".npz", id="fmt-npz")
-            yield EchoInput(str(self._path("stage", "json")), id="export-path")
-            yield Label(_("Enter writes the file (shift+Tab reaches the choices); the notice says where it went"),
-                        classes="hint")
             yield Label("", id="export-error", markup=False)
             with Horizontal(id="export-buttons"):
                 yield Button(_("Export"), variant="primary", id="export-go")
                 yield Button(_("Cancel"), id="export-cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#export-path", Input).focus()  # Enter writes at once; shift+Tab reaches the choices
+        self.query_one("#export-path", Input).focus()  # first on screen: Enter writes at once, Tab goes on down
+
+    NAMES = ("attn-tui-trace", "attn-tui-screen")  # the names offered besides the stage's own
+
+    def _where(self) -> str:
+        """Where a bare file name goes (never serve's path on its disk: a visitor sees only names inside it)."""
+        from attn_tui.tui.served import served
+
+        if served():
+            return _("A file name goes into serve's export folder")
+        return _("A file name goes into the folder attn-tui was started in; type a path to write anywhere else")
 
     def _path(self, what: str, fmt: str) -> Path:
         name = {"stage": self.stem, "trace": "attn-tui-trace", "screen": "attn-tui-screen"}[what]
-        suffix = "" if what == "trace" and fmt == "csv" else "." + ("svg" if what == "screen" else fmt)
-        return self.folder / (name + suffix)
+        return self.folder / (name + suffix_for(what, fmt))
 
     def _choice(self) -> tuple[str, str]:
         what = self.query_one("#export-what", RadioSet).pressed_button
@@ -106,7 +133,15 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
         event.stop()
         what, fmt = self._choice()
         self.query_one("#export-format", RadioSet).disabled = what == "screen"
-        self.query_one("#export-path", Input).value = str(self._path(what, fmt))
+        path_input = self.query_one("#export-path", Input)
+        if not path_input.value.strip():
+            return
+        typed = Path(path_input.value.strip())
+        offered = typed.name and (typed.with_suffix("") if typed.suffix.lower() in SUFFIXES else typed).name in (
+            self.stem, *self.NAMES)
+        # a name the dialog offered follows the choice; one the user typed keeps its folder and name, only its
+        # extension follows what is written
+        path_input.value = str(typed.parent / self._path(what, fmt).name if offered else conformed(typed, what, fmt))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

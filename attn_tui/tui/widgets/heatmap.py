@@ -20,7 +20,6 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from attn_tui.i18n import N_
 from attn_tui.present.grid import Grid
 from attn_tui.render.colors import Scale
 from attn_tui.render.heatmap import (
@@ -32,6 +31,7 @@ from attn_tui.render.heatmap import (
     layout_for,
     line_segments,
 )
+from attn_tui.tui.bindings import CURSOR_BINDINGS
 
 MESSAGE_STYLE = Style(color="grey70", italic=True)
 
@@ -52,13 +52,7 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
     BINDINGS = [
         Binding("pageup", "page_up", "Page up", show=False, id="heatmap.page_up"),
         Binding("pagedown", "page_down", "Page down", show=False, id="heatmap.page_down"),
-        # the app's ids: one keymap entry moves the cursor here and, from anywhere else, through the app's keys
-        Binding("up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.up"),
-        Binding("down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.down"),
-        Binding("shift+up", "cursor(-1, 0)", N_("Cursor up"), show=False, id="cursor.shift_up"),
-        Binding("shift+down", "cursor(1, 0)", N_("Cursor down"), show=False, id="cursor.shift_down"),
-        Binding("shift+left", "cursor(0, -1)", N_("Cursor left"), show=False, id="cursor.shift_left"),
-        Binding("shift+right", "cursor(0, 1)", N_("Cursor right"), show=False, id="cursor.shift_right"),
+        *CURSOR_BINDINGS,
     ]
 
     cursor: reactive[tuple[int, int]] = reactive((0, 0), repaint=False, always_update=True, init=False)
