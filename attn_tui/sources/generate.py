@@ -134,9 +134,8 @@ class Generator:
         self.raw: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = [([], []) for _ in range(loaded.layers)]
         self.rows = [LayerRows() for _ in range(loaded.layers)]  # each layer's keys so far, for a step's weights
         self.tables: dict[int, tuple[torch.Tensor, torch.Tensor, int] | None] = {}  # per layer: rotary cos, sin
-        own = self.family.own_layers
-        self.own = [own.stepper(loaded, layer) if own is not None and own.holds(model, layer) else None
-                    for layer in range(loaded.layers)]
+        parts = [self.family.own_layer(model, layer) for layer in range(loaded.layers)]
+        self.own = [None if part is None else part.stepper(loaded, layer) for layer, part in enumerate(parts)]
         self.later = StepStages(loaded, self.family, self.grouped, self.tokens, self.special, self.inputs, self.own)
         if self.window is None:  # StreamingLLM's steps read moved keys: they are traced whole as they are made
             self.trace.step_filler = self.later

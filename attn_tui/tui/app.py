@@ -392,11 +392,9 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         self.query_one("#main").set_class(message.full_width, "-full")
 
 
-def run_app(request: VariantAsk | None = None, model: ModelAsk | None = None, max_memory: int | None = None,
-            fresh: bool = False, first_stage: str | None = None, record: RecordAsk | None = None,
-            notice: Msg | None = None) -> int:
-    """Run the app on `request` (None: the saved session, else the default sample), on `model`, or on the user's
-    code (`record`), saying `notice` once it is up; the exit code."""
-    result = AttnApp(request, model=model, max_memory=max_memory, fresh=fresh, first_stage=first_stage,
-                     record=record, notice=notice).run()
+def run_app(request: VariantAsk | None = None, model: ModelAsk | None = None, fresh: bool = False,
+            **options: Any) -> int:
+    """Run the app on `request` (None: the saved session, else the default sample) or on `model`, with AttnApp's
+    other `options` (max_memory, first_stage, record, notice); the exit code."""
+    result = AttnApp(request, model=model, fresh=fresh, **options).run()
     return 0 if result is None else int(result)

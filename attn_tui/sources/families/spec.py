@@ -288,9 +288,10 @@ class Family:
     own_layers: OwnLayer | None = None
     after_heads: tuple[AfterHeads, ...] = ()
 
-    def owns(self, model: Any, layer: int) -> bool:
-        """Whether layer `layer` records itself (an `own_layers` part), not read as a LayerSpec."""
-        return self.own_layers is not None and self.own_layers.holds(model, layer)
+    def own_layer(self, model: Any, layer: int) -> OwnLayer | None:
+        """The part that records layer `layer` itself; None where the layer is read as a LayerSpec."""
+        own = self.own_layers
+        return own if own is not None and own.holds(model, layer) else None
 
     def w_o_reads_heads(self) -> bool:
         """Whether W_O reads the heads' outputs as the tracer records them (no part changes them first)."""

@@ -81,8 +81,9 @@ def fill_layer(run_: ModelRun, trace: Trace, layer: int | None, family: Family) 
         return
     with torch.no_grad(), run_.loaded.in_memory(layer):
         scale: float | None
-        if family.own_layers is not None and family.owns(run_.loaded.model, layer):  # it records itself
-            scale = family.own_layers.record(run_, trace, layer)
+        own = family.own_layer(run_.loaded.model, layer)
+        if own is not None:  # a layer that records itself
+            scale = own.record(run_, trace, layer)
         else:
             spec = family.layer(run_, layer)
             w_o = output_weight(run_.loaded.model, run_.loaded.blocks, layer, spec.x.shape[-1], family.output)
