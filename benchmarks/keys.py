@@ -70,7 +70,7 @@ async def _measure(n: int, kind: str, rounds: int) -> tuple[float, float]:
     walls: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot)
-        app.explorer.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.pause()
         heatmap = app.explorer.heatmap  # the cursor keys are the focused heatmap's own bindings
         heatmap.action_cursor = app._timed(heatmap.action_cursor)  # type: ignore[method-assign]

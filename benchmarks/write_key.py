@@ -62,7 +62,7 @@ async def _measure(model: str, count: int) -> tuple[list[float], list[float], li
     last: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(pilot, lambda: app.shown is not None and app.shown.ask.model is not None)
-        app.explorer.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.pause(0.2)
         for written in range(1, count + 1):
             start = time.perf_counter()

@@ -5,16 +5,20 @@ are opened sooner, off the GIL, while that frame is drawn: tui/startup.py); ever
 variant on an input, or a model on a sentence) goes through the same exclusive thread
 worker, which posts back one `TraceReady` or one `ComputeFailed`; compare mode's B has a
 worker of its own. What is asked, kept per source, undone and on show, and which result is
-stale, is one plain `AppState` (state.py): the App routes messages and worker results to it
-and draws what its transitions say. Where the user is in the trace lives in the Explorer; the
-keys that move there are in actions.py; the edits that make asks, in editing.py; compare mode in
-comparing.py; exports in exporting.py.
+stale, and where the user is, is one plain `AppState` (state.py): the App routes messages and
+worker results to it and draws what its transitions say. What the user does is answered by small
+controllers the App composes, each over the App as `Host` (host.py) sees it: the keys that move
+(navigation.py), writing token by token (writing.py), the edits that make asks and the session
+(editing.py), compare mode (comparing.py), the atlas (atlas_link.py) and exports (exporting.py).
+Textual calls actions and handlers on the App: its entry points are generated from the controllers
+(`answered_by`), each answered by its own.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -36,14 +40,14 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
 from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
-from attn_tui.tui.atlas_actions import AtlasActions, probe_note
+from attn_tui.tui.atlas_link import AtlasLink, b_arrived, b_dropped, probe_note
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import MIN_SIZE, screen_classes, set_classes
-from attn_tui.tui.comparing import CompareActions
-from attn_tui.tui.editing import EditingActions
+from attn_tui.tui.comparing import Comparing
+from attn_tui.tui.editing import Editing
 from attn_tui.tui.ending import SHUTDOWN_GRACE, catch_ending_signals, end_within, exit_code
-from attn_tui.tui.exporting import ExportActions
-from attn_tui.tui.language import LanguageActions
+from attn_tui.tui.exporting import Exporting
+from attn_tui.tui.host import answered_by
 from attn_tui.tui.messages import (
     ComputeFailed,
     LoadProgressed,
@@ -53,6 +57,7 @@ from attn_tui.tui.messages import (
     TraceGrew,
     TraceReady,
 )
+from attn_tui.tui.navigation import Navigation
 from attn_tui.tui.screens.main import MainScreen
 from attn_tui.tui.startup import Warmup
 from attn_tui.tui.state import AppState, source_key
@@ -61,11 +66,10 @@ from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
 from attn_tui.tui.widgets.model_pane import ModelPane
 from attn_tui.tui.workers import SupersededError, post_growth, post_progress, while_running
-from attn_tui.tui.writing import WritingActions
+from attn_tui.tui.writing import Writing
 
 if TYPE_CHECKING:
     from textual.command import Provider
-    from textual.timer import Timer
 
     from attn_tui.present.compare import Comparison
     from attn_tui.sources.progress import Progress
@@ -81,8 +85,9 @@ def palette_commands() -> type[Provider]:
     return AttnCommands
 
 
-class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, ExportActions, LanguageActions,
-              App[int]):
+@answered_by(navigation=Navigation, writing=Writing, editing=Editing, comparing=Comparing, atlas_link=AtlasLink,
+             exporting=Exporting)
+class AttnApp(App[int]):
     """Model and input panes on the left, the explorer on the right, around one ask and what is on show."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
@@ -104,13 +109,17 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
             first_stage = "weights"  # the user's own code opens where its attention is
         self.state = AppState(request or sample.request, record or model, given=given,
                               first_stage=first_stage if given else sample.stage,
-                              typed=lambda: self.query_one(InputPane).typed())
+                              typed=lambda: self.input_pane.typed())
         self.fresh = fresh  # False: put back the saved session (the command line's `attn-tui` does)
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
         self.torch_ready = False
-        self._player: Timer | None = None
-        self._save_timer: Timer | None = None
+        self.navigation = Navigation(self)
+        self.writing = Writing(self, self.navigation)
+        self.editing = Editing(self)
+        self.comparing = Comparing(self, partial(b_arrived, self), partial(b_dropped, self))
+        self.atlas_link = AtlasLink(self, self.comparing)
+        self.exporting = Exporting(self)
         self._release_signals: Callable[[], None] = lambda: None
         self.warmup = Warmup()
         self.set_reactive(AttnApp.language, i18n.language())
@@ -138,6 +147,14 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
     @property
     def explorer(self) -> Explorer:
         return self.query_one(Explorer)
+
+    @property
+    def model_pane(self) -> ModelPane:
+        return self.query_one(ModelPane)
+
+    @property
+    def input_pane(self) -> InputPane:
+        return self.query_one(InputPane)
 
     # What the state holds, read by the panes' code and the tests.
     @property
@@ -174,8 +191,8 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         served.guard(self)  # under `attn-tui serve`: ends with serve and on SIGTERM (the driver has started)
         self.explorer.language = self.language
         if not self.fresh:
-            self.restore_session()
-        self.show_ask(self.state.wanted)
+            self.editing.restore_session()
+        self.editing.show_ask(self.state.wanted)
         self.explorer.heatmap.focus()
         if self.notice is not None:
             self.notify(self.notice, timeout=12)
@@ -187,14 +204,14 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
 
     def on_unmount(self) -> None:
         self._release_signals()
-        self.save_session()  # what save_soon took and has not written yet
+        self.editing.save_session()  # what save_soon took and has not written yet
 
     def end_on_signal(self, signum: int) -> None:
         """SIGTERM or SIGHUP (the terminal closed): write the session as the panes hold it now, drop the partial
         file of an export still being written, and leave as `q` does."""
         from attn_tui.io.files import remove_partials
 
-        self.save_now()
+        self.editing.save_now()
         remove_partials()
         end_within(SHUTDOWN_GRACE, exit_code(signum))  # a closed terminal can block the shutdown's last writes
         self.exit(exit_code(signum), return_code=exit_code(signum))
@@ -205,6 +222,22 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         if isinstance(options.get("title"), str):
             options["title"] = printable(options["title"])
         super().notify(printable(str(message)), markup=markup, **options)
+
+    def action_toggle_language(self) -> None:
+        self.language = "ko" if self.language == "en" else "en"
+
+    def watch_language(self, language: str) -> None:
+        """Every pane, the footer and the error line read their words again in the new language."""
+        i18n.set_language(language)
+        self.model_pane.relabel()
+        self.input_pane.relabel()
+        if self.shown is not None and self.state.on_record:
+            self.input_pane.show_model_tokens(self.shown.trace)  # relabel drew the variants' tokens
+        self.query_one(LocalFooter).refresh(recompose=True)
+        self.query_one("#too-small", Static).update(self._too_small_text())
+        self.explorer.language = language
+        self.explorer.show_error(self.error)
+        self.editing.save_soon()
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_screen(event.size.width, event.size.height)
@@ -241,7 +274,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         computed again, the user's code made it."""
         if self.state.ask(ask):
             self.notify(_("the recorded trace is set aside: ctrl+z brings it back"), timeout=6)
-        self.show_applicable()
+        self.editing.show_applicable()
         self.compute_wanted()
 
     def compute_wanted(self) -> None:
@@ -250,7 +283,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         wanted, generation = self.state.send()
         loading = self.state.loading(wanted)
         self.explorer.heatmap.loading = loading is not None
-        self.query_one(ModelPane).show_status(_("loading {model}…").format(model=loading) if loading else "")
+        self.model_pane.show_status(_("loading {model}…").format(model=loading) if loading else "")
         self._compute(wanted, generation)
 
     @work(thread=True, exclusive=True, group="compute", description="compute")
@@ -278,7 +311,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
     def on_load_progressed(self, message: LoadProgressed) -> None:
         """A load's phase under the model's status, while that load is still the one wanted and under way."""
         if message.generation == self.state.generation and self.explorer.heatmap.loading:
-            self.query_one(ModelPane).show_progress(message.progress)
+            self.model_pane.show_progress(message.progress)
 
     @while_running
     def on_trace_grew(self, message: TraceGrew) -> None:
@@ -295,7 +328,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         explorer.show(message.shown, first_stage)
         if first_stage is not None and all(p.name != first_stage for p in explorer.places):
             explorer.forget_place()  # the stage asked for comes later (the alignment): unless the user moves, go there
-        self.query_one(ModelPane).show_status(str(Plural("decoding… {n} step so far", "decoding… {n} steps so far",
+        self.model_pane.show_status(str(Plural("decoding… {n} step so far", "decoding… {n} steps so far",
                                                          n=message.steps_ready)))
 
     @while_running
@@ -309,7 +342,7 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         self.settled(shown.ask)
         trace, model = shown.trace, shown.ask.model
         if model is not None:
-            self.query_one(ModelPane).show_status(
+            self.model_pane.show_status(
                 (_("✓ {model}, {layers}×{heads} heads").format(model=trace.meta.title, layers=trace.layers,
                                                                heads=trace.heads) if trace.layers > 1
                  else _("✓ {n} decoder steps").format(n=trace.steps())) + probe_note(model))
@@ -318,22 +351,22 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
                 and self.state.grew != self.state.shown_generation:  # its first steps took the model's place already
             explorer.layer_index, explorer.head = model.layer, model.head  # a model's own first place
         if self.comparison is not None and not self.comparison.fits(shown.ask):
-            self.end_compare()  # A is now something the change does not apply to
+            self.comparing.end_compare()  # A is now something the change does not apply to
         explorer.show(shown, self.state.first_stage)
         rows = recorded_rows(trace)  # the user's code: what ran, not the variants' knobs nor their sentence
-        self.query_one(ModelPane).show_recorded(rows)
+        self.model_pane.show_recorded(rows)
         if rows is not None:
-            self.query_one(InputPane).show_model_tokens(trace)
+            self.input_pane.show_model_tokens(trace)
         self.state.first_stage = None
         self.show_error([*trace.warnings, *([shown.notice] if shown.notice else [])])
         if shown.notice:
             self.notify(shown.notice, title=_("CUDA not available"), severity="warning", timeout=10)
-        self._show_pane_view()
+        self.show_pane_view()
         if self.comparison is not None:
-            self.compute_b()
-        self.save_soon()
-        self.keep_writing(shown)  # `N`: one more token
-        self.atlas_a_arrived(shown)  # an atlas open on the probe (or back on the sentence) reads the new run
+            self.comparing.compute_b()
+        self.editing.save_soon()
+        self.writing.keep_writing(shown)  # `N`: one more token
+        self.atlas_link.a_arrived(shown)  # an atlas open on the probe (or back on the sentence) reads the new run
 
     @while_running
     def on_compute_failed(self, message: ComputeFailed) -> None:
@@ -344,16 +377,20 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         self.back_to_shown()
         self.explorer.show_error(self.state.error)
         if failure.model is not None:
-            self.query_one(ModelPane).show_status(_("✗ could not open {model}").format(model=failure.model[:40])
+            self.model_pane.show_status(_("✗ could not open {model}").format(model=failure.model[:40])
                                                   if failure.unopened else "")
         if failure.unopened and failure.model is not None and failure.back is not None:
             # A model that cannot be opened: say so loudly and go back to what was shown.
             self.notify(message.error, title=_("cannot open {model}").format(model=failure.model[:60]),
                         severity="error", timeout=10)
-            self.query_one(ModelPane).refuse_path(failure.model)
-            self.show_ask(failure.back, matrices=False)
+            self.model_pane.refuse_path(failure.model)
+            self.editing.show_ask(failure.back, matrices=False)
             if failure.recompute:
                 self.compute_wanted()
+
+    def stop_computing(self) -> None:
+        """The ask in flight is dropped: its worker stops at its next step."""
+        self.workers.cancel_group(self, "compute")
 
     def back_to_shown(self) -> None:
         """The steps of a decode that failed or was dropped go: the last whole result is drawn again."""
@@ -364,9 +401,9 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
         """A computation ended: the loading indicator goes (and, once painted, start-up is over)."""
         self.call_after_refresh(self.warmup.end)
         self.explorer.heatmap.loading = False
-        self.query_one(ModelPane).show_progress(None)
+        self.model_pane.show_progress(None)
         if ask.model is None:
-            self.query_one(ModelPane).show_status("")
+            self.model_pane.show_status("")
 
     def show_error(self, parts: list[str | Msg], joiner: str = " · ") -> None:
         """The explorer's error line, kept as its parts so that `t` reads it again in the other language."""
@@ -377,16 +414,16 @@ class AttnApp(EditingActions, WritingActions, AtlasActions, CompareActions, Expo
     def error(self) -> str:
         return self.state.error
 
-    def _show_pane_view(self) -> None:
+    def show_pane_view(self) -> None:
         """The model pane's head (and layer) line and the device the trace ran on."""
         trace, explorer = self.trace, self.explorer
         if trace is None:
             return
-        pane = self.query_one(ModelPane)
+        pane = self.model_pane
         pane.show_view(explorer.head, trace.heads_at(explorer.layer_index), f"{trace.device} · {trace.dtype}")
         pane.show_layer(explorer.layer_index, trace.layers)
         if self.state.wanted.model is not None:
-            self.query_one(InputPane).show_model_tokens(trace)
+            self.input_pane.show_model_tokens(trace)
 
     def on_panel_changed(self, message: PanelChanged) -> None:
         self.query_one("#main").set_class(message.full_width, "-full")

@@ -13,13 +13,13 @@ from attn_tui.ask.samples import load_samples
 from attn_tui.ask.settings import VariantAsk
 from attn_tui.i18n import _, pgettext
 from attn_tui.io.session import MENUS
+from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.screens.help import key_text
 from attn_tui.tui.stage_picker import stage_commands
 from attn_tui.tui.widgets.model_pane import GREYABLE, LABELS, MODELS
 
 if TYPE_CHECKING:
-    from textual.binding import Binding
-
+    from attn_tui.tui.editing import Editing
     from attn_tui.tui.widgets.explorer import Explorer
 
 Command = tuple[str, Callable[[], object], str]
@@ -35,17 +35,12 @@ class PaletteHost(Protocol):
     @property
     def explorer(self) -> Explorer: ...
 
-    def palette_bindings(self) -> list[Binding]: ...
+    @property
+    def editing(self) -> Editing: ...
 
     async def run_action(self, action: str) -> bool: ...
 
     def action_jump(self, selector: str) -> None: ...
-
-    def set_setting(self, name: str, value: object) -> None: ...
-
-    def load_sample(self, name: str) -> None: ...
-
-    def choose_model(self, name: str | None) -> None: ...
 
 
 def setting_commands(app: PaletteHost) -> Iterator[Command]:
@@ -62,10 +57,11 @@ def setting_commands(app: PaletteHost) -> Iterator[Command]:
             for value in MENUS[name]:
                 if value != now:
                     yield (_("Set {setting}: {value}").format(setting=label, value=value),
-                           partial(app.set_setting, name, value), _("now {value}").format(value=now))
+                           partial(app.editing.set_setting, name, value), _("now {value}").format(value=now))
         elif isinstance(now, bool):
             yield (_("Set {setting}: {value}").format(setting=label, value=_("off") if now else _("on")),
-                   partial(app.set_setting, name, not now), _("now {value}").format(value=_("on") if now else _("off")))
+                   partial(app.editing.set_setting, name, not now),
+                   _("now {value}").format(value=_("on") if now else _("off")))
         else:
             yield (_("Type {setting}…").format(setting=label), partial(app.action_jump, f"#set-{name}"),
                    _("now {value}").format(value="—" if now is None else f"{now:g}" if isinstance(now, float)
@@ -78,17 +74,17 @@ class AttnCommands(Provider):
     def _commands(self) -> list[Command]:
         app = cast("PaletteHost", self.app)
         found: list[Command] = []
-        for binding in app.palette_bindings():
+        for binding in APP_BINDINGS:
             found.append((_(binding.description), partial(app.run_action, binding.action),
                           _("key: {key}").format(key=key_text(binding.key))))
         for stage in stage_commands(app.explorer):
             found.append((_("Go to stage: {name}").format(name=stage.name), stage.callback, stage.help_text or ""))
         found.extend(setting_commands(app))
         for name, sample in load_samples().items():
-            found.append((_("Load sample: {name}").format(name=name), partial(app.load_sample, name),
+            found.append((_("Load sample: {name}").format(name=name), partial(app.editing.load_sample, name),
                           _(sample.description)))
         for model in MODELS:
-            found.append((_("Model: {model}").format(model=model), partial(app.choose_model, model),
+            found.append((_("Model: {model}").format(model=model), partial(app.editing.choose_model, model),
                           _("run a real or trained model")))
         return found
 

@@ -1,130 +1,111 @@
 """Compare mode: the stage on show (A) beside the same stage with one setting changed (B), and B − A.
 
-A mixin of AttnApp. B is computed by a worker of its own, so A stays responsive; a B that
+A controller of AttnApp. B is computed by a worker of its own, so A stays responsive; a B that
 arrives after the comparison changed is dropped by its generation.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
 
-from textual import work
-
-from attn_tui.ask.settings import Ask
-from attn_tui.i18n import Msg, _
+from attn_tui.i18n import _
 from attn_tui.tui import served
+from attn_tui.tui.host import Controller, Host
 from attn_tui.tui.messages import CompareFailed, CompareReady
 from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
-    from textual.app import App
-
+    from attn_tui.ask.settings import Ask
     from attn_tui.present.compare import Comparison
     from attn_tui.trace.shown import Shown
-    from attn_tui.trace.stage import Trace
-    from attn_tui.tui.state import AppState
-    from attn_tui.tui.widgets.explorer import Explorer
-
-    _AppBase = App[int]
-else:
-    _AppBase = object
 
 
-class CompareActions(_AppBase):
-    """`c`, the B worker and its results."""
+class Comparing(Controller):
+    """`c`, the B worker and its results; whoever shows B besides the explorer (an open atlas) is told by
+    `b_arrived` and `b_dropped`."""
 
-    state: AppState
-    torch_ready: bool
-    max_memory: int | None
-
-    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
-        @property
-        def explorer(self) -> Explorer: ...
-
-        @property
-        def trace(self) -> Trace | None: ...
-
-        def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
-
-        def atlas_b_arrived(self, comparison: Comparison, shown_b: Shown | None) -> None: ...
-
-        def atlas_b_dropped(self) -> None: ...
+    def __init__(self, host: Host, b_arrived: Callable[[Comparison, Shown | None], None],
+                 b_dropped: Callable[[], None]) -> None:
+        super().__init__(host)
+        self.b_arrived, self.b_dropped = b_arrived, b_dropped
 
     def action_compare(self) -> None:
         """c: choose one setting to change and see A, B and B − A; c again leaves."""
         from attn_tui.tui.screens.choose import ChoiceScreen
 
-        if self.state.comparison is not None:
+        if self.host.state.comparison is not None:
             self.end_compare()
             return
-        if self.trace is None:
+        if self.host.trace is None:
             return
-        self.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
-                                      [(str(c.title), c) for c in self.compare_options()]), self.start_compare)
+        self.host.push_screen(ChoiceScreen(_("Compare this stage with one setting changed (B):"),
+                                           [(str(c.title), c) for c in self.compare_options()]), self.start_compare)
 
     def compare_options(self) -> list[Comparison]:
         """What B can be for the trace on show (empty before the first trace)."""
         from attn_tui.present.compare import comparisons
 
-        trace = self.trace
+        trace = self.host.trace
         if trace is None:
             return []
-        others = sorted(self.state.loaded_models)  # another model opened this session, on the same sentence
+        others = sorted(self.host.state.loaded_models)  # another model opened this session, on the same sentence
         windows = [None if (g := trace.geometry.get(n)) is None else g.window for n in range(trace.layers)]
         heads = trace.heads_at(self.explorer.layer_index)  # the layer's own (a Qwen3-Next linear layer's value heads)
-        return comparisons(self.state.wanted, heads, self.explorer.head, trace.layers,
+        return comparisons(self.host.state.wanted, heads, self.explorer.head, trace.layers,
                            self.explorer.layer_index, others, windows)  # the layers computed so far say theirs
 
     def start_compare(self, comparison: Comparison | None) -> None:
         if comparison is None:
             return
-        self.state.start_compare(comparison)
+        self.host.state.start_compare(comparison)
         if comparison.same_trace:
             self.explorer.show_b(comparison, None)
         else:
             self.compute_b()
 
     def end_compare(self) -> None:
-        self.state.end_compare()  # whatever B is in flight is no longer wanted
+        self.host.state.end_compare()  # whatever B is in flight is no longer wanted
         self.explorer.end_compare()
-        self.atlas_b_dropped()
+        self.b_dropped()
 
     def compute_b(self) -> None:
-        comparison = self.state.comparison
-        if comparison is None or not self.torch_ready:
+        comparison = self.host.state.comparison
+        if comparison is None or not self.host.torch_ready:
             return
-        if not comparison.fits(self.state.wanted):
+        if not comparison.fits(self.host.state.wanted):
             self.end_compare()
             return
-        b = self.state.send_b()
+        b = self.host.state.send_b()
         if b is None:  # a head comparison: B is the same trace at another head
             self.explorer.show_b(comparison, None)
             return
-        self._compute_b(*b)
+        self.host.run_worker(partial(self._compute_b, *b), thread=True, exclusive=True, group="compare",
+                             description="compare")
 
-    @work(thread=True, exclusive=True, group="compare", description="compare")
     def _compute_b(self, ask: Ask, generation: int) -> None:
         from attn_tui.errors import AttnError, describe
         from attn_tui.sources import run
 
         try:
             served.check_ask(ask)
-            self.post_message(CompareReady(generation, run(ask, self.max_memory, cpu_fallback=True)))
+            self.host.post_message(CompareReady(generation, run(ask, self.host.max_memory, cpu_fallback=True)))
         except AttnError as exc:
-            self.post_message(CompareFailed(generation, exc.message))
+            self.host.post_message(CompareFailed(generation, exc.message))
         except Exception as exc:
-            self.post_message(CompareFailed(generation, describe(exc)))
+            self.host.post_message(CompareFailed(generation, describe(exc)))
 
     @while_running
     def on_compare_ready(self, message: CompareReady) -> None:
-        comparison = self.state.b_arrived(message.generation)
+        comparison = self.host.state.b_arrived(message.generation)
         if comparison is not None:
             self.explorer.show_b(comparison, message.shown)
-            self.atlas_b_arrived(comparison, message.shown)
+            self.b_arrived(comparison, message.shown)
 
     @while_running
     def on_compare_failed(self, message: CompareFailed) -> None:
-        if message.generation == self.state.b_generation:
-            self.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
+        if message.generation == self.host.state.b_generation:
+            self.host.notify(message.error, title=_("B could not be computed"), severity="error", timeout=8)
             self.end_compare()
 

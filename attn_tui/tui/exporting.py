@@ -1,48 +1,27 @@
 """Exports from the app: the stage or the whole trace as npz, csv or json, or the screen as SVG.
 
-A mixin of AttnApp. Files are written by a worker (a long trace streams in row blocks);
+A controller of AttnApp. Files are written by a worker (a long trace streams in row blocks);
 the notice names the path written, or why nothing was.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from textual import work
+from typing import TYPE_CHECKING
 
 from attn_tui.i18n import Msg, Plural, _
+from attn_tui.tui.host import Controller
 from attn_tui.tui.messages import ExportDone, ExportFailed
 from attn_tui.tui.served import offer_download, visible_path
 from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
-    from textual.app import App
-
-    from attn_tui.present.stage_view import StageView
-    from attn_tui.trace.stage import Trace
     from attn_tui.tui.screens.export import ExportAsk
-    from attn_tui.tui.widgets.explorer import Explorer
-
-    _AppBase = App[int]
-else:
-    _AppBase = object
 
 
-class ExportActions(_AppBase):
+class Exporting(Controller):
     """`e`, the export worker and its results."""
-
-    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
-        @property
-        def trace(self) -> Trace | None: ...
-
-        @property
-        def view(self) -> StageView | None: ...
-
-        @property
-        def explorer(self) -> Explorer: ...
-
-        def notify(self, message: str | Msg, *, markup: bool = False, **options: Any) -> None: ...
 
     async def action_export(self) -> None:
         from attn_tui.io.export import file_name
@@ -51,19 +30,20 @@ class ExportActions(_AppBase):
 
         await self.explorer.drawn()  # the stage on show is the one the user moved to
 
-        trace, view = self.trace, self.view
+        trace, view = self.host.trace, self.host.view
         if trace is None or view is None:
-            self.notify(_("nothing to export yet"), timeout=3)
+            self.host.notify(_("nothing to export yet"), timeout=3)
             return
-        self.push_screen(ExportScreen(file_name(trace.stages[view.place]), offered_folder()), self.export)
+        self.host.push_screen(ExportScreen(file_name(trace.stages[view.place]), offered_folder()), self.export)
 
     def export(self, ask: ExportAsk | None) -> None:
         if ask is None:
             return
         if ask.what == "screen":
-            self.call_after_refresh(self._save_screen, ask.path)
+            self.host.call_after_refresh(self._save_screen, ask.path)
             return
-        self._export(ask)
+        self.host.run_worker(partial(self._export, ask), thread=True, exclusive=True, group="export",
+                             description="export")
 
     def _save_screen(self, path: Path) -> None:
         """The screen as SVG, re-set so a browser keeps each character in its cells (render/svg.py), written
@@ -75,22 +55,21 @@ class ExportActions(_AppBase):
         try:
             writable_file(path, Msg("the screenshot"))
             try:
-                write_text_atomic(path, cell_aligned(self.export_screenshot()))
+                write_text_atomic(path, cell_aligned(self.host.export_screenshot()))
             except OSError as exc:
                 raise AttnError(Msg("cannot write {what} to {path}: {reason}", what=Msg("the screenshot"),
                                     path=quoted(str(path)), reason=exc.strerror or exc)) from None
         except AttnError as exc:
-            self.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
+            self.host.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
             return
-        self.notify(_("saved the screen to {path}").format(path=visible_path(path.resolve())), timeout=8)
-        offer_download(self, path.resolve())
+        self.host.notify(_("saved the screen to {path}").format(path=visible_path(path.resolve())), timeout=8)
+        offer_download(self.host, path.resolve())
 
-    @work(thread=True, exclusive=True, group="export", description="export")
     def _export(self, ask: ExportAsk) -> None:
         from attn_tui.errors import AttnError, describe
         from attn_tui.io.export import export
 
-        trace, view = self.trace, self.view
+        trace, view = self.host.trace, self.host.view
         assert trace is not None and view is not None
         try:
             if ask.what == "trace":
@@ -102,21 +81,21 @@ class ExportActions(_AppBase):
                 stages = [trace.stages[view.place]]
             export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
         except AttnError as exc:
-            self.post_message(ExportFailed(exc.message))
+            self.host.post_message(ExportFailed(exc.message))
             return
         except Exception as exc:
-            self.post_message(ExportFailed(describe(exc)))
+            self.host.post_message(ExportFailed(describe(exc)))
             return
-        self.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
+        self.host.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
 
     @while_running
     def on_export_done(self, message: ExportDone) -> None:
-        self.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
+        self.host.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
                            path=visible_path(Path(message.path))), title=_("exported"),
                     timeout=10)
-        offer_download(self, Path(message.path))
+        offer_download(self.host, Path(message.path))
 
     @while_running
     def on_export_failed(self, message: ExportFailed) -> None:
-        self.notify(message.error, title=_("export failed"), severity="error", timeout=10)
+        self.host.notify(message.error, title=_("export failed"), severity="error", timeout=10)
 

@@ -25,7 +25,7 @@ def while_running(handler: Handler) -> Handler:
     quitting while a model loads must not end in a traceback."""
 
     @functools.wraps(handler)
-    def handle(self: App[int], message: Any) -> None:
+    def handle(self: Any, message: Any) -> None:  # the App, or one of its controllers (both say is_running)
         if self.is_running:
             handler(self, message)
 

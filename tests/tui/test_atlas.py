@@ -152,7 +152,7 @@ async def test_c_puts_another_models_atlas_beside_as(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
         b_tokens = app.trace.key_tokens
-        app.choose_model(str(a_path))
+        app.editing.choose_model(str(a_path))
         await settle(pilot)
         screen = await _open(pilot)
         await pilot.press("c")

@@ -58,7 +58,7 @@ async def test_the_gru_beside_the_transformer_fills_in_step_by_step() -> None:
         assert torch.allclose(_grid(view, "a"), gru.tensor("alignment"))
         assert (app.explorer.b_layer, app.explorer.b_head) == (1, 0)  # B opens on its last layer
         assert torch.allclose(_grid(view, "b"), transformer.tensor("alignment", 1, 0, None, "cross_attn"))
-        stages = app.stage_names().index("alignment")  # one step's stages
+        stages = app.explorer.stage_names().index("alignment")  # one step's stages
         for step in range(3):
             await pilot.press(*["right"] * stages)  # on to the next step's query: this step's row is in
             assert view.heatmap("a").grid.filled_rows == view.heatmap("b").grid.filled_rows == step + 1
@@ -124,7 +124,7 @@ async def test_choosing_another_source_while_comparing_models_leaves_compare_mod
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await _compare_models(pilot, "transformer-dates")
-        app.choose_model(None)  # back to the attention variants
+        app.editing.choose_model(None)  # back to the attention variants
         await settle(pilot)
         await pilot.pause()
         assert app.comparison is None and app.explorer.panel != "compare"

@@ -29,13 +29,13 @@ async def test_the_diff_sample_steps_through_every_stage_and_explains_lambda_and
             await pilot.press("right")
             seen.append(app.view.name)
         assert seen == ["embedding", *VARIANTS["diff"].stages]
-        app.go_to_stage(app.stage_names().index("lambda"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("lambda"))
         await settle(pilot)
         await pilot.press("shift+right", "shift+right", "shift+right")  # the last cell of λ's row: λ itself
         await pilot.pause()
         text = str(app.query_one(Inspector).render())
         assert "λ_init" in text and "λ_q1" in text
-        app.go_to_stage(app.stage_names().index("diff_weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("diff_weights"))
         await settle(pilot)
         values = app.view.grid.values
         assert float(np.nanmin(values)) < 0  # signed: the second map cancels some keys
@@ -52,10 +52,10 @@ async def test_a_diffllama_folder_opens_and_its_pairs_stages_follow_the_maps(tmp
     app = model_app(str(tiny(tmp_path, "diffllama", CONFIG)), TEXT, layer=1, head=0)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         assert names.index("weights") < names.index("lambda") < names.index("diff_weights") < names.index(
             "head_norm") < names.index("concat")
-        app.go_to_stage(names.index("diff_weights"))
+        app.explorer.go_to_stage(names.index("diff_weights"))
         await settle(pilot)
         assert app.view.name == "diff_weights"
         trace = app.trace

@@ -57,7 +57,7 @@ def _grid_text(app) -> str:
 
 async def _export(pilot, what: str, fmt: str, path: Path) -> None:
     app = pilot.app
-    app.export(ExportAsk(what, fmt, path))
+    app.exporting.export(ExportAsk(what, fmt, path))
     for _ in range(100):
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -76,7 +76,7 @@ async def test_grid_compare_and_export_work_for_the_family(tmp_path: Path, model
     app = model_app(str(b_path), TEXT)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)  # B first: a model opened this session is offered as compare's B
-        app.choose_model(str(a_path))
+        app.editing.choose_model(str(a_path))
         await settle(pilot)
         trace = app.trace
         assert trace.meta.family == routing()[model_type] and trace.layers == len(expected)
@@ -105,7 +105,7 @@ async def test_grid_compare_and_export_work_for_the_family(tmp_path: Path, model
         await pilot.press("g")
         await pilot.pause()
 
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await settle(pilot)
         np.testing.assert_allclose(app.view.grid.values, expected[LAYER][HEAD], atol=1e-5)
         view = app.query_one(CompareView)

@@ -36,7 +36,7 @@ async def test_an_export_cut_short_by_a_signal_leaves_the_old_file(tmp_path: Pat
     app = sample_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        app.export(ExportAsk("stage", "json", target))
+        app.exporting.export(ExportAsk("stage", "json", target))
         await until(pilot, writing.is_set)  # the worker starts from the event loop: wait without blocking it
         removed = remove_partials()  # what end_on_signal does before the app exits
         assert len(removed) == 1 and removed[0].parent == folder and not removed[0].exists()

@@ -21,13 +21,13 @@ async def test_the_soft_cap_is_a_stage_and_each_layer_shows_its_own_window(tmp_p
     app = model_app(str(_tiny(tmp_path, "gemma2")), TEXT, layer=0, head=1)
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         assert names.index("scaled") < names.index("capped") < names.index("masked")
-        app.go_to_stage(names.index("capped"))
+        app.explorer.go_to_stage(names.index("capped"))
         await settle(pilot)
         scaled = app.trace.tensor("scaled", 0, 1).numpy()
         np.testing.assert_allclose(app.view.grid.values, 2.0 * np.tanh(scaled / 2.0), atol=1e-6)
-        app.go_to_stage(names.index("masked"))
+        app.explorer.go_to_stage(names.index("masked"))
         await settle(pilot)
         last = len(app.trace.query_tokens) - 1
         assert math.isinf(app.view.grid.values[last, 0])  # outside layer 0's window of 3

@@ -29,7 +29,7 @@ async def test_the_caption_says_the_share_turned_and_the_weights_are_the_models(
     app = model_app(str(tiny(tmp_path, model_type, CONFIGS[model_type])), TEXT, layer=0, head=1)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await settle(pilot)
         assert caption in str(app.query_one("#stage-bar").render())
         np.testing.assert_allclose(app.view.grid.values, app.trace.tensor("weights", 0, 1).numpy(), atol=1e-6)
@@ -43,9 +43,9 @@ async def test_olmo2s_q_norm_is_explained_over_the_whole_projection(tmp_path: Pa
     app = model_app(str(tiny(tmp_path, "olmo2", CONFIGS["olmo2"])), TEXT, layer=0, head=2)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         assert names.index("query") < names.index("query_norm") < names.index("query_rot")
-        app.go_to_stage(names.index("query_norm"))
+        app.explorer.go_to_stage(names.index("query_norm"))
         await settle(pilot)
         assert "over the whole projection's 32 dimensions" in str(app.query_one("#stage-bar").render())
         shown = str(app.query_one(Inspector).render())

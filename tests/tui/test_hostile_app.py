@@ -50,16 +50,16 @@ async def test_each_model_keeps_its_own_sentence() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await _type_sentence(pilot, "my own words")
-        app.choose_model("seq2seq-dates")
+        app.editing.choose_model("seq2seq-dates")
         await settle(pilot)
         dates = app.query_one(InputPane).sentence
         assert dates != "my own words" and app.trace.meta.model == "seq2seq-dates"
         await _type_sentence(pilot, "22 Nov 2026")
-        app.choose_model(None)
+        app.editing.choose_model(None)
         await settle(pilot)
         assert app.query_one(InputPane).sentence == "my own words"
         assert app.trace.query_tokens == ("my", "own", "words")
-        app.choose_model("seq2seq-dates")
+        app.editing.choose_model("seq2seq-dates")
         await settle(pilot)
         assert app.query_one(InputPane).sentence == "22 Nov 2026"
 
@@ -70,7 +70,7 @@ async def test_a_model_that_fails_keeps_the_matrix_editors() -> None:
         await settle(pilot)
         app.query_one("#edit-Q", TextArea).text = "1 2 3\n4 5 x"  # half typed, invalid
         await pilot.pause()
-        app.choose_model("/no/such/model/folder")
+        app.editing.choose_model("/no/such/model/folder")
         await settle(pilot)
         assert not isinstance(app.wanted, ModelAsk) and "no model" in app.error
         assert app.query_one("#edit-Q", TextArea).text == "1 2 3\n4 5 x"
@@ -110,7 +110,7 @@ async def test_g_on_a_long_input_draws_every_head_from_sampled_cells() -> None:
     app = RecordingApp(VariantAsk(SentenceInput(text), Settings(variant="multihead", heads=4, dim=16)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.press("g")
         await pilot.pause()
         assert app.query_one(HeadsGrid).titles == ["head 0", "head 1", "head 2", "head 3"]
@@ -232,7 +232,7 @@ async def test_a_model_path_with_escapes_is_echoed_and_reported_as_symbols() -> 
         path.post_message(events.Paste(typed))
         await pilot.pause()
         assert path.value == typed and str(path._value).endswith("no␛]2;pwned␇such")  # what Input draws
-        app.choose_model(typed)  # what ⏎ in the field asks for
+        app.editing.choose_model(typed)  # what ⏎ in the field asks for
         await settle(pilot)
         await pilot.pause()
         assert not _raw_on_screen(app)

@@ -122,7 +122,7 @@ async def test_every_sample_loads() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         for name, sample in load_samples().items():
-            app.load_sample(name)
+            app.editing.load_sample(name)
             await settle(pilot)
             assert app.shown.ask == (sample.model or sample.request), name
             assert app.error == "" or "mask" in app.error, (name, app.error)
@@ -247,7 +247,7 @@ async def test_a_matrix_error_arriving_while_a_result_is_in_flight_drops_that_re
         release.set()
         await settle(pilot)
         assert app.shown is before and "(showing the last valid result)" in app.error
-        app.set_setting("temperature", 2.0)  # a setting changed meanwhile applies to the input on show
+        app.editing.set_setting("temperature", 2.0)  # a setting changed meanwhile applies to the input on show
         await settle(pilot)
         assert app.shown.ask.source == before.ask.source and app.shown.ask.settings.temperature == 2.0
 

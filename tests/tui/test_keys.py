@@ -26,7 +26,7 @@ async def test_next_stage(keys: tuple[str, ...]) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("home", *keys)
-        assert app.explorer.stage_index == 1 and app.view.name == app.stage_names()[1]
+        assert app.explorer.stage_index == 1 and app.view.name == app.explorer.stage_names()[1]
 
 
 @pytest.mark.parametrize("key", ["left", "h"])
@@ -59,9 +59,9 @@ async def test_space_plays_to_the_end_and_stops() -> None:
         seen = []
         app.explorer.go_to_place = lambda n, real=app.explorer.go_to_place: (seen.append(n), real(n))
         await pilot.press("home", "space")
-        await until(pilot, lambda: not app.playing)
-        assert not app.playing and app.view.name == "output"
-        assert seen == list(range(len(app.stage_names())))  # every stage, in order
+        await until(pilot, lambda: not app.navigation.playing)
+        assert not app.navigation.playing and app.view.name == "output"
+        assert seen == list(range(len(app.explorer.stage_names())))  # every stage, in order
 
 
 async def test_space_twice_stops_playing() -> None:
@@ -69,16 +69,16 @@ async def test_space_twice_stops_playing() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("end", "space")
-        assert app.playing and app.explorer.stage_index == 0  # started over from the last stage's end
+        assert app.navigation.playing and app.explorer.stage_index == 0  # started over from the last stage's end
         await pilot.press("space")
-        assert not app.playing
+        assert not app.navigation.playing
 
 
 async def test_digits_jump_to_stages() -> None:
     app = sample_app("multihead_korean")  # 14 stages: every digit has a target
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         for n in range(1, 11):
             await pilot.press(str(n % 10))
             assert app.explorer.stage_index == n - 1, n

@@ -44,7 +44,7 @@ async def test_stage_bar_names_are_clickable() -> None:
         await settle(pilot)
         await app.run_action("stage(4)")  # what a click on the fifth name runs
         await pilot.pause()  # the stage is read off the event loop, and drawn when it arrives
-        assert app.view.name == app.stage_names()[4] == "scores"
+        assert app.view.name == app.explorer.stage_names()[4] == "scores"
 
 
 async def test_opens_at_the_first_stage_or_the_samples_own() -> None:
@@ -122,7 +122,7 @@ async def test_settings_that_do_not_apply_are_greyed_out() -> None:
         assert app.query_one("#set-heads").disabled and app.query_one("#row-heads").has_class("-unused")
         assert app.query_one("#set-pad_keys").disabled and app.query_one("#set-mask_fill").disabled
         assert not app.query_one("#set-projection").disabled
-        app.set_variant("multihead")
+        app.editing.set_variant("multihead")
         await settle(pilot)
         assert not app.query_one("#set-heads").disabled and app.query_one("#set-projection").disabled
 

@@ -22,7 +22,7 @@ def _text(app: RecordingApp, selector: str) -> str:
 
 async def _to_masked(pilot, *keys: str) -> None:
     await settle(pilot)
-    pilot.app.go_to_stage(pilot.app.stage_names().index("masked"))
+    pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("masked"))
     if keys:
         await pilot.press(*keys)
     await pilot.pause()

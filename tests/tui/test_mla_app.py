@@ -38,17 +38,17 @@ async def test_stepping_mla_walks_the_latent_path_then_every_heads_scores() -> N
         expected = [s for s in VARIANTS["mla"].stages if s != "query_absorbed"]
         assert names == ["embedding", *expected]
         at = names.index("latent_cache")
-        app.go_to_stage(app.stage_names().index("latent_cache"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("latent_cache"))
         await pilot.pause()
         assert app.view.name == "latent_cache" and at > names.index("kv_latent_norm")
-        app.go_to_stage(app.stage_names().index("scores"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("scores"))
         await pilot.press("]")  # head 1
         await pilot.pause()
         assert (app.view.name, app.view.head) == ("scores", 1)
         assert "q_nope[0]·k_nope[0] + Q_rot[0]·K_rot[0]" in str(app.query_one(Inspector).render())
         app.query_one("#set-absorbed", Checkbox).value = True  # the pane's box: W_uk folded into the query
         await settle(pilot)
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         assert app.trace.meta.settings.value("absorbed") and "query_absorbed" in names and "key" not in names
 
 
@@ -61,8 +61,8 @@ async def test_a_deepseek_v3_folder_opens_on_its_latent_stages(tmp_path: Path) -
     app = model_app(str(path), TEXT)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         assert {"q_latent", "kv_latent", "key_rope", "latent_cache", "key_nope", "weights"} <= set(names)
-        app.go_to_stage(names.index("latent_cache"))
+        app.explorer.go_to_stage(names.index("latent_cache"))
         await pilot.pause()
         assert app.view.name == "latent_cache"

@@ -28,7 +28,7 @@ async def test_variant_select(variant: str) -> None:
         await settle(pilot)
         await _change(pilot, "#set-variant", variant)
         assert app.trace.meta.title == variant
-        assert app.stage_names()[-1] == ("projected" if variant == "multihead" else "output")
+        assert app.explorer.stage_names()[-1] == ("projected" if variant == "multihead" else "output")
         assert app.query_one(Heatmap).grid is app.view.grid
 
 
@@ -109,7 +109,7 @@ async def test_positional_checkbox() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await _change(pilot, "#set-positional", True)
-        assert "positional" in app.stage_names() and "embedded_pos" in app.stage_names()
+        assert "positional" in app.explorer.stage_names() and "embedded_pos" in app.explorer.stage_names()
         assert app.query_one("#set-positional", Checkbox).value
 
 

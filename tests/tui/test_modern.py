@@ -44,7 +44,7 @@ async def test_a_flash_tile_shows_its_keys_and_the_bar_lists_its_stages() -> Non
         await pilot.pause()
         view = app.view
         assert (view.name, view.step) == ("running_max", 1)
-        assert "tile_scores" in app.stage_names() and "output" in app.stage_names()
+        assert "tile_scores" in app.explorer.stage_names() and "output" in app.explorer.stage_names()
         caption = str(app.query_one("#stage-bar").render())
         assert "key tile 1 of 3" in caption  # counted from 0, as torch indexes and "keys 3…5" in caption
         trace = app.trace
@@ -70,7 +70,7 @@ async def test_the_heads_panel_of_gqa_shows_which_query_heads_share_a_key_value_
     app = sample_app("gqa_korean")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.press("]", "]", "]", "]")  # query head 4: key/value head 1
         await pilot.press("g")
         await pilot.pause()
@@ -110,15 +110,15 @@ async def test_the_sink_sample_shows_the_window_and_the_sink() -> None:
     app = sample_app("sink_sliding_korean")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("masked"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("masked"))
         await pilot.pause()
         hidden = app.view.grid.masked_block(0, 9, 0, 9)
         expected = ~torch.tensor([[i - 3 < j <= i for j in range(9)] for i in range(9)])
         assert (hidden == expected.numpy()).all()
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.pause()
         assert "1 − p_sink" in app.view.note
-        app.go_to_stage(app.stage_names().index("sink_mass"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("sink_mass"))
         await pilot.pause()
         assert app.view.grid.cols == 1 and app.view.grid.rows == 9
 

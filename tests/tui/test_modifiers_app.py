@@ -50,7 +50,7 @@ async def test_compare_gate_off_shows_what_the_gate_held_back_from_the_sink() ->
     app = sample_app("gate_sink_english")
     async with app.run_test(size=(130, 40)) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("gated"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("gated"))
         await pilot.pause()
         await _compare(pilot, "gate")
         view = app.query_one(CompareView)

@@ -34,7 +34,7 @@ async def test_the_panes_rows_set_the_cap_the_norm_and_the_gate(sample: str, new
         assert (settings.softcap, settings.qk_norm, settings.gate) == (3.0, "rms", True)
         assert set(new) <= set(app.trace.names())
         for name in new:
-            app.go_to_stage(app.stage_names().index(name))
+            app.explorer.go_to_stage(app.explorer.stage_names().index(name))
             await pilot.pause()
             assert app.view.name == name
             place = next(p for p in app.trace.stages if p.name == name)
@@ -53,7 +53,7 @@ async def test_diff_on_a_long_input_opens_its_lazy_difference_and_explains_a_far
     app = RecordingApp(VariantAsk(SentenceInput(text), Settings(variant="diff", heads=2, mask="causal", softcap=4.0)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("diff_weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("diff_weights"))
         await pilot.pause()
         stage = app.trace.stages[app.view.place]
         assert stage.lazy and tuple(stage.shape) == (300, 300)

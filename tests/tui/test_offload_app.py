@@ -43,7 +43,7 @@ async def test_the_app_says_which_layers_are_offloaded(offloaded_app) -> None:
         await settle(pilot)
         assert app.trace.meta.offloaded == ("", "", "disk", "disk", "disk", "disk")
         assert "layers 2–5 offloaded to disk" in str(app.query_one("#tokens").render())
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await settle(pilot)
         np.testing.assert_allclose(app.view.grid.values, reference(path)[4][1].numpy(), atol=1e-5)
         await pilot.press("g")

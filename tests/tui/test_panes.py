@@ -145,7 +145,7 @@ async def test_the_stage_bar_numbers_the_tenth_stage_10_and_says_its_key_is_0() 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         bar = _text(app.query_one("#stage-bar")).splitlines()[0]
-        assert len(app.stage_names()) > 10 and "10·" in bar and "11·" in bar
+        assert len(app.explorer.stage_names()) > 10 and "10·" in bar and "11·" in bar
         assert " 0·" not in bar and "key 0 = stage 10" in bar  # never a stage 0 after stage 9
         await pilot.press("0")
         await settle(pilot)
@@ -157,7 +157,7 @@ async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         places = app.explorer.places
-        assert len(places) > len(app.stage_names()) and "/ picks any stage" in _text(app.query_one("#stage-bar"))
+        assert len(places) > len(app.explorer.stage_names()) and "/ picks any stage" in _text(app.query_one("#stage-bar"))
         commands = stage_commands(app.explorer)
         assert len(commands) == len(places)
         assert [c.name for c in commands] == [place_title(app.trace, p) for p in places]
@@ -192,7 +192,7 @@ async def test_a_bar_the_digits_cover_makes_no_mention_of_the_picker() -> None:
     app = sample_app("korean")
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert len(app.explorer.places) == len(app.stage_names()) <= 10
+        assert len(app.explorer.places) == len(app.explorer.stage_names()) <= 10
         assert "/ picks any stage" not in _text(app.query_one("#stage-bar"))
         await pilot.press("slash")
         await pilot.pause()

@@ -42,7 +42,7 @@ async def test_the_app_opens_on_minilm_with_the_models_own_tokens() -> None:
         assert isinstance(app.trace.meta, TransformerRun)
         assert app.trace.query_tokens == ("[CLS]", "the", "cat", "sat", "[SEP]")
         assert app.view.name == "query"  # the first stage of the head's pipeline
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.pause()  # read off the event loop, drawn when it arrives
         expected = model_run("minilm", TEXT).attentions[2][5]  # the model's own output_attentions
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected.float(), atol=1e-6)
@@ -57,7 +57,7 @@ async def test_brackets_change_the_head_and_braces_the_layer() -> None:
     app = model_app("minilm", TEXT)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.press("right_square_bracket")
         await settle(pilot)
         assert (app.explorer.layer_index, app.explorer.head) == (0, 1)
@@ -210,7 +210,7 @@ async def test_loading_shows_an_indicator_until_the_model_is_ready() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.choose_model("seq2seq-dates-general")
+        app.editing.choose_model("seq2seq-dates-general")
         assert app.query_one(Heatmap).loading  # set before the worker starts
         assert "loading seq2seq-dates-general" in str(app.query_one("#model-status").render())
         await settle(pilot)

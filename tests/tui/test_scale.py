@@ -66,7 +66,7 @@ async def test_a_stage_change_paints_the_heatmap_once_when_its_scrollbars_change
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         heatmap = app.explorer.heatmap
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await settle(pilot)
         assert heatmap.show_horizontal_scrollbar
         for key, wide in (("right", False), ("left", True)):

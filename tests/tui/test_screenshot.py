@@ -17,7 +17,7 @@ async def _save_screen(path: Path):
     app = sample_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        app.export(ExportAsk("screen", "svg", path))
+        app.exporting.export(ExportAsk("screen", "svg", path))
         await pilot.pause()
         await pilot.pause()
     return app

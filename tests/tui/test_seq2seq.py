@@ -31,7 +31,7 @@ async def test_stepping_runs_through_each_decoder_steps_stages_then_the_next_ste
         assert app.explorer.places[app.explorer.stage_index][:2] == ("query", 1) and app.view.step == 1
         bar = str(app.query_one("#stage-bar").render())
         assert f"decoder step 1 of {app.trace.steps()}" in bar  # step 1, counted from 0 and "writes '0'" in bar
-        assert app.stage_names() == [*STEPS, "alignment"]  # the bar lists this step's stages
+        assert app.explorer.stage_names() == [*STEPS, "alignment"]  # the bar lists this step's stages
         await pilot.press("8")  # digits jump inside the step
         assert app.explorer.places[app.explorer.stage_index][:2] == ("weights", 1)
         expected = run(ModelAsk("seq2seq-dates", DATE)).trace.tensor("weights", step=1)
@@ -112,11 +112,11 @@ async def test_the_dates_sample_loads_from_the_samples_tab() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.load_sample("dates_english")
+        app.editing.load_sample("dates_english")
         await settle(pilot)
         assert app.trace.meta.model == "seq2seq-dates" and app.trace.meta.output == "2026-11-22"
         assert app.query_one("#set-target", Input).value == "2026-11-22"
-        app.load_sample("korean")
+        app.editing.load_sample("korean")
         await settle(pilot)
         assert not isinstance(app.wanted, ModelAsk) and app.trace.meta.title == "scaled_dot"
 
@@ -129,7 +129,7 @@ async def test_the_palette_offers_the_models() -> None:
         await run_from_palette(pilot, "model: seq2seq-dates-general")
         await settle(pilot)
         assert app.trace.meta.model == "seq2seq-dates-general" and app.trace.meta.attention == "general"
-        assert app.stage_names() == [*STEP_STAGES["general"], "alignment"]
+        assert app.explorer.stage_names() == [*STEP_STAGES["general"], "alignment"]
 
 
 async def test_help_lists_the_model_keys() -> None:

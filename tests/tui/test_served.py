@@ -95,7 +95,7 @@ async def test_a_served_app_refuses_a_typed_model_folder(exports: Path, tmp_path
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         before = app.trace
-        app.choose_model(str(tmp_path))
+        app.editing.choose_model(str(tmp_path))
         await settle(pilot)
         assert any("shipped models" in str(n.message) for n in app.notices)
         assert app.trace is before and not isinstance(app.wanted, ModelAsk)  # back on what was shown

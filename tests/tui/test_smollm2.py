@@ -35,7 +35,7 @@ async def test_the_app_shows_a_heads_rotation_sharing_and_the_sink_grid(smollm2)
     app = model_app("smollm2", TEXT, layer=4, head=7)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await pilot.pause()
         assert app.view.name == "weights"
         with torch.no_grad():
@@ -45,7 +45,7 @@ async def test_the_app_shows_a_heads_rotation_sharing_and_the_sink_grid(smollm2)
         assert torch.allclose(torch.from_numpy(app.view.grid.values).float(), expected, atol=1e-6)
         bar = str(app.query_one("#stage-bar").render())
         assert "layer 4 head 7" in bar and "reads key/value head 2" in bar
-        assert "query_rot" in app.stage_names() and "key_rot" in app.stage_names()
+        assert "query_rot" in app.explorer.stage_names() and "key_rot" in app.explorer.stage_names()
         await pilot.press("g")
         await settle(pilot)
         grid = app.query_one(ModelGrid)

@@ -24,7 +24,7 @@ KOREAN_STAGES = ("embedding",) + STAGES
 def _at_stage(name: str, *extra_keys: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index(name))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index(name))
         if extra_keys:
             await pilot.press(*extra_keys)
         await pilot.pause()
@@ -71,7 +71,7 @@ def test_compare_fill_minus_inf_against_minus_1e9(snap_compare) -> None:
         from tests.tui.test_compare import _compare
 
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("masked"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("masked"))
         await _compare(pilot, "fill")
         await pilot.press("down", "down", "down")
         await pilot.pause()
@@ -85,7 +85,7 @@ def test_compare_positions_each_panel_on_its_own_scale(snap_compare) -> None:
         from tests.tui.test_compare import _compare
 
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("scores"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("scores"))
         await _compare(pilot, "positional")
         await pilot.press("s")  # A, B and B − A each on its own range, the line under them says so
         await pilot.pause()
@@ -99,7 +99,7 @@ def test_compare_in_korean_says_which_scale_on_two_lines(snap_compare) -> None:
 
         await settle(pilot)
         await pilot.press("t")
-        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("weights"))
         await _compare(pilot, "positional")
         await pilot.pause()
 

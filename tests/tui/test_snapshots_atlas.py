@@ -90,7 +90,7 @@ def test_two_models_atlases_side_by_side(snap_compare, folders: tuple[str, str])
     async def run_before(pilot: Any) -> None:
         app = pilot.app
         await settle(pilot)
-        app.choose_model(a)
+        app.editing.choose_model(a)
         await settle(pilot)
         await _atlas()(pilot)
         screen = app.screen

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 async def _on_difference(pilot) -> None:
     await settle(pilot)
-    pilot.app.go_to_stage(pilot.app.stage_names().index("diff_weights"))
+    pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("diff_weights"))
     await pilot.press("down", "down", "down", "shift+right")  # a cell the second map pushes below 0
     await pilot.pause()
 

@@ -22,7 +22,7 @@ def test_a_sentence_holding_escapes_is_drawn_with_symbols(snap_compare) -> None:
         sentence.post_message(events.Paste(HOSTILE))
         await pilot.pause()
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("weights"))
         pilot.app.explorer.heatmap.focus()  # no blinking cursor in the picture
         await pilot.pause()
         await settle(pilot)

@@ -25,7 +25,7 @@ async def _type(pilot, q: str, k: str, v: str) -> None:
 def test_note_002_lookup_sample_on_its_weights(snap_compare) -> None:
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.load_sample("note_002_lookup")
+        pilot.app.editing.load_sample("note_002_lookup")
         await settle(pilot)
         pilot.app.clear_notifications()
         await pilot.pause()
@@ -37,7 +37,7 @@ def test_typed_matrices_after_a_masked_exercise_start_clean_with_a_notice(snap_c
     async def run_before(pilot) -> None:
         await settle(pilot)
         await _type(pilot, NOTE_Q, NOTE_K, NOTE_V)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("weights"))
         await pilot.pause()
 
     assert snap_compare(sample_app("korean_padded", mask="causal+padding"), terminal_size=SIZE, run_before=run_before)
@@ -50,7 +50,7 @@ def test_kept_causal_mask_over_cross_attention_is_flagged(snap_compare) -> None:
         await pilot.pause()
         await pilot.click("#keep-mask")
         await _type(pilot, NOTE_Q, NOTE_K, NOTE_V)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("weights"))
         await pilot.pause()
 
     assert snap_compare(sample_app("korean", mask="causal"), terminal_size=SIZE, run_before=run_before)
@@ -63,7 +63,7 @@ def test_kept_causal_mask_over_cross_attention_in_korean(snap_compare) -> None:
         await pilot.pause()
         await pilot.click("#keep-mask")
         await _type(pilot, NOTE_Q, NOTE_K, NOTE_V)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("weights"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("weights"))
         pilot.app.query_one("#edit-V", TextArea).blur()
         await pilot.press("t")
         await pilot.pause()

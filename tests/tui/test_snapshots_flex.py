@@ -39,7 +39,7 @@ def flex_trace():
 def _at(stage: str, *keys: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index(stage))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index(stage))
         await pilot.press(*keys)
         await settle(pilot)
 

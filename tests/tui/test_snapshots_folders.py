@@ -64,7 +64,7 @@ def test_compare_a_global_layer_with_a_local_one(snap_compare, gemma3: str) -> N
     async def run_before(pilot: Any) -> None:
         app = pilot.app
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("weights"))
         await settle(pilot)
         await pilot.press("c")
         await pilot.pause()

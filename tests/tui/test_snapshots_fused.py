@@ -31,7 +31,7 @@ def olmo2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_olmo2s_query_norm_over_the_whole_projection(snap_compare, olmo2: str) -> None:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("query_norm"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("query_norm"))
         await pilot.press("down", "down", "shift+right")
         await pilot.pause()
 

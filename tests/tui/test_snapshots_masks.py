@@ -16,7 +16,7 @@ PAD_CELL = ("shift+right", "shift+right", "shift+right")  # (0, 3): the <pad> ke
 def _masked_at_pad(*extra: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("masked"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("masked"))
         await pilot.press(*PAD_CELL, *extra)
         await settle(pilot)
 

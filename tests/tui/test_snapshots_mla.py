@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.app]
 
 async def _at_cache(pilot) -> None:
     await settle(pilot)
-    pilot.app.go_to_stage(pilot.app.stage_names().index("latent_cache"))
+    pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("latent_cache"))
     await pilot.pause()
 
 

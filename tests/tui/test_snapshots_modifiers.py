@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 def _at(name: str, compare: str | None = None):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index(name))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index(name))
         await pilot.pause()
         if compare is not None:
             await _compare(pilot, compare)

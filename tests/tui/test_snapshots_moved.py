@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.app]
 def test_minilm_moved_stage_and_its_cell(snap_compare, keys: tuple[str, ...]) -> None:
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index("moved"))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index("moved"))
         if keys:
             await pilot.press(*keys)
         await pilot.pause()

@@ -36,8 +36,8 @@ def recorded_gemma(tmp_path: Path) -> RecordingApp:
 def _at(stage: str, *keys: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        names = pilot.app.stage_names()  # keyed by the module's path: model.layers.0.self_attn.masked
-        pilot.app.go_to_stage(next(i for i, name in enumerate(names) if name.endswith(f".{stage}")))
+        names = pilot.app.explorer.stage_names()  # keyed by the module's path: model.layers.0.self_attn.masked
+        pilot.app.explorer.go_to_stage(next(i for i, name in enumerate(names) if name.endswith(f".{stage}")))
         await pilot.press(*keys)
         await settle(pilot)
 

@@ -43,7 +43,7 @@ async def test_stepping_runs_through_the_encoder_then_each_steps_self_and_cross_
                 assert _at(app) == (name, 0, module)
         await pilot.press("right")
         assert _at(app) == ("query", 1, "self_attn")
-        names = app.stage_names()
+        names = app.explorer.stage_names()
         assert names[:8] == [f"enc_attn.{s}" for s in STAGES] and names[8:24] == [
             f"{m}.{s}" for m in ("self_attn", "cross_attn") for s in STAGES]
         assert names[24:] == ["cross_attn.alignment", "cross_attn.alignment_mean"]
@@ -56,7 +56,7 @@ async def test_layer_and_head_keys_move_through_every_head_of_the_step() -> None
     reference = run(ModelAsk(NAME, DATE)).trace
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.go_to_stage(app.stage_names().index("cross_attn.weights"))
+        app.explorer.go_to_stage(app.explorer.stage_names().index("cross_attn.weights"))
         await pilot.pause()
         assert _at(app) == ("weights", 0, "cross_attn")
         await pilot.press("right_square_bracket", "right_square_bracket", "right_curly_bracket")
@@ -67,7 +67,7 @@ async def test_layer_and_head_keys_move_through_every_head_of_the_step() -> None
         assert "2 of 4" in str(app.query_one("#head-view", Label).render())
         bar = str(app.query_one("#stage-bar").render())
         assert "decoder step 0 of 11" in bar and "layer 1, head 2" in bar
-        app.go_to_stage(app.stage_names().index("enc_attn.weights"))  # the encoder keeps the layer and head
+        app.explorer.go_to_stage(app.explorer.stage_names().index("enc_attn.weights"))  # the encoder keeps the layer and head
         await pilot.pause()
         assert torch.allclose(_shown(app), reference.tensor("weights", 1, 2, None, "enc_attn"))
         await pilot.press("left_curly_bracket", "left_square_bracket")

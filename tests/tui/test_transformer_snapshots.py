@@ -14,7 +14,7 @@ NAME, DATE = "transformer-dates", "26년 11월 22일 일요일"
 def _at_stage(name: str, *keys: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
-        pilot.app.go_to_stage(pilot.app.stage_names().index(name))
+        pilot.app.explorer.go_to_stage(pilot.app.explorer.stage_names().index(name))
         if keys:
             await pilot.press(*keys)
         await pilot.pause()

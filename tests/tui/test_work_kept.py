@@ -74,7 +74,7 @@ async def test_a_sample_does_not_silently_replace_typed_matrices() -> None:
             app.query_one(f"#edit-{name}", TextArea).text = text
         await settle(pilot)
         typed = app.trace
-        app.load_sample("lookup")
+        app.editing.load_sample("lookup")
         await settle(pilot)
         assert app.query_one("#edit-Q", TextArea).text.startswith("0 10 0")
         assert any("ctrl+z" in n.message for n in app.notices)

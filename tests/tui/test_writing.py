@@ -51,7 +51,7 @@ async def test_n_writes_the_next_token_and_its_row_is_on_show(folder: Path) -> N
 
 async def test_a_digit_then_n_writes_that_many_and_the_view_stays_where_it_was(folder: Path) -> None:
     app = model_app(str(folder), TEXT)
-    app.count_clock = lambda: 0.0  # every key at once, however slowly the machine delivers them
+    app.writing.count_clock = lambda: 0.0  # every key at once, however slowly the machine delivers them
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.explorer.go_to_place(1)
@@ -71,7 +71,7 @@ async def test_a_digit_older_than_the_count_window_is_a_jump_and_n_writes_one(fo
 
     now = [0.0]
     app = model_app(str(folder), TEXT)
-    app.count_clock = lambda: now[0]
+    app.writing.count_clock = lambda: now[0]
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
@@ -92,14 +92,14 @@ async def test_shift_n_keeps_writing_until_b_stops_it_or_its_most(folder: Path, 
         await until(pilot, lambda: app.shown is not None and app.shown.ask.model.generate == 4  # type: ignore[union-attr]
                      and app.trace.steps() == 4)
         await settle(pilot)
-        assert app.trace.steps() == 4 and not app._holding  # a token a step, then it stops at its most
+        assert app.trace.steps() == 4 and not app.writing.holding  # a token a step, then it stops at its most
         monkeypatch.setattr(writing, "HOLD_MOST", 200)
         await pilot.press("N")
         await until(pilot, lambda: app.trace.steps() >= 6)
         await pilot.press("b")
         await settle(pilot)
         held = app.trace.steps()
-        assert not app._holding and held >= 6
+        assert not app.writing.holding and held >= 6
         await settle(pilot)  # nothing in flight: no step can come after this
         assert app.trace.steps() == held  # nothing more after b
 

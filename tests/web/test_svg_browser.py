@@ -115,7 +115,7 @@ async def korean_screen(path: Path) -> tuple[str, str]:
         await settle(pilot)
         await pilot.press("t")
         await settle(pilot)
-        app.export(ExportAsk("screen", "svg", path))
+        app.exporting.export(ExportAsk("screen", "svg", path))
         await pilot.pause()
         await pilot.pause()
         console = Console(width=SIZE[0], height=SIZE[1], file=io.StringIO(), force_terminal=True,

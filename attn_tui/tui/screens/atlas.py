@@ -250,7 +250,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
             self.position.comparing = True
             self.draw()
             return
-        self.app.choose_atlas_b(self)  # type: ignore[attr-defined]
+        self.app.atlas_link.choose_b(self)  # type: ignore[attr-defined]
 
     def waiting_for_b(self) -> None:
         """B was picked and is being computed."""
@@ -274,7 +274,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
 
     def action_probe(self) -> None:
         """p: the model again on the induction probe, or back on the sentence; the atlas waits for the run."""
-        self.app.atlas_probe(self)  # type: ignore[attr-defined]
+        self.app.atlas_link.probe(self)  # type: ignore[attr-defined]
 
     def waiting_for_a(self) -> None:
         """A new run of A was asked for (p): its atlas is computed when it arrives."""

@@ -1,6 +1,6 @@
 """The app's navigation keys: stages, play, cursor, heads, layers, panels, focus and help.
 
-A mixin of AttnApp: each action forwards to the explorer (where the user is) and says
+A controller of AttnApp: each action forwards to the explorer (where the user is) and says
 so when a key does not apply, instead of doing nothing.
 """
 
@@ -8,46 +8,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.binding import Binding
-
 from attn_tui.i18n import _
 from attn_tui.present.stage_view import one_head_note
 from attn_tui.tui.bindings import APP_BINDINGS
+from attn_tui.tui.host import Controller, Host
 from attn_tui.tui.screens.help import HelpScreen
 
 if TYPE_CHECKING:
-    from textual.app import App
     from textual.timer import Timer
 
-    from attn_tui.trace.shown import Shown
-    from attn_tui.tui.widgets.explorer import Explorer
 
-    _AppBase = App[int]
-else:
-    _AppBase = object
-
-
-class NavigationActions(_AppBase):
+class Navigation(Controller):
     """Stage stepping, playing, the cursor, heads and layers, the panels, focus keys and help."""
 
-    play_interval: float
-    _player: Timer | None
-    shown: Shown | None
-
-    if TYPE_CHECKING:  # what AttnApp provides; declared for the type checker only, nothing stands in at runtime
-        @property
-        def explorer(self) -> Explorer: ...
-
-        def _show_pane_view(self) -> None: ...
-
-    def palette_bindings(self) -> list[Binding]:
-        return list(APP_BINDINGS)
-
-    def stage_names(self) -> list[str]:
-        return self.explorer.stage_names()
-
-    def go_to_stage(self, index: int) -> None:
-        self.explorer.go_to_stage(index)
+    def __init__(self, host: Host) -> None:
+        super().__init__(host)
+        self.player: Timer | None = None  # stepping through the stages while playing
 
     def action_next_stage(self) -> None:
         self.explorer.go_to_place(self.explorer.stage_index + 1)
@@ -61,24 +37,25 @@ class NavigationActions(_AppBase):
     def action_last_stage(self) -> None:
         self.explorer.go_to_place(len(self.explorer.places) - 1)
 
-    def action_stage(self, index: int) -> None:
-        if index < len(self.stage_names()):
+    def to_stage(self, index: int) -> None:
+        """A digit: the stage bar's `index`th stage (the digit is also a count for `n`: writing.py)."""
+        if index < len(self.explorer.stage_names()):
             self.explorer.go_to_stage(index)
 
     def action_play(self) -> None:
         """Start or stop stepping through the stages (and decoder steps) at a steady pace."""
-        if self._player is not None:
+        if self.player is not None:
             self._stop_playing()
             return
         explorer = self.explorer
         if explorer.stage_index >= len(explorer.places) - 1:
             explorer.go_to_place(0)
-        self._player = self.set_interval(self.play_interval, self._advance)
-        self.notify(_("playing: space stops"), timeout=2)
+        self.player = self.host.set_interval(self.host.play_interval, self._advance)
+        self.host.notify(_("playing: space stops"), timeout=2)
 
     @property
     def playing(self) -> bool:
-        return self._player is not None
+        return self.player is not None
 
     def _advance(self) -> None:
         explorer = self.explorer
@@ -88,9 +65,9 @@ class NavigationActions(_AppBase):
             explorer.go_to_place(explorer.stage_index + 1)
 
     def _stop_playing(self) -> None:
-        if self._player is not None:
-            self._player.stop()
-            self._player = None
+        if self.player is not None:
+            self.player.stop()
+            self.player = None
 
     def action_cursor(self, d_row: int, d_col: int) -> None:
         """The cursor keys where the heatmap does not have focus (an input, the heads grid): its cursor moves."""
@@ -107,9 +84,9 @@ class NavigationActions(_AppBase):
 
     def _change_head(self, step: int) -> None:
         if self.explorer.change_head(step):
-            self._show_pane_view()
+            self.host.show_pane_view()
         else:
-            self.notify(one_head_note(), timeout=5)
+            self.host.notify(one_head_note(), timeout=5)
 
     def action_next_layer(self) -> None:
         self._change_layer(1)
@@ -119,9 +96,9 @@ class NavigationActions(_AppBase):
 
     def _change_layer(self, step: int) -> None:
         if self.explorer.change_layer(step):
-            self._show_pane_view()
+            self.host.show_pane_view()
         else:
-            self.notify(_("only a real transformer has layers: pick minilm in the model pane"), timeout=3)
+            self.host.notify(_("only a real transformer has layers: pick minilm in the model pane"), timeout=3)
 
     def action_toggle_grid(self) -> None:
         explorer = self.explorer
@@ -131,20 +108,20 @@ class NavigationActions(_AppBase):
     def action_toggle_scale(self) -> None:
         self.explorer.toggle_scale()
         if self.explorer.panel not in ("heads", "compare"):
-            self.notify(_("s sets the colour scale of the heads panel (g) and of compare (c): it applies there"),
+            self.host.notify(_("s sets the colour scale of the heads panel (g) and of compare (c): it applies there"),
                         timeout=3)
 
     def action_toggle_rollout(self) -> None:
         """r: the attention rollout, r again the value-weighted rollout (where the run traced `moved`), r again
         the stages."""
-        if self.shown is None or self.shown.stats is None:
-            self.notify(_("attention rollout needs a real transformer: pick minilm in the model pane"), timeout=3)
+        if self.host.shown is None or self.host.shown.stats is None:
+            self.host.notify(_("attention rollout needs a real transformer: pick minilm in the model pane"), timeout=3)
             return
         explorer = self.explorer
         if explorer.panel != "rollout":
             explorer.value_weighted = False
             explorer.toggle_panel("rollout")
-        elif not explorer.value_weighted and self.shown.stats.rollout_moved is not None:
+        elif not explorer.value_weighted and self.host.shown.stats.rollout_moved is not None:
             explorer.value_weighted = True  # r again: the value-weighted rollout, then r returns to the stages
             explorer.render_place()
         else:
@@ -161,18 +138,19 @@ class NavigationActions(_AppBase):
         """Jump to the sentence, an editor or the model pane (and to its tab)."""
         from textual.widgets import TabbedContent
 
-        tabs = self.query_one("#input-tabs", TabbedContent)
+        tabs = self.host.query_one("#input-tabs")
+        assert isinstance(tabs, TabbedContent)
         if selector == "#sentence":
             tabs.active = "tab-sentence"
         elif selector.startswith("#edit-"):
             tabs.active = "tab-matrices"
-        widget = self.query_one(selector)
+        widget = self.host.query_one(selector)
         if widget.disabled or not widget.display or (widget.parent is not None and not widget.parent.display):
-            self.notify(_("that field is not in use now"), timeout=3)
+            self.host.notify(_("that field is not in use now"), timeout=3)
             return
         widget.focus()
         # A tab just switched is laid out on the next refresh: only then can its editor be scrolled into a short pane.
-        self.call_after_refresh(widget.scroll_visible, animate=False)
+        self.host.call_after_refresh(widget.scroll_visible, animate=False)
 
     def action_pick_stage(self) -> None:
         """Every place of the trace in a fuzzy list: the digits reach only the bar's first ten."""
@@ -180,9 +158,9 @@ class NavigationActions(_AppBase):
 
         commands = stage_commands(self.explorer)
         if not commands:
-            self.notify(_("no trace yet: the stages appear once it is computed"), timeout=3)
+            self.host.notify(_("no trace yet: the stages appear once it is computed"), timeout=3)
             return
-        self.search_commands(commands, placeholder=_("Go to stage… (type a name, step or tile)"))
+        self.host.search_commands(commands, placeholder=_("Go to stage… (type a name, step or tile)"))
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.palette_bindings()))
+        self.host.push_screen(HelpScreen(list(APP_BINDINGS)))
