@@ -54,3 +54,25 @@ def test_each_concept_is_named_by_its_term_where_the_english_names_it() -> None:
     for english, term, _ in glossary():
         naming = [korean for source, korean in strings if re.search(rf"\b{english}s?\b", source, re.IGNORECASE)]
         assert naming and sum(term in korean for korean in naming) >= len(naming) // 2, english
+
+
+PRESSED_EN = re.compile(r"\bkeys? (?:[\[\]/]|\{ \}|\d+ =)|\bkey: \{key\}|without a key\b")
+PRESSED_KO = re.compile(r"(?<!단축)키 (?:[\[\]/]|\{ \}|\d+ =)|(?<!단축)키: \{key\}|(?<!단축)키로 이동|키 입력 없이")
+
+
+def test_a_key_pressed_is_never_called_a_key() -> None:
+    """'keys [ ]' or '키 0 = …' reads as attention keys: the keyboard is 'press' (단축키, 누르면) or the symbol."""
+    for pattern, wrong in ((PRESSED_EN, "keys [ ]"), (PRESSED_EN, "key 0 = stage 10"), (PRESSED_KO, "키 [ ]"),
+                           (PRESSED_KO, "{ } 와 [ ] 키로 이동합니다")):
+        assert pattern.search(wrong)  # the patterns catch what they are for
+    offending = [(english, korean) for english, korean in translations()
+                 if PRESSED_EN.search(english) or PRESSED_KO.search(korean)]
+    assert offending == []
+
+
+def test_step_and_stage_have_a_term_each() -> None:
+    """A decoder's step is 스텝, a stage of the pipeline 단계: a string naming steps and not stages says 스텝."""
+    only_steps = [korean for english, korean in translations()
+                  if re.search(r"\b(decoder )?steps?\b", english) and not re.search(r"\bstages?\b", english)
+                  and re.search(r"\b(decoder|every|this|that|each|first|after|of) steps?\b|\bsteps? \{", english)]
+    assert only_steps and all("단계" not in korean for korean in only_steps), [k for k in only_steps if "단계" in k]

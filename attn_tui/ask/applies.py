@@ -32,6 +32,8 @@ def applicable(request: VariantAsk) -> frozenset[str]:
         if not variant.takes_x:
             found.add("projection")
     learned_projection = not typed and not variant.takes_x and s.projection == "learned"
+    if learned_projection:
+        found.add("bias")
     if source.embedded or variant.learned or learned_projection or s.qk_norm != "none" or s.gate:
         found.add("seed")
     if s.mask != "none" or request.custom_mask is not None:
@@ -65,6 +67,9 @@ def not_applying(request: VariantAsk, given: set[str]) -> list[Msg]:
                        if typed or not variant.takes_x else
                        Msg("--projection does not apply to {variant}: it learns its own fused projection",
                            variant=s.variant)),
+        "bias": Msg("--bias does not apply to {variant} here: it is added by a learned projection of a sentence or "
+                    "X (--projection learned), or by a variant whose own layers have one (additive)",
+                    variant=s.variant),
         "seed": Msg("--seed does not apply to {variant} here: nothing is learned or seeded", variant=s.variant),
         "mask_fill": Msg("--mask-fill does not apply without a mask: add --mask or --mask-file"),
         "mask_means": Msg("--mask-means does not apply without a custom mask: add --mask-file (it says what the "

@@ -65,6 +65,9 @@ _SHARED = (
            pane_refusal=N_("temperature must be a positive number")),
     choice("projection", PROJECTION_NAMES, NP_("setting", "proj"),
             N_("from a sentence or X: learned (seeded) W_q, W_k, W_v, or identity (Q = K = V = X)")),
+    Option("bias", bool, False, N_("learned projections add a seeded bias, X·Wᵀ + b, as nn.Linear does by default "
+                                   "(the study notes' layers have one)"), label=NP_("setting", "bias"),
+           row="checkbox", caption=N_("+ b")),
     whole("window", 3, 1, 100_000, "W", NP_("setting", "window"),
          N_("sliding masks: query i sees keys i−W < j ≤ i (default 3)"), situational=True),
     # What any score-based variant may add: a soft cap, a QK-norm, the output gate.

@@ -44,6 +44,7 @@ class Settings:
     dtype: str = default("dtype")
     temperature: float = default("temperature")  # divides the scores; 1 = the variant as written
     projection: str = default("projection")  # learned | identity (Q = K = V = X, as in a first attention lesson)
+    bias: bool = default("bias")  # learned projections add a seeded bias, as nn.Linear's
     window: int = default("window")  # sliding masks: query i sees keys i − window < j ≤ i
     softcap: float | None = default("softcap")  # C·tanh(S'/C) before the mask; None: no cap
     qk_norm: str = default("qk_norm")  # none | rms (per head) | rms-all (over the whole projection)

@@ -145,6 +145,8 @@ def _run(request: VariantAsk, trace: Trace, params: ParamFactory, device: torch.
             given = {name: x for name in ("query", "key", "value")}  # (N, d): Q = K = V = X
         else:
             given = {name: x @ params.weight(f"W_{name[0]}", d, d).T for name in ("query", "key", "value")}  # (N, d)
+            if s.bias:
+                given = {name: projected + params.bias(f"b_{name[0]}", d, d) for name, projected in given.items()}
     else:
         assert read.qkv is not None  # typed matrices: no X, their own Q, K, V
         given = dict(zip(("query", "key", "value"), read.qkv))
@@ -161,9 +163,9 @@ def _run(request: VariantAsk, trace: Trace, params: ParamFactory, device: torch.
             trace.add(Stage(Place(name), tensor, Msg("{letter} = X: the identity projection, nothing learned",
                                                      letter=letter), (axis, dim_axis(d)), Identity(x_source)))
         else:
-            weight = f"W_{name[0]}"
-            trace.add(Stage(Place(name), tensor, f"{letter} = X·{weight}ᵀ", (axis, dim_axis(d)),
-                            Linear(x_source, weight)))
+            weight, bias = f"W_{name[0]}", f"b_{name[0]}" if s.bias else None
+            trace.add(Stage(Place(name), tensor, f"{letter} = X·{weight}ᵀ" + (f" + {bias}" if bias else ""),
+                            (axis, dim_axis(d)), Linear(x_source, weight, bias)))
     variant.run(ctx, *(trace.tensor(n) for n in ("query", "key", "value")))
 
 
@@ -243,9 +245,10 @@ def _split_heads(ctx: Context, given: dict[str, torch.Tensor], heads: int, typed
                 formula = Msg("{letter}_{h} = X[:, {span}]: head {h}'s columns of X (the identity projection)",
                               letter=letter, h=h, span=span)
             else:
-                op = Linear(ctx.source, f"W_{name[0]}", offset=h * d_h)
-                formula = Msg("{letter}_{h} = X·W_{lower}ᵀ, columns {span}: head {h}'s share", letter=letter, h=h,
-                              span=span, lower=name[0])
+                bias = f"b_{name[0]}" if ctx.settings.bias else None
+                op = Linear(ctx.source, f"W_{name[0]}", bias, offset=h * d_h)
+                formula = Msg("{letter}_{h} = X·W_{lower}ᵀ{plus}, columns {span}: head {h}'s share", letter=letter,
+                              h=h, span=span, lower=name[0], plus=f" + {bias}" if bias else "")
             trace.add(Stage(Place(name, head=h), split[name][h], formula, (axis, dim_axis(d_h)), op))
     VARIANTS[ctx.settings.variant].run(ctx, split["query"], split["key"], split["value"])
 

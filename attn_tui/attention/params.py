@@ -43,6 +43,14 @@ class ParamFactory:
         """(out, in) like nn.Linear's weight, scaled by 1/√in so products stay near unit size."""
         return self.normal(name, out_features, in_features, std=1 / math.sqrt(in_features))
 
+    def bias(self, name: str, out_features: int, in_features: int) -> torch.Tensor:
+        """(out,) like nn.Linear's bias, drawn from U(−1/√in, 1/√in) as nn.Linear starts it."""
+        bound = 1 / math.sqrt(in_features)
+        values = (torch.rand(out_features, generator=_generator(self.seed, name), dtype=torch.float64) * 2 - 1) * bound
+        tensor = values.to(dtype=self.dtype, device=self.device)
+        self.record[name] = tensor
+        return tensor
+
     def token_rows(self, tokens: list[str], dim: int, pad_token: str) -> torch.Tensor:
         """Embedding table (V, dim): a row per distinct token, seeded by the token itself.
 

@@ -252,7 +252,8 @@ def app(args: argparse.Namespace) -> int:
         from attn_tui.ask.samples import get_sample
 
         first_stage = get_sample(args.sample).stage
-    return run_app(request, model, fresh=args.fresh, max_memory=args.max_memory, first_stage=first_stage, notice=notice)
+    return run_app(request, model, fresh=args.fresh, max_memory=args.max_memory, first_stage=first_stage, notice=notice,
+                   sample=args.sample)
 
 
 LARGE_OUTPUT = 1 << 30  # bytes of printed JSON past which `trace` says how large it is, and how to write less

@@ -238,7 +238,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     serve.add_argument("--max-sessions", type=_int_between(1, 64), default=4, metavar="N",
                        help=_("visitors at once, each with their own app (default 4)"))
     serve.add_argument("--idle-minutes", type=_positive_number, default=30.0, metavar="M",
-                       help=_("end a visitor's app after M minutes without a key (default 30)"))
+                       help=_("end a visitor's app after M minutes without a keypress (default 30)"))
     serve.add_argument("--export-dir", default="attn-tui-exports", metavar="FOLDER",
                        help=_("the one folder visitors' exports are written to (default ./attn-tui-exports)"))
     _add_debug(serve, "")

@@ -300,7 +300,7 @@ def output_size(trace: Trace, stages: list[Stage], fmt: str, params: bool | None
     if fmt == "json":
         include = params_are_small(trace) if params is None else params
         numbers += sum(t.numel() for t in trace.params.values()) if include else 0
-        numbers += sum(t.numel() for t in trace.inputs.values())
+        numbers += sum(trace.inputs[name].numel() for name in inputs_of(trace, stages))  # as write_trace_json
         numbers += sum(mask_numbers(trace, stage) for stage in stages)  # each recorded call's own mask
         return numbers * JSON_BYTES_PER_NUMBER
     return numbers * (NPZ_BYTES_PER_NUMBER if fmt == "npz" else CSV_BYTES_PER_NUMBER)

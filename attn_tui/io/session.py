@@ -55,6 +55,7 @@ class Session:
     language: str = "en"
     stage: str | None = None
     mask_by_hand: bool = False  # the custom mask was made with `x`: the settings line says "masked by hand"
+    export_folder: str = ""  # where the last export went, offered for the next ("": the folder started in)
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"version": VERSION, **asdict(self)}
@@ -139,7 +140,8 @@ def parse(text: str) -> Session:
     return Session(settings, source, _typed(data.get("sentence", ""), str, "sentence"),
                    {k: _typed(v, str, f"editors.{k}") for k, v in editors.items() if k in EDITORS}, mask,
                    _model(data.get("model")), language if language in LANGUAGES else "en",
-                   stage if isinstance(stage, str) else None, mask is not None and data.get("mask_by_hand") is True)
+                   stage if isinstance(stage, str) else None, mask is not None and data.get("mask_by_hand") is True,
+                   _typed(data.get("export_folder", ""), str, "export_folder"))
 
 
 def _check_zeros_and_ones(mask: list[list[float]], means: str) -> None:

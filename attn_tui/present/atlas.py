@@ -139,6 +139,12 @@ class Atlas:
             return sorted(self.cells, key=lambda c: (-c.scores[role], c.layer, c.head))
         return sorted(self.cells, key=lambda c: (-c.score / THRESHOLDS[c.leaning], c.layer, c.head))
 
+    def rows(self) -> list[dict[str, object]]:
+        """Each head as one flat row, layer-major: what an export of the atlas writes (its role, every role's
+        score, its mean entropy and, where traced, what it moved)."""
+        return [{"layer": c.layer, "head": c.head, "role": c.role, **{f"score_{r}": c.scores[r] for r in ROLES},
+                 "entropy": c.entropy, "moved": c.moved} for c in self.cells]
+
     def counts(self) -> dict[str, int]:
         """How many heads read as each role (and as mixed)."""
         found = dict.fromkeys((*ROLES, MIXED), 0)

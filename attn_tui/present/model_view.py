@@ -112,6 +112,27 @@ def offload_note(offloaded: tuple[str, ...]) -> str:
 
 
 
+def aligned(trace: Trace) -> bool:
+    """Whether the trace has an alignment (steps × source) to show: a decode (a date model, a transformer's
+    cross-attention), or a recorded program that called attention once a step over one source, as a traced
+    decoder does (note 004's), whose steps' weights stacked are its alignment."""
+    if trace.step_axis is not None and trace.step_axis.kind == "decoder":
+        return True
+    return _recorded_steps(trace) is not None
+
+
+def _recorded_steps(trace: Trace) -> list[Stage] | None:
+    """Each step's weights of a recorded program with one layer and head whose steps all weigh the same keys
+    (None for any other trace): the rows its alignment stacks."""
+    if trace.meta.program is None or trace.layers > 1 or trace.heads > 1 or trace.steps() < 2:
+        return None
+    found = [trace.find("weights", step=t) for t in range(trace.steps())]
+    stages = [stage for stage in found if stage is not None]
+    if len(stages) < len(found) or len({stage.axes[1].labels for stage in stages}) != 1:
+        return None
+    return stages
+
+
 def alignment_grid(trace: Trace, filled: int, layer: int | None = None, head: int | None = None) -> Grid:
     """A decode's alignment (outputs × inputs) with only the first `filled` decoder steps drawn.
 
@@ -134,11 +155,15 @@ def _alignment(trace: Trace, layer: int | None, head: int | None) -> tuple[np.nd
                                                                            tuple[str, ...]]:
     """The alignment's values (outputs × inputs) and labels: its stage, or for a decode still being made (its
     alignment comes with the last step) the rows of the steps made so far, stacked as the source stacks them."""
+    import numpy as np
+
+    recorded = _recorded_steps(trace)
+    if recorded is not None:  # one row per query of each step, labelled by its step
+        labels = tuple(f"{t}·{label}" for t, stage in enumerate(recorded) for label in stage.axes[0].labels)
+        return np.concatenate([as_array(stage.tensor) for stage in recorded]), labels, recorded[0].axes[1].labels
     try:
         stage = alignment_stage(trace, layer, head)
     except KeyError:
-        import numpy as np
-
         cross = trace.layers > 1 or trace.heads > 1
         module = "cross_attn" if cross else None
         heads = [head] if head is not None or not cross else list(range(trace.heads))
@@ -177,6 +202,11 @@ def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | Non
     modules (`module`); only its cross-attention's fill the alignment.
     """
     steps, filled = trace.steps(), filled_rows(trace, name, step, module)
+    recorded = _recorded_steps(trace)
+    if recorded is not None:  # rows, not steps: a step may hold several queries
+        rows = sum(stage.shape[0] for stage in recorded[:filled])
+        return (str(Msg("steps × source so far: {filled} of {n} recorded steps, a row per query of each",
+                        filled=filled, n=steps)), alignment_grid(trace, rows))
     meta = trace.meta
     decode = meta.decoding
     what = f"('{decode.input}' → '{decode.output}')" if decode is not None else ""

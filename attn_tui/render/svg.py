@@ -5,17 +5,25 @@ with `textLength` = char_width × the run's *characters*, under the font stack "
 Code, monospace" and `font-variant-east-asian: full-width`. A browser then draws a
 Hangul syllable (two cells in the terminal) from whatever CJK font it finds, one em
 wide, while the run's length counts it as one cell: its spacing shrinks and the glyphs
-overlap. Here each run is set again: characters one cell wide keep one `<text>` with one
-x per character (each starts at its cell, whatever font drew the one before), and every
+overlap. Here each run is set again: each word of characters one cell wide, and each run of
+spaces, keeps one `<text>` with one x per character (each starts at its cell, whatever font
+drew the one before, and a renderer that reads only the first x, as librsvg, or collapses
+spaces still starts every word in its cell), and every
 other character (two cells, or a cluster with combining marks) gets a `<text>` of its
 own, stretched or squeezed to exactly its cells (`lengthAdjust="spacingAndGlyphs"`).
 The font stack names CJK monospace fonts before the generic one, and east-asian glyphs
 are asked for at their normal width, as the terminal draws them.
+
+Rich writes no `<text>` for a run of spaces alone (a padded cell, a space with a background of its own): the
+page looks right but its text reads "0.397071✓ matches" for "0.397071 ✓ matches". The cells a line skips
+between two runs are written back (as no-break spaces, as Rich writes every space, which SVG keeps), so a
+copy or a search of the page finds what the terminal shows.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import re
 
 from rich.cells import cell_len
@@ -23,6 +31,7 @@ from rich.cells import cell_len
 FONT_STACK = ('"Fira Code", "DejaVu Sans Mono", "Noto Sans Mono CJK KR", "Noto Sans CJK KR", "D2Coding", '
               '"NanumGothicCoding", "Source Han Mono K", monospace')
 _MATRIX_FONT = re.compile(r"font-family: Fira Code, monospace;")
+_SPACES = (" ", "\xa0")
 _FULL_WIDTH = re.compile(r"font-variant-east-asian: full-width;")
 _TEXT = re.compile(r'<text class="(?P<cls>[^"]+)" x="(?P<x>[^"]+)" y="(?P<y>[^"]+)" textLength="(?P<length>[^"]+)" '
                    r'clip-path="(?P<clip>[^"]+)">(?P<body>[^<]*)</text>')
@@ -53,22 +62,28 @@ def _tag(cls: str, x: str, y: str, clip: str, body: str, cells: float | None = N
     return f'<text class="{cls}" x="{x}" y="{y}"{stretch} clip-path="{clip}">{html.escape(body, quote=False)}</text>'
 
 
-def _reset_text(match: re.Match[str]) -> str:
-    """One of Rich's `<text>` runs as `<text>` elements whose characters each sit in their cells."""
+def _reset_text(match: re.Match[str], line_ends: dict[str, int]) -> str:
+    """One of Rich's `<text>` runs as `<text>` elements whose characters each sit in their cells; `line_ends`:
+    the column each line (by its clip path) has been written up to, so the cells skipped before this run are
+    written as spaces."""
     text = html.unescape(match["body"])
-    if not text:
+    if not text or text.isspace():  # the line's closing newline
         return match.group(0)
     char_width = float(match["length"]) / len(text)  # Rich's textLength counts characters
     column = round(float(match["x"]) / char_width)
     cls, y, clip = match["cls"], match["y"], match["clip"]
     tags: list[str] = []
     narrow: list[tuple[int, str]] = []  # (column, character) of the run of one-cell characters being gathered
+    narrow.extend((col, "\xa0") for col in range(line_ends.get(clip, column), column))
 
     def flush() -> None:
-        if narrow:
-            xs = " ".join(_number(col * char_width) for col, _ in narrow)
-            tags.append(_tag(cls, xs, y, clip, "".join(char for _, char in narrow)))
-            narrow.clear()
+        # Words and the spaces between them are elements of their own: a renderer that reads only an element's
+        # first x (librsvg) or collapses its spaces still starts each word in its cell.
+        for _blank, group in itertools.groupby(narrow, key=lambda placed: placed[1] in _SPACES):
+            placed = list(group)
+            xs = " ".join(_number(col * char_width) for col, _ in placed)
+            tags.append(_tag(cls, xs, y, clip, "".join(char for _, char in placed)))
+        narrow.clear()
 
     for cluster in clusters(text):
         cells = cell_len(cluster)
@@ -81,6 +96,7 @@ def _reset_text(match: re.Match[str]) -> str:
                                  cells * char_width if cells else None))
         column += cells
     flush()
+    line_ends[clip] = column
     return "".join(tags)
 
 
@@ -88,4 +104,5 @@ def cell_aligned(svg: str) -> str:
     """Rich's SVG (`Console.export_svg`, Textual's `export_screenshot`) with every character in its cells."""
     svg = _MATRIX_FONT.sub(f"font-family: {FONT_STACK};", svg, count=1)
     svg = _FULL_WIDTH.sub("font-variant-east-asian: normal;", svg, count=1)
-    return _TEXT.sub(_reset_text, svg)
+    line_ends: dict[str, int] = {}
+    return _TEXT.sub(lambda match: _reset_text(match, line_ends), svg)

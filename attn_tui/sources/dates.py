@@ -52,7 +52,7 @@ def _step_stages(trace: Trace, t: int, query: torch.Tensor, keys: torch.Tensor, 
               Given(Msg("an encoder output: the bidirectional GRU's reading of one input character"))))
     if additive:
         assert parts.key_proj is not None and parts.energy is not None
-        a_axis = dim_axis(parts.query_proj.shape[1], "hidden", "h")
+        a_axis = dim_axis(parts.query_proj.shape[1], "hidden", "u")
         add(Stage(Place("query_proj", step=t), parts.query_proj, "W_a s_t", (q_axis, a_axis),
                   Linear(Place("query", step=t), "W_a.weight")))
         add(Stage(Place("key_proj", step=t), parts.key_proj[0], Msg("U_a h_j for every input character"),

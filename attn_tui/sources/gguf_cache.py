@@ -26,6 +26,8 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +195,44 @@ def _convert(name: str, folder: Path, max_memory: int | None) -> Path:
     return folder
 
 
+_CONVERTING = threading.Lock()  # one conversion at a time reports through transformers' progress hook
+
+
+@contextlib.contextmanager
+def tensors_reported(what: Msg) -> Iterator[None]:
+    """transformers de-quantises a GGUF file's tensors one at a time under its own tqdm bar (on stderr, which is
+    swallowed here): within the block each tensor is reported as it is done, so the app's bar moves with the
+    conversion's real progress. Without that hook (another transformers) the phase is reported without a count."""
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        yield
+        return
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is None:
+        yield
+        return
+
+    def counted(items: Iterable[Any] | None = None, *args: Any, **kwargs: Any) -> Any:
+        if items is None:
+            return bar(*args, **kwargs)
+        return _each_reported(list(items), what)
+
+    with _CONVERTING:
+        setattr(gguf_utils, "tqdm", counted)  # noqa: B010  (the module does not export its bar)
+        try:
+            yield
+        finally:
+            setattr(gguf_utils, "tqdm", bar)  # noqa: B010
+
+
+def _each_reported(items: list[Any], what: Msg) -> Iterator[Any]:
+    for done, item in enumerate(items):
+        report(what, done, len(items))
+        yield item
+    report(what, len(items), len(items))
+
+
 def _read_gguf(name: str, source: Path) -> tuple[Any, Any]:
     """transformers' own GGUF reader, de-quantising to float32, offline, on the CPU, with no code trusted.
 
@@ -211,18 +251,17 @@ def _read_gguf(name: str, source: Path) -> tuple[Any, Any]:
                              hint=install_hint(name))) from None
     transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     transformers.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    what = Msg("converting {name} from its GGUF file (once)", name=name)
     try:
         with tempfile.TemporaryDirectory(prefix="attn-tui-gguf-") as private, no_stdin(), \
-                contextlib.redirect_stderr(io.StringIO()):
+                contextlib.redirect_stderr(io.StringIO()), \
+                tensors_reported(Msg("converting {name} (once): de-quantising its tensors", name=name)):
             (Path(private) / source.name).symlink_to(source)
-            report(what, 0, 2)
+            report(Msg("converting {name} (once): building its tokenizer", name=name))
             tokenizer = AutoTokenizer.from_pretrained(private, gguf_file=source.name, trust_remote_code=False)
-            report(what, 1, 2)
+            report(Msg("converting {name} (once): reading its GGUF file", name=name))
             model = AutoModelForCausalLM.from_pretrained(private, gguf_file=source.name, trust_remote_code=False,
                                                          quantization_config=GgufConfig(dequantize=True),
                                                          attn_implementation="eager", dtype=torch.float32)
-            report(what, 2, 2)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if isinstance(exc, ImportError) or any(part in first.lower() for part in ("gguf", "accelerate")):

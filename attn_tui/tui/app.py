@@ -100,16 +100,20 @@ class AttnApp(App[int]):
 
     def __init__(self, request: VariantAsk | None = None, play_interval: float = PLAY_INTERVAL,
                  model: ModelAsk | None = None, max_memory: int | None = None, fresh: bool = True,
-                 first_stage: str | None = None, record: RecordAsk | None = None, notice: Msg | None = None) -> None:
+                 first_stage: str | None = None, record: RecordAsk | None = None, notice: Msg | None = None,
+                 sample: str | None = None) -> None:
         super().__init__()
         self.notice = notice  # what the command line chose for the user (a model's sample sentence), said at start
-        sample = load_samples()[DEFAULT_SAMPLE]
+        default = load_samples()[DEFAULT_SAMPLE]
         given = request is not None or model is not None or record is not None  # the command line named one
         if record is not None and first_stage is None:
             first_stage = "weights"  # the user's own code opens where its attention is
-        self.state = AppState(request or sample.request, record or model, given=given,
-                              first_stage=first_stage if given else sample.stage,
+        self.state = AppState(request or default.request, record or model, given=given,
+                              first_stage=first_stage if given else default.stage,
                               typed=lambda: self.input_pane.typed())
+        started_on = load_samples()[sample] if sample is not None else None if given else default  # --sample
+        if started_on is not None and started_on.notes:
+            self.state.lesson = (started_on.model or started_on.request, started_on.notes)
         self.fresh = fresh  # False: put back the saved session (the command line's `attn-tui` does)
         self.max_memory = max_memory  # bytes a computation may take; None: the default share
         self.play_interval = play_interval
@@ -119,7 +123,7 @@ class AttnApp(App[int]):
         self.editing = Editing(self)
         self.comparing = Comparing(self, partial(b_arrived, self), partial(b_dropped, self))
         self.atlas_link = AtlasLink(self, self.comparing)
-        self.exporting = Exporting(self)
+        self.exporting = Exporting(self, self.editing.save_soon)
         self._release_signals: Callable[[], None] = lambda: None
         self.warmup = Warmup()
         self.set_reactive(AttnApp.language, i18n.language())
@@ -265,6 +269,7 @@ class AttnApp(App[int]):
     def on_torch_failed(self, message: TorchFailed) -> None:
         self.warmup.end()
         self.show_error([message.error])
+        self.explorer.waiting(_("torch could not be imported: nothing can be computed"))
 
     # ----- computing: one path for every source --------------------------------------------
     def ask(self, ask: Ask) -> None:
@@ -284,6 +289,8 @@ class AttnApp(App[int]):
         loading = self.state.loading(wanted)
         self.explorer.heatmap.loading = loading is not None
         self.model_pane.show_status(_("loading {model}…").format(model=loading) if loading else "")
+        self.explorer.waiting(_("opening {model}: the model pane says how far").format(model=loading) if loading
+                              else _("computing…"))
         self._compute(wanted, generation)
 
     @work(thread=True, exclusive=True, group="compute", description="compute")
@@ -312,6 +319,7 @@ class AttnApp(App[int]):
         """A load's phase under the model's status, while that load is still the one wanted and under way."""
         if message.generation == self.state.generation and self.explorer.heatmap.loading:
             self.model_pane.show_progress(message.progress)
+            self.explorer.waiting(str(message.progress.what))
 
     @while_running
     def on_trace_grew(self, message: TraceGrew) -> None:
@@ -352,6 +360,7 @@ class AttnApp(App[int]):
             explorer.layer_index, explorer.head = model.layer, model.head  # a model's own first place
         if self.comparison is not None and not self.comparison.fits(shown.ask):
             self.comparing.end_compare()  # A is now something the change does not apply to
+        explorer.lesson = self.state.lesson_for(shown.ask)  # a sample's own words, while it is what is on show
         explorer.show(shown, self.state.first_stage)
         rows = recorded_rows(trace)  # the user's code: what ran, not the variants' knobs nor their sentence
         self.model_pane.show_recorded(rows)
@@ -432,6 +441,6 @@ class AttnApp(App[int]):
 def run_app(request: VariantAsk | None = None, model: ModelAsk | None = None, fresh: bool = False,
             **options: Any) -> int:
     """Run the app on `request` (None: the saved session, else the default sample) or on `model`, with AttnApp's
-    other `options` (max_memory, first_stage, record, notice); the exit code."""
+    other `options` (max_memory, first_stage, record, notice, sample); the exit code."""
     result = AttnApp(request, model=model, fresh=fresh, **options).run()
     return 0 if result is None else int(result)

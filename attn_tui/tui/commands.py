@@ -76,7 +76,7 @@ class AttnCommands(Provider):
         found: list[Command] = []
         for binding in APP_BINDINGS:
             found.append((_(binding.description), partial(app.run_action, binding.action),
-                          _("key: {key}").format(key=key_text(binding.key))))
+                          _("press {key}").format(key=key_text(binding.key))))
         for stage in stage_commands(app.explorer):
             found.append((_("Go to stage: {name}").format(name=stage.name), stage.callback, stage.help_text or ""))
         found.extend(setting_commands(app))

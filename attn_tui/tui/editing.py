@@ -81,6 +81,7 @@ class Editing(Controller):
         inputs.multihead, inputs.same_width = variant.takes_x, variant.same_width
         inputs.refresh_status()
         self.host.model_pane.show_applicable(applicable(request))
+        self.host.model_pane.show_custom_mask(request)
 
     def reject(self, error: str | Msg, prefix: str = "✗ ") -> None:
         """An edit that cannot be asked for: what is in flight is dropped, and the error line says why."""
@@ -113,7 +114,12 @@ class Editing(Controller):
 
     def on_source_rejected(self, message: SourceRejected) -> None:
         """An editor holds an error: what is in flight (perhaps a half-typed matrix) is dropped, the last valid
-        result stays, and the error line says so (a model reads the sentence: the matrix editors feed nothing)."""
+        result stays, and the error line says so (a model reads the sentence: the matrix editors feed nothing).
+        With no error, the sentence came back in front: the editors' error leaves the line."""
+        if message.error is None:
+            if self.host.state.set_aside_source_error():
+                self.explorer.show_error(self.host.state.error)
+            return
         if self.host.state.source_rejected(message.error):
             self.explorer.heatmap.loading = False
             self.explorer.show_error(self.host.state.error)
@@ -186,6 +192,7 @@ class Editing(Controller):
         ask: Ask = sample.model or sample.request
         self.explorer.forget_place()
         self.host.state.first_stage = sample.stage
+        self.host.state.lesson = (ask, sample.notes) if sample.notes else None
         self.show_ask(ask)
         if sample.model is not None:
             self.host.input_pane.load(sample.request.source)

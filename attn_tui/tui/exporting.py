@@ -1,32 +1,50 @@
-"""Exports from the app: the stage or the whole trace as npz, csv or json, or the screen as SVG.
+"""Exports from the app: the stage or the whole trace as npz, csv or json, the atlas's heads as json or csv, or the
+screen (the main one or the atlas) as SVG.
 
-A controller of AttnApp. Files are written by a worker (a long trace streams in row blocks);
-the notice names the path written, or why nothing was.
+A controller of AttnApp. Files are written by a worker (a long trace streams in row blocks); one
+larger than LARGE says its size and asks first; the notice names the path written, or why nothing
+was. The folder of the last export is offered for the next, and kept in the session.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attn_tui.i18n import Msg, Plural, _
-from attn_tui.tui.host import Controller
-from attn_tui.tui.messages import ExportDone, ExportFailed
-from attn_tui.tui.served import offer_download, visible_path
+from attn_tui.tui.host import Controller, Host
+from attn_tui.tui.messages import ExportDone, ExportFailed, ExportTooLarge
+from attn_tui.tui.served import offer_download, served, visible_path
 from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
+    from attn_tui.present.atlas import Atlas
+    from attn_tui.tui.screens.atlas import AtlasScreen
     from attn_tui.tui.screens.export import ExportAsk
 
 
 class Exporting(Controller):
-    """`e`, the export worker and its results."""
+    """`e` (in the main view and in the atlas), the export worker and its results."""
+
+    def __init__(self, host: Host, remember: Callable[[], None]) -> None:
+        """`remember`: keeps the session (the folder chosen is in it)."""
+        super().__init__(host)
+        self.remember = remember
+        self.atlas: Atlas | None = None  # the atlas an export from the atlas screen writes
+
+    def folder(self) -> Path:
+        """Where a bare file name goes: the last export's folder while it is there, else where the app started."""
+        from attn_tui.tui.served import offered_folder
+
+        last = Path(self.host.state.export_folder)
+        return last if self.host.state.export_folder and not served() and last.is_dir() else offered_folder()
 
     async def action_export(self) -> None:
         from attn_tui.io.export import file_name
         from attn_tui.tui.screens.export import ExportScreen
-        from attn_tui.tui.served import offered_folder
 
         await self.explorer.drawn()  # the stage on show is the one the user moved to
 
@@ -34,13 +52,23 @@ class Exporting(Controller):
         if trace is None or view is None:
             self.host.notify(_("nothing to export yet"), timeout=3)
             return
-        self.host.push_screen(ExportScreen(file_name(trace.stages[view.place]), offered_folder()), self.export)
+        self.host.push_screen(ExportScreen(file_name(trace.stages[view.place]), self.folder()), self.export)
+
+    def export_atlas(self, screen: AtlasScreen) -> None:
+        """e in the atlas: its heads' role scores, or the atlas as it is drawn."""
+        from attn_tui.tui.screens.export import ExportScreen
+
+        if screen.atlas is None:
+            self.host.notify(_("no head atlas here to export"), timeout=3)
+            return
+        self.atlas = screen.atlas
+        self.host.push_screen(ExportScreen("attn-tui-atlas", self.folder(), ("atlas", "screen")), self.export)
 
     def export(self, ask: ExportAsk | None) -> None:
         if ask is None:
             return
         if ask.what == "screen":
-            self.host.call_after_refresh(self._save_screen, ask.path)
+            self.host.call_after_refresh(self._save_screen, ask.path)  # once the dialog is gone from the screen
             return
         self.host.run_worker(partial(self._export, ask), thread=True, exclusive=True, group="export",
                              description="export")
@@ -62,40 +90,95 @@ class Exporting(Controller):
         except AttnError as exc:
             self.host.notify(str(exc), title=_("export failed"), severity="error", timeout=8)
             return
+        self.written_to(path)
         self.host.notify(_("saved the screen to {path}").format(path=visible_path(path.resolve())), timeout=8)
         offer_download(self.host, path.resolve())
 
     def _export(self, ask: ExportAsk) -> None:
         from attn_tui.errors import AttnError, describe
-        from attn_tui.io.export import export
+        from attn_tui.io.export import export, output_size
+        from attn_tui.tui.screens.export import LARGE
 
-        trace, view = self.host.trace, self.host.view
-        assert trace is not None and view is not None
         try:
-            if ask.what == "trace":
-                for layer in range(trace.layers if trace.layers > 1 else 0):
-                    trace.fill(layer, None)
-                trace.fill_steps()  # a writing's every step, its stages beyond the weights traced now
-                stages = list(trace)
+            if ask.what == "atlas":
+                count = self._write_atlas(ask)
             else:
-                stages = [trace.stages[view.place]]
-            export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
+                trace, view = self.host.trace, self.host.view
+                assert trace is not None and view is not None
+                if ask.what == "trace":
+                    for layer in range(trace.layers if trace.layers > 1 else 0):
+                        trace.fill(layer, None)
+                    trace.fill_steps()  # a writing's every step, its stages beyond the weights traced now
+                    stages = list(trace)
+                else:
+                    stages = [trace.stages[view.place]]
+                size = output_size(trace, stages, ask.fmt)
+                if size > LARGE and not ask.large_ok:
+                    self.host.post_message(ExportTooLarge(ask, size))
+                    return
+                export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
+                count = len(stages)
         except AttnError as exc:
             self.host.post_message(ExportFailed(exc.message))
             return
         except Exception as exc:
             self.host.post_message(ExportFailed(describe(exc)))
             return
-        self.host.post_message(ExportDone(str(ask.path.resolve()), len(stages)))
+        self.host.post_message(ExportDone(str(ask.path.resolve()), count, ask.what))
+
+    def _write_atlas(self, ask: ExportAsk) -> int:
+        """The atlas's heads as JSON (with what it is of) or CSV, one row a head; how many heads."""
+        import csv
+        import io
+        import json
+
+        from attn_tui.io.files import writable_file, write_text_atomic
+
+        atlas = self.atlas
+        assert atlas is not None
+        rows = atlas.rows()
+        writable_file(ask.path, Msg("the export"))
+        if ask.fmt == "csv":
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+            text = out.getvalue()
+        else:
+            text = json.dumps({"atlas": atlas.name, "layers": atlas.layers, "heads": atlas.heads,
+                               "tokens": atlas.tokens, "rows": rows}, ensure_ascii=False, indent=1) + "\n"
+        write_text_atomic(ask.path, text)
+        return len(rows)
+
+    def written_to(self, path: Path) -> None:
+        """The folder of what was written is offered next time (served: serve's folder, always)."""
+        if not served():
+            self.host.state.export_folder = str(path.resolve().parent)
+            self.remember()
+
+    @while_running
+    def on_export_too_large(self, message: ExportTooLarge) -> None:
+        """An export larger than LARGE: its size, and the choice to write it or not."""
+        from attn_tui.ask.budget import format_bytes
+        from attn_tui.tui.screens.choose import ChoiceScreen
+
+        ask, size = message.ask, format_bytes(message.size)
+        question = _("This export is about {size}: write it to {path}?").format(size=size, path=ask.path.name)
+        self.host.push_screen(ChoiceScreen(question, [(_("write {size}").format(size=size), True),
+                                                      (_("do not write it"), False)]),
+                              lambda yes: self.export(replace(ask, large_ok=True)) if yes else None)
 
     @while_running
     def on_export_done(self, message: ExportDone) -> None:
-        self.host.notify(Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.stages,
-                           path=visible_path(Path(message.path))), title=_("exported"),
-                    timeout=10)
-        offer_download(self.host, Path(message.path))
+        path = Path(message.path)
+        self.written_to(path)
+        what = (Plural("wrote {n} head to {path}", "wrote {n} heads to {path}", n=message.count,
+                       path=visible_path(path)) if message.what == "atlas"
+                else Plural("wrote {n} stage to {path}", "wrote {n} stages to {path}", n=message.count,
+                            path=visible_path(path)))
+        self.host.notify(what, title=_("exported"), timeout=10)
+        offer_download(self.host, path)
 
     @while_running
     def on_export_failed(self, message: ExportFailed) -> None:
         self.host.notify(message.error, title=_("export failed"), severity="error", timeout=10)
-

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from attn_tui.ask.settings import Ask
     from attn_tui.sources.progress import Progress
     from attn_tui.trace.shown import Shown
+    from attn_tui.tui.screens.export import ExportAsk
 
 
 @dataclass
@@ -91,9 +92,10 @@ class SourceEdited(Message):
 
 @dataclass
 class SourceRejected(Message):
-    """A matrix editor holds an error: nothing is computed from it; `error` is read in the language on show."""
+    """A matrix editor holds an error: nothing is computed from it; `error` is read in the language on show.
+    None: the editors' error no longer applies (the sentence is back in front)."""
 
-    error: Msg
+    error: Msg | None
 
 
 @dataclass
@@ -144,10 +146,19 @@ class CompareFailed(Message):
 
 @dataclass
 class ExportDone(Message):
-    """An export was written; the path is what the notice shows."""
+    """An export was written; the path is what the notice shows, with how many stages (or heads) it holds."""
 
     path: str
-    stages: int
+    count: int
+    what: str  # stage | trace | atlas
+
+
+@dataclass
+class ExportTooLarge(Message):
+    """An export would write `size` bytes, more than the dialog writes without asking."""
+
+    ask: ExportAsk
+    size: int
 
 
 @dataclass

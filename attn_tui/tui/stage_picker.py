@@ -33,7 +33,7 @@ def stage_commands(explorer: Explorer) -> list[SimpleCommand]:
     commands = []
     for n, place in enumerate(explorer.places):
         key = digit.get(n)
-        help_text = _("here") if n == explorer.stage_index else None if key is None else _("key: {key}").format(
+        help_text = _("here") if n == explorer.stage_index else None if key is None else _("press {key}").format(
             key=key)
         label = None if place.step is None else step_label(trace, place.step, place.module)
         if label is not None:  # what the step is: its tile's keys, what the decoder wrote, which call and item

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 OWN = ""  # the key of the attention variants among the kept asks
 UNDO_DEPTH = 20
 STILL_SHOWN = Msg("  (showing the last valid result)")
+SOURCE_ERROR = "✗ {error}"  # the msgid an input editor's error stands on the error line with (input_pane.py)
 SESSION_SENTENCE = "나는 학교에 간다"  # what a saved session without a usable input starts on
 
 
@@ -94,6 +95,12 @@ class AppState:
         self.comparison: Comparison | None = None
         self.atlas = AtlasPosition()  # where the head atlas (a) was left: cursor, role filter, ranking, compare
         self.whereabouts = Whereabouts()  # where the user is in the trace on show: place, layer, head, cursor…
+        self.lesson: tuple[Ask, str] | None = None  # a sample's ask and its notes' words (msgid), said while on show
+        self.export_folder = ""  # where the last export went, the dialog's next offer ("": the folder started in)
+
+    def lesson_for(self, ask: Ask) -> str:
+        """The words of the sample that made `ask` (what of its note carries over), "" once anything changed."""
+        return self.lesson[1] if self.lesson is not None and self.lesson[0] == ask else ""
 
     # ----- what is asked ---------------------------------------------------------------------
     @property
@@ -226,6 +233,15 @@ class AppState:
         self.set_error([error, *([STILL_SHOWN] if self.shown else [])], "")
         return True
 
+    def set_aside_source_error(self) -> bool:
+        """The sentence is back in front: an editor's error (and only that) leaves the error line; True when it
+        did."""
+        if not self.error_parts or not isinstance(self.error_parts[0], Msg) \
+                or self.error_parts[0].text != SOURCE_ERROR:
+            return False
+        self.set_error(list(self.shown.trace.warnings) if self.shown is not None else [])
+        return True
+
     def set_error(self, parts: list[str | Msg], joiner: str = " · ") -> None:
         self.error_parts, self.error_joiner = list(parts), joiner
 
@@ -309,12 +325,13 @@ class AppState:
 
         request, typed = self.variants, self.typed()
         return Session(request.settings, request.source.kind, typed.sentence, typed.editors, request.custom_mask,
-                       self.wanted.model, language, stage, request.mask_by_hand)
+                       self.wanted.model, language, stage, request.mask_by_hand, self.export_folder)
 
     def restore(self, session: Session, request: VariantAsk) -> bool:
         """Put back a saved session whose input reads as `request`. False: the command line named what to show,
         so the saved session waits on the undo stack (ctrl+z) instead."""
         wanted = session.model or request
+        self.export_folder = session.export_folder  # the user's choice of folder, whatever is shown
         if self.given:
             self.keep_for_undo(Snapshot(request, session_typed(session), wanted))
             return False

@@ -1,8 +1,9 @@
 """Each source note's own example, from its sample on a fresh start, against the note's own code in torch.
 
-The notes' layers are unseeded, so where a note printed random numbers the test runs the
-note's formula (rewritten in float64 torch) on the sample's seeded weights; where it printed
-numbers that follow from its inputs alone (note 002's lookup) the test checks those numbers.
+The notes' layers are unseeded, so where a note printed random numbers the test builds the
+note's own modules (nn.Linear with its bias, in float64), gives them the sample's seeded weights
+and biases, and runs the note's forward; where it printed numbers that follow from its inputs
+alone (note 002's lookup) the test checks those numbers.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from attn_tui.ask.samples import get_sample
 from attn_tui.attention.engine import compute
@@ -27,13 +29,26 @@ def _t(trace, name: str) -> torch.Tensor:
     return trace.tensor(name).to("cpu", F64)
 
 
+def _linear(trace, weight: str, bias: str) -> nn.Linear:
+    """The note's nn.Linear, holding the sample's seeded weight and bias."""
+    w = trace.params[weight].to("cpu", F64)
+    layer = nn.Linear(w.shape[1], w.shape[0], dtype=F64)
+    with torch.no_grad():
+        layer.weight.copy_(w)
+        layer.bias.copy_(trace.params[bias].to("cpu", F64).reshape(-1))
+    return layer
+
+
 def test_note_000_plain_dot_product_on_korean() -> None:
     trace = compute(get_sample("note_000_dot").request)
     assert trace.query_tokens == ("나는", "학교에", "간다")
     assert "scaled" not in [s.name for s in trace.stages.values()]  # no √d_k in note 000
-    # the note: inputs_embedded = embedding(ids); Q, K, V = W(inputs_embedded); all (3, 4)
+    # the note: inputs_embedded = embedding(ids); W_query = nn.Linear(4, 4) …; Q, K, V all (3, 4)
     x = trace.params["embedding"].to("cpu", F64)[[trace.meta.vocab.index(t) for t in trace.query_tokens]]  # (3, 4)
-    q, k, v = (x @ trace.params[w].to("cpu", F64).T for w in ("W_q", "W_k", "W_v"))
+    W_query, W_key, W_value = (_linear(trace, f"W_{c}", f"b_{c}") for c in "qkv")  # noqa: N806  (the note's names)
+    with torch.no_grad():
+        q, k, v = W_query(x), W_key(x), W_value(x)
+    assert all(layer.bias.abs().sum() > 0 for layer in (W_query, W_key, W_value))  # the biases are really there
     for name, expected in (("query", q), ("key", k), ("value", v)):
         _close(_t(trace, name), expected)
     # the note's attention(): scores = Q·Kᵀ, softmax, context = weights·V
@@ -58,7 +73,9 @@ def test_note_001_masked_self_attention_with_sinusoidal_positions() -> None:
     _close(_t(trace, "positional"), pe)
     x = trace.params["embedding"].to("cpu", F64)[[trace.meta.vocab.index(t) for t in trace.query_tokens]] + pe  # (4, 8)
     _close(_t(trace, "embedded_pos"), x)
-    q, k, v = (x @ trace.params[w].to("cpu", F64).T for w in ("W_q", "W_k", "W_v"))
+    with torch.no_grad():  # the note's SelfAttention: self.query = nn.Linear(embed_dim, embed_dim) …
+        q, k, v = (_linear(trace, f"W_{c}", f"b_{c}")(x) for c in "qkv")
+    _close(_t(trace, "query"), q)
     # the note's SelfAttention.forward: scores = Q·Kᵀ/√d; masked_fill(mask == 0, −inf); softmax; weights·V
     scores = torch.matmul(q, k.transpose(-2, -1) / math.sqrt(d))
     causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
@@ -96,12 +113,19 @@ def test_note_004_bahdanau_one_decoder_state_over_encoder_outputs() -> None:
     query = torch.tensor(source.q, dtype=F64)  # (1, hidden): the decoder's hidden state s
     keys = torch.tensor(source.k, dtype=F64)  # (5, hidden): the encoder's outputs h_j
     assert source.v == source.k  # the note's context is weights·keys: V is K
-    w_a, u_a, v_a = (trace.params[n].to("cpu", F64) for n in ("W_a", "U_a", "v_a"))
-    # the note's BahdanauAttention.forward: scores = Va(tanh(Wa(query) + Ua(keys))); softmax; bmm(weights, keys)
-    scores = torch.tanh(query @ w_a.T + keys @ u_a.T) @ v_a  # (5,)
-    weights = F.softmax(scores[None, :], dim=-1)  # (1, 5)
-    context = weights @ keys  # (1, hidden)
-    _close(_t(trace, "scores"), scores[None, :])
+    # the note's BahdanauAttention: self.Wa, self.Ua = nn.Linear(hidden, hidden); self.Va = nn.Linear(hidden, 1)
+    Wa, Ua = _linear(trace, "W_a", "b_W_a"), _linear(trace, "U_a", "b_U_a")  # noqa: N806  (the note's names)
+    Va = nn.Linear(4, 1, dtype=F64)  # noqa: N806
+    with torch.no_grad():
+        Va.weight.copy_(trace.params["v_a"].to("cpu", F64)[None, :])
+        Va.bias.copy_(trace.params["b_v_a"].to("cpu", F64))
+        # forward(query, keys): scores = Va(tanh(Wa(query) + Ua(keys))); squeeze; softmax; bmm(weights, keys)
+        scores = Va(torch.tanh(Wa(query[None]) + Ua(keys[None]))).squeeze(2).unsqueeze(1)  # (1, 1, 5)
+        weights = F.softmax(scores, dim=-1)
+        context = torch.bmm(weights, keys[None])  # (1, 1, hidden)
+    scores, weights, context = scores[0], weights[0], context[0]
+    _close(_t(trace, "query_proj"), Wa(query).detach())
+    _close(_t(trace, "scores"), scores)
     _close(_t(trace, "weights"), weights)
     _close(_t(trace, "output"), context)
     assert tuple(trace.tensor("weights").shape) == (1, 5) and trace.key_tokens == ("h1", "h2", "h3", "h4", "h5")
@@ -116,3 +140,5 @@ def test_note_samples_set_every_setting_they_depend_on() -> None:
         text = path.read_text(encoding="utf-8")
         for key in ("variant", "mask", "mask_fill", "temperature", "dtype"):
             assert f"\n{key} = " in text, (path.name, key)
+        if "\nprojection = " in text or '"additive"' in text:  # the notes' nn.Linear layers have a bias
+            assert "\nbias = true" in text, path.name

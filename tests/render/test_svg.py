@@ -67,3 +67,23 @@ def test_a_combining_mark_stays_with_its_base() -> None:
 def test_markup_in_the_text_stays_text() -> None:
     fixed = cell_aligned(_svg(Text("<b>&amp; 한</b>")))
     assert "<b>" not in fixed and "&lt;b&gt;" in fixed and "&amp;amp;" in fixed
+
+
+def test_the_page_text_keeps_every_space_rich_leaves_out() -> None:
+    """A space with a style of its own (a background) gets no `<text>` from Rich: its cell is written back, so the
+    page's text reads as the terminal does, and every character still sits in its cell."""
+    line = Text("0.397071")
+    line.append(" ", "on red")
+    line.append("✓ matches", "green")
+    line.append("  ", "on blue")
+    line.append("간다")
+    fixed = cell_aligned(_svg(line))
+    char_width = float(re.search(r"font-size: ([\d.]+)px", fixed)[1]) * 0.61  # type: ignore[index]
+    placed = [p for p in _placed(fixed, char_width) if p[1] != "\n"]
+    assert "".join(c for _, c, _ in placed).replace("\xa0", " ") == line.plain
+    bodies = [html.unescape(match["body"]) for match in TEXT.finditer(fixed)]
+    assert all(body.isspace() or body == body.strip() for body in bodies)  # a word starts its own element
+    column = 0
+    for x, cluster, _ in placed:
+        assert abs(x - column * char_width) < 1e-3, cluster
+        column += cell_len(cluster)

@@ -48,8 +48,8 @@ def test_each_kind_of_step_is_named_and_labelled_in_english_and_korean() -> None
         names = [str(s.name) for s in steps]
     finally:
         i18n.set_language("en")
-    assert labels == ["디코더 단계 3: '2'", "토큰 5: 'the'", "타일 2 (키 8–11)", "호출 1, 배치 항목 0"]
-    assert names == ["디코더 단계 3", "토큰 5", "타일 2", "스텝 1"]
+    assert labels == ["디코더 스텝 3: '2'", "토큰 5: 'the'", "타일 2 (키 8–11)", "호출 1, 배치 항목 0"]
+    assert names == ["디코더 스텝 3", "토큰 5", "타일 2", "스텝 1"]
 
 
 def test_a_grown_trace_is_a_new_trace_and_the_old_one_is_left_as_it_was() -> None:

@@ -365,3 +365,51 @@ async def test_p_on_a_variant_says_the_probe_needs_a_transformer() -> None:
         await settle(pilot)
         assert app.screen is screen and app.shown is shown and screen.atlas is not None  # nothing re-run
         assert any("induction probe" in n.message for n in app.notices)
+
+
+async def test_e_in_the_atlas_exports_its_heads_or_its_screen(tmp_path) -> None:
+    import csv
+    import json
+
+    from textual.widgets import Input
+
+    from attn_tui.tui.screens.export import ExportScreen
+
+    app = sample_app("korean", variant="multihead", heads=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        atlas = (await _open(pilot)).atlas
+
+        async def export(what: str, fmt: str, name: str) -> None:
+            await pilot.press("e")
+            await pilot.pause()
+            dialog = app.screen
+            assert isinstance(dialog, ExportScreen)
+            assert [b.id for b in dialog.query("#export-what RadioButton")] == ["what-atlas", "what-screen"]
+            dialog.query_one(f"#what-{what}").value = True
+            if fmt != "svg":
+                dialog.query_one(f"#fmt-{fmt}").value = True
+            await pilot.pause()
+            path_input = dialog.query_one("#export-path", Input)
+            path_input.value = str(tmp_path / name)
+            path_input.focus()
+            await pilot.press("enter")
+            for _ in range(50):
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                if (tmp_path / name).exists():
+                    break
+
+        await export("atlas", "json", "atlas.json")
+        written = json.loads((tmp_path / "atlas.json").read_text(encoding="utf-8"))
+        assert len(written["rows"]) == atlas.layers * atlas.heads == 4
+        assert written["rows"][2]["head"] == 2 and written["rows"][2]["role"] == atlas.cell(0, 2).role
+        assert written["rows"][2]["score_previous_token"] == atlas.cell(0, 2).scores["previous_token"]
+        await export("atlas", "csv", "atlas.csv")
+        with (tmp_path / "atlas.csv").open(encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        assert [int(r["head"]) for r in rows] == [0, 1, 2, 3] and float(rows[1]["entropy"]) == atlas.cell(0, 1).entropy
+        await export("screen", "svg", "atlas.svg")
+        assert isinstance(app.screen, AtlasScreen)  # the atlas stays open, and its picture is what was written
+        assert "<svg" in (tmp_path / "atlas.svg").read_text(encoding="utf-8")[:200]
+        assert any("wrote 4 heads" in str(n.message) for n in app.notices)

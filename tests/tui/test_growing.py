@@ -61,8 +61,8 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
             assert "decoding… 1 step so far" in str(app.query_one("#model-status").render())
             await pilot.press("t")  # the steps' labels in Korean
             await pilot.pause()
-            assert "디코더 단계 0" in str(app.query_one(StageBar).render())
-            assert str(app.explorer.trace.step_axis.label(0)) == "디코더 단계 0: '2'"
+            assert "디코더 스텝 0" in str(app.query_one(StageBar).render())
+            assert str(app.explorer.trace.step_axis.label(0)) == "디코더 스텝 0: '2'"
             await pilot.press("t", "g")  # the alignment so far: step 0's row only
             alignment = app.query_one("#alignment", MatrixPanel)
             assert app.explorer.panel == "alignment" and alignment.grid.rows == 1
@@ -74,7 +74,8 @@ async def test_step_0_is_on_show_while_step_1_is_being_made_then_the_rest_with_t
             steps = {p.step for p in app.explorer.places}
             assert steps == {*range(whole.steps()), None}  # the selector reaches every step and the alignment
             await pilot.press("end")
-            assert app.view.name == "alignment" and app.view.grid.rows == whole.steps()
+            await until(pilot, lambda: app.view.name == "alignment")  # its frame, read off the loop, drawn
+            assert app.view.grid.rows == whole.steps()
     finally:
         held.release.set()
 

@@ -82,7 +82,8 @@ async def test_a_long_caption_wraps_whole_under_the_stage_bar() -> None:
     app = model_app("transformer-dates", "26년 11월 22일 일요일", layer=1, head=0)
     async with app.run_test(size=(100, 32)) as pilot:
         await settle(pilot)
-        app.explorer.go_to_stage(app.explorer.stage_names().index("enc_attn.weights"))  # five lines of stages, then the caption
+        # five lines of stages, then the caption
+        app.explorer.go_to_stage(app.explorer.stage_names().index("enc_attn.weights"))
         await pilot.pause()
         shown = " ".join(_visible_text(app.query_one("#stage-bar")).split())
         assert "7·weights" in shown and "softmax(M)" in shown  # the stages and the formula

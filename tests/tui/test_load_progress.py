@@ -19,7 +19,9 @@ from attn_tui.ask.settings import ModelAsk
 from attn_tui.i18n import Msg
 from attn_tui.sources.progress import Progress
 from attn_tui.trace.meta import TransformerRun
+from attn_tui.tui.load_phase import PhaseClock, seconds
 from attn_tui.tui.messages import LoadProgressed
+from attn_tui.tui.widgets.stage_bar import StageBar
 from attn_tui.tui.workers import Throttle, post_progress
 from tests.limits import limit
 from tests.tui.helpers import RecordingApp, settle
@@ -48,6 +50,11 @@ class HeldApp(RecordingApp):
                 self.release.wait(limit(60))
 
         return listen
+
+    def on_mount(self) -> None:
+        from attn_tui.tui.widgets.model_pane import ModelPane
+
+        self.query_one(ModelPane).phase_clock.clock = lambda: 0.0  # a held phase never says how long: one snapshot
 
     def on_unmount(self) -> None:
         self.release.set()  # a test that ends while the load is held lets the worker go
@@ -117,6 +124,8 @@ async def test_a_folder_loading_shows_the_bar_and_its_words_then_the_result(llam
         assert str(app.query_one("#load-phase").render()) == "reading the weights of './llama-tiny'"
         assert app.query_one("#load-bar", ProgressBar).total is None  # how far is not known: indeterminate
         assert "loading ./llama-tiny" in str(app.query_one("#model-status").render())
+        bar_words = str(app.query_one(StageBar).render())  # the explorer says the phase too, not "loading torch…"
+        assert "reading the weights of './llama-tiny'" in bar_words and "torch" not in bar_words
         await pilot.press("t")  # the words follow the language, the load still held
         await pilot.pause()
         assert str(app.query_one("#load-phase").render()) == "'./llama-tiny'의 가중치를 읽는 중"
@@ -172,3 +181,18 @@ async def test_a_phase_that_knows_how_far_it_is_shows_its_share() -> None:
         pane.show_progress(None)
         await pilot.pause()
         assert not app.query_one("#load-progress").display
+
+
+def test_a_phase_says_how_long_it_has_taken_and_at_its_pace_what_is_left() -> None:
+    now = [100.0]
+    clock = PhaseClock(clock=lambda: now[0])
+    converting = Msg("converting {name} (once): de-quantising its tensors", name="smollm2")
+    assert clock.line(Progress(converting, 0, 272)) == "converting smollm2 (once): de-quantising its tensors"
+    now[0] = 130.0  # 30 s for a quarter: 90 s left at that pace
+    assert clock.line(Progress(converting, 68, 272)).endswith(" · 30 s, about 1 min 30 s left")
+    now[0] = 131.0
+    opaque = Msg("reading the weights of {name}", name="'m'")
+    assert clock.line(Progress(opaque)) == "reading the weights of 'm'"  # a new phase: its own clock
+    now[0] = 136.0
+    assert clock.line(Progress(opaque)).endswith(" · 5 s so far")  # how far is not known: no estimate
+    assert seconds(59.4) == "59 s" and seconds(125) == "2 min 05 s"

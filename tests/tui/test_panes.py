@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import torch
 from rich.cells import cell_len
 from rich.console import Console
@@ -110,13 +111,13 @@ async def test_the_head_and_layer_rows_count_from_zero_and_say_of() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert _text(app.query_one("#head-view")).startswith(f"0 of {app.trace.heads}")
-        assert _text(app.query_one("#head-view")).endswith("keys [ ]")  # named as keys: never an unticked box
-        assert _text(app.query_one("#layer-view")).endswith("keys { }")
+        assert _text(app.query_one("#head-view")).endswith("press [ ]")  # after "press": never an unticked box
+        assert _text(app.query_one("#layer-view")).endswith("press { }")
         assert "counted from 0" in str(app.query_one("#row-head").tooltip)
         await pilot.press("t")
         await pilot.pause()
         assert _text(app.query_one("#head-view")).startswith(f"0 (전체 {app.trace.heads})")
-        assert _text(app.query_one("#head-view")).endswith("키 [ ]")
+        assert _text(app.query_one("#head-view")).endswith("단축키 [ ]")
 
 
 async def test_the_inspector_names_the_head_and_step_it_explains() -> None:
@@ -146,10 +147,24 @@ async def test_the_stage_bar_numbers_the_tenth_stage_10_and_says_its_key_is_0() 
         await settle(pilot)
         bar = _text(app.query_one("#stage-bar")).splitlines()[0]
         assert len(app.explorer.stage_names()) > 10 and "10·" in bar and "11·" in bar
-        assert " 0·" not in bar and "key 0 = stage 10" in bar  # never a stage 0 after stage 9
+        assert " 0·" not in bar and "press 0 for stage 10" in _text(app.query_one("#stage-bar"))
         await pilot.press("0")
         await settle(pilot)
         assert app.explorer.stage_index == 9
+
+
+@pytest.mark.parametrize("width", [90, 104, 118, 132, 160])
+async def test_the_bar_s_hints_never_wrap_in_two(width: int) -> None:
+    """At any width a hint is whole on one line: beside the stages where it fits, else on a line of its own."""
+    app = sample_app("note_001_masked")
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        bar = app.query_one("#stage-bar")
+        lines = [line.plain.strip() for line in bar.render().wrap(bar.content_region.width)]
+        hint = "press 0 for stage 10"
+        assert sum(hint in line for line in lines) == 1, lines
+        assert not any(line.endswith(("press", "press 0", "for stage")) or line.startswith(("stage 10", "0 for"))
+                       for line in lines), lines
 
 
 async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> None:
@@ -157,7 +172,8 @@ async def test_slash_opens_a_picker_that_reaches_every_place_of_a_long_bar() -> 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         places = app.explorer.places
-        assert len(places) > len(app.explorer.stage_names()) and "/ picks any stage" in _text(app.query_one("#stage-bar"))
+        assert len(places) > len(app.explorer.stage_names())
+        assert "press / for any stage" in _text(app.query_one("#stage-bar"))
         commands = stage_commands(app.explorer)
         assert len(commands) == len(places)
         assert [c.name for c in commands] == [place_title(app.trace, p) for p in places]
@@ -193,7 +209,7 @@ async def test_a_bar_the_digits_cover_makes_no_mention_of_the_picker() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert len(app.explorer.places) == len(app.explorer.stage_names()) <= 10
-        assert "/ picks any stage" not in _text(app.query_one("#stage-bar"))
+        assert "press / for any stage" not in _text(app.query_one("#stage-bar"))
         await pilot.press("slash")
         await pilot.pause()
         await pilot.press(*"scaled")

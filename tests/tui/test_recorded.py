@@ -101,3 +101,32 @@ async def test_the_first_screen_of_recorded_code_comes_through_the_worker_and_th
         await settle(pilot)
         assert asked[-1] is record and app.wanted is record and app.shown.ask is record and app.trace is trace
         assert app.view.name == "weights" and app.query_one("#set-model").value == "recorded"
+
+
+async def test_a_traced_decoder_s_steps_stack_into_its_alignment() -> None:
+    """Note 004's decoder calls its attention once a step over the same encoder outputs: g shows steps × source,
+    a row filling in as each step's weights are reached, as the date model's alignment does."""
+    from attn_tui.present.model_view import aligned
+    from attn_tui.tui.widgets.matrix_panel import MatrixPanel
+
+    torch.manual_seed(3)
+    attention, keys = m.BahdanauAttention(4), torch.randn(1, 5, 4)  # five encoder outputs
+    with attn_tui.record(tokens=["<sos>"], key_tokens=["h1", "h2", "h3", "h4", "h5"]) as rec:
+        for _ in range(3):
+            attention(torch.randn(1, 1, 4), keys)
+    trace = rec.trace
+    assert aligned(trace) and trace.steps() == 3
+    app = RecordingApp(record=RecordAsk().keeping(trace))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("home", "g")
+        panel = app.query_one("#alignment", MatrixPanel)
+        assert app.explorer.panel == "alignment" and panel.grid.filled_rows == 0
+        assert (panel.grid.rows, panel.grid.cols) == (3, 5) and panel.grid.col_labels == ("h1", "h2", "h3", "h4", "h5")
+        await pilot.press("end")
+        await settle(pilot)
+        assert panel.grid.filled_rows == 3
+        for t in range(3):
+            torch.testing.assert_close(torch.from_numpy(panel.grid.values[t]).float(),
+                                       trace.tensor("weights", step=t)[0].float())
+        assert "3 of 3 recorded steps" in text_of(panel.query_one(".panel-title"))

@@ -293,3 +293,14 @@ def test_the_state_imports_neither_textual_nor_torch() -> None:
             "assert not {'textual', 'torch', 'rich'} & set(sys.modules), sorted({'textual', 'torch', 'rich'} "
             "& set(sys.modules))")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_the_sentence_back_in_front_sets_aside_only_an_editor_s_error(shown: dict[str, Shown]) -> None:
+    from attn_tui.i18n import Msg
+
+    state = AppState(A)
+    state.result_arrived(sent(state, A), shown["a"])
+    assert state.source_rejected(Msg("✗ {error}", error="Q, line 2: expected a number"))
+    assert state.error.startswith("✗ Q, line 2") and state.set_aside_source_error() and state.error == ""
+    state.rejected(Msg("cannot open {model}", model="m"))  # any other error (a model's) stays
+    assert not state.set_aside_source_error() and "cannot open m" in state.error

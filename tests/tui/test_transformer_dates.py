@@ -67,7 +67,8 @@ async def test_layer_and_head_keys_move_through_every_head_of_the_step() -> None
         assert "2 of 4" in str(app.query_one("#head-view", Label).render())
         bar = str(app.query_one("#stage-bar").render())
         assert "decoder step 0 of 11" in bar and "layer 1, head 2" in bar
-        app.explorer.go_to_stage(app.explorer.stage_names().index("enc_attn.weights"))  # the encoder keeps the layer and head
+        # the encoder keeps the layer and head
+        app.explorer.go_to_stage(app.explorer.stage_names().index("enc_attn.weights"))
         await pilot.pause()
         assert torch.allclose(_shown(app), reference.tensor("weights", 1, 2, None, "enc_attn"))
         await pilot.press("left_curly_bracket", "left_square_bracket")

@@ -148,7 +148,8 @@ async def test_the_extension_follows_what_is_written_and_the_name_typed_stays(tm
         assert isinstance(screen, ExportScreen)
         path_input = screen.query_one("#export-path", Input)
         assert app.focused is path_input  # first on screen, first in the focus order
-        assert "folder attn-tui was started in" in " ".join(str(label.render()) for label in screen.query(".hint"))
+        hints = " ".join(str(label.render()) for label in screen.query(".hint"))
+        assert "where attn-tui started" in hints and str(Path.cwd()) in hints  # the folder, by name
         await pilot.press("tab")
         assert app.focused is screen.query_one("#export-what")  # then the choices, in the order drawn
         path_input.value = str(tmp_path / "mine.json")
@@ -168,3 +169,49 @@ async def test_the_extension_follows_what_is_written_and_the_name_typed_stays(tm
         assert (tmp_path / "shot.svg").read_text(encoding="utf-8").lstrip().startswith("<svg")
         assert not (tmp_path / "shot.json").exists()
         assert any(str(tmp_path / "shot.svg") in str(n.message) for n in app.notices)
+
+
+async def test_a_large_export_says_its_size_and_asks_before_writing(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from attn_tui.tui.screens.choose import ChoiceScreen
+
+    monkeypatch.setattr("attn_tui.tui.screens.export.LARGE", 1000)  # bytes: this stage's JSON is larger
+    app = sample_app("long_paragraph")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        target = tmp_path / "big.json"
+        await _export(pilot, "stage", "json", target)
+        assert isinstance(app.screen, ChoiceScreen) and not target.exists()  # asked, nothing written yet
+        question = str(app.screen.query_one(".choice-title").render())
+        assert question.startswith("This export is about ") and "big.json" in question
+        await pilot.press("down", "enter")  # "do not write it"
+        for _ in range(5):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        assert not target.exists() and not isinstance(app.screen, ChoiceScreen)
+        await _export(pilot, "stage", "json", target)
+        await pilot.press("enter")  # "write …"
+        for _ in range(50):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            if target.exists():
+                break
+        assert json.loads(target.read_text(encoding="utf-8"))["stages"]
+
+
+async def test_the_next_export_is_offered_where_the_last_one_went(tmp_path: Path) -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        folder = tmp_path / "exports"
+        folder.mkdir()
+        await _export(pilot, "stage", "json", folder / "first.json")
+        assert (folder / "first.json").exists() and app.state.export_folder == str(folder.resolve())
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ExportScreen)
+        assert Path(screen.query_one("#export-path", Input).value).parent == folder.resolve()
+        assert str(folder.resolve()) in " ".join(str(label.render()) for label in screen.query(".hint"))
+        await pilot.press("escape")
+        assert app.editing.session().export_folder == str(folder.resolve())  # kept for the next start

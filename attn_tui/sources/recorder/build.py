@@ -319,7 +319,7 @@ def _axes(role: Role, data: torch.Tensor, tokens: tuple[str, ...] | None,
         elif kind == "token":
             out.append(Axis("token", _labels(size, tokens, "x")))
         elif kind == "hidden":
-            out.append(_dim_axis(size, "hidden", "h"))
+            out.append(_dim_axis(size, "hidden", "u"))
         else:
             out.append(_dim_axis(size))
     while len(out) < data.dim():

@@ -116,6 +116,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         Binding("o", "rank", N_("Rank the heads by the role's score, then by what they moved"), id="atlas.rank"),
         Binding("c", "compare", N_("B's atlas beside A's"), id="atlas.compare"),
         Binding("p", "probe", N_("The model on the induction probe, or back on the sentence"), id="atlas.probe"),
+        Binding("e", "export", N_("Export the atlas: its heads' role scores, or the screen"), id="atlas.export"),
         Binding("t", "language", "한/En", id="atlas.language"),
     ]
 
@@ -275,6 +276,10 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
     def action_probe(self) -> None:
         """p: the model again on the induction probe, or back on the sentence; the atlas waits for the run."""
         self.app.atlas_link.probe(self)  # type: ignore[attr-defined]
+
+    def action_export(self) -> None:
+        """e: the atlas's heads as JSON or CSV, or the atlas as drawn (SVG)."""
+        self.app.exporting.export_atlas(self)  # type: ignore[attr-defined]
 
     def waiting_for_a(self) -> None:
         """A new run of A was asked for (p): its atlas is computed when it arrives."""

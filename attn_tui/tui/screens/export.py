@@ -1,4 +1,5 @@
-"""The export screen: the current stage or the whole trace as .npz, .csv or .json, or the screen as SVG."""
+"""The export screen: the current stage or the whole trace (or, from the atlas, its heads' role scores) as .json,
+.csv or .npz, or the screen as SVG."""
 
 from __future__ import annotations
 
@@ -10,16 +11,21 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, RadioSet
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet
 
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg, _
 from attn_tui.tui.widgets.echo import EchoInput, shown
 from attn_tui.tui.widgets.toggle import ShapeRadioButton
 
-WHAT = ("stage", "trace", "screen")
+# What can be exported, the words the dialog offers it with, and the name it offers.
+WHAT = {"stage": (N_("this stage"), ""), "trace": (N_("the whole trace"), "attn-tui-trace"),
+        "atlas": (N_("the atlas: heads and roles"), "attn-tui-atlas"),
+        "screen": (N_("the screen (SVG)"), "attn-tui-screen")}
 FORMATS = ("json", "csv", "npz")
+NPZ = ("stage", "trace")  # what has tensors to put in an .npz
 SUFFIXES = (".json", ".csv", ".npz", ".svg")  # what an export writes: a typed one of these gives way to the chosen
+LARGE = 20 * 2**20  # bytes: a larger export says its size and asks before it is written
 
 
 def suffix_for(what: str, fmt: str) -> str:
@@ -56,9 +62,10 @@ def target(what: str, fmt: str, text: str) -> Path:
 
 @dataclass(frozen=True)
 class ExportAsk:
-    what: str  # stage | trace | screen
+    what: str  # stage | trace | atlas | screen
     fmt: str  # json | csv | npz | svg
     path: Path
+    large_ok: bool = False  # the user said yes to its size
 
 
 class ExportScreen(ModalScreen["ExportAsk | None"]):
@@ -80,26 +87,27 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
 
     BINDINGS = [Binding("escape", "cancel", N_("Cancel"), id="export.cancel")]
 
-    def __init__(self, stem: str, folder: Path) -> None:
+    def __init__(self, stem: str, folder: Path, what: tuple[str, ...] = ("stage", "trace", "screen")) -> None:
+        """`stem`: the name offered for the first of `what`; `folder`: where a bare file name goes."""
         super().__init__()
-        self.stem, self.folder = stem, folder
+        self.stem, self.folder, self.what = stem, folder, what
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(_("Export"), classes="export-title")
-            yield EchoInput(str(self._path("stage", "json")), id="export-path")
+            yield EchoInput(str(self._path(self.what[0], "json")), id="export-path")
             yield Label(_("Enter writes the file; Tab reaches the choices below. The notice says where it went."),
                         classes="hint")
             yield Label(self._where(), classes="hint", markup=False)
             with Horizontal(id="export-choices"):
                 with RadioSet(id="export-what"):
-                    yield ShapeRadioButton(_("this stage"), value=True, id="what-stage")
-                    yield ShapeRadioButton(_("the whole trace"), id="what-trace")
-                    yield ShapeRadioButton(_("the screen (SVG)"), id="what-screen")
+                    for n, what in enumerate(self.what):
+                        yield ShapeRadioButton(_(WHAT[what][0]), value=n == 0, id=f"what-{what}")
                 with RadioSet(id="export-format"):
                     yield ShapeRadioButton(".json", value=True, id="fmt-json")
-                    yield ShapeRadioButton(_(".csv (the trace: a folder)"), id="fmt-csv")
-                    yield ShapeRadioButton(".npz", id="fmt-npz")
+                    yield ShapeRadioButton(_(".csv (the trace: a folder)") if "trace" in self.what else ".csv",
+                                           id="fmt-csv")
+                    yield ShapeRadioButton(".npz", id="fmt-npz", disabled=self.what[0] not in NPZ)
             yield Label("", id="export-error", markup=False)
             with Horizontal(id="export-buttons"):
                 yield Button(_("Export"), variant="primary", id="export-go")
@@ -108,7 +116,9 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
     def on_mount(self) -> None:
         self.query_one("#export-path", Input).focus()  # first on screen: Enter writes at once, Tab goes on down
 
-    NAMES = ("attn-tui-trace", "attn-tui-screen")  # the names offered besides the stage's own
+    def _names(self) -> tuple[str, ...]:
+        """Every name the dialog offers: a typed name that is one of these follows the choice."""
+        return (self.stem, *(name for _words, name in WHAT.values() if name))
 
     def _where(self) -> str:
         """Where a bare file name goes (never serve's path on its disk: a visitor sees only names inside it)."""
@@ -116,16 +126,17 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
 
         if served():
             return _("A file name goes into serve's export folder")
-        return _("A file name goes into the folder attn-tui was started in; type a path to write anywhere else")
+        return _("A file name goes into {folder} (where the last export went, or where attn-tui started); type a "
+                 "path to write anywhere else").format(folder=self.folder.resolve())
 
     def _path(self, what: str, fmt: str) -> Path:
-        name = {"stage": self.stem, "trace": "attn-tui-trace", "screen": "attn-tui-screen"}[what]
+        name = self.stem if what == self.what[0] else WHAT[what][1] or self.stem
         return self.folder / (name + suffix_for(what, fmt))
 
     def _choice(self) -> tuple[str, str]:
         what = self.query_one("#export-what", RadioSet).pressed_button
         fmt = self.query_one("#export-format", RadioSet).pressed_button
-        what_name = (what.id or "what-stage").removeprefix("what-") if what is not None else "stage"
+        what_name = (what.id or "").removeprefix("what-") if what is not None else self.what[0]
         fmt_name = (fmt.id or "fmt-json").removeprefix("fmt-") if fmt is not None else "json"
         return what_name, "svg" if what_name == "screen" else fmt_name
 
@@ -133,12 +144,16 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
         event.stop()
         what, fmt = self._choice()
         self.query_one("#export-format", RadioSet).disabled = what == "screen"
+        self.query_one("#fmt-npz").disabled = what not in NPZ
+        if fmt == "npz" and what not in NPZ:  # the atlas has no tensors: its JSON instead
+            self.query_one("#fmt-json", RadioButton).value = True
+            return  # that press changes the set again, and the path follows then
         path_input = self.query_one("#export-path", Input)
         if not path_input.value.strip():
             return
         typed = Path(path_input.value.strip())
         offered = typed.name and (typed.with_suffix("") if typed.suffix.lower() in SUFFIXES else typed).name in (
-            self.stem, *self.NAMES)
+            self._names())
         # a name the dialog offered follows the choice; one the user typed keeps its folder and name, only its
         # extension follows what is written
         path_input.value = str(typed.parent / self._path(what, fmt).name if offered else conformed(typed, what, fmt))

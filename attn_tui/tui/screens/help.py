@@ -69,7 +69,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         table = Table(title=_("attn-tui keys"), expand=True, show_edge=False)
-        table.add_column(_("key"), style="bold yellow", no_wrap=True)
+        table.add_column(_("shortcut"), style="bold yellow", no_wrap=True)
         table.add_column(_("does"))
         digits_done = False
         for b in self.bindings_shown:

@@ -18,7 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Label, Static
 
-from attn_tui.i18n import _
+from attn_tui.i18n import N_, _
+from attn_tui.present.model_view import aligned
 from attn_tui.present.positions import Position, bar_window, positions
 from attn_tui.present.stage_view import StageView
 from attn_tui.present.titles import stage_title
@@ -50,6 +51,9 @@ PANEL_WIDGETS = {STAGES: "heatmap", "heads": "heads-grid", "params": "heads-grid
 FULL_WIDTH = ("model_grid", "compare")
 DIGITS = 10  # the keys 1…9, 0 reach the bar's first ten stages; `/` (the stage picker) reaches every place
 WHOLE = ("model_grid", "rollout", "alignment")  # panels that take the inspector's room too
+# What the stage bar says over a panel of the whole model, in place of the stage's formula (which it does not show).
+WHOLE_MODEL = {"model_grid": N_("every head of every layer, not one stage: g returns to the stages"),
+               "rollout": N_("a rollout through every layer, not one stage: its title is below")}
 
 
 class Explorer(Vertical):
@@ -90,6 +94,8 @@ class Explorer(Vertical):
         self.view_b: StageView | None = None
         self.pair: SideBySide | None = None  # two date models side by side: what the compare panel shows
         self.reader = Reader()  # every read of a trace for the screen runs there, never on the event loop
+        self.lesson = ""  # the words of the sample on show (msgid): what of its note carries over
+        self.place_forgotten = False  # the next trace opens at its asked or first stage, wherever a frame put us
 
     def on_unmount(self) -> None:
         self.reader.close()
@@ -134,18 +140,21 @@ class Explorer(Vertical):
         and the step selector (the places) extends."""
         self.shown = shown
         trace = shown.trace
-        self.whereabouts.settle_on(tuple(positions(trace)), first_stage, keep=self.view is not None)
+        self.whereabouts.settle_on(tuple(positions(trace)), first_stage,
+                                   keep=self.view is not None and not self.place_forgotten)
+        self.place_forgotten = False
         self.whereabouts.fit(trace.layers, trace.heads_at)  # a layer may have its own count of heads
         fits = {"model_grid": shown.stats is not None, "rollout": shown.stats is not None,
-                "alignment": _aligned(trace), "heads": True, "params": True, STAGES: True,
+                "alignment": aligned(trace), "heads": True, "params": True, STAGES: True,
                 "compare": self.comparison is not None}
         if not fits[self.panel]:
             self.switch_panel(STAGES)
         self.render_place()
 
     def forget_place(self) -> None:
-        """The next trace opens at its first stage (or the one asked for), not where the user was."""
-        self.view = None
+        """The next trace opens at its first stage (or the one asked for), not where the user was: until the user
+        moves, however many frames of a growing trace are drawn meanwhile."""
+        self.view, self.place_forgotten = None, True
 
     def show_b(self, comparison: Comparison, shown_b: Shown | None) -> None:
         """Compare with B: `shown_b` is B's computation (None: a head comparison, read from A's trace)."""
@@ -161,6 +170,13 @@ class Explorer(Vertical):
         self.comparison, self.shown_b, self.view_b, self.pair = None, None, None, None
         if self.panel == "compare":
             self.switch_panel(STAGES)
+
+    def waiting(self, text: str) -> None:
+        """Before the first trace: what the app is doing now (loading torch, opening a model and its phase,
+        computing), in the stage bar and the heatmap's place."""
+        if self.shown is None:
+            self.query_one(StageBar).update(drawn(text))
+            self.query_one("#heatmap", Heatmap).clear(text)
 
     def show_error(self, text: str) -> None:
         label = self.query_one("#error", Label)
@@ -206,9 +222,12 @@ class Explorer(Vertical):
         trace, view = frame.where.trace, frame.view
         self.stage_index, self.view, self.view_b, self.pair = frame.stage_index, view, frame.view_b, frame.pair
         window = bar_window(self.places, self.stage_index)
-        self.query_one(StageBar).show(self.stage_titles(compact=True), window.index(self.stage_index), view.formula,
-                                      view.shape, view.note, frame.caption, frame.origin, frame.settings,
-                                      more=len(self.places) > min(len(window), DIGITS))
+        whole_model = WHOLE_MODEL.get(self.panel)
+        formula, shape, note = (_(whole_model), "", "") if whole_model else (view.formula, view.shape, view.note)
+        self.query_one(StageBar).show(self.stage_titles(compact=True), window.index(self.stage_index), formula,
+                                      shape, note, frame.caption, frame.origin, frame.settings,
+                                      more=len(self.places) > min(len(window), DIGITS),
+                                      lesson=_(self.lesson) if self.lesson else "")
         if self.panel != "compare":
             self.query_one("#heatmap", Heatmap).show(view.grid)
         self._fit_panels()
@@ -290,6 +309,7 @@ class Explorer(Vertical):
         return [f"{p.module}.{stage_title(p.name)}" if several and p.module else stage_title(p.name) for p in window]
 
     def go_to_place(self, index: int) -> None:
+        self.place_forgotten = False  # the user chose where to be
         if self.whereabouts.go_to_place(index):
             self.render_place()
 
@@ -386,11 +406,8 @@ class Explorer(Vertical):
         """What g shows: a transformer's layer × head grid, a decode's alignment so far, or the heads."""
         if self.shown is not None and self.shown.stats is not None:
             return "model_grid"
-        if self.trace is not None and _aligned(self.trace):  # flash's steps are tiles, not a decode
+        if self.trace is not None and aligned(self.trace):  # flash's steps are tiles, not a decode
             return "alignment"
         return "heads"
 
 
-def _aligned(trace: Trace) -> bool:
-    """A decode, whose alignment fills in a row per step (so far, while it is being made)."""
-    return trace.step_axis is not None and trace.step_axis.kind == "decoder"

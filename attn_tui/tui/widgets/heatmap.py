@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from attn_tui.i18n import _
 from attn_tui.present.grid import Grid
 from attn_tui.render.colors import Scale
 from attn_tui.render.heatmap import (
@@ -86,7 +87,7 @@ class Heatmap(ScrollView, can_focus=True, inherit_bindings=False):
         self.grid: Grid | None = None
         self.layout_info: Layout | None = None
         self.cursor_keys = cursor_keys  # False: the arrow keys pass on (a side panel's map: they move the stages')
-        self.message = "loading torch…"
+        self.message = _("loading torch…")
         self.lines_built = 0  # strips built since creation: what a repaint really cost
         self._scale: Scale | None = None
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)

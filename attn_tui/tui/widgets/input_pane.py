@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.widgets import Checkbox, Input, Label, OptionList, TabbedContent, TabPane, TextArea
 from textual.widgets.option_list import Option
 
@@ -61,16 +62,27 @@ class InputPane(Vertical):
     InputPane .editor-title { width: 100%; height: auto; text-style: bold; margin: 1 0 0 0; }
     InputPane .editor-error { width: 100%; color: $error; height: auto; }
     InputPane #sample-list { height: 1fr; }
+    InputPane #matrices.-idle { opacity: 50%; }  /* kept for the variants while a model reads the sentence */
     """
+
+    model_mode: reactive[bool] = reactive(False, init=False)  # set by the app: a model tokenizes the sentence
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.multihead = False  # set by the app: typed Q/K/V cannot feed a variant that projects them itself
         self.same_width = True  # set by the app: Q and K must share their width (dot, scaled_dot)
-        self.model_mode = False  # set by the app: a model tokenizes the sentence itself
         self.last_matrix = "qkv"  # which editors were typed in last: "qkv" or "x"
         self._parsed: dict[str, Parsed | None] = {name: None for name in EDITORS}
         self._errors: dict[str, InputError] = {}  # each editor's parse error, drawn in the language on show
+
+    def watch_model_mode(self, on: bool) -> None:
+        """A model reads the sentence: its tab comes forward, and the matrices, kept as typed for the variants, are
+        dimmed and say so (an exercise's Q, K, V never look as if they fed the model)."""
+        if on:
+            self.query_one(TabbedContent).active = "tab-sentence"
+        self.query_one("#matrices").set_class(on, "-idle")
+        self._show_status(*self._status())
+        self._show_tokens(self.sentence)
 
     def compose(self) -> ComposeResult:
         with TabbedContent(id="input-tabs", initial="tab-sentence"):
@@ -244,7 +256,13 @@ class InputPane(Vertical):
         if source is not None:
             self.post_message(SourceEdited(source))
         elif (failed := self.first_error()) is not None:
-            self.post_message(SourceRejected(Msg("✗ {error}", error=failed)))
+            self.post_message(SourceRejected(Msg("✗ {error}", error=failed)))  # state.SOURCE_ERROR
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Back on the sentence: an error of the matrices no longer stands on the explorer's error line (the
+        Matrices tab still says it, over its editors)."""
+        if event.pane.id == "tab-sentence" and self.first_error() is not None and not self.model_mode:
+            self.post_message(SourceRejected(None))
 
     def first_error(self) -> InputError | None:
         """The parse error of the first editor the matrices typed last need, if one holds an error."""
@@ -252,7 +270,11 @@ class InputPane(Vertical):
         return next((self._errors[n] for n in names if n in self._errors), None)
 
     def _status(self) -> tuple[str, bool]:
-        """The line over the editors: the first error, the shapes clash, or ✓ with the shapes."""
+        """The line over the editors: a model reading the sentence instead, the first error, the shapes clash, or
+        ✓ with the shapes."""
+        if self.model_mode:
+            return _("a model reads the sentence: these matrices are kept for the variants (model pane → "
+                     "variants)"), True
         failed = self.first_error()
         if failed is not None:
             return f"✗ {failed}", False

@@ -22,10 +22,11 @@ from textual.widgets import Checkbox, Input, Label, ProgressBar, Select, Static
 
 from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
-from attn_tui.ask.settings import ModelAsk, Settings
-from attn_tui.i18n import N_, _, pgettext
+from attn_tui.ask.settings import ModelAsk, Settings, VariantAsk
+from attn_tui.i18n import N_, Plural, _, pgettext
 from attn_tui.present.recorded import RecordedRow
 from attn_tui.tui.classes import set_classes
+from attn_tui.tui.load_phase import PhaseClock
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
 from attn_tui.tui.path_completion import Completion
 from attn_tui.tui.served import served
@@ -47,6 +48,8 @@ from attn_tui.tui.widgets.setting_rows import LABELS as LABELS
 from attn_tui.tui.widgets.toggle import ShapeCheckbox
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from attn_tui.sources.progress import Progress
 
 VARIANTS = "variants"  # the model choice that means: no model, the attention variants
@@ -57,14 +60,14 @@ SEQ2SEQ = tuple(DATE_MODELS)
 
 LABEL_CELLS = 9  # the setting rows' label column (the recorded rows' too)
 COUNTED = ("layer", "head")  # rows that show an index: counted from 0, as torch (and the CLI's --layer, --head)
-FROM_ZERO = N_("counted from 0, as torch indexes; the keys { } and [ ] move")
+FROM_ZERO = N_("counted from 0, as torch indexes; press { } and [ ] to move")
 
 
 def counted_view(index: int, count: int, keys: str) -> Text:
-    """'0 of 4   keys [ ]': the index, then the keys that move it, dim and named as keys, so that `[ ]` is never
-    read as an unticked checkbox."""
+    """'0 of 4   press [ ]': the index, then the shortcut keys that move it, dim and after "press", so that `[ ]` is
+    never read as an unticked checkbox, nor "key" as an attention key."""
     text = Text(index_of(index, count))
-    text.append("   " + _("keys {keys}").format(keys=keys), "dim")
+    text.append("   " + _("press {keys}").format(keys=keys), "dim")
     return text
 
 
@@ -111,6 +114,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     ModelPane.-layered .head-row, ModelPane.-layered .transformer-only { display: block; }
     ModelPane .setting.own.-unused { display: none; }
     /* A recorded program on show: what was recorded, in place of the variants' settings. */
+    ModelPane #custom-mask { display: none; width: 100%; height: auto; padding: 0 0 0 9; color: $warning; }
+    ModelPane #custom-mask.-shown { display: block; }
+    ModelPane.-model #custom-mask { display: none; }
     ModelPane #recorded { display: none; height: auto; margin: 0 0 1 0; }
     ModelPane.-recorded #recorded { display: block; }
     ModelPane.-recorded .variant-only, ModelPane.-recorded #settings-error { display: none; }
@@ -126,6 +132,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.layer_at = self.head_at = (0, 1)  # (index, count) on show: read again after `t`
         self.recorded: list[RecordedRow] | None = None  # what a recorded program on show is, else None
         self.progress: Progress | None = None  # the load's phase on show, None: no load is being told
+        self.phase_clock = PhaseClock()
+        self.ticking: Timer | None = None  # while a load is told: its time taken is said again each second
+        self.custom_mask: VariantAsk | None = None  # the variants' ask whose custom mask the pane last told
         self.path_is_model = False  # the path typed names a model folder (a config.json is in it)
         self.refused_path: str | None = None  # the path whose model could not be opened last
 
@@ -145,6 +154,8 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         yield Static("", id="recorded")
         for name in ORDER:
             yield from self._row(name, self._control(name), row_classes(SETTINGS[name]))
+            if name == "mask":
+                yield Label("", id="custom-mask")  # the mask in force besides the kind chosen above
             if name == MODEL_ROWS_AFTER:
                 yield from self._model_rows()
             elif name == "device":
@@ -199,11 +210,28 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self._show_path_hint(self.path_is_model)
         self.show_progress(self.progress)
         self._draw_recorded()
+        if self.custom_mask is not None:
+            self.show_custom_mask(self.custom_mask)
         model = self.query_one("#set-model", Select)
         with self.prevent(Select.Changed):
             model.set_options(_model_options(self.recorded is not None))
             model.value = OTHER if self.choice != OTHER else VARIANTS  # a change, so the shown label is redrawn
             model.value = self.choice
+
+    def show_custom_mask(self, request: VariantAsk) -> None:
+        """Under the mask row: a custom mask in force besides the kind the row names ("mask none" alone would hide
+        it), with how many cells it blocks."""
+        self.custom_mask = request
+        mask, label = request.custom_mask, self.query_one("#custom-mask", Label)
+        label.set_class(mask is not None, "-shown")
+        if mask is None:
+            return
+        blocked_value = 1.0 if request.settings.mask_means == "block" else 0.0
+        blocked = sum(value == blocked_value for row in mask for value in row)
+        label.update(str(Plural("+ {n} cell masked by hand (x on the masked stage)",
+                                "+ {n} cells masked by hand (x on the masked stage)", n=blocked)
+                         if request.mask_by_hand else
+                         Plural("+ a custom mask: {n} cell blocked", "+ a custom mask: {n} cells blocked", n=blocked)))
 
     def show_applicable(self, names: frozenset[str]) -> None:
         """Grey out (and disable) the settings that change nothing for this variant on this input."""
@@ -282,14 +310,23 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.progress = progress
         self.query_one("#load-progress").set_class(progress is not None, "-shown")
         if progress is None:
+            if self.ticking is not None:
+                self.ticking.stop()
+                self.ticking = None
             return
+        if self.ticking is None:
+            self.ticking = self.set_interval(1.0, self._tell_phase)
         bar = self.query_one("#load-bar", ProgressBar)
         bar.set_class(not progress.total, "-indeterminate")  # its `--%` says nothing: hidden
         if progress.total:
             bar.update(total=progress.total, progress=progress.done)
         else:
             bar.update(total=None)
-        self.query_one("#load-phase", Label).update(drawn(str(progress.what)))
+        self._tell_phase()
+
+    def _tell_phase(self) -> None:
+        if self.progress is not None:
+            self.query_one("#load-phase", Label).update(drawn(self.phase_clock.line(self.progress)))
 
     def show_status(self, text: str) -> None:
         """A line under the model choice: loading, or what the model is."""

@@ -20,8 +20,8 @@ LABELS = MODEL_LABELS | {name: option.label for name, option in SETTINGS.items()
 # The pane's order, top to bottom: the shape of the run, each variant's own settings (in the variants' order), the
 # mask, the rest, and the 2025 mechanisms a score-based variant may add. The model's own rows come after the
 # variants' own, the device actually used after `device`.
-ORDER = ("variant", "projection", "dim", "heads", *VARIANT_OWN, "mask", "window", "pad_keys", "mask_fill", "mask_means",
-         "positional", "temperature", "seed", "device", "dtype", "softcap", "qk_norm", "gate")
+ORDER = ("variant", "projection", "bias", "dim", "heads", *VARIANT_OWN, "mask", "window", "pad_keys", "mask_fill",
+         "mask_means", "positional", "temperature", "seed", "device", "dtype", "softcap", "qk_norm", "gate")
 MODEL_ROWS_AFTER = ORDER[ORDER.index("mask") - 1]  # the last of the variants' own rows (or heads)
 CAPTIONS = {name: option.caption for name, option in SETTINGS.items() if option.caption}  # beside its box
 OWN = tuple(name for name, option in SETTINGS.items() if option.situational)  # shown only where they apply

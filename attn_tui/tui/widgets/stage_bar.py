@@ -2,46 +2,85 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual.content import Content
 from textual.widgets import Static
 
 from attn_tui.i18n import _
 
 
+@dataclass(frozen=True)
+class BarContent:
+    """What the bar shows: kept, so a new width draws it again (where the hints fit depends on it)."""
+
+    titles: tuple[str, ...]
+    current: int
+    formula: str
+    shape: str
+    note: str
+    place: str
+    origin: str
+    settings: str
+    more: bool
+    lesson: str
+
+
 class StageBar(Static):
     """Breadcrumb (digits and clicks jump to a stage), current stage highlighted, formula and shape below."""
 
+    showing: BarContent | None = None
+
     def show(self, titles: list[str], current: int, formula: str, shape: str, note: str, place: str = "",
-             origin: str = "", settings: str = "", more: bool = False) -> None:
+             origin: str = "", settings: str = "", more: bool = False, lesson: str = "") -> None:
         """`settings`: the settings that differ from the defaults; `more`: the trace has places the digits do not
-        reach (past the tenth, or at other steps and tiles)."""
+        reach (past the tenth, or at other steps and tiles); `lesson`: the sample's own words on what of its note
+        carries over."""
+        self.showing = BarContent(tuple(titles), current, formula, shape, note, place, origin, settings, more, lesson)
+        self.draw(self.showing)
+
+    def draw(self, bar: BarContent) -> None:
         text = Text()
-        for n, title in enumerate(titles):
+        for n, title in enumerate(bar.titles):
             if n:
                 text.append(" › ", "dim")
             click = Style.from_meta({"@click": f"app.stage({n})"})
-            style = Style.parse("bold black on yellow") if n == current else Style()
+            style = Style.parse("bold black on yellow") if n == bar.current else Style()
             # counted 1, 2, … 10, 11 (never `0·`, which reads as a 0-based stage); no space, so a label never wraps
-            text.append(f"{n + 1}·", (style if n == current else Style(dim=True)) + click)
+            text.append(f"{n + 1}·", (style if n == bar.current else Style(dim=True)) + click)
             text.append(title, style + click)
-        if len(titles) >= 10:  # the tenth's digit is 0: say so, since the bar numbers it 10
-            text.append("   " + _("key 0 = stage 10"), "dim italic")
-        if more:  # the digits stop at the tenth, and at this step: say what reaches the rest
-            text.append("   " + _("/ picks any stage"), "dim italic")
+        hints = [*([_("press 0 for stage 10")] if len(bar.titles) >= 10 else []),  # the bar numbers the tenth 10
+                 *([_("press / for any stage")] if bar.more else [])]  # the digits stop at the tenth, and here
+        if hints:
+            said = "   ".join(hints)
+            width = self.content_region.width or self.app.size.width
+            laid_out = Content.from_rich_text(text).wrap(max(width, 1))  # as the bar will lay the stages out
+            # A hint never wraps in two: where it does not fit beside the stages it takes a line of its own.
+            fits = (laid_out[-1].cell_length if laid_out else 0) + 3 + cell_len(said) <= width
+            text.append(("   " if fits else "\n") + said, "dim italic")
         text.append("\n")
-        text.append(formula, "bold cyan")
-        text.append("\n")
-        text.append(_("shape {shape}").format(shape=shape), "dim")
-        if place:
-            text.append(f"   {place}", "magenta")
-        if note:
-            text.append(f"   {note}", "green")
-        if settings:  # what besides the input shapes these numbers: never to be missed after another exercise
-            text.append("\n" + settings, "yellow")
-        if origin:  # a recorded stage: the line of the user's code that made it
-            text.append("\n" + made_by(origin), "italic")
+        text.append(bar.formula, "bold cyan")
+        if bar.shape:  # a panel of the whole model has no stage's shape to give
+            text.append("\n")
+            text.append(_("shape {shape}").format(shape=bar.shape), "dim")
+        if bar.place:
+            text.append(f"   {bar.place}", "magenta")
+        if bar.note:
+            text.append(f"   {bar.note}", "green")
+        if bar.settings:  # what besides the input shapes these numbers: never to be missed after another exercise
+            text.append("\n" + bar.settings, "yellow")
+        if bar.origin:  # a recorded stage: the line of the user's code that made it
+            text.append("\n" + made_by(bar.origin), "italic")
+        if bar.lesson:
+            text.append("\n" + bar.lesson, "dim italic")
         self.update(text)
+
+    def on_resize(self) -> None:
+        if self.showing is not None:
+            self.draw(self.showing)
 
 
 def made_by(origin: str) -> str:

@@ -17,7 +17,7 @@ def _footprint(z: Sizes) -> dict[str, int]:
 VARIANT = Variant(
     name="additive", title="Bahdanau additive", order=40,
     stages=("query", "key", "value", "query_proj", "key_proj", "energy", "scores", "masked", "weights", "output"),
-    footprint=_footprint, same_width=False, uses_hidden=True, score_based=False,
+    footprint=_footprint, same_width=False, uses_hidden=True, score_based=False, reads=("bias",),
     explains={
         "query_proj": N_(
         "Bahdanau attention first maps each query into a hidden space with W_a. Doing it once per query, "

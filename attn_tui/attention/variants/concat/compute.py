@@ -37,7 +37,7 @@ def run(ctx: Context, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None
 
     ctx.record_geometry(1.0)  # a small network scores each pair; only the temperature scales it
     ctx.scores(pre, [
-        PreStage("energy", "E[i,j] = tanh(W_c [q_i; k_j])", (*ctx.qk_axes, dim_axis(hidden, "hidden", "h")),
+        PreStage("energy", "E[i,j] = tanh(W_c [q_i; k_j])", (*ctx.qk_axes, dim_axis(hidden, "hidden", "u")),
                  lambda at: TanhOfPair(at.at("query"), at.at("key"), "W_c")),
         PreStage("scores", "S[i,j] = v_cᵀ E[i,j]", ctx.qk_axes, lambda at: Reduce(at.at("energy"), "v_c")),
     ], "scores")
