@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from attn_tui.trace.shown import Shown
 
 ROLES = ("previous_token", "duplicate_token", "induction", "sink", "local", "broad")
+ROW_FIELDS = ("layer", "head", "role", *(f"score_{r}" for r in ROLES), "entropy", "moved")  # an exported head
 MIXED = "mixed"
 MOVED = "moved"  # the ranking by what each head moved into the residual stream (HeadRoles.moved), not a role
 THRESHOLDS = {"previous_token": 0.4, "duplicate_token": 0.25, "induction": 0.25, "sink": 0.6, "local": 0.7,
@@ -140,10 +141,10 @@ class Atlas:
         return sorted(self.cells, key=lambda c: (-c.score / THRESHOLDS[c.leaning], c.layer, c.head))
 
     def rows(self) -> list[dict[str, object]]:
-        """Each head as one flat row, layer-major: what an export of the atlas writes (its role, every role's
-        score, its mean entropy and, where traced, what it moved)."""
-        return [{"layer": c.layer, "head": c.head, "role": c.role, **{f"score_{r}": c.scores[r] for r in ROLES},
-                 "entropy": c.entropy, "moved": c.moved} for c in self.cells]
+        """Each head as one flat row, layer-major, under the ROW_FIELDS: what an export of the atlas writes (its
+        role, every role's score, its mean entropy and, where traced, what it moved)."""
+        return [dict(zip(ROW_FIELDS, (c.layer, c.head, c.role, *(c.scores[r] for r in ROLES), c.entropy, c.moved),
+                         strict=True)) for c in self.cells]
 
     def counts(self) -> dict[str, int]:
         """How many heads read as each role (and as mixed)."""

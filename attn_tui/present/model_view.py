@@ -122,13 +122,15 @@ def aligned(trace: Trace) -> bool:
 
 
 def _recorded_steps(trace: Trace) -> list[Stage] | None:
-    """Each step's weights of a recorded program with one layer and head whose steps all weigh the same keys
-    (None for any other trace): the rows its alignment stacks."""
+    """Each step's weights of a recorded program with one layer and head whose steps each ask one query over the
+    same keys, as a decoder does (None for any other trace, a batch of sentences among them): the rows its
+    alignment stacks."""
     if trace.meta.program is None or trace.layers > 1 or trace.heads > 1 or trace.steps() < 2:
         return None
     found = [trace.find("weights", step=t) for t in range(trace.steps())]
     stages = [stage for stage in found if stage is not None]
-    if len(stages) < len(found) or len({stage.axes[1].labels for stage in stages}) != 1:
+    if len(stages) < len(found) or len({stage.axes[1].labels for stage in stages}) != 1 \
+            or any(stage.shape[0] != 1 for stage in stages):
         return None
     return stages
 
@@ -158,8 +160,8 @@ def _alignment(trace: Trace, layer: int | None, head: int | None) -> tuple[np.nd
     import numpy as np
 
     recorded = _recorded_steps(trace)
-    if recorded is not None:  # one row per query of each step, labelled by its step
-        labels = tuple(f"{t}·{label}" for t, stage in enumerate(recorded) for label in stage.axes[0].labels)
+    if recorded is not None:  # each step's one query row, labelled by its step
+        labels = tuple(f"{t}·{stage.axes[0].labels[0]}" for t, stage in enumerate(recorded))
         return np.concatenate([as_array(stage.tensor) for stage in recorded]), labels, recorded[0].axes[1].labels
     try:
         stage = alignment_stage(trace, layer, head)
@@ -203,10 +205,9 @@ def alignment_so_far(trace: Trace, name: str, step: int | None, layer: int | Non
     """
     steps, filled = trace.steps(), filled_rows(trace, name, step, module)
     recorded = _recorded_steps(trace)
-    if recorded is not None:  # rows, not steps: a step may hold several queries
-        rows = sum(stage.shape[0] for stage in recorded[:filled])
-        return (str(Msg("steps × source so far: {filled} of {n} recorded steps, a row per query of each",
-                        filled=filled, n=steps)), alignment_grid(trace, rows))
+    if recorded is not None:
+        return (str(Msg("steps × source so far: {filled} of {n} recorded steps", filled=filled, n=steps)),
+                alignment_grid(trace, filled))
     meta = trace.meta
     decode = meta.decoding
     what = f"('{decode.input}' → '{decode.output}')" if decode is not None else ""

@@ -40,7 +40,7 @@ from attn_tui.present.stage_view import StageView
 from attn_tui.present.text import printable
 from attn_tui.trace.shown import Shown
 from attn_tui.tui import served
-from attn_tui.tui.atlas_link import AtlasLink, b_arrived, b_dropped, probe_note
+from attn_tui.tui.atlas_link import AtlasLink, atlas_drops_b, atlas_shows_b, probe_note
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.classes import MIN_SIZE, screen_classes, set_classes
 from attn_tui.tui.comparing import Comparing
@@ -60,7 +60,7 @@ from attn_tui.tui.messages import (
 from attn_tui.tui.navigation import Navigation
 from attn_tui.tui.screens.main import MainScreen
 from attn_tui.tui.startup import Warmup
-from attn_tui.tui.state import AppState, source_key
+from attn_tui.tui.state import AppState, said_of, source_key
 from attn_tui.tui.widgets.explorer import Explorer
 from attn_tui.tui.widgets.footer import LocalFooter
 from attn_tui.tui.widgets.input_pane import InputPane
@@ -121,9 +121,9 @@ class AttnApp(App[int]):
         self.navigation = Navigation(self)
         self.writing = Writing(self, self.navigation)
         self.editing = Editing(self)
-        self.comparing = Comparing(self, partial(b_arrived, self), partial(b_dropped, self))
+        self.comparing = Comparing(self, partial(atlas_shows_b, self), partial(atlas_drops_b, self))
         self.atlas_link = AtlasLink(self, self.comparing)
-        self.exporting = Exporting(self, self.editing.save_soon)
+        self.exporting = Exporting(self, self.editing.save_soon)  # the folder of an export is kept in the session
         self._release_signals: Callable[[], None] = lambda: None
         self.warmup = Warmup()
         self.set_reactive(AttnApp.language, i18n.language())
@@ -333,6 +333,7 @@ class AttnApp(App[int]):
             explorer.layer_index, explorer.head = model.layer, model.head  # a model's own first place, as watch_shown
         explorer.heatmap.loading = False
         first_stage = self.state.first_stage
+        explorer.lesson = self.state.lesson_for(message.shown.ask)
         explorer.show(message.shown, first_stage)
         if first_stage is not None and all(p.name != first_stage for p in explorer.places):
             explorer.forget_place()  # the stage asked for comes later (the alignment): unless the user moves, go there
@@ -367,7 +368,7 @@ class AttnApp(App[int]):
         if rows is not None:
             self.input_pane.show_model_tokens(trace)
         self.state.first_stage = None
-        self.show_error([*trace.warnings, *([shown.notice] if shown.notice else [])])
+        self.show_error(said_of(shown))
         if shown.notice:
             self.notify(shown.notice, title=_("CUDA not available"), severity="warning", timeout=10)
         self.show_pane_view()
@@ -385,6 +386,7 @@ class AttnApp(App[int]):
         self.settled(message.ask)
         self.back_to_shown()
         self.explorer.show_error(self.state.error)
+        self.explorer.waiting(_("nothing computed: the line above says why"))  # only while nothing is on show
         if failure.model is not None:
             self.model_pane.show_status(_("✗ could not open {model}").format(model=failure.model[:40])
                                                   if failure.unopened else "")

@@ -59,11 +59,12 @@ class AtlasLink(Controller):
         explorer.go_to_place(weights[0] if weights else explorer.stage_index)
         self.host.show_pane_view()
 
-    def choose_b(self, screen: AtlasScreen) -> None:
+    def on_atlas_screen_compare_asked(self, message: AtlasScreen.CompareAsked) -> None:
         """c in the atlas with no B: pick another model opened or one changed setting; B is computed as compare
-        mode computes it, and the atlas is told when it arrives (`b_arrived`)."""
+        mode computes it, and the atlas is told when it arrives (`atlas_shows_b`)."""
         from attn_tui.tui.screens.choose import ChoiceScreen
 
+        screen = message.screen
         options = [c for c in self.comparing.compare_options() if not c.same_trace]
         if not options:
             self.host.notify(_("nothing to compare this atlas with: open another model (model pane) first, then "
@@ -78,10 +79,11 @@ class AtlasLink(Controller):
         self.host.push_screen(ChoiceScreen(_("Compare this atlas with B's:"), [(str(c.title), c) for c in options]),
                               picked)
 
-    def probe(self, screen: AtlasScreen) -> None:
+    def on_atlas_screen_probe_asked(self, message: AtlasScreen.ProbeAsked) -> None:
         """p in the atlas: run the model on the induction probe (a seeded random sequence said twice, where
         induction heads show), or back on the sentence; the atlas waits for the run and Enter then opens a
         head's weights on what was run."""
+        screen = message.screen
         model = self.host.shown.ask.model if self.host.shown is not None else None
         if model is None or model.name in DATE_MODELS:
             self.host.notify(_("the induction probe is fed to a transformer: open one in the model pane first"),
@@ -99,22 +101,22 @@ class AtlasLink(Controller):
                 screen.show_a(shown)
 
 
-def b_arrived(host: Host, comparison: Comparison, shown_b: Shown | None) -> None:
-    """Compare mode's B came back: an atlas on show draws its atlas beside A's."""
+def atlas_shows_b(host: Host, comparison: Comparison, shown_b: Shown | None) -> None:
+    """Compare mode's B came back: an open atlas (under a dialog too) draws its atlas beside A's."""
     from attn_tui.tui.screens.atlas import AtlasScreen
 
-    screen = host.screen
-    if isinstance(screen, AtlasScreen) and shown_b is not None:
-        screen.show_b(shown_b, str(comparison.a_label), str(comparison.b_label))
+    for screen in host.screen_stack:
+        if isinstance(screen, AtlasScreen) and shown_b is not None:
+            screen.show_b(shown_b, str(comparison.a_label), str(comparison.b_label))
 
 
-def b_dropped(host: Host) -> None:
-    """Compare mode ended: an atlas on show drops B's."""
+def atlas_drops_b(host: Host) -> None:
+    """Compare mode ended: an open atlas (under a dialog too) drops B's."""
     from attn_tui.tui.screens.atlas import AtlasScreen
 
-    screen = host.screen
-    if isinstance(screen, AtlasScreen):
-        screen.drop_b()
+    for screen in host.screen_stack:
+        if isinstance(screen, AtlasScreen):
+            screen.drop_b()
 
 
 def probe_note(model: ModelAsk) -> str:

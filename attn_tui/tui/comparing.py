@@ -24,12 +24,12 @@ if TYPE_CHECKING:
 
 class Comparing(Controller):
     """`c`, the B worker and its results; whoever shows B besides the explorer (an open atlas) is told by
-    `b_arrived` and `b_dropped`."""
+    `shows_b` and `drops_b`."""
 
-    def __init__(self, host: Host, b_arrived: Callable[[Comparison, Shown | None], None],
-                 b_dropped: Callable[[], None]) -> None:
+    def __init__(self, host: Host, shows_b: Callable[[Comparison, Shown | None], None],
+                 drops_b: Callable[[], None]) -> None:
         super().__init__(host)
-        self.b_arrived, self.b_dropped = b_arrived, b_dropped
+        self.shows_b, self.drops_b = shows_b, drops_b
 
     def action_compare(self) -> None:
         """c: choose one setting to change and see A, B and B − A; c again leaves."""
@@ -68,7 +68,7 @@ class Comparing(Controller):
     def end_compare(self) -> None:
         self.host.state.end_compare()  # whatever B is in flight is no longer wanted
         self.explorer.end_compare()
-        self.b_dropped()
+        self.drops_b()
 
     def compute_b(self) -> None:
         comparison = self.host.state.comparison
@@ -101,7 +101,7 @@ class Comparing(Controller):
         comparison = self.host.state.b_arrived(message.generation)
         if comparison is not None:
             self.explorer.show_b(comparison, message.shown)
-            self.b_arrived(comparison, message.shown)
+            self.shows_b(comparison, message.shown)
 
     @while_running
     def on_compare_failed(self, message: CompareFailed) -> None:

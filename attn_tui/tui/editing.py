@@ -216,9 +216,6 @@ class Editing(Controller):
             return
         self.host.ask(snapshot.wanted)
 
-    def set_variant(self, variant: str) -> None:
-        self.set_setting("variant", variant)
-
     def set_setting(self, name: str, value: object) -> None:
         """One setting changed from outside the model pane (the palette): the pane shows it, the variants run it."""
         settings = self.host.variants.settings.replace(**{name: value})
@@ -341,7 +338,6 @@ class Editing(Controller):
             return
         if session is None:
             return
-        self.host.language = session.language
         inputs = self.host.input_pane
         inputs.restore(session_typed(session))
 
@@ -351,3 +347,4 @@ class Editing(Controller):
 
         if self.host.state.restore(session, session_ask(session, matrices)):
             self.host.model_pane.show(session.settings)
+        self.host.language = session.language  # last: its relabelling saves what is restored by now, not the default

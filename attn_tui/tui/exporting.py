@@ -9,7 +9,6 @@ was. The folder of the last export is offered for the next, and kept in the sess
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,11 +16,13 @@ from typing import TYPE_CHECKING
 from attn_tui.i18n import Msg, Plural, _
 from attn_tui.tui.host import Controller, Host
 from attn_tui.tui.messages import ExportDone, ExportFailed, ExportTooLarge
-from attn_tui.tui.served import offer_download, served, visible_path
+from attn_tui.tui.served import offer_download, offered_folder, served, visible_path
 from attn_tui.tui.workers import while_running
 
 if TYPE_CHECKING:
     from attn_tui.present.atlas import Atlas
+    from attn_tui.trace.place import Place
+    from attn_tui.trace.stage import Stage, Trace
     from attn_tui.tui.screens.atlas import AtlasScreen
     from attn_tui.tui.screens.export import ExportAsk
 
@@ -29,16 +30,14 @@ if TYPE_CHECKING:
 class Exporting(Controller):
     """`e` (in the main view and in the atlas), the export worker and its results."""
 
-    def __init__(self, host: Host, remember: Callable[[], None]) -> None:
-        """`remember`: keeps the session (the folder chosen is in it)."""
+    def __init__(self, host: Host, save_session_soon: Callable[[], None]) -> None:
+        """`save_session_soon`: the folder chosen is in the session."""
         super().__init__(host)
-        self.remember = remember
+        self.save_session_soon = save_session_soon
         self.atlas: Atlas | None = None  # the atlas an export from the atlas screen writes
 
     def folder(self) -> Path:
         """Where a bare file name goes: the last export's folder while it is there, else where the app started."""
-        from attn_tui.tui.served import offered_folder
-
         last = Path(self.host.state.export_folder)
         return last if self.host.state.export_folder and not served() and last.is_dir() else offered_folder()
 
@@ -54,15 +53,16 @@ class Exporting(Controller):
             return
         self.host.push_screen(ExportScreen(file_name(trace.stages[view.place]), self.folder()), self.export)
 
-    def export_atlas(self, screen: AtlasScreen) -> None:
+    def on_atlas_screen_export_asked(self, message: AtlasScreen.ExportAsked) -> None:
         """e in the atlas: its heads' role scores, or the atlas as it is drawn."""
-        from attn_tui.tui.screens.export import ExportScreen
+        from attn_tui.tui.screens.export import WHAT, ExportScreen
 
+        screen = message.screen
         if screen.atlas is None:
             self.host.notify(_("no head atlas here to export"), timeout=3)
             return
         self.atlas = screen.atlas
-        self.host.push_screen(ExportScreen("attn-tui-atlas", self.folder(), ("atlas", "screen")), self.export)
+        self.host.push_screen(ExportScreen(WHAT["atlas"][1], self.folder(), ("atlas", "screen")), self.export)
 
     def export(self, ask: ExportAsk | None) -> None:
         if ask is None:
@@ -70,8 +70,14 @@ class Exporting(Controller):
         if ask.what == "screen":
             self.host.call_after_refresh(self._save_screen, ask.path)  # once the dialog is gone from the screen
             return
-        self.host.run_worker(partial(self._export, ask), thread=True, exclusive=True, group="export",
-                             description="export")
+        # What is on show when the user said so, read here on the event loop: the worker writes that, and only that.
+        trace, view = self.host.trace, self.host.view
+        if ask.what != "atlas" and (trace is None or view is None):
+            return
+        self._run(partial(self._export, ask, trace, None if view is None else view.place))
+
+    def _run(self, work: Callable[[], None]) -> None:
+        self.host.run_worker(work, thread=True, exclusive=True, group="export", description="export")
 
     def _save_screen(self, path: Path) -> None:
         """The screen as SVG, re-set so a browser keeps each character in its cells (render/svg.py), written
@@ -94,37 +100,60 @@ class Exporting(Controller):
         self.host.notify(_("saved the screen to {path}").format(path=visible_path(path.resolve())), timeout=8)
         offer_download(self.host, path.resolve())
 
-    def _export(self, ask: ExportAsk) -> None:
-        from attn_tui.errors import AttnError, describe
-        from attn_tui.io.export import export, output_size
+    def _export(self, ask: ExportAsk, trace: Trace | None, place: Place | None) -> None:
+        """In the worker: the stages asked for (a whole trace's filled first), and their size asked about first
+        when it is over LARGE; the atlas's heads."""
+        from attn_tui.io.export import output_size
         from attn_tui.tui.screens.export import LARGE
 
-        try:
-            if ask.what == "atlas":
-                count = self._write_atlas(ask)
+        if ask.what == "atlas":
+            self._reported(ask, lambda: self._write_atlas(ask))
+            return
+        assert trace is not None and place is not None
+        stages: list[Stage] = []
+
+        def gather() -> int:
+            if ask.what == "trace":
+                for layer in range(trace.layers if trace.layers > 1 else 0):
+                    trace.fill(layer, None)
+                trace.fill_steps()  # a writing's every step, its stages beyond the weights traced now
+                stages.extend(trace)
             else:
-                trace, view = self.host.trace, self.host.view
-                assert trace is not None and view is not None
-                if ask.what == "trace":
-                    for layer in range(trace.layers if trace.layers > 1 else 0):
-                        trace.fill(layer, None)
-                    trace.fill_steps()  # a writing's every step, its stages beyond the weights traced now
-                    stages = list(trace)
-                else:
-                    stages = [trace.stages[view.place]]
-                size = output_size(trace, stages, ask.fmt)
-                if size > LARGE and not ask.large_ok:
-                    self.host.post_message(ExportTooLarge(ask, size))
-                    return
-                export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
-                count = len(stages)
+                stages.append(trace.stages[place])
+            return output_size(trace, stages, ask.fmt)
+
+        size = self._reported(ask, gather, done=False)
+        if size is None:
+            return
+        if size > LARGE:
+            self.host.post_message(ExportTooLarge(ask, size, partial(self._write, ask, trace, stages)))
+            return
+        self._write(ask, trace, stages)
+
+    def _write(self, ask: ExportAsk, trace: Trace, stages: list[Stage]) -> None:
+        from attn_tui.io.export import export
+
+        def write() -> int:
+            export(trace, stages, ask.fmt, ask.path, what=Msg("the export"))  # checks the path, then writes
+            return len(stages)
+
+        self._reported(ask, write)
+
+    def _reported(self, ask: ExportAsk, work: Callable[[], int], done: bool = True) -> int | None:
+        """`work`'s count, and (`done`) the notice of what was written; a failure is said instead (None)."""
+        from attn_tui.errors import AttnError, describe
+
+        try:
+            count = work()
         except AttnError as exc:
             self.host.post_message(ExportFailed(exc.message))
-            return
+            return None
         except Exception as exc:
             self.host.post_message(ExportFailed(describe(exc)))
-            return
-        self.host.post_message(ExportDone(str(ask.path.resolve()), count, ask.what))
+            return None
+        if done:
+            self.host.post_message(ExportDone(str(ask.path.resolve()), count, ask.what))
+        return count
 
     def _write_atlas(self, ask: ExportAsk) -> int:
         """The atlas's heads as JSON (with what it is of) or CSV, one row a head; how many heads."""
@@ -133,6 +162,7 @@ class Exporting(Controller):
         import json
 
         from attn_tui.io.files import writable_file, write_text_atomic
+        from attn_tui.present.atlas import ROW_FIELDS
 
         atlas = self.atlas
         assert atlas is not None
@@ -140,7 +170,7 @@ class Exporting(Controller):
         writable_file(ask.path, Msg("the export"))
         if ask.fmt == "csv":
             out = io.StringIO()
-            writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+            writer = csv.DictWriter(out, fieldnames=ROW_FIELDS, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
             text = out.getvalue()
@@ -154,7 +184,7 @@ class Exporting(Controller):
         """The folder of what was written is offered next time (served: serve's folder, always)."""
         if not served():
             self.host.state.export_folder = str(path.resolve().parent)
-            self.remember()
+            self.save_session_soon()
 
     @while_running
     def on_export_too_large(self, message: ExportTooLarge) -> None:
@@ -162,11 +192,11 @@ class Exporting(Controller):
         from attn_tui.ask.budget import format_bytes
         from attn_tui.tui.screens.choose import ChoiceScreen
 
-        ask, size = message.ask, format_bytes(message.size)
-        question = _("This export is about {size}: write it to {path}?").format(size=size, path=ask.path.name)
+        size = format_bytes(message.size)
+        question = _("This export is about {size}: write it to {path}?").format(size=size, path=message.ask.path.name)
         self.host.push_screen(ChoiceScreen(question, [(_("write {size}").format(size=size), True),
                                                       (_("do not write it"), False)]),
-                              lambda yes: self.export(replace(ask, large_ok=True)) if yes else None)
+                              lambda yes: self._run(message.write) if yes else None)
 
     @while_running
     def on_export_done(self, message: ExportDone) -> None:

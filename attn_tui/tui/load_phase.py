@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 from attn_tui.i18n import _
 
 if TYPE_CHECKING:
+    from attn_tui.i18n import Msg
     from attn_tui.sources.progress import Progress
 
-ESTIMATE_FROM = 0.05  # a phase this far in, and ESTIMATE_AFTER seconds old, has a pace worth extrapolating
-ESTIMATE_AFTER = 2.0
-SAY_TIME_AFTER = 3.0  # a phase that takes longer says how long it has taken
+ESTIMATE_FROM = 0.05  # a phase this far in has a pace worth extrapolating
+SAY_TIME_AFTER = 3.0  # a phase that takes longer says how long it has taken (and, known how far, what is left)
 
 
 def seconds(value: float) -> str:
@@ -30,7 +30,7 @@ def phase_line(progress: Progress, elapsed: float) -> str:
     parts = [str(progress.what)]
     fraction = progress.fraction
     if elapsed >= SAY_TIME_AFTER:
-        if fraction is not None and ESTIMATE_FROM <= fraction < 1 and elapsed >= ESTIMATE_AFTER:
+        if fraction is not None and ESTIMATE_FROM <= fraction < 1:
             left = elapsed * (1 - fraction) / fraction
             parts.append(_("{elapsed}, about {left} left").format(elapsed=seconds(elapsed), left=seconds(left)))
         else:
@@ -39,15 +39,18 @@ def phase_line(progress: Progress, elapsed: float) -> str:
 
 
 class PhaseClock:
-    """When the phase on show began: a new phase (other words) starts the clock again."""
+    """When the phase on show began: a new phase starts the clock again, and so does a new load (`reset`)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
-        self.phase = ""
+        self.phase: Msg | None = None  # compared in English: `t` during a load does not restart it
         self.since = 0.0
 
+    def reset(self) -> None:
+        self.phase = None
+
     def line(self, progress: Progress) -> str:
-        now, phase = self.clock(), str(progress.what)
-        if phase != self.phase:
-            self.phase, self.since = phase, now
+        now = self.clock()
+        if progress.what != self.phase:
+            self.phase, self.since = progress.what, now
         return phase_line(progress, now - self.since)

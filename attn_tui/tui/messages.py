@@ -14,6 +14,8 @@ from attn_tui.ask.settings import MatrixInput, SentenceInput, Settings, XInput
 from attn_tui.i18n import Msg
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from attn_tui.ask.settings import Ask
     from attn_tui.sources.progress import Progress
     from attn_tui.trace.shown import Shown
@@ -155,10 +157,12 @@ class ExportDone(Message):
 
 @dataclass
 class ExportTooLarge(Message):
-    """An export would write `size` bytes, more than the dialog writes without asking."""
+    """An export would write `size` bytes, more than the dialog writes without asking; `write` writes it (in a
+    worker), just as it was measured."""
 
     ask: ExportAsk
     size: int
+    write: Callable[[], None]
 
 
 @dataclass

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 OWN = ""  # the key of the attention variants among the kept asks
 UNDO_DEPTH = 20
 STILL_SHOWN = Msg("  (showing the last valid result)")
-SOURCE_ERROR = "✗ {error}"  # the msgid an input editor's error stands on the error line with (input_pane.py)
 SESSION_SENTENCE = "나는 학교에 간다"  # what a saved session without a usable input starts on
 
 
@@ -92,6 +91,7 @@ class AppState:
         self.loaded_models: set[str] = set()  # names that loaded once: no loading indicator again
         self.error_parts: list[str | Msg] = []  # the error line, kept as messages so `t` translates it
         self.error_joiner = " · "
+        self.source_error = False  # the error line holds an input editor's error
         self.comparison: Comparison | None = None
         self.atlas = AtlasPosition()  # where the head atlas (a) was left: cursor, role filter, ranking, compare
         self.whereabouts = Whereabouts()  # where the user is in the trace on show: place, layer, head, cursor…
@@ -231,19 +231,23 @@ class AppState:
         if shown is not None and shown.source != self.variants.source:
             self.keep_variants(replace(self.variants, source=shown.source, custom_mask=shown.custom_mask))
         self.set_error([error, *([STILL_SHOWN] if self.shown else [])], "")
+        self.source_error = True
         return True
+
+    def said_of_shown(self) -> list[str | Msg]:
+        return said_of(self.shown)
 
     def set_aside_source_error(self) -> bool:
         """The sentence is back in front: an editor's error (and only that) leaves the error line; True when it
         did."""
-        if not self.error_parts or not isinstance(self.error_parts[0], Msg) \
-                or self.error_parts[0].text != SOURCE_ERROR:
+        if not self.source_error:
             return False
-        self.set_error(list(self.shown.trace.warnings) if self.shown is not None else [])
+        self.set_error(self.said_of_shown())
         return True
 
     def set_error(self, parts: list[str | Msg], joiner: str = " · ") -> None:
         self.error_parts, self.error_joiner = list(parts), joiner
+        self.source_error = False  # the line says something else now
 
     @property
     def error(self) -> str:
@@ -255,7 +259,7 @@ class AppState:
         warnings of the trace on show)."""
         if self.error_parts[:1] != ["✗ "]:
             return False
-        self.set_error(list(self.shown.trace.warnings) if self.shown is not None else [])
+        self.set_error(self.said_of_shown())
         return True
 
     # ----- undo ---------------------------------------------------------------------------
@@ -339,6 +343,11 @@ class AppState:
         self.wanted = wanted
         self.first_stage = session.stage
         return True
+
+
+def said_of(shown: Shown | None) -> list[str | Msg]:
+    """What the error line says of a result on show: its warnings and its notice (the CPU fallback)."""
+    return [] if shown is None else [*shown.trace.warnings, *([shown.notice] if shown.notice else [])]
 
 
 def session_typed(session: Session) -> Typed:

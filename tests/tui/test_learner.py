@@ -122,7 +122,7 @@ async def test_settings_that_do_not_apply_are_greyed_out() -> None:
         assert app.query_one("#set-heads").disabled and app.query_one("#row-heads").has_class("-unused")
         assert app.query_one("#set-pad_keys").disabled and app.query_one("#set-mask_fill").disabled
         assert not app.query_one("#set-projection").disabled
-        app.editing.set_variant("multihead")
+        app.editing.set_setting("variant", "multihead")
         await settle(pilot)
         assert not app.query_one("#set-heads").disabled and app.query_one("#set-projection").disabled
 

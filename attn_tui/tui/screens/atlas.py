@@ -127,6 +127,24 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
         side: str
         atlas: Atlas | None
 
+    @dataclass
+    class CompareAsked(Message):
+        """c with no B yet: the app offers what B can be and computes it as compare mode does."""
+
+        screen: AtlasScreen  # told when B arrives
+
+    @dataclass
+    class ProbeAsked(Message):
+        """p: the app runs the model again on the induction probe (or back on the sentence)."""
+
+        screen: AtlasScreen
+
+    @dataclass
+    class ExportAsked(Message):
+        """e: the app exports the atlas's heads, or the atlas as drawn."""
+
+        screen: AtlasScreen
+
     def __init__(self, shown: Shown, position: AtlasPosition, start: tuple[int, int],
                  b: tuple[Shown, str, str] | None = None) -> None:
         super().__init__()
@@ -251,7 +269,7 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
             self.position.comparing = True
             self.draw()
             return
-        self.app.atlas_link.choose_b(self)  # type: ignore[attr-defined]
+        self.post_message(self.CompareAsked(self))
 
     def waiting_for_b(self) -> None:
         """B was picked and is being computed."""
@@ -275,11 +293,11 @@ class AtlasScreen(ModalScreen["tuple[int, int] | None"]):
 
     def action_probe(self) -> None:
         """p: the model again on the induction probe, or back on the sentence; the atlas waits for the run."""
-        self.app.atlas_link.probe(self)  # type: ignore[attr-defined]
+        self.post_message(self.ProbeAsked(self))
 
     def action_export(self) -> None:
         """e: the atlas's heads as JSON or CSV, or the atlas as drawn (SVG)."""
-        self.app.exporting.export_atlas(self)  # type: ignore[attr-defined]
+        self.post_message(self.ExportAsked(self))
 
     def waiting_for_a(self) -> None:
         """A new run of A was asked for (p): its atlas is computed when it arrives."""

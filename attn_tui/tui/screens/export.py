@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet
+from textual.widgets import Button, Input, Label, RadioSet
 
 from attn_tui.errors import AttnError, InputError
 from attn_tui.i18n import N_, Msg, _
@@ -53,10 +53,10 @@ def target(what: str, fmt: str, text: str) -> Path:
     with suppress(RuntimeError):  # `~someone` with no such user: the path as typed
         path = path if served() else path.expanduser()
     path = inside_export_folder(path)  # served: serve's folder only; otherwise the path as typed
-    if not (what != "screen" and fmt == "csv" and path.is_dir()):  # a CSV's folder keeps its name
+    if not (what in NPZ and fmt == "csv" and path.is_dir()):  # a CSV into a folder named: its name is kept
         path = conformed(path, what, fmt)
     what_msg = Msg("the screenshot") if what == "screen" else Msg("the export")
-    folder = fmt == "csv" and (what == "trace" or path.is_dir())
+    folder = fmt == "csv" and (what == "trace" or (what == "stage" and path.is_dir()))
     return (writable_folder if folder else writable_file)(path, what_msg)
 
 
@@ -65,7 +65,6 @@ class ExportAsk:
     what: str  # stage | trace | atlas | screen
     fmt: str  # json | csv | npz | svg
     path: Path
-    large_ok: bool = False  # the user said yes to its size
 
 
 class ExportScreen(ModalScreen["ExportAsk | None"]):
@@ -145,9 +144,6 @@ class ExportScreen(ModalScreen["ExportAsk | None"]):
         what, fmt = self._choice()
         self.query_one("#export-format", RadioSet).disabled = what == "screen"
         self.query_one("#fmt-npz").disabled = what not in NPZ
-        if fmt == "npz" and what not in NPZ:  # the atlas has no tensors: its JSON instead
-            self.query_one("#fmt-json", RadioButton).value = True
-            return  # that press changes the set again, and the path follows then
         path_input = self.query_one("#export-path", Input)
         if not path_input.value.strip():
             return

@@ -256,7 +256,7 @@ class InputPane(Vertical):
         if source is not None:
             self.post_message(SourceEdited(source))
         elif (failed := self.first_error()) is not None:
-            self.post_message(SourceRejected(Msg("✗ {error}", error=failed)))  # state.SOURCE_ERROR
+            self.post_message(SourceRejected(Msg("✗ {error}", error=failed)))
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Back on the sentence: an error of the matrices no longer stands on the explorer's error line (the

@@ -116,7 +116,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
     /* A recorded program on show: what was recorded, in place of the variants' settings. */
     ModelPane #custom-mask { display: none; width: 100%; height: auto; padding: 0 0 0 9; color: $warning; }
     ModelPane #custom-mask.-shown { display: block; }
-    ModelPane.-model #custom-mask { display: none; }
+    ModelPane.-model #custom-mask, ModelPane.-recorded #custom-mask { display: none; }
     ModelPane #recorded { display: none; height: auto; margin: 0 0 1 0; }
     ModelPane.-recorded #recorded { display: block; }
     ModelPane.-recorded .variant-only, ModelPane.-recorded #settings-error { display: none; }
@@ -228,10 +228,15 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
             return
         blocked_value = 1.0 if request.settings.mask_means == "block" else 0.0
         blocked = sum(value == blocked_value for row in mask for value in row)
-        label.update(str(Plural("+ {n} cell masked by hand (x on the masked stage)",
-                                "+ {n} cells masked by hand (x on the masked stage)", n=blocked)
-                         if request.mask_by_hand else
-                         Plural("+ a custom mask: {n} cell blocked", "+ a custom mask: {n} cells blocked", n=blocked)))
+        if request.mask_by_hand:
+            said = Plural("+ {n} cell masked by hand (x on the masked stage)",
+                          "+ {n} cells masked by hand (x on the masked stage)", n=blocked)
+        elif len(mask) == 1:  # one row: a key blocked for every query
+            said = Plural("+ a custom mask: {n} key blocked for every query",
+                          "+ a custom mask: {n} keys blocked for every query", n=blocked)
+        else:
+            said = Plural("+ a custom mask: {n} cell blocked", "+ a custom mask: {n} cells blocked", n=blocked)
+        label.update(str(said))
 
     def show_applicable(self, names: frozenset[str]) -> None:
         """Grey out (and disable) the settings that change nothing for this variant on this input."""
@@ -310,6 +315,7 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         self.progress = progress
         self.query_one("#load-progress").set_class(progress is not None, "-shown")
         if progress is None:
+            self.phase_clock.reset()  # the next load's first phase counts from its own start
             if self.ticking is not None:
                 self.ticking.stop()
                 self.ticking = None
