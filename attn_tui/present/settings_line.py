@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from attn_tui.ask.applies import applicable
 from attn_tui.ask.options import SETTINGS
 from attn_tui.ask.settings import DEFAULT_DIM, MatrixInput, SentenceInput, Settings, VariantAsk, XInput
-from attn_tui.i18n import _, pgettext
+from attn_tui.i18n import Plural, _, pgettext
 
 if TYPE_CHECKING:
     from attn_tui.trace.stage import Trace
@@ -47,6 +47,23 @@ def changed_settings(settings: Settings, source: SentenceInput | MatrixInput | X
         mask = LABELS["mask"]
         found.append((pgettext("setting", mask), _("cells masked by hand") if by_hand else pgettext("mask", "custom")))
     return found
+
+
+def custom_mask_note(request: VariantAsk) -> str:
+    """What a custom mask adds to the mask kind chosen ("" without one): how many cells it blocks, and how it was
+    made (by hand with `x`, or typed as one row for every query)."""
+    mask = request.custom_mask
+    if mask is None:
+        return ""
+    blocked_value = 1.0 if request.settings.mask_means == "block" else 0.0
+    blocked = sum(value == blocked_value for row in mask for value in row)
+    if request.mask_by_hand:
+        return str(Plural("+ {n} cell masked by hand (x on the masked stage)",
+                          "+ {n} cells masked by hand (x on the masked stage)", n=blocked))
+    if len(mask) == 1:  # one row: a key blocked for every query
+        return str(Plural("+ a custom mask: {n} key blocked for every query",
+                          "+ a custom mask: {n} keys blocked for every query", n=blocked))
+    return str(Plural("+ a custom mask: {n} cell blocked", "+ a custom mask: {n} cells blocked", n=blocked))
 
 
 def _value(value: object) -> str:

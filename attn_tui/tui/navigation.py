@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attn_tui.i18n import _
+from attn_tui.i18n import N_, _
 from attn_tui.present.stage_view import one_head_note
 from attn_tui.tui.bindings import APP_BINDINGS
 from attn_tui.tui.host import Controller, Host
@@ -16,6 +16,9 @@ from attn_tui.tui.screens.help import HelpScreen
 
 if TYPE_CHECKING:
     from textual.timer import Timer
+
+
+ONE_LAYER = N_("only a real transformer has layers: pick minilm in the model pane")  # what { } say elsewhere
 
 
 class Navigation(Controller):
@@ -77,28 +80,23 @@ class Navigation(Controller):
         self.explorer.change_query(step)
 
     def action_next_head(self) -> None:
-        self._change_head(1)
+        self._moved(self.explorer.change_head(1), one_head_note())
 
     def action_prev_head(self) -> None:
-        self._change_head(-1)
-
-    def _change_head(self, step: int) -> None:
-        if self.explorer.change_head(step):
-            self.host.show_pane_view()
-        else:
-            self.host.notify(one_head_note(), timeout=5)
+        self._moved(self.explorer.change_head(-1), one_head_note())
 
     def action_next_layer(self) -> None:
-        self._change_layer(1)
+        self._moved(self.explorer.change_layer(1), _(ONE_LAYER))
 
     def action_prev_layer(self) -> None:
-        self._change_layer(-1)
+        self._moved(self.explorer.change_layer(-1), _(ONE_LAYER))
 
-    def _change_layer(self, step: int) -> None:
-        if self.explorer.change_layer(step):
+    def _moved(self, moved: bool, why_not: str) -> None:
+        """A head or layer key: the pane says where the user is now, or the notice why the key does nothing."""
+        if moved:
             self.host.show_pane_view()
         else:
-            self.host.notify(_("only a real transformer has layers: pick minilm in the model pane"), timeout=3)
+            self.host.notify(why_not, timeout=4)
 
     def action_toggle_grid(self) -> None:
         explorer = self.explorer

@@ -23,8 +23,9 @@ from textual.widgets import Checkbox, Input, Label, ProgressBar, Select, Static
 from attn_tui.ask.models import DATE_MODELS, MODEL_NAMES, TRANSFORMER_DATE_MODELS
 from attn_tui.ask.options import DEFAULT_DIM, SETTINGS
 from attn_tui.ask.settings import ModelAsk, Settings, VariantAsk
-from attn_tui.i18n import N_, Plural, _, pgettext
+from attn_tui.i18n import N_, _, pgettext
 from attn_tui.present.recorded import RecordedRow
+from attn_tui.present.settings_line import custom_mask_note
 from attn_tui.tui.classes import set_classes
 from attn_tui.tui.load_phase import PhaseClock
 from attn_tui.tui.messages import ModelChosen, SettingsEdited, SettingsRejected, TargetEdited
@@ -222,21 +223,9 @@ class ModelPane(VerticalScroll, can_focus=False, inherit_bindings=False):
         """Under the mask row: a custom mask in force besides the kind the row names ("mask none" alone would hide
         it), with how many cells it blocks."""
         self.custom_mask = request
-        mask, label = request.custom_mask, self.query_one("#custom-mask", Label)
-        label.set_class(mask is not None, "-shown")
-        if mask is None:
-            return
-        blocked_value = 1.0 if request.settings.mask_means == "block" else 0.0
-        blocked = sum(value == blocked_value for row in mask for value in row)
-        if request.mask_by_hand:
-            said = Plural("+ {n} cell masked by hand (x on the masked stage)",
-                          "+ {n} cells masked by hand (x on the masked stage)", n=blocked)
-        elif len(mask) == 1:  # one row: a key blocked for every query
-            said = Plural("+ a custom mask: {n} key blocked for every query",
-                          "+ a custom mask: {n} keys blocked for every query", n=blocked)
-        else:
-            said = Plural("+ a custom mask: {n} cell blocked", "+ a custom mask: {n} cells blocked", n=blocked)
-        label.update(str(said))
+        said, label = custom_mask_note(request), self.query_one("#custom-mask", Label)
+        label.set_class(bool(said), "-shown")
+        label.update(said)
 
     def show_applicable(self, names: frozenset[str]) -> None:
         """Grey out (and disable) the settings that change nothing for this variant on this input."""
